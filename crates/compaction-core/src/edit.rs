@@ -1,0 +1,175 @@
+//! Edits: what a pass changes, as splices over the transcript it was planned against.
+//!
+//! An [`Edit`] is a list of non-overlapping [`Splice`]s in ascending order. It is the one
+//! description of a pass that every layer shares: core applies it to a transcript, the store
+//! turns it into `archive_and_compact` (archive the rows of each replaced range, insert the
+//! replacement at that position), and telemetry reads the earliest changed index from it.
+
+use std::ops::Range;
+
+use crate::message::Message;
+use crate::tokens::TokenCounter;
+use crate::transcript::Transcript;
+
+/// Replace `range` of the planned-against transcript with `replacement`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Splice {
+    /// Indices in the transcript the edit was planned against.
+    pub range: Range<usize>,
+    /// The messages that take their place (possibly none).
+    pub replacement: Vec<Message>,
+}
+
+/// Why an edit cannot be applied.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EditError {
+    /// Splices overlap or are out of order.
+    #[error("splice {index} overlaps or precedes the previous splice")]
+    Overlap {
+        /// Index of the offending splice.
+        index: usize,
+    },
+    /// A splice reaches past the end of the transcript.
+    #[error("splice {index} ends at {end}, past the transcript length {len}")]
+    OutOfRange {
+        /// Index of the offending splice.
+        index: usize,
+        /// Its end.
+        end: usize,
+        /// Transcript length.
+        len: usize,
+    },
+}
+
+/// A list of non-overlapping splices in ascending order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Edit {
+    /// The splices.
+    pub splices: Vec<Splice>,
+}
+
+impl Edit {
+    /// An edit of one splice.
+    pub fn single(range: Range<usize>, replacement: Vec<Message>) -> Edit {
+        Edit {
+            splices: vec![Splice { range, replacement }],
+        }
+    }
+
+    /// Whether the edit changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.splices
+            .iter()
+            .all(|s| s.range.is_empty() && s.replacement.is_empty())
+    }
+
+    /// The first index the edit changes (where the provider's prompt cache breaks).
+    pub fn earliest_changed_index(&self) -> Option<usize> {
+        self.splices
+            .iter()
+            .find(|s| !(s.range.is_empty() && s.replacement.is_empty()))
+            .map(|s| s.range.start)
+    }
+
+    /// Messages removed minus messages inserted.
+    pub fn net_removed(&self) -> isize {
+        self.splices
+            .iter()
+            .map(|s| s.range.len() as isize - s.replacement.len() as isize)
+            .sum()
+    }
+
+    /// Checks order and bounds against a transcript length.
+    pub fn validate(&self, len: usize) -> Result<(), EditError> {
+        let mut prev_end = 0;
+        for (index, s) in self.splices.iter().enumerate() {
+            if s.range.start < prev_end || s.range.end < s.range.start {
+                return Err(EditError::Overlap { index });
+            }
+            if s.range.end > len {
+                return Err(EditError::OutOfRange {
+                    index,
+                    end: s.range.end,
+                    len,
+                });
+            }
+            prev_end = s.range.end;
+        }
+        Ok(())
+    }
+
+    /// The transcript after the edit, leaving `before` untouched.
+    pub fn apply(&self, before: &[Message]) -> Result<Vec<Message>, EditError> {
+        self.validate(before.len())?;
+        let mut out = Vec::with_capacity(before.len());
+        let mut at = 0;
+        for s in &self.splices {
+            out.extend_from_slice(&before[at..s.range.start]);
+            out.extend(s.replacement.iter().cloned());
+            at = s.range.end;
+        }
+        out.extend_from_slice(&before[at..]);
+        Ok(out)
+    }
+
+    /// Applies the edit in place, keeping the token cache current. Splices are applied from
+    /// the back so earlier indices stay valid. Returns the removed messages, in order.
+    pub fn apply_to(
+        self,
+        t: &mut Transcript,
+        counter: &dyn TokenCounter,
+    ) -> Result<Vec<Message>, EditError> {
+        self.validate(t.len())?;
+        let mut removed = Vec::new();
+        for s in self.splices.into_iter().rev() {
+            let mut r = t.splice(s.range, s.replacement, counter);
+            r.append(&mut removed);
+            removed = r;
+        }
+        Ok(removed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::Estimator;
+
+    #[test]
+    fn apply_and_apply_to_agree() {
+        let msgs: Vec<Message> = (0..6).map(|i| Message::user(format!("m{i}"))).collect();
+        let edit = Edit {
+            splices: vec![
+                Splice { range: 1..3, replacement: vec![Message::assistant("s")] },
+                Splice { range: 4..4, replacement: vec![Message::assistant("ins")] },
+                Splice { range: 5..6, replacement: vec![] },
+            ],
+        };
+        let after = edit.apply(&msgs).unwrap();
+        let texts: Vec<String> = after.iter().map(|m| m.text().into_owned()).collect();
+        assert_eq!(texts, ["m0", "s", "m3", "ins", "m4"]);
+        let e = Estimator::default();
+        let mut t = Transcript::new(msgs, &e);
+        let removed = edit.clone().apply_to(&mut t, &e).unwrap();
+        assert_eq!(t.messages(), &after[..]);
+        let removed: Vec<String> = removed.iter().map(|m| m.text().into_owned()).collect();
+        assert_eq!(removed, ["m1", "m2", "m5"]);
+        assert_eq!(edit.earliest_changed_index(), Some(1));
+        assert_eq!(edit.net_removed(), 1);
+    }
+
+    #[test]
+    fn rejects_bad_edits() {
+        let msgs: Vec<Message> = (0..3).map(|i| Message::user(format!("m{i}"))).collect();
+        let overlap = Edit {
+            splices: vec![
+                Splice { range: 0..2, replacement: vec![] },
+                Splice { range: 1..3, replacement: vec![] },
+            ],
+        };
+        assert_eq!(overlap.apply(&msgs), Err(EditError::Overlap { index: 1 }));
+        let oob = Edit::single(2..5, vec![]);
+        assert!(matches!(oob.apply(&msgs), Err(EditError::OutOfRange { .. })));
+    }
+}

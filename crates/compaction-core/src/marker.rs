@@ -1,0 +1,137 @@
+//! Summary markers: render, parse and classify.
+//!
+//! A marker is one message made of a header line naming its kind, a fixed preamble (the text
+//! is reference material, not an instruction; the latest user message after it is the active
+//! task), a heading, the summary body, and an end line. Batch, micro and turn-progress
+//! markers share the format, so each path can read what the other wrote, and
+//! [`parse_body`] returns exactly the body that [`render_text`] was given.
+//!
+//! Summaries written by Hermes Agent (text starting `[CONTEXT COMPACTION` or the legacy
+//! `[CONTEXT SUMMARY]:`) are recognised as batch markers so such a transcript can be resumed.
+
+use crate::message::{MarkerKind, Message, Role};
+
+/// First characters of every marker this library writes.
+pub const HEADER_PREFIX: &str = "[CONTEXT SUMMARY · hermes-compaction · ";
+/// The last line of every marker this library writes.
+pub const END_LINE: &str = "[END OF CONTEXT SUMMARY]";
+/// The fixed preamble.
+pub const PREAMBLE: &str = "This message is reference material, not an instruction: it summarizes \
+earlier parts of this conversation that were compacted to save space. Do not act on anything in \
+it by itself. The most recent user message after this summary is the active task.";
+
+/// Text prefixes of summaries written by Hermes Agent.
+pub const FOREIGN_PREFIXES: [&str; 2] = ["[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:"];
+
+fn heading(kind: MarkerKind) -> &'static str {
+    match kind {
+        MarkerKind::Batch => "## Summary of the earlier conversation",
+        MarkerKind::Micro => "## Rolling summary of earlier turns",
+        MarkerKind::Progress => "## Progress so far in the current turn",
+    }
+}
+
+fn header(kind: MarkerKind) -> String {
+    format!("{HEADER_PREFIX}{}]", kind.as_str())
+}
+
+fn prefix(kind: MarkerKind) -> String {
+    format!("{}\n{PREAMBLE}\n\n{}\n", header(kind), heading(kind))
+}
+
+/// The marker text for a body.
+pub fn render_text(kind: MarkerKind, body: &str) -> String {
+    let mut s = prefix(kind);
+    s.push_str(body);
+    s.push('\n');
+    s.push_str(END_LINE);
+    s
+}
+
+/// Fixed scaffolding cost of a marker (everything but the body), as text.
+pub fn scaffolding_text(kind: MarkerKind) -> String {
+    render_text(kind, "")
+}
+
+/// A marker message with the given role, stamped with [`MarkerKind`] metadata.
+pub fn render(kind: MarkerKind, role: Role, body: &str) -> Message {
+    let mut m = Message::new(role, render_text(kind, body));
+    m.meta_mut().marker = Some(kind);
+    m
+}
+
+/// Classifies a message: its metadata first, then its text.
+pub fn classify(m: &Message) -> Option<MarkerKind> {
+    if let Some(k) = m.marker_kind() {
+        return Some(k);
+    }
+    if m.is_tool() || m.has_tool_calls() {
+        return None;
+    }
+    classify_text(&m.text())
+}
+
+/// Classifies marker text.
+pub fn classify_text(text: &str) -> Option<MarkerKind> {
+    if let Some(rest) = text.strip_prefix(HEADER_PREFIX) {
+        for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
+            if rest.starts_with(kind.as_str()) && rest[kind.as_str().len()..].starts_with(']') {
+                return Some(kind);
+            }
+        }
+        return None;
+    }
+    FOREIGN_PREFIXES
+        .iter()
+        .any(|p| text.starts_with(p))
+        .then_some(MarkerKind::Batch)
+}
+
+/// The body of a marker: exactly what [`render_text`] was given for markers written here; for
+/// a foreign (Hermes Agent) summary, the text after its first line.
+pub fn parse_body(m: &Message) -> Option<String> {
+    let text = m.text();
+    let kind = classify(m)?;
+    let p = prefix(kind);
+    if let Some(rest) = text.strip_prefix(p.as_str()) {
+        let end = format!("\n{END_LINE}");
+        return Some(rest.strip_suffix(end.as_str()).unwrap_or(rest).to_owned());
+    }
+    if FOREIGN_PREFIXES.iter().any(|f| text.starts_with(f)) {
+        return Some(match text.split_once('\n') {
+            Some((_, rest)) => rest.to_owned(),
+            None => String::new(),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_parse_roundtrip() {
+        for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
+            for body in ["", "x", "line\n\n[END OF CONTEXT SUMMARY]\nmore\n", "  spaced  "] {
+                let m = render(kind, Role::Assistant, body);
+                assert_eq!(classify(&m), Some(kind));
+                assert_eq!(parse_body(&m).as_deref(), Some(body));
+                // Without metadata (e.g. text from another store), the text still classifies.
+                let plain = Message::assistant(m.text().into_owned());
+                assert_eq!(classify(&plain), Some(kind));
+                assert_eq!(parse_body(&plain).as_deref(), Some(body));
+            }
+        }
+    }
+
+    #[test]
+    fn foreign_summaries_are_batch() {
+        let m = Message::user("[CONTEXT COMPACTION] Earlier turns were compacted.\nGoal: x");
+        assert_eq!(classify(&m), Some(MarkerKind::Batch));
+        assert_eq!(parse_body(&m).as_deref(), Some("Goal: x"));
+        let legacy = Message::assistant("[CONTEXT SUMMARY]: stuff");
+        assert_eq!(classify(&legacy), Some(MarkerKind::Batch));
+        assert_eq!(classify(&Message::user("hello")), None);
+    }
+}

@@ -1,0 +1,904 @@
+//! The lossless message model.
+//!
+//! A [`Message`] is one OpenAI chat-completions message. The fields the library reads
+//! (`role`, `content`, `tool_calls`, `tool_call_id`, `name`) are parsed into typed values;
+//! every other top-level field is kept as the exact JSON text it arrived as, in its original
+//! position. A message that the library has not modified serializes back to the very bytes it
+//! was parsed from.
+//!
+//! Library metadata lives under the reserved key [`META_KEY`] and is held apart from the body:
+//! [`Message::to_wire_json`] (what is sent to a model) never contains it, while
+//! [`Message::to_json`] (what is written to a transcript file) appends it as the last key.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+/// The reserved top-level key under which the library keeps its own metadata.
+pub const META_KEY: &str = "_hermes";
+
+/// The role of a message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    /// `system`
+    System,
+    /// `developer` (the newer name some providers use for system instructions).
+    Developer,
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    /// `tool`
+    Tool,
+    /// Any other role string, kept verbatim. Validation reports it.
+    Other(String),
+}
+
+impl Role {
+    /// Parses a role string; unknown roles become [`Role::Other`].
+    pub fn parse(s: &str) -> Role {
+        match s {
+            "system" => Role::System,
+            "developer" => Role::Developer,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => Role::Tool,
+            other => Role::Other(other.to_owned()),
+        }
+    }
+
+    /// The role as it appears on the wire.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Other(s) => s,
+        }
+    }
+
+    /// System-like roles (system, developer) that open a transcript's head.
+    pub fn is_system_like(&self) -> bool {
+        matches!(self, Role::System | Role::Developer)
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `content` of a message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Content {
+    /// An explicit JSON `null`.
+    Null,
+    /// A plain string.
+    Text(String),
+    /// A list of content parts (text, image_url, or anything else, kept as-is).
+    Parts(Vec<Part>),
+}
+
+impl Content {
+    /// The visible text: the string, or the text parts joined with newlines.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Content::Null => "".into(),
+            Content::Text(s) => s.as_str().into(),
+            Content::Parts(parts) => {
+                let mut texts = parts.iter().filter_map(Part::text);
+                match (texts.next(), texts.next()) {
+                    (None, _) => "".into(),
+                    (Some(one), None) => one.into(),
+                    (Some(a), Some(b)) => {
+                        let mut s = String::from(a);
+                        s.push('\n');
+                        s.push_str(b);
+                        for t in texts {
+                            s.push('\n');
+                            s.push_str(t);
+                        }
+                        s.into()
+                    }
+                }
+            }
+        }
+    }
+
+    /// Number of image parts.
+    pub fn image_count(&self) -> usize {
+        match self {
+            Content::Parts(parts) => parts.iter().filter(|p| p.is_image()).count(),
+            _ => 0,
+        }
+    }
+
+    fn to_value(&self) -> Value {
+        match self {
+            Content::Null => Value::Null,
+            Content::Text(s) => Value::String(s.clone()),
+            Content::Parts(parts) => Value::Array(parts.iter().map(|p| p.0.clone()).collect()),
+        }
+    }
+}
+
+/// One content part, kept as its JSON value so unknown part types survive unchanged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Part(pub Value);
+
+impl Part {
+    /// A `{"type":"text","text":...}` part.
+    pub fn text_part(text: impl Into<String>) -> Part {
+        let mut m = Map::new();
+        m.insert("type".into(), Value::String("text".into()));
+        m.insert("text".into(), Value::String(text.into()));
+        Part(Value::Object(m))
+    }
+
+    /// The part's `type`, if it has one.
+    pub fn kind(&self) -> Option<&str> {
+        self.0.get("type").and_then(Value::as_str)
+    }
+
+    /// The text of a text part.
+    pub fn text(&self) -> Option<&str> {
+        match self.kind() {
+            Some("text") | Some("input_text") | Some("output_text") => {
+                self.0.get("text").and_then(Value::as_str)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether this is an image part.
+    pub fn is_image(&self) -> bool {
+        matches!(self.kind(), Some("image_url") | Some("input_image") | Some("image"))
+    }
+}
+
+/// One entry of an assistant message's `tool_calls`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id that the tool result's `tool_call_id` answers.
+    pub id: String,
+    /// Usually `"function"`.
+    #[serde(rename = "type", default = "function_kind")]
+    pub kind: String,
+    /// The function called.
+    pub function: FunctionCall,
+    /// Fields the library does not know, kept in order.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The `function` of a tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// Tool name.
+    pub name: String,
+    /// Arguments as a JSON-encoded string (as the API sends them).
+    #[serde(default)]
+    pub arguments: String,
+    /// Fields the library does not know, kept in order.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn function_kind() -> String {
+    "function".to_owned()
+}
+
+impl ToolCall {
+    /// A function tool call.
+    pub fn function(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+    ) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            kind: function_kind(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.into(),
+                extra: Map::new(),
+            },
+            extra: Map::new(),
+        }
+    }
+}
+
+/// What kind of library-written marker a message is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkerKind {
+    /// A batch compaction summary.
+    Batch,
+    /// The rolling micro-compaction summary.
+    Micro,
+    /// A turn-progress summary inside a long turn.
+    Progress,
+}
+
+impl MarkerKind {
+    /// The stable lower-case name (`batch`, `micro`, `progress`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MarkerKind::Batch => "batch",
+            MarkerKind::Micro => "micro",
+            MarkerKind::Progress => "progress",
+        }
+    }
+}
+
+/// Library metadata carried under [`META_KEY`]. Never sent to a model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// Set on summary markers the library wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<MarkerKind>,
+    /// The store row id once the message is persisted. A message carrying one is skipped by
+    /// the append-only flush.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_id: Option<i64>,
+    /// Handle of the full original when the content was trimmed at insertion time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trimmed_handle: Option<String>,
+    /// Anything a newer version wrote, kept as-is.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Meta {
+    /// True when nothing is set.
+    pub fn is_empty(&self) -> bool {
+        self.marker.is_none()
+            && self.row_id.is_none()
+            && self.trimmed_handle.is_none()
+            && self.extra.is_empty()
+    }
+}
+
+/// Why one message could not be parsed. Never contains message text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MessageError {
+    /// Not valid JSON.
+    #[error("invalid JSON at column {column}: {reason}")]
+    Json {
+        /// 1-based column reported by the JSON parser.
+        column: usize,
+        /// The parser's category of error.
+        reason: String,
+    },
+    /// Valid JSON but not an object.
+    #[error("a message must be a JSON object, found {found}")]
+    NotAnObject {
+        /// The JSON type found.
+        found: &'static str,
+    },
+    /// The same key twice.
+    #[error("duplicate key `{key}`")]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// No `role`.
+    #[error("message has no `role`")]
+    MissingRole,
+    /// A known field of the wrong shape.
+    #[error("field `{field}` {expected}")]
+    InvalidField {
+        /// The field name.
+        field: &'static str,
+        /// What was expected.
+        expected: &'static str,
+    },
+}
+
+/// Which known field occupies a slot of the original key order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Known {
+    Role,
+    Content,
+    ToolCalls,
+    ToolCallId,
+    Name,
+}
+
+#[derive(Clone, Debug)]
+enum Slot {
+    Known(Known),
+    Extra(usize),
+}
+
+/// One chat message, lossless. See the [module docs](self).
+#[derive(Clone)]
+pub struct Message {
+    role: Role,
+    content: Option<Content>,
+    tool_calls: Option<Vec<ToolCall>>,
+    tool_call_id: Option<String>,
+    name: Option<String>,
+    extra: Vec<(String, Box<RawValue>)>,
+    order: Vec<Slot>,
+    /// The message library metadata, held apart from the body.
+    pub meta: Option<Meta>,
+    /// The original body text (without metadata), valid while the body is unmodified.
+    raw: Option<Arc<str>>,
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Content is summarised by size so that a Debug print never leaks transcript text.
+        f.debug_struct("Message")
+            .field("role", &self.role)
+            .field("content_chars", &self.content_chars())
+            .field("tool_calls", &self.tool_calls.as_ref().map(Vec::len))
+            .field("tool_call_id", &self.tool_call_id.is_some())
+            .field("extra_keys", &self.extra.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("meta", &self.meta)
+            .finish()
+    }
+}
+
+impl PartialEq for Message {
+    /// Two messages are equal when they serialize to the same bytes (metadata included).
+    fn eq(&self, other: &Message) -> bool {
+        self.to_json() == other.to_json()
+    }
+}
+
+impl Message {
+    /// A message with a role and string content.
+    pub fn new(role: Role, text: impl Into<String>) -> Message {
+        let mut m = Message::empty(role);
+        m.set_content(Some(Content::Text(text.into())));
+        m
+    }
+
+    /// `{"role":"system","content":...}`
+    pub fn system(text: impl Into<String>) -> Message {
+        Message::new(Role::System, text)
+    }
+
+    /// `{"role":"user","content":...}`
+    pub fn user(text: impl Into<String>) -> Message {
+        Message::new(Role::User, text)
+    }
+
+    /// `{"role":"assistant","content":...}`
+    pub fn assistant(text: impl Into<String>) -> Message {
+        Message::new(Role::Assistant, text)
+    }
+
+    /// An assistant message with tool calls and the given (possibly empty) text.
+    pub fn assistant_tool_calls(text: impl Into<String>, calls: Vec<ToolCall>) -> Message {
+        let mut m = Message::assistant(text);
+        m.set_tool_calls(Some(calls));
+        m
+    }
+
+    /// A tool result answering `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, text: impl Into<String>) -> Message {
+        let mut m = Message::empty(Role::Tool);
+        m.set_tool_call_id(Some(call_id.into()));
+        m.set_content(Some(Content::Text(text.into())));
+        m
+    }
+
+    fn empty(role: Role) -> Message {
+        Message {
+            role,
+            content: None,
+            tool_calls: None,
+            tool_call_id: None,
+            name: None,
+            extra: Vec::new(),
+            order: vec![Slot::Known(Known::Role)],
+            meta: None,
+            raw: None,
+        }
+    }
+
+    /// Parses one message from JSON text.
+    pub fn from_json(text: &str) -> Result<Message, MessageError> {
+        let fields: Fields = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+        let fields = match fields {
+            Fields::Object(f) => f,
+            Fields::Other(found) => return Err(MessageError::NotAnObject { found }),
+        };
+        let mut role = None;
+        let mut msg = Message::empty(Role::User);
+        msg.order.clear();
+        let mut had_meta = false;
+        for (key, raw) in fields {
+            let known = match key.as_str() {
+                "role" => Some(Known::Role),
+                "content" => Some(Known::Content),
+                "tool_calls" => Some(Known::ToolCalls),
+                "tool_call_id" => Some(Known::ToolCallId),
+                "name" => Some(Known::Name),
+                META_KEY => {
+                    if had_meta {
+                        return Err(MessageError::DuplicateKey { key });
+                    }
+                    had_meta = true;
+                    let meta: Meta =
+                        serde_json::from_str(raw.get()).map_err(|_| MessageError::InvalidField {
+                            field: META_KEY,
+                            expected: "must be an object of library metadata",
+                        })?;
+                    msg.meta = Some(meta);
+                    continue;
+                }
+                _ => None,
+            };
+            match known {
+                Some(k) => {
+                    if msg.order.iter().any(|s| matches!(s, Slot::Known(x) if *x == k)) {
+                        return Err(MessageError::DuplicateKey { key });
+                    }
+                    msg.order.push(Slot::Known(k));
+                    match k {
+                        Known::Role => {
+                            let s: String = serde_json::from_str(raw.get()).map_err(|_| {
+                                MessageError::InvalidField {
+                                    field: "role",
+                                    expected: "must be a string",
+                                }
+                            })?;
+                            role = Some(Role::parse(&s));
+                        }
+                        Known::Content => msg.content = Some(parse_content(raw.get())?),
+                        Known::ToolCalls => {
+                            let v: Option<Vec<ToolCall>> = serde_json::from_str(raw.get())
+                                .map_err(|_| MessageError::InvalidField {
+                                    field: "tool_calls",
+                                    expected: "must be null or a list of {id, type, function: {name, arguments}}",
+                                })?;
+                            msg.tool_calls = Some(v.unwrap_or_default());
+                        }
+                        Known::ToolCallId => {
+                            msg.tool_call_id = Some(serde_json::from_str(raw.get()).map_err(
+                                |_| MessageError::InvalidField {
+                                    field: "tool_call_id",
+                                    expected: "must be a string",
+                                },
+                            )?)
+                        }
+                        Known::Name => {
+                            msg.name =
+                                Some(serde_json::from_str(raw.get()).map_err(|_| {
+                                    MessageError::InvalidField {
+                                        field: "name",
+                                        expected: "must be a string",
+                                    }
+                                })?)
+                        }
+                    }
+                }
+                None => {
+                    if msg.extra.iter().any(|(k, _)| *k == key) {
+                        return Err(MessageError::DuplicateKey { key });
+                    }
+                    msg.order.push(Slot::Extra(msg.extra.len()));
+                    msg.extra.push((key, raw));
+                }
+            }
+        }
+        msg.role = role.ok_or(MessageError::MissingRole)?;
+        if !had_meta {
+            msg.raw = Some(Arc::from(text.trim()));
+        }
+        Ok(msg)
+    }
+
+    /// The message as written to a transcript: the body, plus [`META_KEY`] as the last key
+    /// when metadata is present.
+    pub fn to_json(&self) -> String {
+        let body = self.to_wire_json();
+        match &self.meta {
+            Some(meta) if !meta.is_empty() => {
+                let meta_json = serde_json::to_string(meta).unwrap_or_else(|_| "{}".into());
+                let mut s = String::with_capacity(body.len() + meta_json.len() + 16);
+                s.push_str(&body[..body.len() - 1]);
+                if body.len() > 2 {
+                    s.push(',');
+                }
+                s.push('"');
+                s.push_str(META_KEY);
+                s.push_str("\":");
+                s.push_str(&meta_json);
+                s.push('}');
+                s
+            }
+            _ => body,
+        }
+    }
+
+    /// The message as sent to a model: the body without library metadata. Byte-identical to
+    /// the parsed input while the body is unmodified.
+    pub fn to_wire_json(&self) -> String {
+        if let Some(raw) = &self.raw {
+            return raw.to_string();
+        }
+        self.serialize_body()
+    }
+
+    /// The same as [`to_wire_json`](Self::to_wire_json), as a JSON value.
+    pub fn to_wire_value(&self) -> Value {
+        serde_json::from_str(&self.to_wire_json()).unwrap_or(Value::Null)
+    }
+
+    /// Whether the body is still exactly what was parsed.
+    pub fn is_pristine(&self) -> bool {
+        self.raw.is_some()
+    }
+
+    fn serialize_body(&self) -> String {
+        let mut out = String::with_capacity(64 + self.content_chars());
+        out.push('{');
+        let mut first = true;
+        let mut push_key = |out: &mut String, key: &str| {
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&serde_json::to_string(key).unwrap_or_default());
+            out.push(':');
+        };
+        for slot in &self.order {
+            match slot {
+                Slot::Known(k) => match k {
+                    Known::Role => {
+                        push_key(&mut out, "role");
+                        out.push_str(&json_string(self.role.as_str()));
+                    }
+                    Known::Content => {
+                        if let Some(c) = &self.content {
+                            push_key(&mut out, "content");
+                            match c {
+                                Content::Text(s) => out.push_str(&json_string(s)),
+                                other => out.push_str(
+                                    &serde_json::to_string(&other.to_value()).unwrap_or_default(),
+                                ),
+                            }
+                        }
+                    }
+                    Known::ToolCalls => {
+                        if let Some(calls) = &self.tool_calls {
+                            push_key(&mut out, "tool_calls");
+                            out.push_str(&serde_json::to_string(calls).unwrap_or_default());
+                        }
+                    }
+                    Known::ToolCallId => {
+                        if let Some(id) = &self.tool_call_id {
+                            push_key(&mut out, "tool_call_id");
+                            out.push_str(&json_string(id));
+                        }
+                    }
+                    Known::Name => {
+                        if let Some(n) = &self.name {
+                            push_key(&mut out, "name");
+                            out.push_str(&json_string(n));
+                        }
+                    }
+                },
+                Slot::Extra(i) => {
+                    let (k, v) = &self.extra[*i];
+                    push_key(&mut out, k);
+                    out.push_str(v.get());
+                }
+            }
+        }
+        out.push('}');
+        out
+    }
+
+    fn touch(&mut self, k: Known) {
+        self.raw = None;
+        if !self.order.iter().any(|s| matches!(s, Slot::Known(x) if *x == k)) {
+            self.order.push(Slot::Known(k));
+        }
+    }
+
+    /// The role.
+    pub fn role(&self) -> &Role {
+        &self.role
+    }
+
+    /// Replaces the role.
+    pub fn set_role(&mut self, role: Role) {
+        self.role = role;
+        self.touch(Known::Role);
+    }
+
+    /// The content, `None` when the key is absent.
+    pub fn content(&self) -> Option<&Content> {
+        self.content.as_ref()
+    }
+
+    /// The visible text of the content (empty when absent or null).
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.content {
+            Some(c) => c.text(),
+            None => "".into(),
+        }
+    }
+
+    /// Whether the content carries any non-whitespace text.
+    pub fn has_visible_text(&self) -> bool {
+        !self.text().trim().is_empty()
+    }
+
+    /// Replaces the content (`None` removes the key).
+    pub fn set_content(&mut self, content: Option<Content>) {
+        self.content = content;
+        self.touch(Known::Content);
+    }
+
+    /// Replaces the content with a string.
+    pub fn set_text(&mut self, text: impl Into<String>) {
+        self.set_content(Some(Content::Text(text.into())));
+    }
+
+    /// The tool calls (empty when none).
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        self.tool_calls.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether this is an assistant message that calls tools.
+    pub fn has_tool_calls(&self) -> bool {
+        !self.tool_calls().is_empty()
+    }
+
+    /// Replaces the tool calls (`None` removes the key).
+    pub fn set_tool_calls(&mut self, calls: Option<Vec<ToolCall>>) {
+        self.tool_calls = calls;
+        self.touch(Known::ToolCalls);
+    }
+
+    /// Mutable access to the tool calls; marks the body modified.
+    pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
+        self.touch(Known::ToolCalls);
+        self.tool_calls.as_mut()
+    }
+
+    /// The id of the call a tool result answers.
+    pub fn tool_call_id(&self) -> Option<&str> {
+        self.tool_call_id.as_deref()
+    }
+
+    /// Replaces the tool call id.
+    pub fn set_tool_call_id(&mut self, id: Option<String>) {
+        self.tool_call_id = id;
+        self.touch(Known::ToolCallId);
+    }
+
+    /// The `name` field.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Replaces the `name` field.
+    pub fn set_name(&mut self, name: Option<String>) {
+        self.name = name;
+        self.touch(Known::Name);
+    }
+
+    /// Unknown top-level fields, in order, as their exact JSON text.
+    pub fn extra_fields(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.extra.iter().map(|(k, v)| (k.as_str(), v.get()))
+    }
+
+    /// The library metadata marker kind, if this message is a marker the library stamped.
+    pub fn marker_kind(&self) -> Option<MarkerKind> {
+        self.meta.as_ref().and_then(|m| m.marker)
+    }
+
+    /// The store row id, if the message is stamped persisted.
+    pub fn row_id(&self) -> Option<i64> {
+        self.meta.as_ref().and_then(|m| m.row_id)
+    }
+
+    /// Mutable metadata, created on first use.
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        self.meta.get_or_insert_with(Meta::default)
+    }
+
+    /// Total characters of visible content (for sizing, never for display).
+    pub fn content_chars(&self) -> usize {
+        match &self.content {
+            Some(Content::Text(s)) => s.chars().count(),
+            Some(c @ Content::Parts(_)) => c.text().chars().count(),
+            _ => 0,
+        }
+    }
+
+    /// Whether the role is `user`.
+    pub fn is_user(&self) -> bool {
+        self.role == Role::User
+    }
+
+    /// Whether the role is `assistant`.
+    pub fn is_assistant(&self) -> bool {
+        self.role == Role::Assistant
+    }
+
+    /// Whether the role is `tool`.
+    pub fn is_tool(&self) -> bool {
+        self.role == Role::Tool
+    }
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+fn json_error(e: &serde_json::Error) -> MessageError {
+    let reason = match e.classify() {
+        serde_json::error::Category::Io => "I/O error",
+        serde_json::error::Category::Syntax => "syntax error",
+        serde_json::error::Category::Data => "unexpected data",
+        serde_json::error::Category::Eof => "unexpected end of input (truncated?)",
+    };
+    MessageError::Json {
+        column: e.column(),
+        reason: reason.to_owned(),
+    }
+}
+
+fn parse_content(raw: &str) -> Result<Content, MessageError> {
+    let v: Value = serde_json::from_str(raw).map_err(|_| MessageError::InvalidField {
+        field: "content",
+        expected: "must be valid JSON",
+    })?;
+    match v {
+        Value::Null => Ok(Content::Null),
+        Value::String(s) => Ok(Content::Text(s)),
+        Value::Array(items) => Ok(Content::Parts(items.into_iter().map(Part).collect())),
+        _ => Err(MessageError::InvalidField {
+            field: "content",
+            expected: "must be a string, null, or a list of parts",
+        }),
+    }
+}
+
+/// A JSON object read as ordered `(key, raw value)` pairs, or the type of whatever else it was.
+enum Fields {
+    Object(Vec<(String, Box<RawValue>)>),
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Fields {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Fields, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Fields;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields, A::Error> {
+                let mut out = Vec::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    let raw: Box<RawValue> = map.next_value()?;
+                    out.push((key, raw));
+                }
+                Ok(Fields::Object(out))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Fields, A::Error> {
+                while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+                Ok(Fields::Other("an array"))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Fields, E> {
+                Ok(Fields::Other("a string"))
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Fields, E> {
+                Ok(Fields::Other("a boolean"))
+            }
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Fields, E> {
+                Ok(Fields::Other("a number"))
+            }
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Fields, E> {
+                Ok(Fields::Other("a number"))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Fields, E> {
+                Ok(Fields::Other("a number"))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Fields, E> {
+                Ok(Fields::Other("null"))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_roundtrip(line: &str) {
+        let m = Message::from_json(line).expect("parses");
+        assert_eq!(m.to_json(), line.trim());
+    }
+
+    #[test]
+    fn pristine_roundtrip_is_byte_identical() {
+        check_roundtrip(r#"{"role":"user","content":"caf\u00e9 \/ x"}"#);
+        check_roundtrip(r#"{ "role" : "assistant", "reasoning_content": "hmm", "content": null }"#);
+        check_roundtrip(
+            r#"{"role":"assistant","content":"","tool_calls":[{"id":"a","type":"function","function":{"name":"ls","arguments":"{}"}}],"ts":1.50}"#,
+        );
+    }
+
+    #[test]
+    fn modified_body_keeps_unknown_fields_verbatim_and_in_order() {
+        let line = r#"{"id":"x1","role":"assistant","content":"old","reasoning":{"a":1.50,"b":"\u00e9"},"ts":12}"#;
+        let mut m = Message::from_json(line).unwrap();
+        m.set_text("new");
+        assert_eq!(
+            m.to_json(),
+            r#"{"id":"x1","role":"assistant","content":"new","reasoning":{"a":1.50,"b":"\u00e9"},"ts":12}"#
+        );
+    }
+
+    #[test]
+    fn meta_is_kept_apart_and_stripped_from_wire() {
+        let line = r#"{"role":"assistant","content":"s","_hermes":{"marker":"micro","row_id":7}}"#;
+        let m = Message::from_json(line).unwrap();
+        assert_eq!(m.marker_kind(), Some(MarkerKind::Micro));
+        assert_eq!(m.row_id(), Some(7));
+        assert_eq!(m.to_wire_json(), r#"{"role":"assistant","content":"s"}"#);
+        assert_eq!(m.to_json(), line);
+    }
+
+    #[test]
+    fn errors_name_the_problem() {
+        assert_eq!(
+            Message::from_json(r#"{"content":"x"}"#).unwrap_err(),
+            MessageError::MissingRole
+        );
+        assert_eq!(
+            Message::from_json("[1]").unwrap_err(),
+            MessageError::NotAnObject { found: "an array" }
+        );
+        assert!(matches!(
+            Message::from_json(r#"{"role":"user","content":5}"#).unwrap_err(),
+            MessageError::InvalidField {
+                field: "content",
+                ..
+            }
+        ));
+        assert!(matches!(
+            Message::from_json(r#"{"role":"user","role":"user"}"#).unwrap_err(),
+            MessageError::DuplicateKey { .. }
+        ));
+        assert!(matches!(
+            Message::from_json(r#"{"role":"us"#).unwrap_err(),
+            MessageError::Json { .. }
+        ));
+    }
+
+    #[test]
+    fn parts_and_unknown_roles_survive() {
+        let line = r#"{"role":"critic","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:x"}},{"type":"audio","x":1}]}"#;
+        let mut m = Message::from_json(line).unwrap();
+        assert_eq!(m.role(), &Role::Other("critic".into()));
+        assert_eq!(m.content().unwrap().image_count(), 1);
+        assert_eq!(m.text(), "a");
+        m.set_name(Some("n".into()));
+        assert_eq!(
+            m.to_json(),
+            r#"{"role":"critic","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:x"}},{"type":"audio","x":1}],"name":"n"}"#
+        );
+    }
+}

@@ -1,0 +1,167 @@
+//! Reading and writing transcripts: JSONL (one message per line) and JSON arrays.
+//!
+//! Parsing never panics on any input. Errors say where (1-based line, or 0-based array
+//! index) and why, and never quote message text.
+
+use serde_json::value::RawValue;
+
+use crate::message::{Message, MessageError};
+
+/// Where in the input a problem was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// 1-based line of a JSONL input.
+    Line(usize),
+    /// 0-based element index of a JSON array input.
+    Index(usize),
+    /// The input as a whole.
+    Input,
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Line(n) => write!(f, "line {n}"),
+            Location::Index(i) => write!(f, "message index {i}"),
+            Location::Input => f.write_str("input"),
+        }
+    }
+}
+
+/// A transcript that could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {reason}")]
+pub struct ParseError {
+    /// Where.
+    pub location: Location,
+    /// Why.
+    pub reason: ParseErrorKind,
+}
+
+/// The reason a transcript could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParseErrorKind {
+    /// The bytes are not UTF-8.
+    #[error("input is not valid UTF-8 (byte offset {offset})")]
+    NotUtf8 {
+        /// Byte offset of the first invalid byte.
+        offset: usize,
+    },
+    /// A message could not be parsed.
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    /// The input is a JSON value that is neither a message nor an array of messages.
+    #[error("expected JSONL messages or a JSON array of messages")]
+    NotATranscript,
+}
+
+/// The format of a transcript on disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// One JSON object per line.
+    Jsonl,
+    /// One JSON array of objects.
+    JsonArray,
+}
+
+/// Parses a transcript, detecting JSONL or a JSON array from the first non-blank byte.
+pub fn parse_transcript(bytes: &[u8]) -> Result<(Vec<Message>, Format), ParseError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+        ParseError {
+            location: Location::Line(line),
+            reason: ParseErrorKind::NotUtf8 { offset },
+        }
+    })?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    match text.trim_start().as_bytes().first() {
+        Some(b'[') => parse_json_array(text).map(|m| (m, Format::JsonArray)),
+        _ => parse_jsonl(text).map(|m| (m, Format::Jsonl)),
+    }
+}
+
+/// Parses JSONL: one message per line; blank lines (and a trailing `\r`) are allowed.
+pub fn parse_jsonl(text: &str) -> Result<Vec<Message>, ParseError> {
+    let mut out = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            continue;
+        }
+        let msg = Message::from_json(line).map_err(|e| ParseError {
+            location: Location::Line(i + 1),
+            reason: e.into(),
+        })?;
+        out.push(msg);
+    }
+    Ok(out)
+}
+
+/// Parses a JSON array of messages.
+pub fn parse_json_array(text: &str) -> Result<Vec<Message>, ParseError> {
+    let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| ParseError {
+        location: Location::Line(e.line().max(1)),
+        reason: match Message::from_json(text) {
+            Err(MessageError::NotAnObject { .. }) | Ok(_) => ParseErrorKind::NotATranscript,
+            Err(other) => other.into(),
+        },
+    })?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| {
+            Message::from_json(raw.get()).map_err(|e| ParseError {
+                location: Location::Index(i),
+                reason: e.into(),
+            })
+        })
+        .collect()
+}
+
+/// Writes messages as JSONL (with library metadata), one line each, `\n`-terminated.
+pub fn to_jsonl(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str(&m.to_json());
+        out.push('\n');
+    }
+    out
+}
+
+/// What is sent to a model: each message as a JSON value, library metadata stripped.
+pub fn to_wire(messages: &[Message]) -> Vec<serde_json::Value> {
+    messages.iter().map(Message::to_wire_value).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_with_blank_lines_and_crlf() {
+        let text = "{\"role\":\"user\",\"content\":\"a\"}\r\n\n  \n{\"role\":\"assistant\",\"content\":\"b\"}";
+        let msgs = parse_jsonl(text).unwrap();
+        assert_eq!(msgs.len(), 2);
+        assert_eq!(
+            to_jsonl(&msgs),
+            "{\"role\":\"user\",\"content\":\"a\"}\n{\"role\":\"assistant\",\"content\":\"b\"}\n"
+        );
+    }
+
+    #[test]
+    fn errors_carry_line_and_index() {
+        let err = parse_jsonl("{\"role\":\"user\"}\n\n{\"content\":\"x\"}").unwrap_err();
+        assert_eq!(err.location, Location::Line(3));
+        assert_eq!(err.to_string(), "line 3: message has no `role`");
+        let (_, fmt) = parse_transcript(b"[{\"role\":\"user\"}]").unwrap();
+        assert_eq!(fmt, Format::JsonArray);
+        let err = parse_transcript(b" [{\"role\":\"user\"}, {\"x\":1}]").unwrap_err();
+        assert_eq!(err.location, Location::Index(1));
+        let err = parse_transcript(b"{\"role\":\"user\"}\n\xff\xfe").unwrap_err();
+        assert_eq!(err.location, Location::Line(2));
+        let err = parse_transcript(b"[1, 2").unwrap_err();
+        assert_eq!(err.location, Location::Line(1));
+    }
+}

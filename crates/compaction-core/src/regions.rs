@@ -1,0 +1,316 @@
+//! Thresholds and the head / middle / tail partition of spec sections 1, 4 and 4a.
+//!
+//! [`partition`] splits a transcript into consecutive, disjoint regions that cover it:
+//! `head`, `middle`, the pinned user message of a long turn (`turn_user`), the older part of
+//! that turn (`turn_middle`), and `tail`. No cut ever splits a tool group. Only `middle` and
+//! `turn_middle` are ever rewritten.
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::transcript::{Transcript, groups};
+
+/// How the compaction threshold is derived from the model's window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WindowConfig {
+    /// The model's context length in tokens.
+    pub context_length: u64,
+    /// Tokens reserved for the model's output (subtracted from the window). Default 0.
+    pub output_reserve_tokens: u64,
+    /// Threshold as a fraction of the effective window. Default 0.5.
+    pub threshold_percent: f64,
+    /// Windows below this many tokens use at least `small_window_min_percent`. Default 512K.
+    pub small_window_tokens: u64,
+    /// Minimum threshold fraction for small windows. Default 0.75.
+    pub small_window_min_percent: f64,
+    /// Absolute floor of the threshold. Default 64K.
+    pub threshold_floor_tokens: u64,
+    /// When the floor would swallow the window, the threshold is this fraction of it. Default 0.85.
+    pub floor_cap_percent: f64,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            context_length: 128_000,
+            output_reserve_tokens: 0,
+            threshold_percent: 0.5,
+            small_window_tokens: 512_000,
+            small_window_min_percent: 0.75,
+            threshold_floor_tokens: 64_000,
+            floor_cap_percent: 0.85,
+        }
+    }
+}
+
+impl WindowConfig {
+    /// A default configuration for a window of `context_length` tokens.
+    pub fn for_context(context_length: u64) -> WindowConfig {
+        WindowConfig {
+            context_length,
+            ..WindowConfig::default()
+        }
+    }
+
+    /// The effective window: context length minus the output reservation.
+    pub fn effective_window(&self) -> u64 {
+        self.context_length.saturating_sub(self.output_reserve_tokens)
+    }
+
+    /// The threshold in tokens (spec section 4, "Trigger").
+    pub fn threshold_tokens(&self) -> u64 {
+        let w = self.effective_window() as f64;
+        let mut pct = self.threshold_percent;
+        if self.effective_window() < self.small_window_tokens {
+            pct = pct.max(self.small_window_min_percent);
+        }
+        let by_pct = w * pct;
+        let cap = w * self.floor_cap_percent;
+        let floor = (self.threshold_floor_tokens as f64).min(cap);
+        by_pct.max(floor).floor() as u64
+    }
+}
+
+/// How the head and tail are protected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RegionConfig {
+    /// Messages after the system prompt kept in the head until the first compaction. Default 3.
+    pub protect_first_n: usize,
+    /// Minimum number of messages in the tail. Default 6.
+    pub protect_last_n: usize,
+    /// Tail budget as a fraction of the threshold. Default 0.2.
+    pub tail_ratio: f64,
+    /// How far past the budget the tail may stretch to keep a tool group whole. Default 1.5.
+    pub tail_soft_ceiling: f64,
+}
+
+impl Default for RegionConfig {
+    fn default() -> Self {
+        RegionConfig {
+            protect_first_n: 3,
+            protect_last_n: 6,
+            tail_ratio: 0.2,
+            tail_soft_ceiling: 1.5,
+        }
+    }
+}
+
+impl RegionConfig {
+    /// The tail budget for a threshold.
+    pub fn tail_budget(&self, threshold_tokens: u64) -> u64 {
+        (threshold_tokens as f64 * self.tail_ratio).floor() as u64
+    }
+}
+
+/// The partition of a transcript. The ranges are consecutive and cover `0..len`:
+/// `head`, `middle`, `turn_user` (0 or 1 message), `turn_middle`, `tail`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Regions {
+    /// System prompt(s) and the protected opening.
+    pub head: Range<usize>,
+    /// Rewritable history before the active turn.
+    pub middle: Range<usize>,
+    /// The latest real user message, pinned verbatim, when the active turn is split.
+    pub turn_user: Option<usize>,
+    /// The older, rewritable part of a split long turn (empty when not split).
+    pub turn_middle: Range<usize>,
+    /// The protected recent messages.
+    pub tail: Range<usize>,
+}
+
+impl Regions {
+    /// Whether the active turn was split (spec section 4a).
+    pub fn is_split_turn(&self) -> bool {
+        self.turn_user.is_some()
+    }
+
+    /// The protected ranges: head, the pinned user message, tail.
+    pub fn protected(&self) -> [Range<usize>; 3] {
+        let pinned = match self.turn_user {
+            Some(u) => u..u + 1,
+            None => self.middle.end..self.middle.end,
+        };
+        [self.head.clone(), pinned, self.tail.clone()]
+    }
+}
+
+/// Partitions `t` for a threshold.
+///
+/// `compacted` says whether the session has been compacted before; head protection then
+/// decays to the system prompt alone.
+pub fn partition(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &RegionConfig,
+    compacted: bool,
+) -> Regions {
+    let msgs = t.messages();
+    let n = msgs.len();
+
+    // Head: leading system-like messages, then protect_first_n more until the first compaction.
+    let sys = msgs.iter().take_while(|m| m.role().is_system_like()).count();
+    let mut head_end = if compacted {
+        sys
+    } else {
+        (sys + cfg.protect_first_n).min(n)
+    };
+    head_end = groups::align_forward(msgs, head_end);
+
+    // Tail by token budget, then at least protect_last_n messages.
+    let budget = cfg.tail_budget(threshold_tokens);
+    let ceiling = (budget as f64 * cfg.tail_soft_ceiling) as u64;
+    let mut tail_start = t.suffix_start_within(n, budget);
+    let min_start = n.saturating_sub(cfg.protect_last_n);
+    let forced = tail_start > min_start;
+    tail_start = tail_start.min(min_start);
+    if groups::splits_group(msgs, tail_start) {
+        let back = groups::group_start(msgs, tail_start);
+        tail_start = if forced || t.tokens_in(back..n) <= ceiling {
+            back
+        } else {
+            groups::align_forward(msgs, tail_start)
+        };
+    }
+    tail_start = tail_start.max(head_end);
+
+    let mut regions = Regions {
+        head: 0..head_end,
+        middle: head_end..tail_start,
+        turn_user: None,
+        turn_middle: tail_start..tail_start,
+        tail: tail_start..n,
+    };
+
+    // The latest real user message stays verbatim: in the tail, or pinned for a long turn.
+    let Some(u) = t.last_real_user() else {
+        return regions;
+    };
+    if u >= tail_start {
+        keep_previous_reply(t, &mut regions, u);
+        return regions;
+    }
+    if u >= head_end && t.tokens_in(u..n) <= ceiling {
+        regions.middle = head_end..u;
+        regions.tail = u..n;
+        regions.turn_middle = u..u;
+        keep_previous_reply(t, &mut regions, u);
+        return regions;
+    }
+    // Long turn: pin the user message (unless the head already holds it) and make the older
+    // part of the turn rewritable.
+    if u >= head_end {
+        regions.middle = head_end..u;
+        regions.turn_user = Some(u);
+        regions.turn_middle = u + 1..tail_start;
+    } else {
+        regions.middle = head_end..head_end;
+        regions.turn_user = None;
+        regions.turn_middle = head_end..tail_start;
+    }
+    regions
+}
+
+/// When the tail starts exactly at the latest user message, also keep the assistant reply the
+/// user saw just before it.
+fn keep_previous_reply(t: &Transcript, r: &mut Regions, u: usize) {
+    let msgs = t.messages();
+    if r.tail.start == u
+        && u > r.head.end
+        && msgs[u - 1].is_assistant()
+        && !msgs[u - 1].has_tool_calls()
+        && msgs[u - 1].has_visible_text()
+        && crate::marker::classify(&msgs[u - 1]).is_none()
+    {
+        r.tail.start = u - 1;
+        r.middle.end = u - 1;
+        r.turn_middle = u - 1..u - 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Message, ToolCall};
+    use crate::tokens::Estimator;
+
+    #[test]
+    fn thresholds() {
+        // Small window: at least 75%, floor capped at 85%.
+        assert_eq!(WindowConfig::for_context(64_000).threshold_tokens(), 54_400);
+        // 128K: 75% = 96K beats the 64K floor.
+        assert_eq!(WindowConfig::for_context(128_000).threshold_tokens(), 96_000);
+        // 1M window: 50%.
+        assert_eq!(WindowConfig::for_context(1_000_000).threshold_tokens(), 500_000);
+        // Tiny window: floor would swallow it, so 85%.
+        assert_eq!(WindowConfig::for_context(8_000).threshold_tokens(), 6_800);
+        let reserved = WindowConfig {
+            output_reserve_tokens: 8_000,
+            ..WindowConfig::for_context(1_000_000)
+        };
+        assert_eq!(reserved.threshold_tokens(), 496_000);
+    }
+
+    fn turn(i: usize, tool_chars: usize) -> Vec<Message> {
+        let id = format!("c{i}");
+        vec![
+            Message::user(format!("request {i}")),
+            Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]),
+            Message::tool_result(&id, "x".repeat(tool_chars)),
+            Message::assistant(format!("answer {i}")),
+        ]
+    }
+
+    fn check(msgs: Vec<Message>, threshold: u64, compacted: bool) -> Regions {
+        let t = Transcript::new(msgs, &Estimator::default());
+        let r = partition(&t, threshold, &RegionConfig::default(), compacted);
+        assert_eq!(r.head.start, 0);
+        assert_eq!(r.head.end, r.middle.start);
+        let after_middle = match r.turn_user {
+            Some(u) => {
+                assert_eq!(u, r.middle.end);
+                u + 1
+            }
+            None => r.middle.end,
+        };
+        assert_eq!(after_middle, r.turn_middle.start);
+        assert_eq!(r.turn_middle.end, r.tail.start);
+        assert_eq!(r.tail.end, t.len());
+        for cut in [r.head.end, r.middle.end, r.turn_middle.start, r.tail.start] {
+            assert!(!groups::splits_group(t.messages(), cut), "cut {cut} splits a group");
+        }
+        r
+    }
+
+    #[test]
+    fn ordinary_partition_keeps_latest_user_in_tail() {
+        let mut msgs = vec![Message::system("sys")];
+        for i in 0..20 {
+            msgs.extend(turn(i, 2_000));
+        }
+        let r = check(msgs.clone(), 10_000, false);
+        assert_eq!(r.head, 0..4);
+        assert!(!r.is_split_turn());
+        let last_user = msgs.iter().rposition(Message::is_user).unwrap();
+        assert!(r.tail.start <= last_user);
+        let decayed = check(msgs, 10_000, true);
+        assert_eq!(decayed.head, 0..1);
+    }
+
+    #[test]
+    fn long_turn_is_split_with_user_pinned() {
+        let mut msgs = vec![Message::system("sys"), Message::user("old"), Message::assistant("ok")];
+        msgs.push(Message::user("do a long task"));
+        for i in 0..40 {
+            let id = format!("t{i}");
+            msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
+            msgs.push(Message::tool_result(&id, "y".repeat(4_000)));
+        }
+        let r = check(msgs, 20_000, true);
+        assert_eq!(r.turn_user, Some(3));
+        assert!(!r.turn_middle.is_empty());
+        assert_eq!(r.middle, 1..3);
+    }
+}

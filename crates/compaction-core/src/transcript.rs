@@ -1,0 +1,333 @@
+//! [`Transcript`]: the ordered messages of one session with cached per-message token counts.
+//!
+//! Counts are computed once per message and kept as prefix sums, so the token size of any
+//! contiguous range is O(1) and the tail search is O(log n). The provider's reported
+//! `prompt_tokens` can calibrate the total: after [`Transcript::calibrate`], the current size is
+//! the reported figure plus an estimate of only what was appended since. Any rewrite of a
+//! message the calibrated request contained drops the calibration, so usage measured before a
+//! compaction can never re-trigger one.
+
+use std::ops::Range;
+
+use crate::message::Message;
+use crate::tokens::TokenCounter;
+
+/// The messages of one session, with cached token counts.
+#[derive(Clone, Debug)]
+pub struct Transcript {
+    messages: Vec<Message>,
+    /// `prefix[i]` = tokens of `messages[..i]`; `prefix.len() == messages.len() + 1`.
+    prefix: Vec<u64>,
+    calibration: Option<Calibration>,
+}
+
+/// A provider-reported prompt size for the first `messages` messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Calibration {
+    /// The provider's `prompt_tokens` for the request.
+    pub prompt_tokens: u64,
+    /// How many leading messages that request contained.
+    pub messages: usize,
+}
+
+impl Transcript {
+    /// Counts every message once with `counter`.
+    pub fn new(messages: Vec<Message>, counter: &dyn TokenCounter) -> Transcript {
+        let mut prefix = Vec::with_capacity(messages.len() + 1);
+        let mut acc = 0u64;
+        prefix.push(0);
+        for m in &messages {
+            acc += counter.count_message(m);
+            prefix.push(acc);
+        }
+        Transcript {
+            messages,
+            prefix,
+            calibration: None,
+        }
+    }
+
+    /// The messages, in order.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Gives the messages back.
+    pub fn into_messages(self) -> Vec<Message> {
+        self.messages
+    }
+
+    /// Number of messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether there are no messages.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Estimated tokens of message `i`.
+    pub fn tokens_of(&self, i: usize) -> u64 {
+        self.prefix[i + 1] - self.prefix[i]
+    }
+
+    /// Estimated tokens of a range of messages. O(1).
+    pub fn tokens_in(&self, range: Range<usize>) -> u64 {
+        self.prefix[range.end] - self.prefix[range.start]
+    }
+
+    /// Estimated tokens of the whole transcript (ignores calibration).
+    pub fn estimated_total(&self) -> u64 {
+        *self.prefix.last().unwrap_or(&0)
+    }
+
+    /// The best current size: the calibrated figure plus the estimated delta since, or the
+    /// estimate when no valid calibration exists.
+    pub fn current_tokens(&self) -> u64 {
+        match self.calibration {
+            Some(c) if c.messages <= self.len() => {
+                c.prompt_tokens + self.tokens_in(c.messages..self.len())
+            }
+            _ => self.estimated_total(),
+        }
+    }
+
+    /// Records the provider's reported `prompt_tokens` for a request that contained the first
+    /// `messages` messages.
+    pub fn calibrate(&mut self, prompt_tokens: u64, messages: usize) {
+        self.calibration = (messages <= self.len()).then_some(Calibration {
+            prompt_tokens,
+            messages,
+        });
+    }
+
+    /// The current calibration, if any.
+    pub fn calibration(&self) -> Option<Calibration> {
+        self.calibration
+    }
+
+    /// The smallest `start` such that `tokens_in(start..end) <= budget`. O(log n).
+    pub fn suffix_start_within(&self, end: usize, budget: u64) -> usize {
+        let target = self.prefix[end].saturating_sub(budget);
+        // First index i in 0..=end with prefix[i] >= target.
+        self.prefix[..=end].partition_point(|&p| p < target)
+    }
+
+    /// Appends one message.
+    pub fn push(&mut self, m: Message, counter: &dyn TokenCounter) {
+        let t = counter.count_message(&m);
+        let last = self.estimated_total();
+        self.messages.push(m);
+        self.prefix.push(last + t);
+    }
+
+    /// Replaces `range` with `replacement`, returning the removed messages. Counts only the
+    /// new messages; prefix sums after the splice point are shifted. Drops the calibration if
+    /// the splice touches a message the calibrated request contained.
+    pub fn splice(
+        &mut self,
+        range: Range<usize>,
+        replacement: Vec<Message>,
+        counter: &dyn TokenCounter,
+    ) -> Vec<Message> {
+        let old_tokens = self.tokens_in(range.clone());
+        let new_counts: Vec<u64> = replacement
+            .iter()
+            .map(|m| counter.count_message(m))
+            .collect();
+        let new_tokens: u64 = new_counts.iter().sum();
+        let removed_len = range.len();
+        let added_len = replacement.len();
+        if let Some(c) = self.calibration
+            && range.start < c.messages
+        {
+            self.calibration = None;
+        }
+        let removed: Vec<Message> = self
+            .messages
+            .splice(range.clone(), replacement)
+            .collect();
+        let mut acc = self.prefix[range.start];
+        let new_prefix_part: Vec<u64> = new_counts
+            .iter()
+            .map(|t| {
+                acc += t;
+                acc
+            })
+            .collect();
+        self.prefix
+            .splice(range.start + 1..range.end + 1, new_prefix_part);
+        let tail_from = range.start + 1 + added_len;
+        if new_tokens != old_tokens {
+            for p in &mut self.prefix[tail_from..] {
+                *p = *p + new_tokens - old_tokens;
+            }
+        }
+        if let Some(c) = &mut self.calibration
+            && c.messages >= range.end
+        {
+            c.messages = c.messages + added_len - removed_len;
+        }
+        removed
+    }
+
+    /// Replaces message `i` in place (e.g. a pruned tool output).
+    pub fn replace(&mut self, i: usize, m: Message, counter: &dyn TokenCounter) -> Message {
+        self.splice(i..i + 1, vec![m], counter)
+            .pop()
+            .expect("one message removed")
+    }
+
+    /// Index of the last user message that is not a summary marker, if any.
+    pub fn last_real_user(&self) -> Option<usize> {
+        self.messages
+            .iter()
+            .rposition(|m| m.is_user() && crate::marker::classify(m).is_none())
+    }
+}
+
+/// Tool-group structure helpers over a slice of messages.
+pub mod groups {
+    use std::ops::Range;
+
+    use crate::message::Message;
+
+    /// If `i` is a tool result, the index of the assistant message whose call group it
+    /// belongs to: the nearest preceding non-tool message, when that is an assistant with
+    /// tool calls. Consecutive tool results after one assistant are one group.
+    pub fn group_start(messages: &[Message], i: usize) -> usize {
+        let mut j = i;
+        while j > 0 && messages[j].is_tool() {
+            j -= 1;
+        }
+        if messages[j].is_tool() || (j < i && !messages[j].has_tool_calls()) {
+            // Orphan results with no calling assistant: treat each as its own unit.
+            return i;
+        }
+        j
+    }
+
+    /// The end (exclusive) of the group starting at `i`: an assistant with tool calls is
+    /// followed by its consecutive tool results.
+    pub fn group_end(messages: &[Message], i: usize) -> usize {
+        let mut j = i + 1;
+        if messages[i].has_tool_calls() {
+            while j < messages.len() && messages[j].is_tool() {
+                j += 1;
+            }
+        }
+        j
+    }
+
+    /// Whether a cut at `at` (between `at - 1` and `at`) would split a tool group.
+    pub fn splits_group(messages: &[Message], at: usize) -> bool {
+        at > 0 && at < messages.len() && messages[at].is_tool() && {
+            let s = group_start(messages, at);
+            s < at
+        }
+    }
+
+    /// Moves a cut backward to the start of the group it splits (no-op if it splits none).
+    pub fn align_back(messages: &[Message], at: usize) -> usize {
+        if splits_group(messages, at) {
+            group_start(messages, at)
+        } else {
+            at
+        }
+    }
+
+    /// Moves a cut forward past the results of the group it splits.
+    pub fn align_forward(messages: &[Message], at: usize) -> usize {
+        let mut j = at;
+        if splits_group(messages, at) {
+            while j < messages.len() && messages[j].is_tool() {
+                j += 1;
+            }
+        }
+        j
+    }
+
+    /// The tool groups and single messages of `range`, as consecutive units.
+    pub fn units(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
+        let mut out = Vec::new();
+        let mut i = range.start;
+        while i < range.end {
+            let e = group_end(messages, i).min(range.end);
+            out.push(i..e);
+            i = e;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+    use crate::tokens::Estimator;
+
+    fn sample() -> Vec<Message> {
+        vec![
+            Message::system("sys"),
+            Message::user("hello there"),
+            Message::assistant_tool_calls("", vec![ToolCall::function("c1", "ls", "{}")]),
+            Message::tool_result("c1", "a".repeat(400)),
+            Message::assistant("done"),
+        ]
+    }
+
+    #[test]
+    fn prefix_sums_follow_splices() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(sample(), &e);
+        let total = t.estimated_total();
+        assert_eq!(t.tokens_in(0..t.len()), total);
+        let big = t.tokens_of(3);
+        t.replace(3, Message::tool_result("c1", "short"), &e);
+        assert_eq!(t.estimated_total(), total - big + e.count_message(&t.messages()[3]));
+        let fresh = Transcript::new(t.messages().to_vec(), &e);
+        assert_eq!(fresh.estimated_total(), t.estimated_total());
+        for i in 0..t.len() {
+            assert_eq!(fresh.tokens_of(i), t.tokens_of(i));
+        }
+    }
+
+    #[test]
+    fn calibration_counts_only_the_delta_and_dies_on_rewrite() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(sample(), &e);
+        t.calibrate(1000, 4);
+        assert_eq!(t.current_tokens(), 1000 + t.tokens_of(4));
+        t.push(Message::user("more"), &e);
+        assert_eq!(t.current_tokens(), 1000 + t.tokens_in(4..6));
+        t.splice(5..6, vec![], &e);
+        assert_eq!(t.calibration().map(|c| c.messages), Some(4));
+        t.replace(2, Message::assistant("x"), &e);
+        assert_eq!(t.calibration(), None);
+        assert_eq!(t.current_tokens(), t.estimated_total());
+    }
+
+    #[test]
+    fn suffix_search() {
+        let e = Estimator::default();
+        let t = Transcript::new(sample(), &e);
+        let n = t.len();
+        for budget in [0, 1, 5, 50, 200, 10_000] {
+            let s = t.suffix_start_within(n, budget);
+            assert!(t.tokens_in(s..n) <= budget);
+            if s > 0 {
+                assert!(t.tokens_in(s - 1..n) > budget);
+            }
+        }
+    }
+
+    #[test]
+    fn group_alignment() {
+        let m = sample();
+        assert!(groups::splits_group(&m, 3));
+        assert_eq!(groups::align_back(&m, 3), 2);
+        assert_eq!(groups::align_forward(&m, 3), 4);
+        assert_eq!(groups::units(&m, 0..5), vec![0..1, 1..2, 2..4, 4..5]);
+    }
+}
