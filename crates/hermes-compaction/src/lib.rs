@@ -10,3 +10,7 @@ pub use compaction_llm as llm;
 pub use compaction_store as store;
 #[cfg(feature = "telemetry")]
 pub use compaction_telemetry as telemetry;
+
+pub mod config;
+
+pub use config::{Config, ConfigError};

@@ -1,0 +1,391 @@
+//! Configuration with figment: defaults, then a TOML file, then `HERMES_COMPACTION__*`
+//! environment variables. `config/default.toml` in the repository documents every key.
+
+use std::path::Path;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+use compaction_core::regions::{RegionConfig, WindowConfig};
+
+/// Prefix of environment overrides; `__` separates levels.
+pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The main model.
+    pub model: ModelConfig,
+    /// Compaction policy.
+    pub compression: CompressionConfig,
+    /// Auxiliary models.
+    pub auxiliary: AuxiliaryConfig,
+    /// Session database.
+    pub store: StoreConfig,
+}
+
+/// The main model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Context window in tokens.
+    pub context_length: u64,
+    /// Tokens reserved for output.
+    pub output_reserve_tokens: u64,
+    /// Model name (telemetry only).
+    pub name: String,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            context_length: 128_000,
+            output_reserve_tokens: 0,
+            name: String::new(),
+        }
+    }
+}
+
+/// Compaction policy. See `config/default.toml` for what each key does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompressionConfig {
+    pub enabled: bool,
+    pub threshold: f64,
+    pub small_window_tokens: u64,
+    pub small_window_min_threshold: f64,
+    pub threshold_floor_tokens: u64,
+    pub floor_cap: f64,
+    pub protect_first_n: usize,
+    pub protect_last_n: usize,
+    pub target_ratio: f64,
+    pub tail_soft_ceiling: f64,
+    pub max_attempts: u32,
+    pub prune_minimum_tokens: u64,
+    pub prune_runway_ratio: f64,
+    pub prune_tool_output_min_tokens: u64,
+    pub prune_argument_max_chars: usize,
+    pub proactive_prune_tokens: u64,
+    pub proactive_prune_min_reclaim_tokens: u64,
+    pub protected_tools: Vec<String>,
+    pub fallback_to_extractive: bool,
+    pub failure_cooldown_secs: u64,
+    pub failure_cooldown_max_secs: u64,
+    pub anti_thrash_max_ineffective: u32,
+    pub anti_thrash_probe_secs: u64,
+    pub strict_alternation: bool,
+    pub summary_max_tokens: u32,
+    pub micro_compact: bool,
+    pub micro_compact_every_n_turns: i64,
+    pub micro_compact_defrag_threshold_tokens: u64,
+    pub micro_compact_max_consecutive_failures: u32,
+    pub micro_compact_min_reclaim_tokens: u64,
+    pub insert_trim_tokens: u64,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        CompressionConfig {
+            enabled: true,
+            threshold: 0.5,
+            small_window_tokens: 512_000,
+            small_window_min_threshold: 0.75,
+            threshold_floor_tokens: 64_000,
+            floor_cap: 0.85,
+            protect_first_n: 3,
+            protect_last_n: 6,
+            target_ratio: 0.2,
+            tail_soft_ceiling: 1.5,
+            max_attempts: 3,
+            prune_minimum_tokens: 8_000,
+            prune_runway_ratio: 0.15,
+            prune_tool_output_min_tokens: 200,
+            prune_argument_max_chars: 2_000,
+            proactive_prune_tokens: 0,
+            proactive_prune_min_reclaim_tokens: 4_096,
+            protected_tools: ["read_file", "memory", "clarify", "skill_view", "todo"]
+                .map(String::from)
+                .to_vec(),
+            fallback_to_extractive: true,
+            failure_cooldown_secs: 60,
+            failure_cooldown_max_secs: 900,
+            anti_thrash_max_ineffective: 2,
+            anti_thrash_probe_secs: 300,
+            strict_alternation: false,
+            summary_max_tokens: 2_000,
+            micro_compact: false,
+            micro_compact_every_n_turns: 1,
+            micro_compact_defrag_threshold_tokens: 2_000,
+            micro_compact_max_consecutive_failures: 3,
+            micro_compact_min_reclaim_tokens: 0,
+            insert_trim_tokens: 0,
+        }
+    }
+}
+
+/// Auxiliary models.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuxiliaryConfig {
+    /// The summarizer.
+    pub compression: SummarizerConfig,
+}
+
+/// The summarizer endpoint.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SummarizerConfig {
+    /// `extractive` or `openai`.
+    pub provider: String,
+    /// Summary model; empty means the main model.
+    pub model: String,
+    /// Endpoint base URL.
+    pub base_url: String,
+    /// Environment variable holding the API key.
+    pub api_key_env: String,
+    /// Request timeout, seconds.
+    pub timeout: u64,
+    /// Retries on rate limits and transient errors.
+    pub max_retries: u32,
+    /// Sampling temperature.
+    pub temperature: f32,
+}
+
+impl Default for SummarizerConfig {
+    fn default() -> Self {
+        SummarizerConfig {
+            provider: "extractive".into(),
+            model: String::new(),
+            base_url: "https://api.openai.com/v1".into(),
+            api_key_env: "OPENAI_API_KEY".into(),
+            timeout: 60,
+            max_retries: 2,
+            temperature: 0.2,
+        }
+    }
+}
+
+/// Session database.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    /// SQLite path/URL or postgres:// URL.
+    pub url: String,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        StoreConfig {
+            url: "sqlite://hermes-compaction.db".into(),
+        }
+    }
+}
+
+/// A configuration that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file or environment could not be read or has the wrong shape (figment names the key).
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    /// A value is outside its allowed range.
+    #[error("configuration: `{key}` = {value} is invalid: allowed {allowed}")]
+    Invalid {
+        /// Dotted key.
+        key: &'static str,
+        /// The value given.
+        value: String,
+        /// The allowed range.
+        allowed: &'static str,
+    },
+}
+
+impl Config {
+    /// Defaults, then `file` (if given), then the environment.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        Config::from_figment(fig)
+    }
+
+    /// Defaults, then a TOML string (for tests and embedding), then nothing else.
+    pub fn from_toml_str(toml: &str) -> Result<Config, ConfigError> {
+        Config::from_figment(
+            Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
+        )
+    }
+
+    fn from_figment(fig: Figment) -> Result<Config, ConfigError> {
+        let cfg: Config = fig.extract().map_err(Box::new)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks every value against its allowed range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let c = &self.compression;
+        range_f64("compression.threshold", c.threshold, 0.05, 0.95)?;
+        range_f64(
+            "compression.small_window_min_threshold",
+            c.small_window_min_threshold,
+            0.05,
+            0.95,
+        )?;
+        range_f64("compression.floor_cap", c.floor_cap, 0.05, 0.95)?;
+        range_f64("compression.target_ratio", c.target_ratio, 0.05, 0.8)?;
+        range_f64("compression.tail_soft_ceiling", c.tail_soft_ceiling, 1.0, 4.0)?;
+        range_f64("compression.prune_runway_ratio", c.prune_runway_ratio, 0.0, 0.9)?;
+        if !(1..=10).contains(&c.max_attempts) {
+            return invalid("compression.max_attempts", c.max_attempts, "1 to 10");
+        }
+        if c.protect_first_n > 1_000 {
+            return invalid("compression.protect_first_n", c.protect_first_n, "0 to 1000");
+        }
+        if c.protect_last_n > 1_000 {
+            return invalid("compression.protect_last_n", c.protect_last_n, "0 to 1000");
+        }
+        if c.micro_compact_max_consecutive_failures == 0 {
+            return invalid(
+                "compression.micro_compact_max_consecutive_failures",
+                0,
+                "1 or more",
+            );
+        }
+        if self.model.context_length < 1_024 {
+            return invalid(
+                "model.context_length",
+                self.model.context_length,
+                "1024 tokens or more",
+            );
+        }
+        if self.model.output_reserve_tokens >= self.model.context_length {
+            return invalid(
+                "model.output_reserve_tokens",
+                self.model.output_reserve_tokens,
+                "less than model.context_length",
+            );
+        }
+        let p = self.auxiliary.compression.provider.as_str();
+        if !matches!(p, "extractive" | "openai") {
+            return invalid(
+                "auxiliary.compression.provider",
+                format!("{p:?}"),
+                "\"extractive\" or \"openai\"",
+            );
+        }
+        if self.auxiliary.compression.timeout == 0 {
+            return invalid("auxiliary.compression.timeout", 0, "1 second or more");
+        }
+        Ok(())
+    }
+
+    /// The window configuration core uses.
+    pub fn window(&self) -> WindowConfig {
+        let c = &self.compression;
+        WindowConfig {
+            context_length: self.model.context_length,
+            output_reserve_tokens: self.model.output_reserve_tokens,
+            threshold_percent: c.threshold,
+            small_window_tokens: c.small_window_tokens,
+            small_window_min_percent: c.small_window_min_threshold,
+            threshold_floor_tokens: c.threshold_floor_tokens,
+            floor_cap_percent: c.floor_cap,
+        }
+    }
+
+    /// The region configuration core uses.
+    pub fn regions(&self) -> RegionConfig {
+        let c = &self.compression;
+        RegionConfig {
+            protect_first_n: c.protect_first_n,
+            protect_last_n: c.protect_last_n,
+            tail_ratio: c.target_ratio,
+            tail_soft_ceiling: c.tail_soft_ceiling,
+        }
+    }
+
+    /// `micro_compact_every_n_turns`, with values below 1 meaning 1.
+    pub fn micro_every_n_turns(&self) -> u64 {
+        self.compression.micro_compact_every_n_turns.max(1) as u64
+    }
+}
+
+fn range_f64(key: &'static str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
+    if v.is_finite() && (lo..=hi).contains(&v) {
+        Ok(())
+    } else {
+        Err(ConfigError::Invalid {
+            key,
+            value: v.to_string(),
+            allowed: match key {
+                "compression.target_ratio" => "0.05 to 0.8",
+                "compression.tail_soft_ceiling" => "1.0 to 4.0",
+                "compression.prune_runway_ratio" => "0.0 to 0.9",
+                _ => "0.05 to 0.95",
+            },
+        })
+    }
+}
+
+fn invalid(
+    key: &'static str,
+    value: impl ToString,
+    allowed: &'static str,
+) -> Result<(), ConfigError> {
+    Err(ConfigError::Invalid {
+        key,
+        value: value.to_string(),
+        allowed,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_default_file_matches_the_code_defaults() {
+        let text = include_str!("../../../config/default.toml");
+        let from_file = Config::from_toml_str(text).expect("default.toml loads");
+        assert_eq!(from_file, Config::default());
+    }
+
+    #[test]
+    fn invalid_values_name_key_value_and_range() {
+        let err = Config::from_toml_str("[compression]\nthreshold = 1.5\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "configuration: `compression.threshold` = 1.5 is invalid: allowed 0.05 to 0.95"
+        );
+        let err = Config::from_toml_str("[compression]\nmax_attempts = 0\n").unwrap_err();
+        assert!(err.to_string().contains("compression.max_attempts"), "{err}");
+        let err = Config::from_toml_str("[compression]\nthreshhold = 0.5\n").unwrap_err();
+        assert!(err.to_string().contains("threshhold"), "{err}");
+    }
+
+    #[test]
+    fn environment_overrides_file() {
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("c.toml", "[compression]\nthreshold = 0.6\nmicro_compact = true\n")?;
+            jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "0.7");
+            let cfg = Config::load(Some(Path::new("c.toml"))).expect("loads");
+            assert_eq!(cfg.compression.threshold, 0.7);
+            assert!(cfg.compression.micro_compact);
+            jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "2");
+            let err = Config::load(Some(Path::new("c.toml"))).unwrap_err();
+            assert!(err.to_string().contains("compression.threshold"));
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn cadence_below_one_means_one() {
+        let cfg = Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = -3\n").unwrap();
+        assert_eq!(cfg.micro_every_n_turns(), 1);
+    }
+}
