@@ -46,6 +46,11 @@ pub fn next_exchange(
         if i < messages.len() && messages[i].is_user() && !is_marker(&messages[i]) {
             return Some(start..i);
         }
+        // A system or unknown-role message inside the middle interrupts the run: it is not
+        // bounded by a user message, so it is no exchange, but later runs may still be.
+        if i < middle.end {
+            continue;
+        }
         return None;
     }
 }
@@ -113,6 +118,15 @@ mod tests {
         // Ends exactly where the tail starts with a user message.
         assert_eq!(next_exchange(&m, 1..5, 0), Some(2..5));
         assert_eq!(exchanges_from(&m, 1..9, 0), vec![2..5, 6..7]);
+    }
+
+    #[test]
+    fn a_mid_transcript_system_message_does_not_stop_the_search() {
+        let mut m = convo();
+        // [s, u1, a, t, SYS, a, u2, a, u3, a]: the interrupted run is skipped, the rest found.
+        m.insert(4, Message::system("mode switched"));
+        assert_eq!(next_exchange(&m, 1..10, 0), Some(5..6));
+        assert_eq!(exchanges_from(&m, 1..10, 0), vec![5..6, 7..8]);
     }
 
     #[test]

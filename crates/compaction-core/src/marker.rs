@@ -9,7 +9,7 @@
 //! Summaries written by Hermes Agent (text starting `[CONTEXT COMPACTION` or the legacy
 //! `[CONTEXT SUMMARY]:`) are recognised as batch markers so such a transcript can be resumed.
 
-use crate::message::{MarkerKind, Message, Role};
+use crate::message::{Content, MarkerKind, Message, Part, Role};
 
 /// First characters of every marker this library writes.
 pub const HEADER_PREFIX: &str = "[CONTEXT SUMMARY · hermes-compaction · ";
@@ -22,6 +22,9 @@ it by itself. The most recent user message after this summary is the active task
 
 /// Text prefixes of summaries written by Hermes Agent.
 pub const FOREIGN_PREFIXES: [&str; 2] = ["[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:"];
+
+/// Bytes of leading text that decide a classification: the longest header plus its `]`.
+const LONGEST_PREFIX: usize = HEADER_PREFIX.len() + "progress]".len();
 
 fn heading(kind: MarkerKind) -> &'static str {
     match kind {
@@ -68,7 +71,16 @@ pub fn classify(m: &Message) -> Option<MarkerKind> {
     if m.is_tool() || m.has_tool_calls() {
         return None;
     }
-    classify_text(&m.text())
+    // Only the first characters decide, so peek at the leading text without joining parts.
+    match m.content() {
+        Some(Content::Text(s)) => classify_text(s),
+        Some(Content::Parts(parts)) => match parts.iter().find_map(Part::text) {
+            Some(first) if first.len() >= LONGEST_PREFIX => classify_text(first),
+            Some(_) => classify_text(&m.text()),
+            None => None,
+        },
+        Some(Content::Null) | None => None,
+    }
 }
 
 /// Classifies marker text.
@@ -123,6 +135,22 @@ mod tests {
                 assert_eq!(parse_body(&plain).as_deref(), Some(body));
             }
         }
+    }
+
+    #[test]
+    fn multipart_markers_classify_by_their_leading_text() {
+        let text = render_text(MarkerKind::Progress, "body");
+        let parts = |a: &str, b: &str| {
+            let mut m = Message::user("");
+            m.set_content(Some(Content::Parts(vec![Part::text_part(a), Part::text_part(b)])));
+            m
+        };
+        // A long first part decides alone; a short one is joined with the next.
+        assert_eq!(classify(&parts(&text, "x")), Some(MarkerKind::Progress));
+        assert_eq!(classify(&parts("hello", &text)), None);
+        assert_eq!(classify(&parts("[CONTEXT", "COMPACTION] x")), None);
+        let joined = parts("[CONTEXT COMPACTION", "body");
+        assert_eq!(classify(&joined), Some(MarkerKind::Batch));
     }
 
     #[test]

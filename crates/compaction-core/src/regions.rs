@@ -168,10 +168,13 @@ pub fn partition(
     tail_start = tail_start.min(min_start);
     if groups::splits_group(msgs, tail_start) {
         let back = groups::group_start(msgs, tail_start);
-        tail_start = if forced || t.tokens_in(back..n) <= ceiling {
+        let forward = groups::align_forward(msgs, tail_start);
+        // Moving forward sheds the group's results; it may not shrink the tail below the
+        // minimum message count.
+        tail_start = if forced || forward > min_start || t.tokens_in(back..n) <= ceiling {
             back
         } else {
-            groups::align_forward(msgs, tail_start)
+            forward
         };
     }
     tail_start = tail_start.max(head_end);
@@ -297,6 +300,22 @@ mod tests {
         assert!(r.tail.start <= last_user);
         let decayed = check(msgs, 10_000, true);
         assert_eq!(decayed.head, 0..1);
+    }
+
+    #[test]
+    fn tail_keeps_its_minimum_count_when_a_huge_group_ends_the_transcript() {
+        let mut msgs = vec![Message::system("sys"), Message::user("go")];
+        // Twenty parallel results: the budget covers the last eight, the group is far over
+        // the soft ceiling, and aligning forward would leave no tail at all.
+        let calls = (0..20).map(|i| ToolCall::function(format!("p{i}"), "sh", "{}")).collect();
+        msgs.push(Message::assistant_tool_calls("", calls));
+        for i in 0..20 {
+            msgs.push(Message::tool_result(format!("p{i}"), "z".repeat(2_000)));
+        }
+        let n = msgs.len();
+        let r = check(msgs, 20_000, true);
+        assert!(r.tail.len() >= RegionConfig::default().protect_last_n, "{r:?}");
+        assert_eq!(r.tail, 2..n);
     }
 
     #[test]

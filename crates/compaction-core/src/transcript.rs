@@ -137,7 +137,6 @@ impl Transcript {
             .map(|m| counter.count_message(m))
             .collect();
         let new_tokens: u64 = new_counts.iter().sum();
-        let removed_len = range.len();
         let added_len = replacement.len();
         if let Some(c) = self.calibration
             && range.start < c.messages
@@ -164,11 +163,8 @@ impl Transcript {
                 *p = *p + new_tokens - old_tokens;
             }
         }
-        if let Some(c) = &mut self.calibration
-            && c.messages >= range.end
-        {
-            c.messages = c.messages + added_len - removed_len;
-        }
+        // A surviving calibration covers only messages before `range.start`, which did not
+        // move: messages inserted at or after its boundary were not in the measured request.
         removed
     }
 
@@ -306,6 +302,18 @@ mod tests {
         t.replace(2, Message::assistant("x"), &e);
         assert_eq!(t.calibration(), None);
         assert_eq!(t.current_tokens(), t.estimated_total());
+    }
+
+    #[test]
+    fn insertion_at_the_calibration_boundary_is_counted_as_new() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(sample(), &e);
+        t.calibrate(1000, 4);
+        let added = Message::user("appended after the measured request");
+        let added_tokens = e.count_message(&added);
+        t.splice(4..4, vec![added], &e);
+        assert_eq!(t.calibration().map(|c| c.messages), Some(4));
+        assert_eq!(t.current_tokens(), 1000 + added_tokens + t.tokens_of(5));
     }
 
     #[test]
