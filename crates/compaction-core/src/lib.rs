@@ -28,6 +28,7 @@ pub mod exchange;
 pub mod marker;
 pub mod message;
 pub mod parse;
+pub mod redact;
 pub mod regions;
 pub mod tokens;
 pub mod transcript;
