@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn walks_past_markers() {
         let mut m = convo();
-        m.insert(2, crate::marker::render(MarkerKind::Micro, Role::Assistant, "sum"));
+        m.insert(2, marker::render(MarkerKind::Micro, Role::Assistant, "sum"));
         // [s, u1, M, a, t, a, u2, ...]: the run after the marker is the exchange.
         assert_eq!(next_exchange(&m, 1..10, 0), Some(3..6));
         assert_eq!(next_exchange(&m, 1..10, 3), Some(3..6));

@@ -23,11 +23,14 @@
 //! assert_eq!(r.head, 0..3);
 //! ```
 
+pub mod batch;
 pub mod edit;
 pub mod exchange;
 pub mod marker;
+pub mod material;
 pub mod message;
 pub mod parse;
+pub mod prune;
 pub mod redact;
 pub mod regions;
 pub mod tokens;

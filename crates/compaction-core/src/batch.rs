@@ -1,0 +1,646 @@
+//! The batch planner: prune first, accept prune-only only at the low-water mark, otherwise
+//! summarize the middle (and, for a long turn, the older part of the turn), then assemble.
+//!
+//! Planning is pure. [`plan_batch`] decides and prepares the summarizer material;
+//! the caller runs the summarizer for each [`SummaryJob`]; [`assemble`] turns the plan and the
+//! summaries into one [`Edit`] of the transcript the plan was made from. A plan remembers the
+//! transcript's length and size, and [`assemble`] refuses a transcript that changed since.
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::edit::{Edit, Splice};
+use crate::marker;
+use crate::material::{self, MaterialConfig};
+use crate::message::{Content, MarkerKind, Message, Part, Role};
+use crate::prune::{self, PruneConfig, PrunePlan};
+use crate::regions::{self, RegionConfig, Regions};
+use crate::tokens::TokenCounter;
+use crate::transcript::{Transcript, groups};
+use crate::validate;
+
+/// Batch policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BatchConfig {
+    /// Head and tail protection.
+    pub regions: RegionConfig,
+    /// Phase 1.
+    pub prune: PruneConfig,
+    /// Summarizer material bounds.
+    pub material: MaterialConfig,
+    /// Minimum runway prune-only must buy, in tokens. Default 8,000.
+    pub prune_minimum_tokens: u64,
+    /// Minimum runway as a fraction of the threshold. Default 0.15.
+    pub prune_runway_ratio: f64,
+    /// Expected size of a summary, used to estimate whether one summary is enough. Default 2,000.
+    pub summary_budget_tokens: u64,
+    /// Join neighbours instead of leaving same-role pairs the mainstream APIs accept.
+    pub strict_alternation: bool,
+}
+
+impl Default for BatchConfig {
+    fn default() -> Self {
+        BatchConfig {
+            regions: RegionConfig::default(),
+            prune: PruneConfig::default(),
+            material: MaterialConfig::default(),
+            prune_minimum_tokens: 8_000,
+            prune_runway_ratio: 0.15,
+            summary_budget_tokens: 2_000,
+            strict_alternation: false,
+        }
+    }
+}
+
+impl BatchConfig {
+    /// `threshold - max(prune_minimum_tokens, prune_runway_ratio * threshold)`.
+    pub fn low_water_mark(&self, threshold_tokens: u64) -> u64 {
+        let runway = self
+            .prune_minimum_tokens
+            .max((threshold_tokens as f64 * self.prune_runway_ratio) as u64);
+        threshold_tokens.saturating_sub(runway)
+    }
+}
+
+/// What the caller asked for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BatchRequest {
+    /// Compact even below the threshold (a user's `/compress`).
+    pub force: bool,
+    /// Only prune; never summarize (the `prune` mode of the CLI).
+    pub prune_only: bool,
+    /// A focus topic for the summary; derived from the latest user message when absent.
+    pub focus: Option<String>,
+    /// Whether the session has been compacted before (head protection decays).
+    pub compacted: bool,
+}
+
+/// What the planner decided.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BatchStep {
+    /// Nothing to do.
+    Nothing(NothingReason),
+    /// Commit the prune edit alone.
+    PruneOnly {
+        /// Whether it reached the low-water mark (false: best effort, nothing to summarize).
+        reached_low_water: bool,
+    },
+    /// Run the summarizer for each job, then [`assemble`].
+    Summarize(Vec<SummaryJob>),
+}
+
+/// Why a plan does nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NothingReason {
+    /// Below the threshold and not forced.
+    BelowThreshold,
+    /// No rewritable messages and nothing to prune.
+    NothingToCompact,
+    /// Head, pinned user message and tail alone exceed the threshold even after demoting the
+    /// tail's tool outputs.
+    IrreducibleFloor,
+}
+
+/// One summary the caller must produce.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SummaryJob {
+    /// `Batch` for the middle, `Progress` for the older part of a long turn.
+    pub kind: MarkerKind,
+    /// The range of the planned-against transcript the summary replaces.
+    pub range: Range<usize>,
+    /// Serialized, redacted material (after pruning).
+    pub material: String,
+    /// Bodies of earlier summaries inside `range`, for the iterative update.
+    pub previous_summary: Option<String>,
+    /// Focus topic.
+    pub focus: Option<String>,
+    /// The span itself after pruning, for deterministic summarizers.
+    pub messages: Vec<Message>,
+}
+
+/// A batch plan for one transcript.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchPlan {
+    /// The partition the plan was made with.
+    pub regions: Regions,
+    /// Threshold in tokens.
+    pub threshold_tokens: u64,
+    /// Low-water mark in tokens.
+    pub low_water_tokens: u64,
+    /// Size before (calibrated when available).
+    pub tokens_before: u64,
+    /// Phase 1, including any tail demotion.
+    pub prune: PrunePlan,
+    /// Estimated size after phase 1.
+    pub tokens_after_prune: u64,
+    /// Tool outputs in the tail demoted as a last resort (the exception to law 1).
+    pub demoted_tail_outputs: usize,
+    /// The decision.
+    pub step: BatchStep,
+    planned_len: usize,
+    planned_tokens: u64,
+}
+
+/// Why a plan cannot be assembled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The transcript is not the one the plan was made from.
+    #[error("the transcript changed since the plan was made")]
+    StaleTranscript,
+    /// The number of summaries does not match the jobs.
+    #[error("expected {expected} summaries, got {got}")]
+    SummaryCount {
+        /// Jobs in the plan.
+        expected: usize,
+        /// Summaries given.
+        got: usize,
+    },
+    /// Applying the plan would break tool-call pairing; nothing is changed.
+    #[error("the plan would leave a tool call without its result or a result without its call")]
+    WouldBreakToolPairs,
+    /// Internal edit error.
+    #[error(transparent)]
+    Edit(#[from] crate::edit::EditError),
+}
+
+/// Plans a batch pass.
+pub fn plan_batch(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &BatchConfig,
+    req: &BatchRequest,
+    counter: &dyn TokenCounter,
+) -> BatchPlan {
+    let tokens_before = t.current_tokens();
+    let low_water = cfg.low_water_mark(threshold_tokens);
+    let r = regions::partition(t, threshold_tokens, &cfg.regions, req.compacted);
+    let mut plan = BatchPlan {
+        regions: r.clone(),
+        threshold_tokens,
+        low_water_tokens: low_water,
+        tokens_before,
+        prune: PrunePlan::default(),
+        tokens_after_prune: tokens_before,
+        demoted_tail_outputs: 0,
+        step: BatchStep::Nothing(NothingReason::BelowThreshold),
+        planned_len: t.len(),
+        planned_tokens: t.estimated_total(),
+    };
+    if !req.force && tokens_before < threshold_tokens {
+        return plan;
+    }
+
+    let ranges: Vec<Range<usize>> = [r.middle.clone(), r.turn_middle.clone()]
+        .into_iter()
+        .filter(|x| !x.is_empty())
+        .collect();
+    plan.prune = prune::plan_prune(t, &ranges, &cfg.prune, counter);
+    plan.tokens_after_prune = tokens_before.saturating_sub(plan.prune.reclaimed_tokens);
+
+    let has_prune = !plan.prune.edit.is_empty();
+    if req.prune_only || ranges.is_empty() {
+        // Last resort when the protected messages alone exceed the threshold.
+        let protected: u64 = r.protected().iter().map(|p| t.tokens_in(p.clone())).sum();
+        if !req.prune_only && protected > threshold_tokens {
+            demote_tail(t, &r, threshold_tokens, cfg, counter, &mut plan);
+        }
+        plan.step = if plan.prune.edit.is_empty() {
+            BatchStep::Nothing(if protected > threshold_tokens {
+                NothingReason::IrreducibleFloor
+            } else {
+                NothingReason::NothingToCompact
+            })
+        } else {
+            BatchStep::PruneOnly {
+                reached_low_water: plan.tokens_after_prune <= low_water,
+            }
+        };
+        return plan;
+    }
+    if has_prune && plan.tokens_after_prune <= low_water {
+        plan.step = BatchStep::PruneOnly {
+            reached_low_water: true,
+        };
+        return plan;
+    }
+
+    // Summarize: the middle, and the older part of a long turn when one summary is not enough.
+    let pruned = plan.prune.edit.apply(t.messages()).unwrap_or_default();
+    let focus = req.focus.clone().or_else(|| derive_focus(t));
+    let mut jobs = Vec::new();
+    let mut estimate = plan.tokens_after_prune;
+    if !r.middle.is_empty() {
+        let middle = batch_range(t, &r);
+        estimate = estimate
+            .saturating_sub(pruned_tokens(t, &plan.prune, middle.clone(), counter))
+            .saturating_add(cfg.summary_budget_tokens);
+        jobs.push(job(
+            t,
+            &pruned,
+            middle,
+            MarkerKind::Batch,
+            focus.clone(),
+            cfg,
+        ));
+    }
+    if !r.turn_middle.is_empty() && (jobs.is_empty() || estimate > low_water) {
+        jobs.push(job(
+            t,
+            &pruned,
+            r.turn_middle.clone(),
+            MarkerKind::Progress,
+            focus,
+            cfg,
+        ));
+    }
+    plan.step = BatchStep::Summarize(jobs);
+    plan
+}
+
+/// Turns a plan and its summaries (one per job, in order) into one edit of the planned-against
+/// transcript. For [`BatchStep::PruneOnly`], pass no summaries.
+pub fn assemble(
+    t: &Transcript,
+    plan: &BatchPlan,
+    summaries: &[String],
+    cfg: &BatchConfig,
+) -> Result<Edit, PlanError> {
+    if t.len() != plan.planned_len || t.estimated_total() != plan.planned_tokens {
+        return Err(PlanError::StaleTranscript);
+    }
+    let jobs: &[SummaryJob] = match &plan.step {
+        BatchStep::Summarize(jobs) => jobs,
+        _ => &[],
+    };
+    if jobs.len() != summaries.len() {
+        return Err(PlanError::SummaryCount {
+            expected: jobs.len(),
+            got: summaries.len(),
+        });
+    }
+    let msgs = t.messages();
+    let mut splices: Vec<Splice> = Vec::new();
+    let mut prune_iter = plan.prune.edit.splices.iter().peekable();
+    for (job, body) in jobs.iter().zip(summaries) {
+        // Prune splices before this job's range pass through; those inside are subsumed.
+        while let Some(s) = prune_iter.peek() {
+            if s.range.start >= job.range.start {
+                break;
+            }
+            splices.push((*s).clone());
+            prune_iter.next();
+        }
+        while prune_iter
+            .peek()
+            .is_some_and(|s| s.range.start < job.range.end)
+        {
+            prune_iter.next();
+        }
+        splices.extend(summary_splices(msgs, job, body, cfg));
+    }
+    splices.extend(prune_iter.cloned());
+    let edit = Edit { splices };
+    let after = edit.apply(msgs)?;
+    if new_pairing_issues(msgs, &after) {
+        return Err(PlanError::WouldBreakToolPairs);
+    }
+    Ok(edit)
+}
+
+/// The role a marker placed between `prev` and `next` should take so that no new same-role
+/// pair appears, or `None` when no role fits.
+pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Role> {
+    let candidates = match prev.map(Message::role) {
+        // Right after the system prompt, providers want a user message.
+        None | Some(Role::System) | Some(Role::Developer) => vec![Role::User],
+        Some(_) => vec![Role::User, Role::Assistant],
+    };
+    candidates.into_iter().find(|r| {
+        prev.is_none_or(|p| p.role() != r) && next.is_none_or(|n| n.role() != r && !n.is_tool())
+    })
+}
+
+fn batch_range(t: &Transcript, r: &Regions) -> Range<usize> {
+    // Shrink the end (moving whole units into the kept part) until a marker role fits.
+    let msgs = t.messages();
+    let start = r.middle.start;
+    let prev = start.checked_sub(1).map(|i| &msgs[i]);
+    let mut end = r.middle.end;
+    while end > start {
+        if marker_role(prev, msgs.get(end)).is_some() {
+            return start..end;
+        }
+        let unit_start = if end > 0 && msgs[end - 1].is_tool() {
+            groups::group_start(msgs, end - 1)
+        } else {
+            end - 1
+        };
+        end = unit_start;
+    }
+    // No role fits anywhere: keep the whole middle; the marker merges into the next message.
+    r.middle.clone()
+}
+
+fn job(
+    t: &Transcript,
+    pruned: &[Message],
+    range: Range<usize>,
+    kind: MarkerKind,
+    focus: Option<String>,
+    cfg: &BatchConfig,
+) -> SummaryJob {
+    // Pruning is one-for-one, so indices match between `t` and `pruned`.
+    let span = &pruned[range.clone()];
+    let previous: Vec<String> = span
+        .iter()
+        .filter(|m| marker::classify(m).is_some())
+        .filter_map(marker::parse_body)
+        .collect();
+    let material_msgs: Vec<Message> = span
+        .iter()
+        .filter(|m| marker::classify(m).is_none())
+        .cloned()
+        .collect();
+    SummaryJob {
+        kind,
+        range,
+        material: material::serialize(&material_msgs, t.messages(), &cfg.material),
+        previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
+        focus,
+        messages: material_msgs,
+    }
+}
+
+fn summary_splices(
+    msgs: &[Message],
+    job: &SummaryJob,
+    body: &str,
+    cfg: &BatchConfig,
+) -> Vec<Splice> {
+    let body = crate::redact::redact(body);
+    let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
+    let next = msgs.get(job.range.end);
+    let role = match job.kind {
+        // A progress marker sits right after the turn's user message.
+        MarkerKind::Progress => (!cfg.strict_alternation).then_some(Role::Assistant),
+        _ => marker_role(prev, next),
+    };
+    match (role, next) {
+        (Some(role), _) => vec![Splice {
+            range: job.range.clone(),
+            replacement: vec![marker::render(job.kind, role, &body)],
+        }],
+        (None, Some(next)) => {
+            // Merge the summary into the following message, which keeps every other field.
+            let mut merged = next.clone();
+            let text = marker::render_text(job.kind, &body);
+            let content = match next.content() {
+                Some(Content::Parts(parts)) => {
+                    let mut p = vec![Part::text_part(text)];
+                    p.extend(parts.iter().cloned());
+                    Content::Parts(p)
+                }
+                _ if next.has_visible_text() => Content::Text(format!("{text}\n\n{}", next.text())),
+                _ => Content::Text(text),
+            };
+            merged.set_content(Some(content));
+            merged.meta_mut().marker = Some(job.kind);
+            vec![Splice {
+                range: job.range.start..job.range.end + 1,
+                replacement: vec![merged],
+            }]
+        }
+        (None, None) => vec![Splice {
+            range: job.range.clone(),
+            replacement: vec![marker::render(job.kind, Role::Assistant, &body)],
+        }],
+    }
+}
+
+fn pruned_tokens(
+    t: &Transcript,
+    prune: &PrunePlan,
+    range: Range<usize>,
+    counter: &dyn TokenCounter,
+) -> u64 {
+    let mut total = t.tokens_in(range.clone());
+    for s in &prune.edit.splices {
+        if s.range.start >= range.start && s.range.end <= range.end {
+            let old = t.tokens_in(s.range.clone());
+            let new: u64 = s.replacement.iter().map(|m| counter.count_message(m)).sum();
+            total = total + new - old;
+        }
+    }
+    total
+}
+
+fn demote_tail(
+    t: &Transcript,
+    r: &Regions,
+    threshold: u64,
+    cfg: &BatchConfig,
+    counter: &dyn TokenCounter,
+    plan: &mut BatchPlan,
+) {
+    let msgs = t.messages();
+    let calls = prune::CallIndex::build(msgs);
+    let mut candidates: Vec<usize> = r
+        .tail
+        .clone()
+        .filter(|&i| msgs[i].is_tool() && t.tokens_of(i) > cfg.prune.tool_output_min_tokens)
+        .filter(|&i| {
+            !calls
+                .for_result(&msgs[i])
+                .is_some_and(|c| prune::is_protected(&cfg.prune, c.name))
+        })
+        .collect();
+    // Largest first; among equals, older first so the newest output is demoted last.
+    candidates.sort_by(|&a, &b| t.tokens_of(b).cmp(&t.tokens_of(a)).then(a.cmp(&b)));
+    let mut tokens = plan.tokens_after_prune;
+    let mut chosen = Vec::new();
+    for i in candidates {
+        if tokens <= threshold {
+            break;
+        }
+        let mut new = msgs[i].clone();
+        new.set_text(prune::describe_tool_output(
+            calls.for_result(&msgs[i]),
+            &msgs[i].text(),
+        ));
+        let after = counter.count_message(&new);
+        tokens = tokens.saturating_sub(t.tokens_of(i).saturating_sub(after));
+        chosen.push(Splice {
+            range: i..i + 1,
+            replacement: vec![new],
+        });
+    }
+    plan.demoted_tail_outputs = chosen.len();
+    plan.prune.reclaimed_tokens += plan.tokens_after_prune - tokens;
+    plan.tokens_after_prune = tokens;
+    plan.prune.edit.splices.extend(chosen);
+    plan.prune.edit.splices.sort_by_key(|s| s.range.start);
+}
+
+fn derive_focus(t: &Transcript) -> Option<String> {
+    let u = t.last_real_user()?;
+    let text = t.messages()[u].text();
+    let text = text.trim();
+    (!text.is_empty()).then(|| material::cut_middle(text, 300))
+}
+
+fn new_pairing_issues(before: &[Message], after: &[Message]) -> bool {
+    let count = |m: &[Message]| {
+        validate::validate(m)
+            .issues
+            .iter()
+            .filter(|i| {
+                !matches!(
+                    i,
+                    validate::Issue::Empty | validate::Issue::UnknownRole { .. }
+                )
+            })
+            .count()
+    };
+    count(after) > count(before)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+    use crate::tokens::Estimator;
+
+    fn session(turns: usize, tool_chars: usize) -> Vec<Message> {
+        let mut msgs = vec![Message::system("You are an agent.")];
+        for i in 0..turns {
+            let id = format!("c{i}");
+            msgs.push(Message::user(format!("request {i}")));
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(&id, "bash", r#"{"command":"make"}"#)],
+            ));
+            msgs.push(Message::tool_result(&id, "o".repeat(tool_chars)));
+            msgs.push(Message::assistant(format!("finished {i}")));
+        }
+        msgs
+    }
+
+    fn run(msgs: Vec<Message>, threshold: u64, cfg: &BatchConfig) -> (Transcript, BatchPlan) {
+        let e = Estimator::default();
+        let t = Transcript::new(msgs, &e);
+        let plan = plan_batch(&t, threshold, cfg, &BatchRequest::default(), &e);
+        (t, plan)
+    }
+
+    #[test]
+    fn below_threshold_does_nothing() {
+        let (_, plan) = run(session(3, 100), 1_000_000, &BatchConfig::default());
+        assert_eq!(plan.step, BatchStep::Nothing(NothingReason::BelowThreshold));
+    }
+
+    #[test]
+    fn prune_only_accepted_at_low_water() {
+        // Big tool outputs dominate: pruning alone buys plenty of runway.
+        let cfg = BatchConfig {
+            prune_minimum_tokens: 100,
+            ..BatchConfig::default()
+        };
+        let (t, plan) = run(session(30, 8_000), 20_000, &cfg);
+        assert!(plan.tokens_before >= 20_000);
+        assert_eq!(
+            plan.step,
+            BatchStep::PruneOnly {
+                reached_low_water: true
+            }
+        );
+        assert!(plan.tokens_after_prune <= plan.low_water_tokens);
+        let edit = assemble(&t, &plan, &[], &cfg).unwrap();
+        let after = edit.apply(t.messages()).unwrap();
+        assert_eq!(after.len(), t.len());
+    }
+
+    #[test]
+    fn falls_through_to_summary_when_pruning_is_not_enough() {
+        // Small tool outputs: pruning reclaims little, so the plan summarizes.
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(session(400, 300), 20_000, &cfg);
+        let BatchStep::Summarize(jobs) = &plan.step else {
+            panic!("expected a summary, got {:?}", plan.step);
+        };
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].kind, MarkerKind::Batch);
+        assert!(jobs[0].material.contains("[user]\nrequest 1"));
+        let edit = assemble(&t, &plan, &["the summary".to_owned()], &cfg).unwrap();
+        let after = edit.apply(t.messages()).unwrap();
+        let markers: Vec<&Message> = after
+            .iter()
+            .filter(|m| marker::classify(m).is_some())
+            .collect();
+        assert_eq!(markers.len(), 1);
+        assert_eq!(
+            marker::parse_body(markers[0]).as_deref(),
+            Some("the summary")
+        );
+        assert!(after.len() < t.len());
+        // No new same-role neighbours around the marker.
+        let k = after
+            .iter()
+            .position(|m| marker::classify(m).is_some())
+            .unwrap();
+        assert_ne!(after[k - 1].role(), after[k].role());
+        assert_ne!(after[k + 1].role(), after[k].role());
+        // A second pass feeds the first summary into the update and still leaves one marker.
+        let e = Estimator::default();
+        let t2 = Transcript::new(after, &e);
+        let req = BatchRequest {
+            force: true,
+            compacted: true,
+            ..Default::default()
+        };
+        let plan2 = plan_batch(&t2, 20_000, &cfg, &req, &e);
+        if let BatchStep::Summarize(jobs) = &plan2.step {
+            assert_eq!(jobs[0].previous_summary.as_deref(), Some("the summary"));
+            let edit2 = assemble(&t2, &plan2, &vec!["v2".to_owned(); jobs.len()], &cfg).unwrap();
+            let after2 = edit2.apply(t2.messages()).unwrap();
+            assert_eq!(
+                after2
+                    .iter()
+                    .filter(|m| marker::classify(m).is_some())
+                    .count(),
+                1
+            );
+        }
+    }
+
+    #[test]
+    fn stale_transcripts_are_refused() {
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(session(400, 300), 20_000, &cfg);
+        let mut other = t.clone();
+        other.push(Message::user("new"), &Estimator::default());
+        assert_eq!(
+            assemble(&other, &plan, &["s".into()], &cfg),
+            Err(PlanError::StaleTranscript)
+        );
+        assert!(matches!(
+            assemble(&t, &plan, &[], &cfg),
+            Err(PlanError::SummaryCount { .. })
+        ));
+    }
+
+    #[test]
+    fn marker_roles() {
+        let sys = Message::system("s");
+        let u = Message::user("u");
+        let a = Message::assistant("a");
+        assert_eq!(marker_role(Some(&sys), Some(&a)), Some(Role::User));
+        assert_eq!(marker_role(Some(&sys), Some(&u)), None);
+        assert_eq!(marker_role(Some(&u), Some(&u)), Some(Role::Assistant));
+        assert_eq!(marker_role(Some(&a), Some(&u)), None);
+        assert_eq!(marker_role(Some(&a), Some(&a)), Some(Role::User));
+    }
+}

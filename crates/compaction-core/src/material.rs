@@ -1,0 +1,172 @@
+//! Serializing a span of messages as plain text for a summarizer.
+//!
+//! Each message becomes a role tag line and its text; tool calls become `name(args)`; a tool
+//! result is tagged with the tool it answers. Long contents keep their head and tail with an
+//! explicit `[truncated N chars]` note; when the whole material would exceed its bound, the
+//! oldest-but-first messages are dropped with an explicit note. Secrets are redacted.
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::Message;
+use crate::prune::CallIndex;
+
+/// Bounds of the serialized material.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MaterialConfig {
+    /// Characters of a single message kept before cutting (head + tail). Default 6,000.
+    pub max_message_chars: usize,
+    /// Characters of the whole material. Default 200,000.
+    pub max_total_chars: usize,
+    /// Characters of one tool-call argument string shown. Default 500.
+    pub max_argument_chars: usize,
+}
+
+impl Default for MaterialConfig {
+    fn default() -> Self {
+        MaterialConfig {
+            max_message_chars: 6_000,
+            max_total_chars: 200_000,
+            max_argument_chars: 500,
+        }
+    }
+}
+
+/// Serializes `messages` for a summarizer, redacted. `context` is the whole transcript the span
+/// came from, used to name the tools that results answer.
+pub fn serialize(messages: &[Message], context: &[Message], cfg: &MaterialConfig) -> String {
+    let calls = CallIndex::build(context);
+    let blocks: Vec<String> = messages
+        .iter()
+        .map(|m| serialize_one(m, &calls, cfg))
+        .collect();
+    let text = bound_total(blocks, cfg.max_total_chars);
+    crate::redact::redact(&text).into_owned()
+}
+
+fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> String {
+    let mut out = String::new();
+    let tag = if m.is_tool() {
+        match calls.for_result(m) {
+            Some(info) => format!("[tool result: {}]", info.name),
+            None => "[tool result]".to_owned(),
+        }
+    } else if crate::marker::classify(m).is_some() {
+        "[earlier summary]".to_owned()
+    } else {
+        format!("[{}]", m.role())
+    };
+    out.push_str(&tag);
+    out.push('\n');
+    let text = m.text();
+    if !text.trim().is_empty() {
+        out.push_str(&cut_middle(&text, cfg.max_message_chars));
+        out.push('\n');
+    }
+    let images = m.content().map(|c| c.image_count()).unwrap_or(0);
+    if images > 0 {
+        out.push_str(&format!("[{images} image(s) omitted]\n"));
+    }
+    for c in m.tool_calls() {
+        out.push_str("-> ");
+        out.push_str(&c.function.name);
+        out.push('(');
+        out.push_str(&cut_middle(&c.function.arguments, cfg.max_argument_chars));
+        out.push_str(")\n");
+    }
+    out
+}
+
+/// Keeps the head and tail of `text` within `max` characters, with an explicit note of what
+/// was cut.
+pub fn cut_middle(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let head_n = max * 2 / 3;
+    let tail_n = max - head_n;
+    let head: String = text.chars().take(head_n).collect();
+    let tail: String = text.chars().skip(total - tail_n).collect();
+    format!(
+        "{head}\n[truncated {} chars]\n{tail}",
+        total - head_n - tail_n
+    )
+}
+
+fn bound_total(blocks: Vec<String>, max: usize) -> String {
+    let total: usize = blocks.iter().map(|b| b.chars().count() + 1).sum();
+    if total <= max || blocks.len() < 3 {
+        return blocks.join("\n");
+    }
+    // Keep the first block and as many of the newest blocks as fit.
+    let first = &blocks[0];
+    let mut budget = max.saturating_sub(first.chars().count() + 64);
+    let mut keep_from = blocks.len();
+    while keep_from > 1 {
+        let len = blocks[keep_from - 1].chars().count() + 1;
+        if len > budget {
+            break;
+        }
+        budget -= len;
+        keep_from -= 1;
+    }
+    let dropped = keep_from - 1;
+    let mut out = first.clone();
+    out.push('\n');
+    if dropped > 0 {
+        out.push_str(&format!(
+            "[{dropped} messages omitted here to keep the material within bounds]\n\n"
+        ));
+    }
+    out.push_str(&blocks[keep_from..].join("\n"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+
+    #[test]
+    fn tags_roles_calls_and_results() {
+        let msgs = vec![
+            Message::user("please list"),
+            Message::assistant_tool_calls(
+                "listing",
+                vec![ToolCall::function("a", "ls", r#"{"path":"/tmp"}"#)],
+            ),
+            Message::tool_result("a", "f1\nf2"),
+        ];
+        let s = serialize(&msgs, &msgs, &MaterialConfig::default());
+        assert_eq!(
+            s,
+            "[user]\nplease list\n\n[assistant]\nlisting\n-> ls({\"path\":\"/tmp\"})\n\n[tool result: ls]\nf1\nf2\n"
+        );
+    }
+
+    #[test]
+    fn long_content_is_cut_with_a_note() {
+        let text = "a".repeat(100) + &"b".repeat(100);
+        let cut = cut_middle(&text, 30);
+        assert!(cut.starts_with(&"a".repeat(20)));
+        assert!(cut.ends_with(&"b".repeat(10)));
+        assert!(cut.contains("[truncated 170 chars]"));
+    }
+
+    #[test]
+    fn total_is_bounded_keeping_first_and_newest() {
+        let msgs: Vec<Message> = (0..50)
+            .map(|i| Message::user(format!("msg {i} {}", "x".repeat(100))))
+            .collect();
+        let cfg = MaterialConfig {
+            max_total_chars: 1_000,
+            ..MaterialConfig::default()
+        };
+        let s = serialize(&msgs, &msgs, &cfg);
+        assert!(s.chars().count() <= 1_100);
+        assert!(s.contains("msg 0 "));
+        assert!(s.contains("msg 49 "));
+        assert!(s.contains("messages omitted here"));
+    }
+}

@@ -1,0 +1,561 @@
+//! The prune planner (phase 1 of batch compaction, no model call).
+//!
+//! Over the rewritable ranges only:
+//! 1. an older copy of a large tool output that appears again later, byte-identical, becomes a
+//!    one-line back-reference to the newer copy;
+//! 2. an old tool output above a size becomes one informative line: the tool, its key argument
+//!    (path, command, pattern, URL), the size, and the exit status when the output shows one;
+//! 3. huge string arguments of old tool calls are shortened, and the arguments stay valid JSON.
+//!
+//! Outputs of protected tools are kept. Each rewritten message keeps every field but the one
+//! rewritten, so tool pairing is untouched. Pruning is idempotent: a one-liner is never pruned
+//! again.
+
+use std::collections::HashMap;
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::edit::{Edit, Splice};
+use crate::message::{Content, Message};
+use crate::tokens::TokenCounter;
+use crate::transcript::Transcript;
+
+/// Prefix of every line the pruner writes.
+pub const PRUNED_PREFIX: &str = "[pruned]";
+
+/// Prune policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PruneConfig {
+    /// Tool outputs above this many tokens become one line. Default 200.
+    pub tool_output_min_tokens: u64,
+    /// String arguments above this many characters are shortened. Default 2,000.
+    pub argument_max_chars: usize,
+    /// Tools whose outputs are never pruned.
+    pub protected_tools: Vec<String>,
+}
+
+impl Default for PruneConfig {
+    fn default() -> Self {
+        PruneConfig {
+            tool_output_min_tokens: 200,
+            argument_max_chars: 2_000,
+            protected_tools: ["read_file", "memory", "clarify", "skill_view", "todo"]
+                .map(String::from)
+                .to_vec(),
+        }
+    }
+}
+
+/// What a prune plan would do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrunePlan {
+    /// One-for-one replacements of the rewritten messages.
+    pub edit: Edit,
+    /// Estimated tokens the edit reclaims.
+    pub reclaimed_tokens: u64,
+    /// Tool outputs turned into a back-reference to an identical newer copy.
+    pub deduplicated: usize,
+    /// Tool outputs turned into one informative line.
+    pub summarized_outputs: usize,
+    /// Tool calls whose arguments were shortened.
+    pub shortened_calls: usize,
+}
+
+/// Plans pruning of `ranges` (ascending, disjoint; typically the middle and the older part of
+/// a long turn).
+pub fn plan_prune(
+    t: &Transcript,
+    ranges: &[Range<usize>],
+    cfg: &PruneConfig,
+    counter: &dyn TokenCounter,
+) -> PrunePlan {
+    let msgs = t.messages();
+    let calls = CallIndex::build(msgs);
+    let mut plan = PrunePlan::default();
+
+    // Newest index of each large tool output, by content, for back-references.
+    let mut newest: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in msgs.iter().enumerate() {
+        if m.is_tool()
+            && let Some(Content::Text(s)) = m.content()
+            && t.tokens_of(i) > cfg.tool_output_min_tokens
+        {
+            newest.insert(s.as_str(), i);
+        }
+    }
+
+    for range in ranges {
+        for i in range.clone() {
+            let m = &msgs[i];
+            let replacement = if m.is_tool() {
+                prune_tool_output(t, i, &calls, &newest, cfg, &mut plan)
+            } else if m.has_tool_calls() {
+                shorten_arguments(m, cfg).inspect(|_| plan.shortened_calls += 1)
+            } else {
+                None
+            };
+            if let Some(new) = replacement {
+                let before = t.tokens_of(i);
+                let after = counter.count_message(&new);
+                if after < before {
+                    plan.reclaimed_tokens += before - after;
+                    plan.edit.splices.push(Splice {
+                        range: i..i + 1,
+                        replacement: vec![new],
+                    });
+                }
+            }
+        }
+    }
+    plan
+}
+
+/// The informative one-line description of a tool output, as pruning writes it.
+pub fn describe_tool_output(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
+    let chars = output.chars().count();
+    let lines = output.lines().count();
+    let exit = exit_status(output)
+        .map(|c| format!(", exit {c}"))
+        .unwrap_or_default();
+    let Some(info) = tool else {
+        return format!("{PRUNED_PREFIX} tool output ({chars} chars, {lines} lines{exit})");
+    };
+    let args: Option<Value> = serde_json::from_str(info.arguments).ok();
+    let arg = |keys: &[&str]| -> Option<String> {
+        let obj = args.as_ref()?.as_object()?;
+        keys.iter().find_map(|k| obj.get(*k)).map(|v| match v {
+            Value::String(s) => clip(s, 160),
+            other => clip(&other.to_string(), 160),
+        })
+    };
+    let name = info.name;
+    let lower = name.to_ascii_lowercase();
+    match tool_family(&lower) {
+        Family::Shell => {
+            let cmd = arg(&["command", "cmd", "script", "code", "input"]).unwrap_or_default();
+            format!("{PRUNED_PREFIX} {name} `{cmd}`: {chars} chars, {lines} lines of output{exit}")
+        }
+        Family::Read => {
+            let path =
+                arg(&["path", "file_path", "file", "filename", "target_file"]).unwrap_or_default();
+            let range = match (
+                arg(&["offset", "start_line", "view_range", "line"]),
+                arg(&["limit", "end_line"]),
+            ) {
+                (Some(a), Some(b)) => format!(" (from {a}, {b} lines)"),
+                (Some(a), None) => format!(" (from {a})"),
+                _ => String::new(),
+            };
+            format!("{PRUNED_PREFIX} {name} {path}{range}: {chars} chars, {lines} lines")
+        }
+        Family::Write => {
+            let path =
+                arg(&["path", "file_path", "file", "filename", "target_file"]).unwrap_or_default();
+            format!("{PRUNED_PREFIX} {name} {path}: {chars} chars of output{exit}")
+        }
+        Family::Search => {
+            let pattern =
+                arg(&["pattern", "query", "regex", "q", "search", "glob"]).unwrap_or_default();
+            let path = arg(&["path", "dir", "directory", "include"])
+                .map(|p| format!(" in {p}"))
+                .unwrap_or_default();
+            format!(
+                "{PRUNED_PREFIX} {name} \"{pattern}\"{path}: {lines} result lines, {chars} chars"
+            )
+        }
+        Family::Web => {
+            let url = arg(&["url", "uri", "href", "query", "q"]).unwrap_or_default();
+            format!("{PRUNED_PREFIX} {name} {url}: {chars} chars fetched")
+        }
+        Family::Other => {
+            let kv = args
+                .as_ref()
+                .and_then(Value::as_object)
+                .map(|o| {
+                    o.iter()
+                        .take(3)
+                        .map(|(k, v)| {
+                            let v = match v {
+                                Value::String(s) => clip(s, 60),
+                                other => clip(&other.to_string(), 60),
+                            };
+                            format!(" {k}={v}")
+                        })
+                        .collect::<String>()
+                })
+                .unwrap_or_default();
+            format!("{PRUNED_PREFIX} {name}{kv} ({chars} chars{exit})")
+        }
+    }
+}
+
+/// What pruning knows about the call a tool output answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ToolInfo<'a> {
+    /// Tool name.
+    pub name: &'a str,
+    /// The call's JSON arguments.
+    pub arguments: &'a str,
+}
+
+/// Maps tool-call ids to the call's name and arguments.
+#[derive(Debug, Default)]
+pub struct CallIndex<'a> {
+    by_id: HashMap<&'a str, ToolInfo<'a>>,
+}
+
+impl<'a> CallIndex<'a> {
+    /// Indexes every tool call in `messages`.
+    pub fn build(messages: &'a [Message]) -> CallIndex<'a> {
+        let mut by_id = HashMap::new();
+        for m in messages {
+            for c in m.tool_calls() {
+                by_id.insert(
+                    c.id.as_str(),
+                    ToolInfo {
+                        name: c.function.name.as_str(),
+                        arguments: c.function.arguments.as_str(),
+                    },
+                );
+            }
+        }
+        CallIndex { by_id }
+    }
+
+    /// The call a tool result answers.
+    pub fn for_result(&self, m: &Message) -> Option<&ToolInfo<'a>> {
+        self.by_id.get(m.tool_call_id()?)
+    }
+}
+
+/// Whether a tool is protected by `cfg`.
+pub fn is_protected(cfg: &PruneConfig, tool: &str) -> bool {
+    cfg.protected_tools.iter().any(|p| p == tool)
+}
+
+fn prune_tool_output(
+    t: &Transcript,
+    i: usize,
+    calls: &CallIndex<'_>,
+    newest: &HashMap<&str, usize>,
+    cfg: &PruneConfig,
+    plan: &mut PrunePlan,
+) -> Option<Message> {
+    let m = &t.messages()[i];
+    let info = calls.for_result(m);
+    if info.is_some_and(|c| is_protected(cfg, c.name)) {
+        return None;
+    }
+    if t.tokens_of(i) <= cfg.tool_output_min_tokens {
+        return None;
+    }
+    let text = m.text();
+    if text.starts_with(PRUNED_PREFIX) {
+        return None;
+    }
+    let line = match m.content() {
+        Some(Content::Text(s)) => match newest.get(s.as_str()) {
+            Some(&j) if j > i => {
+                plan.deduplicated += 1;
+                let name = info.map(|c| c.name).unwrap_or("tool");
+                format!(
+                    "{PRUNED_PREFIX} {name} output identical to the newer copy at message {j} ({} chars)",
+                    s.chars().count()
+                )
+            }
+            _ => {
+                plan.summarized_outputs += 1;
+                describe_tool_output(info, s)
+            }
+        },
+        _ => {
+            plan.summarized_outputs += 1;
+            describe_tool_output(info, &text)
+        }
+    };
+    let mut new = m.clone();
+    new.set_text(line);
+    Some(new)
+}
+
+fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
+    let mut changed = false;
+    let mut calls = m.tool_calls().to_vec();
+    for c in &mut calls {
+        if c.function.arguments.len() <= cfg.argument_max_chars {
+            continue;
+        }
+        let Ok(mut v) = serde_json::from_str::<Value>(&c.function.arguments) else {
+            continue;
+        };
+        if shorten_strings(&mut v, cfg.argument_max_chars)
+            && let Ok(s) = serde_json::to_string(&v)
+        {
+            c.function.arguments = s;
+            changed = true;
+        }
+    }
+    changed.then(|| {
+        let mut new = m.clone();
+        new.set_tool_calls(Some(calls));
+        new
+    })
+}
+
+fn shorten_strings(v: &mut Value, max: usize) -> bool {
+    match v {
+        Value::String(s) if s.chars().count() > max => {
+            let total = s.chars().count();
+            let keep = max / 2;
+            let head: String = s.chars().take(keep).collect();
+            *s = format!(
+                "{head}…[{} of {total} chars elided by compaction]",
+                total - keep
+            );
+            true
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .fold(false, |acc, x| shorten_strings(x, max) | acc),
+        Value::Object(map) => map
+            .values_mut()
+            .fold(false, |acc, x| shorten_strings(x, max) | acc),
+        _ => false,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Family {
+    Shell,
+    Read,
+    Write,
+    Search,
+    Web,
+    Other,
+}
+
+fn tool_family(lower: &str) -> Family {
+    const SHELL: [&str; 9] = [
+        "bash",
+        "shell",
+        "terminal",
+        "run_command",
+        "execute_bash",
+        "exec_command",
+        "exec",
+        "run",
+        "cmd",
+    ];
+    const READ: [&str; 5] = ["read", "read_file", "view", "cat", "open_file"];
+    const WRITE: [&str; 10] = [
+        "write",
+        "write_file",
+        "edit",
+        "edit_file",
+        "str_replace",
+        "str_replace_editor",
+        "apply_patch",
+        "create",
+        "create_file",
+        "multiedit",
+    ];
+    const SEARCH: [&str; 9] = [
+        "grep",
+        "glob",
+        "search",
+        "find",
+        "rg",
+        "ripgrep",
+        "search_files",
+        "find_file",
+        "search_dir",
+    ];
+    const WEB: [&str; 7] = [
+        "web_fetch",
+        "fetch",
+        "webfetch",
+        "browse",
+        "web_search",
+        "websearch",
+        "http_get",
+    ];
+    if SHELL.contains(&lower) {
+        Family::Shell
+    } else if READ.contains(&lower) {
+        Family::Read
+    } else if WRITE.contains(&lower) {
+        Family::Write
+    } else if SEARCH.contains(&lower) {
+        Family::Search
+    } else if WEB.contains(&lower) || lower.starts_with("browser") {
+        Family::Web
+    } else {
+        Family::Other
+    }
+}
+
+/// The exit status an output reports, if it shows one in a common form.
+pub fn exit_status(output: &str) -> Option<i64> {
+    // Look at the last few hundred bytes, where shells and harnesses print it.
+    let start = output.len().saturating_sub(400);
+    let start = (start..output.len())
+        .find(|&i| output.is_char_boundary(i))
+        .unwrap_or(output.len());
+    let tail = output[start..].to_ascii_lowercase();
+    for key in [
+        "exit code",
+        "exit status",
+        "exit_code",
+        "returncode",
+        "exited with",
+    ] {
+        if let Some(pos) = tail.rfind(key) {
+            let rest = &tail[pos + key.len()..];
+            let digits: String = rest
+                .trim_start_matches([':', '=', ' ', '"'])
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '-')
+                .collect();
+            if let Ok(n) = digits.parse() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+fn clip(s: &str, max: usize) -> String {
+    let one_line = s.replace('\n', " ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        let mut out: String = one_line.chars().take(max).collect();
+        out.push('…');
+        out
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)]
+mod tests {
+    use super::*;
+    use crate::message::ToolCall;
+    use crate::tokens::Estimator;
+
+    fn call(id: &str, name: &str, args: &str) -> Message {
+        Message::assistant_tool_calls("", vec![ToolCall::function(id, name, args)])
+    }
+
+    fn check(tool: &str, args: &str, output: &str, expected: &str) {
+        let info = ToolInfo {
+            name: tool,
+            arguments: args,
+        };
+        assert_eq!(describe_tool_output(Some(&info), output), expected);
+    }
+
+    #[test]
+    fn one_liners_name_tool_argument_size_and_status() {
+        check(
+            "bash",
+            r#"{"command":"cargo test"}"#,
+            "a\nb\nerror\nExit code: 101",
+            "[pruned] bash `cargo test`: 24 chars, 4 lines of output, exit 101",
+        );
+        check(
+            "Read",
+            r#"{"file_path":"/src/main.rs","offset":10,"limit":50}"#,
+            "x\ny",
+            "[pruned] Read /src/main.rs (from 10, 50 lines): 3 chars, 2 lines",
+        );
+        check(
+            "Edit",
+            r#"{"file_path":"a.rs","old_string":"x"}"#,
+            "ok",
+            "[pruned] Edit a.rs: 2 chars of output",
+        );
+        check(
+            "Grep",
+            r#"{"pattern":"fn main","path":"src"}"#,
+            "a\nb\nc",
+            "[pruned] Grep \"fn main\" in src: 3 result lines, 5 chars",
+        );
+        check(
+            "WebFetch",
+            r#"{"url":"https://example.com/x"}"#,
+            "hello",
+            "[pruned] WebFetch https://example.com/x: 5 chars fetched",
+        );
+        check(
+            "deploy",
+            r#"{"env":"prod","n":3}"#,
+            "done",
+            "[pruned] deploy env=prod n=3 (4 chars)",
+        );
+    }
+
+    #[test]
+    fn prunes_middle_only_keeps_protected_and_dedupes() {
+        let big = "line of output\n".repeat(200);
+        let msgs = vec![
+            Message::user("go"),
+            call("a", "bash", r#"{"command":"ls"}"#),
+            Message::tool_result("a", big.clone()),
+            call("b", "read_file", r#"{"path":"x"}"#),
+            Message::tool_result("b", big.clone()),
+            call("c", "bash", r#"{"command":"ls"}"#),
+            Message::tool_result("c", big.clone()),
+            Message::user("next"),
+        ];
+        let e = Estimator::default();
+        let t = Transcript::new(msgs, &e);
+        let plan = plan_prune(&t, &[1..5], &PruneConfig::default(), &e);
+        // Only index 2 changes: 4 is protected, 6 is outside the range.
+        assert_eq!(plan.edit.splices.len(), 1);
+        assert_eq!(plan.edit.splices[0].range, 2..3);
+        assert_eq!(plan.deduplicated, 1);
+        let new = &plan.edit.splices[0].replacement[0];
+        assert_eq!(
+            new.text(),
+            "[pruned] bash output identical to the newer copy at message 6 (3000 chars)"
+        );
+        assert_eq!(new.tool_call_id(), Some("a"));
+        assert!(plan.reclaimed_tokens > 600);
+        // Idempotent.
+        let after = plan.edit.apply(t.messages()).unwrap();
+        let t2 = Transcript::new(after, &e);
+        assert!(
+            plan_prune(&t2, &[1..5], &PruneConfig::default(), &e)
+                .edit
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn huge_arguments_are_shortened_and_stay_json() {
+        let content = "x".repeat(10_000);
+        let args = serde_json::json!({"path": "f.txt", "content": content}).to_string();
+        let msgs = vec![
+            call("w", "write_file", &args),
+            Message::tool_result("w", "ok"),
+        ];
+        let e = Estimator::default();
+        let t = Transcript::new(msgs, &e);
+        let plan = plan_prune(&t, &[0..2], &PruneConfig::default(), &e);
+        assert_eq!(plan.shortened_calls, 1);
+        let new_args = &plan.edit.splices[0].replacement[0].tool_calls()[0]
+            .function
+            .arguments;
+        let v: Value = serde_json::from_str(new_args).expect("valid JSON");
+        assert_eq!(v["path"], "f.txt");
+        assert!(
+            v["content"]
+                .as_str()
+                .unwrap()
+                .contains("chars elided by compaction")
+        );
+    }
+}
