@@ -1,4 +1,53 @@
 //! Content-free compaction telemetry for hermes-compaction.
 //!
-//! This crate will own the typed pass events, their one-line tracing output, and the report
-//! that turns logs into answers.
+//! Compaction is judged on a session's trajectory, not on one turn, so every pass leaves one
+//! line of counts in the log and [`report`] turns logs back into numbers.
+//!
+//! - [`event`]: typed events for a micro pass ([`MicroPass`]), a batch attempt
+//!   ([`BatchAttempt`]) and a turn ([`Turn`]), plus the per-session [`SessionAccumulator`].
+//!   They hold counts, durations, model names, an opaque session id and closed vocabularies,
+//!   never transcript text. `occupancy_pct` and `threshold_tokens` are `None` unless the
+//!   caller passes a [`Window`] it already knows: nothing here looks a window up.
+//! - [`emit`](mod@emit): one INFO line per event under the `tracing` target
+//!   [`TARGET`], in the forms existing tooling reads (keys sorted, compact separators):
+//!   `micro compaction telemetry: {json}`, `context compression attempt telemetry: {json}` and
+//!   `compaction turn telemetry: {json}`; [`init_subscriber`] for binaries.
+//! - [`report`]: streams plain, tracing-JSON or gzip logs (ours or Hermes Agent's) in bounded
+//!   memory and prints the outcome mix, tokens saved, durations, occupancy, batch counts and
+//!   the session-economics metrics, as a table or JSON.
+//! - `chart` (feature `svg`): occupancy over turns per session as a standalone SVG.
+//!
+//! ```
+//! use compaction_telemetry::{format_line, MicroOutcome, MicroPass, SessionAccumulator, Window};
+//!
+//! let mut totals = SessionAccumulator::default();
+//! let mut pass = MicroPass::new("s1", MicroOutcome::Absorbed)
+//!     .tokens(12_739, 12_060)
+//!     .window(Some(Window { threshold_tokens: 34_816, context_limit: 40_960 }));
+//! totals.record(&mut pass);
+//! let line = format_line(&pass);
+//! assert!(line.starts_with("micro compaction telemetry: {\"aux_model\":null,"));
+//! assert!(line.contains("\"occupancy_pct\":34.6,"));
+//! assert!(line.ends_with("\"tokens_saved_total\":679}"));
+//! ```
+
+pub mod emit;
+pub mod error;
+pub mod event;
+pub mod report;
+
+#[cfg(feature = "svg")]
+pub mod chart;
+mod scan;
+mod stats;
+
+pub use emit::{
+    LogFormat, TARGET, emit, emit_batch, emit_micro, emit_turn, format_line, init_subscriber,
+};
+pub use error::{Error, Result};
+pub use event::{
+    BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, SessionAccumulator,
+    TelemetryEvent, TriggerSource, Turn, Window, occupancy_pct,
+};
+pub use report::{Report, ReportBuilder, ReportOptions};
+pub use scan::MAX_LINE_BYTES;

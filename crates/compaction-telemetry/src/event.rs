@@ -1,0 +1,531 @@
+//! Typed, content-free telemetry events and the per-session accumulator.
+//!
+//! Every event is plain data: counts, durations, model names, an opaque session id and
+//! closed vocabularies (outcomes, trigger sources, failure classes). None of them has a
+//! field that could hold transcript text, which is what makes the telemetry content-free by
+//! construction rather than by redaction.
+//!
+//! Each event knows its line form through [`TelemetryEvent`]: a fixed prefix followed by a
+//! JSON object whose `event` key names the event (see [`format_line`](crate::format_line)).
+
+use compaction_core::regions::WindowConfig;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// An event that has a one-line telemetry form.
+pub trait TelemetryEvent: Serialize {
+    /// Value of the `event` key in the line.
+    const EVENT: &'static str;
+    /// Text before the JSON object, including the trailing `": "`.
+    const PREFIX: &'static str;
+
+    /// Adds keys derived from the fields (for example a compatibility alias) to the
+    /// serialized object before it is sorted. The default adds nothing.
+    fn derived_fields(&self, _object: &mut Map<String, Value>) {}
+}
+
+/// The window a caller already knows; telemetry never looks it up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    /// The compaction threshold in tokens.
+    pub threshold_tokens: u64,
+    /// The model's context length in tokens.
+    pub context_limit: u64,
+}
+
+impl Window {
+    /// The window described by a core [`WindowConfig`] (pure arithmetic, no lookup).
+    pub fn from_config(cfg: &WindowConfig) -> Window {
+        Window {
+            threshold_tokens: cfg.threshold_tokens(),
+            context_limit: cfg.context_length,
+        }
+    }
+}
+
+/// `tokens` as a percentage of the threshold, rounded to one decimal; `None` when the
+/// threshold is unknown or zero.
+pub fn occupancy_pct(tokens: u64, threshold_tokens: Option<u64>) -> Option<f64> {
+    let threshold = threshold_tokens.filter(|&t| t > 0)?;
+    Some((tokens as f64 * 1000.0 / threshold as f64).round() / 10.0)
+}
+
+/// What a micro pass did (spec section 8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MicroOutcome {
+    /// One or more exchanges were folded into the rolling summary.
+    Absorbed,
+    /// The summarizer failed; the transcript is unchanged.
+    SummarizeFailed,
+    /// The same exchange failed too often; the cursor moved past it.
+    ExchangeSkipped,
+    /// The rolling summary was re-summarized into a shorter one.
+    Defrag,
+    /// The defrag failed or did not shrink the summary enough.
+    DefragFailed,
+    /// The reclaim gate held the pass back (not enough to reclaim yet).
+    Gated,
+    /// Nothing to do (cadence, no whole exchange in the middle).
+    #[default]
+    Noop,
+}
+
+impl MicroOutcome {
+    /// The snake_case name used in the telemetry line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MicroOutcome::Absorbed => "absorbed",
+            MicroOutcome::SummarizeFailed => "summarize_failed",
+            MicroOutcome::ExchangeSkipped => "exchange_skipped",
+            MicroOutcome::Defrag => "defrag",
+            MicroOutcome::DefragFailed => "defrag_failed",
+            MicroOutcome::Gated => "gated",
+            MicroOutcome::Noop => "noop",
+        }
+    }
+}
+
+/// One micro-compaction pass: every field of spec section 8, plus the cache-break depth and
+/// the summarizer's token use so the report can price the pass.
+///
+/// Build it with [`MicroPass::new`] and the setters, then let
+/// [`SessionAccumulator::record`] fill the session totals.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MicroPass {
+    /// Opaque session id.
+    pub session_id: String,
+    /// What the pass did.
+    pub outcome: MicroOutcome,
+    /// Messages in the transcript before the pass.
+    pub messages_before: u64,
+    /// Messages after the pass.
+    pub messages_after: u64,
+    /// Transcript tokens before the pass.
+    pub tokens_before: u64,
+    /// Transcript tokens after the pass.
+    pub tokens_after: u64,
+    /// `tokens_after - tokens_before`: negative when the transcript shrank.
+    pub tokens_delta: i64,
+    /// Tokens of the absorbed exchange(s); 0 when nothing was absorbed.
+    pub exchange_tokens: u64,
+    /// Tokens of the rolling summary after the pass.
+    pub rolling_summary_tokens: u64,
+    /// The cursor after the pass (index of the first middle message not yet absorbed).
+    pub cursor: u64,
+    /// Passes so far in this session, this one included.
+    pub passes_total: u64,
+    /// Net tokens saved by micro passes so far in this session (negative while the first
+    /// marker's scaffolding has not paid for itself).
+    pub tokens_saved_total: i64,
+    /// Wall time of the pass in milliseconds.
+    pub duration_ms: u64,
+    /// The compaction threshold, or `None` when the caller did not supply the window.
+    pub threshold_tokens: Option<u64>,
+    /// The model's context length, or `None` when unknown.
+    pub context_limit: Option<u64>,
+    /// `tokens_after / threshold_tokens x 100`, one decimal; `None` when the window is unknown.
+    pub occupancy_pct: Option<f64>,
+    /// The main (conversation) model.
+    pub main_model: Option<String>,
+    /// The auxiliary (summarizer) model.
+    pub aux_model: Option<String>,
+    /// Index of the first message the pass changed (how deep the prompt-cache break went);
+    /// `None` when the transcript did not change.
+    pub earliest_changed_index: Option<u64>,
+    /// Prompt plus completion tokens the summarizer used in this pass.
+    pub summary_tokens: u64,
+}
+
+impl MicroPass {
+    /// A pass of `session_id` with `outcome` and every count at zero.
+    pub fn new(session_id: impl Into<String>, outcome: MicroOutcome) -> MicroPass {
+        MicroPass {
+            session_id: session_id.into(),
+            outcome,
+            ..MicroPass::default()
+        }
+    }
+
+    /// Sets the token counts, the delta and the occupancy.
+    pub fn tokens(mut self, before: u64, after: u64) -> MicroPass {
+        self.tokens_before = before;
+        self.tokens_after = after;
+        self.tokens_delta = signed_delta(before, after);
+        self.occupancy_pct = occupancy_pct(after, self.threshold_tokens);
+        self
+    }
+
+    /// Sets the message counts.
+    pub fn messages(mut self, before: u64, after: u64) -> MicroPass {
+        self.messages_before = before;
+        self.messages_after = after;
+        self
+    }
+
+    /// Sets the window (or clears it with `None`) and recomputes the occupancy.
+    pub fn window(mut self, window: Option<Window>) -> MicroPass {
+        self.threshold_tokens = window.map(|w| w.threshold_tokens);
+        self.context_limit = window.map(|w| w.context_limit);
+        self.occupancy_pct = occupancy_pct(self.tokens_after, self.threshold_tokens);
+        self
+    }
+}
+
+impl TelemetryEvent for MicroPass {
+    const EVENT: &'static str = "micro_compaction";
+    const PREFIX: &'static str = "micro compaction telemetry: ";
+}
+
+/// Per-session running totals carried by every micro pass line, so a whole run can be
+/// summarised from its last line. The facade owns one per session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionAccumulator {
+    /// Micro passes recorded so far (every outcome counts, no-ops included).
+    pub passes_total: u64,
+    /// Net tokens saved so far: the sum of `-tokens_delta`.
+    pub tokens_saved_total: i64,
+}
+
+impl SessionAccumulator {
+    /// Counts `pass` and writes the updated totals into it.
+    pub fn record(&mut self, pass: &mut MicroPass) {
+        self.passes_total += 1;
+        self.tokens_saved_total = self.tokens_saved_total.saturating_sub(pass.tokens_delta);
+        pass.passes_total = self.passes_total;
+        pass.tokens_saved_total = self.tokens_saved_total;
+    }
+}
+
+/// What started a batch compaction attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TriggerSource {
+    /// The pre-turn threshold check.
+    #[default]
+    Threshold,
+    /// The check before a model call inside a tool loop.
+    Preflight,
+    /// Real usage reported by a response crossed the threshold.
+    Usage,
+    /// The provider rejected a request as over the context window.
+    OverflowError,
+    /// The user or the host asked for it.
+    Manual,
+    /// Proactive pruning below the threshold.
+    Proactive,
+}
+
+/// How a batch compaction attempt ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BatchOutcome {
+    /// The middle was summarized (possibly with the fallback summary) and committed.
+    #[default]
+    Compacted,
+    /// Pruning alone reached the low-water mark and was committed; no summary call.
+    PruneOnly,
+    /// The attempt failed; the transcript is unchanged ([`BatchAttempt::failure_class`] says why).
+    Failed,
+    /// The attempt was not made (cooldown, anti-thrash pause, nothing to compact).
+    Skipped,
+    /// Head plus protected tail alone exceed the threshold; reported instead of looping.
+    IrreducibleFloor,
+}
+
+impl BatchOutcome {
+    /// The snake_case name used in the telemetry line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BatchOutcome::Compacted => "compacted",
+            BatchOutcome::PruneOnly => "prune_only",
+            BatchOutcome::Failed => "failed",
+            BatchOutcome::Skipped => "skipped",
+            BatchOutcome::IrreducibleFloor => "irreducible_floor",
+        }
+    }
+
+    /// Whether the transcript was rewritten (a cache-breaking compression event).
+    pub fn is_committed(self) -> bool {
+        matches!(self, BatchOutcome::Compacted | BatchOutcome::PruneOnly)
+    }
+}
+
+/// Why a pass failed. Classes, never messages: a provider's error body stays out of logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureClass {
+    /// The summarizer rejected the credentials.
+    Auth,
+    /// The summarizer's quota or billing limit was reached.
+    Quota,
+    /// The summarizer rate-limited the request.
+    RateLimited,
+    /// A retryable server-side failure (5xx, overloaded).
+    Transient,
+    /// Connection, DNS or TLS failure.
+    Network,
+    /// The request or the summarizer call timed out.
+    Timeout,
+    /// The summarization request itself exceeded the summarizer's window.
+    ContextLength,
+    /// The summarizer's response could not be understood.
+    Malformed,
+    /// The summary was empty.
+    Empty,
+    /// The summary was cut by the output token limit.
+    Truncated,
+    /// The summary issued instructions to the next context.
+    Directive,
+    /// The store refused or failed the commit.
+    Store,
+    /// The commit named a stale generation; the pass was discarded.
+    StaleGeneration,
+    /// The attempt was cancelled by the host.
+    Cancelled,
+    /// Anything else.
+    Other,
+}
+
+/// One batch compaction attempt (spec section 4).
+///
+/// Keys shared with Hermes Agent's `compression_attempt` line keep their names there
+/// (`trigger_source`, `failure_class`, `fallback_used`, `total_duration_ms`, and the derived
+/// `commit_status`), so existing tooling reads both.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BatchAttempt {
+    /// Opaque session id.
+    pub session_id: String,
+    /// What started the attempt.
+    pub trigger_source: TriggerSource,
+    /// How it ended.
+    pub outcome: BatchOutcome,
+    /// Why it failed, when it did.
+    pub failure_class: Option<FailureClass>,
+    /// Pruning alone reached the low-water mark and was accepted.
+    pub prune_accepted: bool,
+    /// Pruning did not reach the low-water mark and the attempt fell through to a summary.
+    pub fell_through: bool,
+    /// The deterministic fallback summary replaced a failed summarizer call.
+    pub fallback_used: bool,
+    /// Transcript tokens before the attempt.
+    pub tokens_before: u64,
+    /// Transcript tokens after it (equal to `tokens_before` when nothing was committed).
+    pub tokens_after: u64,
+    /// Tokens of the protected head.
+    pub head_tokens: u64,
+    /// Tokens of the middle (what could be rewritten).
+    pub middle_tokens: u64,
+    /// Tokens of the protected tail.
+    pub tail_tokens: u64,
+    /// Messages before the attempt.
+    pub messages_before: u64,
+    /// Messages after it.
+    pub messages_after: u64,
+    /// The compaction threshold, or `None` when the caller did not supply the window.
+    pub threshold_tokens: Option<u64>,
+    /// The model's context length, or `None` when unknown.
+    pub context_limit: Option<u64>,
+    /// `tokens_after / threshold_tokens x 100`, one decimal; `None` when the window is unknown.
+    pub occupancy_pct: Option<f64>,
+    /// Index of the first message the attempt changed (cache-break depth); `None` when
+    /// nothing changed.
+    pub earliest_changed_index: Option<u64>,
+    /// Prompt plus completion tokens the summarizer used (0 for prune-only).
+    pub summary_tokens: u64,
+    /// The summarizer model, when one was called.
+    pub summary_model: Option<String>,
+    /// The main (conversation) model.
+    pub main_model: Option<String>,
+    /// Milliseconds spent pruning.
+    pub prune_ms: u64,
+    /// Milliseconds spent in the summarizer.
+    pub summarize_ms: u64,
+    /// Milliseconds for the whole attempt.
+    pub total_duration_ms: u64,
+}
+
+impl BatchAttempt {
+    /// An attempt of `session_id` started by `trigger` that ended with `outcome`.
+    pub fn new(
+        session_id: impl Into<String>,
+        trigger: TriggerSource,
+        outcome: BatchOutcome,
+    ) -> BatchAttempt {
+        BatchAttempt {
+            session_id: session_id.into(),
+            trigger_source: trigger,
+            outcome,
+            ..BatchAttempt::default()
+        }
+    }
+
+    /// Sets the token counts and the occupancy.
+    pub fn tokens(mut self, before: u64, after: u64) -> BatchAttempt {
+        self.tokens_before = before;
+        self.tokens_after = after;
+        self.occupancy_pct = occupancy_pct(after, self.threshold_tokens);
+        self
+    }
+
+    /// Sets the head, middle and tail token counts.
+    pub fn regions(mut self, head: u64, middle: u64, tail: u64) -> BatchAttempt {
+        self.head_tokens = head;
+        self.middle_tokens = middle;
+        self.tail_tokens = tail;
+        self
+    }
+
+    /// Sets the message counts.
+    pub fn messages(mut self, before: u64, after: u64) -> BatchAttempt {
+        self.messages_before = before;
+        self.messages_after = after;
+        self
+    }
+
+    /// Sets the window (or clears it with `None`) and recomputes the occupancy.
+    pub fn window(mut self, window: Option<Window>) -> BatchAttempt {
+        self.threshold_tokens = window.map(|w| w.threshold_tokens);
+        self.context_limit = window.map(|w| w.context_limit);
+        self.occupancy_pct = occupancy_pct(self.tokens_after, self.threshold_tokens);
+        self
+    }
+
+    /// Hermes Agent's `commit_status` for this outcome: `committed`, `aborted` or `skipped`.
+    pub fn commit_status(&self) -> &'static str {
+        match self.outcome {
+            BatchOutcome::Compacted | BatchOutcome::PruneOnly => "committed",
+            BatchOutcome::Failed => "aborted",
+            BatchOutcome::Skipped | BatchOutcome::IrreducibleFloor => "skipped",
+        }
+    }
+}
+
+impl TelemetryEvent for BatchAttempt {
+    const EVENT: &'static str = "compression_attempt";
+    const PREFIX: &'static str = "context compression attempt telemetry: ";
+
+    fn derived_fields(&self, object: &mut Map<String, Value>) {
+        object.insert("commit_status".into(), self.commit_status().into());
+    }
+}
+
+/// One finished turn, so per-turn rates can be computed from the log alone.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Turn {
+    /// Opaque session id.
+    pub session_id: String,
+    /// Turn index in the session, from 0.
+    pub turn: u64,
+    /// The provider's reported `prompt_tokens` for the turn's last request, when it gave one.
+    pub prompt_tokens: Option<u64>,
+    /// The library's own estimate of the transcript's tokens at the end of the turn.
+    pub estimated_tokens: u64,
+    /// The compaction threshold, or `None` when the caller did not supply the window.
+    pub threshold_tokens: Option<u64>,
+    /// The model's context length, or `None` when unknown.
+    pub context_limit: Option<u64>,
+    /// Prompt tokens (reported, else estimated) as a percentage of the threshold; `None`
+    /// when the window is unknown.
+    pub occupancy_pct: Option<f64>,
+}
+
+impl Turn {
+    /// Turn `turn` of `session_id` with its token counts and the window, if known.
+    pub fn new(
+        session_id: impl Into<String>,
+        turn: u64,
+        prompt_tokens: Option<u64>,
+        estimated_tokens: u64,
+        window: Option<Window>,
+    ) -> Turn {
+        let threshold_tokens = window.map(|w| w.threshold_tokens);
+        Turn {
+            session_id: session_id.into(),
+            turn,
+            prompt_tokens,
+            estimated_tokens,
+            threshold_tokens,
+            context_limit: window.map(|w| w.context_limit),
+            occupancy_pct: occupancy_pct(
+                prompt_tokens.unwrap_or(estimated_tokens),
+                threshold_tokens,
+            ),
+        }
+    }
+}
+
+impl TelemetryEvent for Turn {
+    const EVENT: &'static str = "compaction_turn";
+    const PREFIX: &'static str = "compaction turn telemetry: ";
+}
+
+fn signed_delta(before: u64, after: u64) -> i64 {
+    let d = i128::from(after) - i128::from(before);
+    d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn occupancy_rounds_to_one_decimal_and_needs_a_threshold() {
+        assert_eq!(occupancy_pct(12060, Some(34816)), Some(34.6));
+        assert_eq!(occupancy_pct(1, Some(3)), Some(33.3));
+        assert_eq!(occupancy_pct(500, None), None);
+        assert_eq!(occupancy_pct(500, Some(0)), None);
+    }
+
+    #[test]
+    fn window_and_tokens_commute() {
+        let w = Some(Window {
+            threshold_tokens: 1000,
+            context_limit: 2000,
+        });
+        let a = MicroPass::new("s", MicroOutcome::Absorbed)
+            .tokens(900, 500)
+            .window(w);
+        let b = MicroPass::new("s", MicroOutcome::Absorbed)
+            .window(w)
+            .tokens(900, 500);
+        assert_eq!(a, b);
+        assert_eq!(a.occupancy_pct, Some(50.0));
+        assert_eq!(a.tokens_delta, -400);
+        assert_eq!(a.clone().window(None).occupancy_pct, None);
+    }
+
+    #[test]
+    fn accumulator_fills_running_totals() {
+        let mut acc = SessionAccumulator::default();
+        let mut first = MicroPass::new("s", MicroOutcome::Absorbed).tokens(1000, 1330);
+        acc.record(&mut first);
+        assert_eq!((first.passes_total, first.tokens_saved_total), (1, -330));
+        let mut second = MicroPass::new("s", MicroOutcome::Absorbed).tokens(1330, 700);
+        acc.record(&mut second);
+        assert_eq!((second.passes_total, second.tokens_saved_total), (2, 300));
+        assert_eq!(
+            acc,
+            SessionAccumulator {
+                passes_total: 2,
+                tokens_saved_total: 300
+            }
+        );
+    }
+
+    #[test]
+    fn commit_status_follows_outcome() {
+        let s = |o| BatchAttempt::new("s", TriggerSource::Threshold, o).commit_status();
+        assert_eq!(s(BatchOutcome::Compacted), "committed");
+        assert_eq!(s(BatchOutcome::PruneOnly), "committed");
+        assert_eq!(s(BatchOutcome::Failed), "aborted");
+        assert_eq!(s(BatchOutcome::Skipped), "skipped");
+    }
+}
