@@ -1,4 +1,201 @@
-//! Session storage for hermes-compaction.
+//! Session storage for hermes-compaction: the [`TranscriptStore`] extension point and its
+//! SQLite (embedded default) and PostgreSQL implementations.
 //!
-//! This crate will own the async `TranscriptStore` extension point and its SQLite (embedded
-//! default) and PostgreSQL implementations of `archive_and_compact`.
+//! The store is the source of truth an agent resumes from. Each message is one row holding
+//! the message body exactly as appended ([`Message::to_wire_json`], stored as its UTF-8
+//! bytes, so NUL escapes, multi-megabyte content and any Unicode come back byte-identical)
+//! plus queryable columns: role, marker kind (`normal`, `batch`, `micro`, `progress`),
+//! active, compacted, generation and timestamps.
+//!
+//! A compaction pass is written with [`TranscriptStore::archive_and_compact`]: in one
+//! transaction it soft-archives exactly the rows the pass replaced and inserts the new rows at
+//! their positions, touching only those rows (ordering keys have gaps, so nothing is
+//! renumbered). Every commit names the session generation it was planned against; a commit
+//! against a stale generation is refused with [`StoreError::StaleGeneration`] and changes
+//! nothing.
+//!
+//! ```no_run
+//! # async fn demo() -> compaction_store::Result<()> {
+//! use compaction_core::{Edit, Message, marker, MarkerKind, Role};
+//! use compaction_store::{Commit, Store, TranscriptStore};
+//!
+//! let store = Store::connect("sqlite::memory:").await?;
+//! store.create_session("s1").await?;
+//! let mut messages = vec![Message::user("hi"), Message::assistant("hello"), Message::user("next")];
+//! store.append("s1", &mut messages).await?; // stamps row ids into the messages
+//!
+//! // A pass replaced messages 0..2 with a summary marker.
+//! let edit = Edit::single(0..2, vec![marker::render(MarkerKind::Micro, Role::Assistant, "...")]);
+//! let generation = store.generation("s1").await?;
+//! let mut commit = Commit::from_edit(generation, &edit, &messages)?;
+//! let new_ids = store.archive_and_compact("s1", &mut commit).await?;
+//! assert_eq!(new_ids.len(), 1);
+//! assert_eq!(store.load_active("s1").await?.len(), 2);
+//! # Ok(())
+//! # }
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use compaction_core::{MarkerKind, Message};
+
+mod commit;
+mod error;
+#[cfg(feature = "postgres")]
+mod postgres;
+mod rows;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+mod store;
+
+pub use commit::{Commit, CommitSplice, stamp_edit};
+pub use error::{Result, StoreError};
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
+#[cfg(feature = "sqlite")]
+pub use sqlite::SqliteStore;
+pub use store::{Store, StoreOptions};
+
+/// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
+pub type RowId = i64;
+
+/// A boxed, `Send` future, so [`TranscriptStore`] can be used as `Arc<dyn TranscriptStore>`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The session store an agent resumes from. Implementations must behave alike; the two in
+/// this crate pass the same tests.
+///
+/// Session ids are 1-256 bytes without control characters. Every method on an unknown
+/// session fails with [`StoreError::UnknownSession`].
+pub trait TranscriptStore: Send + Sync + fmt::Debug {
+    /// Which backend this is.
+    fn backend(&self) -> Backend;
+
+    /// Creates an empty session at generation 0; fails with [`StoreError::SessionExists`]
+    /// when the id is taken.
+    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>>;
+
+    /// Opens an existing session.
+    fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>>;
+
+    /// Opens the session, creating it first when it does not exist.
+    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>>;
+
+    /// Every session, ordered by id.
+    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>>>;
+
+    /// The session's current generation: 0 when created, plus one per successful
+    /// [`archive_and_compact`](Self::archive_and_compact). Appends do not change it.
+    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>>;
+
+    /// The agent's append-only flush: stores every message that carries no row id, after all
+    /// active rows, in one transaction, and stamps each with its new row id. Messages already
+    /// stamped are skipped, so flushing after a compaction writes only what is new. Returns
+    /// the ids of the rows written, in order (empty when every message was stamped).
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>>;
+
+    /// What a resumed agent loads: the active messages in order, each stamped with its row id
+    /// and (for markers) its marker kind.
+    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>>;
+
+    /// Active and archived rows, for audit and recovery, in ordering-key order (an archived
+    /// row sorts before the row that took its position).
+    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>>;
+
+    /// Writes one compaction pass in one transaction: checks the commit's generation, archives
+    /// the named rows (active = false, compacted = true), inserts the new rows at their
+    /// positions, bumps the generation and stamps the inserted messages of `commit` with their
+    /// row ids, which it also returns in order. Work is proportional to the rows changed.
+    ///
+    /// On any error nothing changes: [`StoreError::StaleGeneration`] when the session moved
+    /// on, [`StoreError::EmptyCommit`], [`StoreError::RowNotInSession`],
+    /// [`StoreError::RowNotActive`], [`StoreError::NotContiguous`],
+    /// [`StoreError::SplicesOutOfOrder`].
+    fn archive_and_compact<'a>(
+        &'a self,
+        session: &'a str,
+        commit: &'a mut Commit,
+    ) -> BoxFuture<'a, Result<Vec<RowId>>>;
+
+    /// The session's durable compaction state.
+    fn compaction_state<'a>(&'a self, session: &'a str)
+    -> BoxFuture<'a, Result<CompactionState>>;
+
+    /// Replaces the session's durable compaction state.
+    fn set_compaction_state<'a>(
+        &'a self,
+        session: &'a str,
+        state: &'a CompactionState,
+    ) -> BoxFuture<'a, Result<()>>;
+}
+
+/// A store backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// SQLite (file or in-memory).
+    Sqlite,
+    /// PostgreSQL.
+    Postgres,
+}
+
+/// A session as listed by the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The session id.
+    pub id: String,
+    /// Current generation.
+    pub generation: u64,
+    /// Creation time, unix milliseconds.
+    pub created_at_ms: i64,
+}
+
+/// One stored row, active or archived.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredRow {
+    /// Row id.
+    pub id: RowId,
+    /// Ordering key within the session (gapped; only the order is meaningful).
+    pub position: i64,
+    /// The message, stamped with its row id and marker kind.
+    pub message: Message,
+    /// The marker kind column (`None` for a normal message).
+    pub kind: Option<MarkerKind>,
+    /// Whether a resumed session loads this row.
+    pub active: bool,
+    /// Whether a compaction archived this row.
+    pub compacted: bool,
+    /// The session generation the row was written at.
+    pub generation: u64,
+    /// When the row was written, unix milliseconds.
+    pub created_at_ms: i64,
+    /// When the row was archived, unix milliseconds.
+    pub archived_at_ms: Option<i64>,
+}
+
+/// Durable per-session compaction state, so anti-thrash survives a restart.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CompactionState {
+    /// No automatic compaction before this time (unix milliseconds), after a failure.
+    pub cooldown_until_ms: Option<i64>,
+    /// Ineffective compactions in a row.
+    pub ineffective_count: u32,
+    /// Opaque small JSON for state a later version keeps (`Null` when unset).
+    pub extra: serde_json::Value,
+}
+
+/// A one-shot fault for atomicity tests: armed with `inject_fault`, it makes the next
+/// `archive_and_compact` fail at that point with `StoreError::InjectedFault`.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FaultPoint {
+    /// After the rows of a splice are archived, before its new rows are inserted.
+    AfterArchive,
+}

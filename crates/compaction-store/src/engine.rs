@@ -1,0 +1,533 @@
+// The store implementation shared by both backends. `sqlite.rs` and `postgres.rs` each
+// `include!` this file after defining `Db`, `StoreImpl` (with `pool` and `faults` fields),
+// `BACKEND`, `BEGIN_WRITE` and the `SQL_*` neighbour queries, so both run the same
+// statements and the same checks.
+
+use std::collections::HashMap;
+
+use compaction_core::Message as EngineMessage;
+
+use crate::rows::{
+    INSERT_CHUNK, Prepared, STRIDE, check_session_id, decode, insert_sql, now_ms, placeholders,
+    prepare, spread, to_i64,
+};
+use crate::{
+    Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SessionInfo,
+    StoreError, StoredRow, TranscriptStore,
+};
+
+type Tx = sqlx::Transaction<'static, Db>;
+type Conn = <Db as sqlx::Database>::Connection;
+
+impl TranscriptStore for StoreImpl {
+    fn backend(&self) -> Backend {
+        BACKEND
+    }
+
+    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            let now = now_ms();
+            let done = sqlx::query(
+                "INSERT INTO hermes_sessions (id, created_at, updated_at) VALUES ($1, $2, $2) \
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(session)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::SessionExists {
+                    session: session.to_owned(),
+                });
+            }
+            Ok(SessionInfo {
+                id: session.to_owned(),
+                generation: 0,
+                created_at_ms: now,
+            })
+        })
+    }
+
+    fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        Box::pin(open_session(&self.pool, session))
+    }
+
+    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            sqlx::query(
+                "INSERT INTO hermes_sessions (id, created_at, updated_at) VALUES ($1, $2, $2) \
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(session)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+            open_session(&self.pool, session).await
+        })
+    }
+
+    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>>> {
+        Box::pin(async move {
+            let rows: Vec<(String, i64, i64)> = sqlx::query_as(
+                "SELECT id, generation, created_at FROM hermes_sessions ORDER BY id",
+            )
+            .fetch_all(&self.pool)
+            .await?;
+            Ok(rows.into_iter().map(session_info).collect())
+        })
+    }
+
+    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move { Ok(open_session(&self.pool, session).await?.generation) })
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [EngineMessage],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(append(self, session, messages))
+    }
+
+    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<EngineMessage>>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            let rows: Vec<(i64, String, Vec<u8>, Option<String>)> =
+                sqlx::query_as(SQL_LOAD_ACTIVE)
+                    .bind(session)
+                    .fetch_all(&self.pool)
+                    .await?;
+            if rows.is_empty() {
+                open_session(&self.pool, session).await?;
+            }
+            rows.into_iter()
+                .map(|(id, kind, body, meta)| Ok(decode(id, &kind, body, meta)?.0))
+                .collect()
+        })
+    }
+
+    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            #[allow(clippy::type_complexity)]
+            let rows: Vec<(
+                i64,
+                i64,
+                String,
+                Vec<u8>,
+                Option<String>,
+                bool,
+                bool,
+                i64,
+                i64,
+                Option<i64>,
+            )> = sqlx::query_as(
+                "SELECT id, pos, kind, body, meta, active, compacted, generation, created_at, \
+                 archived_at FROM hermes_messages WHERE session_id = $1 ORDER BY pos, id",
+            )
+            .bind(session)
+            .fetch_all(&self.pool)
+            .await?;
+            if rows.is_empty() {
+                open_session(&self.pool, session).await?;
+            }
+            rows.into_iter()
+                .map(
+                    |(id, pos, kind, body, meta, active, compacted, generation, created, archived)| {
+                        let (message, kind) = decode(id, &kind, body, meta)?;
+                        Ok(StoredRow {
+                            id,
+                            position: pos,
+                            message,
+                            kind,
+                            active,
+                            compacted,
+                            generation: generation as u64,
+                            created_at_ms: created,
+                            archived_at_ms: archived,
+                        })
+                    },
+                )
+                .collect()
+        })
+    }
+
+    fn archive_and_compact<'a>(
+        &'a self,
+        session: &'a str,
+        commit: &'a mut Commit,
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(archive_and_compact(self, session, commit))
+    }
+
+    fn compaction_state<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<CompactionState>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            let row: Option<(Option<i64>, i64, Option<String>)> = sqlx::query_as(
+                "SELECT cooldown_until_ms, ineffective_count, state_extra FROM hermes_sessions \
+                 WHERE id = $1",
+            )
+            .bind(session)
+            .fetch_optional(&self.pool)
+            .await?;
+            let (cooldown, count, extra) = row.ok_or_else(|| unknown(session))?;
+            let extra = match extra {
+                Some(text) => serde_json::from_str(&text).map_err(|_| StoreError::CorruptRow {
+                    row: 0,
+                    reason: "session compaction state is not valid JSON".into(),
+                })?,
+                None => serde_json::Value::Null,
+            };
+            Ok(CompactionState {
+                cooldown_until_ms: cooldown,
+                ineffective_count: u32::try_from(count).unwrap_or(u32::MAX),
+                extra,
+            })
+        })
+    }
+
+    fn set_compaction_state<'a>(
+        &'a self,
+        session: &'a str,
+        state: &'a CompactionState,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            let extra = match &state.extra {
+                serde_json::Value::Null => None,
+                v => Some(serde_json::to_string(v).map_err(StoreError::Meta)?),
+            };
+            let done = sqlx::query(
+                "UPDATE hermes_sessions SET cooldown_until_ms = $2, ineffective_count = $3, \
+                 state_extra = $4, updated_at = $5 WHERE id = $1",
+            )
+            .bind(session)
+            .bind(state.cooldown_until_ms)
+            .bind(i64::from(state.ineffective_count))
+            .bind(extra)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(unknown(session));
+            }
+            Ok(())
+        })
+    }
+}
+
+fn unknown(session: &str) -> StoreError {
+    StoreError::UnknownSession {
+        session: session.to_owned(),
+    }
+}
+
+fn session_info((id, generation, created): (String, i64, i64)) -> SessionInfo {
+    SessionInfo {
+        id,
+        generation: generation as u64,
+        created_at_ms: created,
+    }
+}
+
+async fn open_session(pool: &sqlx::Pool<Db>, session: &str) -> Result<SessionInfo> {
+    check_session_id(session)?;
+    let row: Option<(String, i64, i64)> =
+        sqlx::query_as("SELECT id, generation, created_at FROM hermes_sessions WHERE id = $1")
+            .bind(session)
+            .fetch_optional(pool)
+            .await?;
+    row.map(session_info).ok_or_else(|| unknown(session))
+}
+
+async fn append(
+    store: &StoreImpl,
+    session: &str,
+    messages: &mut [EngineMessage],
+) -> Result<Vec<RowId>> {
+    check_session_id(session)?;
+    let fresh: Vec<usize> = (0..messages.len())
+        .filter(|&i| messages[i].row_id().is_none())
+        .collect();
+    if fresh.is_empty() {
+        open_session(&store.pool, session).await?;
+        return Ok(Vec::new());
+    }
+    let prepared = fresh
+        .iter()
+        .map(|&i| prepare(&messages[i]))
+        .collect::<Result<Vec<_>>>()?;
+    let span = (fresh.len() as i64)
+        .checked_mul(STRIDE)
+        .ok_or(StoreError::OutOfRange { what: "append size" })?;
+    let now = now_ms();
+    let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
+    // Reserving the keys locks the session row: appenders of one session queue here.
+    let reserved: Option<(i64, i64)> = sqlx::query_as(
+        "UPDATE hermes_sessions SET last_pos = last_pos + $2, updated_at = $3 WHERE id = $1 \
+         RETURNING last_pos, generation",
+    )
+    .bind(session)
+    .bind(span)
+    .bind(now)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let (last, generation) = reserved.ok_or_else(|| unknown(session))?;
+    let first = last - span + STRIDE;
+    let positions: Vec<i64> = (0..fresh.len() as i64).map(|i| first + i * STRIDE).collect();
+    let ids = insert_rows(&mut tx, session, generation, now, &prepared, &positions).await?;
+    tx.commit().await?;
+    for (&i, &id) in fresh.iter().zip(&ids) {
+        messages[i].meta_mut().row_id = Some(id);
+    }
+    Ok(ids)
+}
+
+async fn archive_and_compact(
+    store: &StoreImpl,
+    session: &str,
+    commit: &mut Commit,
+) -> Result<Vec<RowId>> {
+    check_session_id(session)?;
+    if commit.is_empty() {
+        return Err(StoreError::EmptyCommit);
+    }
+    let prepared = commit
+        .splices
+        .iter()
+        .map(|s| s.insert.iter().map(prepare).collect::<Result<Vec<_>>>())
+        .collect::<Result<Vec<_>>>()?;
+    let expected = to_i64(commit.generation, "generation")?;
+    let now = now_ms();
+    let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
+
+    // The generation check comes first and takes the session row's lock: a concurrent commit
+    // planned against the same generation waits here, then finds it moved on.
+    let bumped: Option<(i64,)> = sqlx::query_as(
+        "UPDATE hermes_sessions SET generation = generation + 1, updated_at = $3 \
+         WHERE id = $1 AND generation = $2 RETURNING last_pos",
+    )
+    .bind(session)
+    .bind(expected)
+    .bind(now)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((last_pos,)) = bumped else {
+        let current: Option<(i64,)> =
+            sqlx::query_as("SELECT generation FROM hermes_sessions WHERE id = $1")
+                .bind(session)
+                .fetch_optional(&mut *tx)
+                .await?;
+        return Err(match current {
+            None => unknown(session),
+            Some((actual,)) => StoreError::StaleGeneration {
+                session: session.to_owned(),
+                expected: commit.generation,
+                actual: actual as u64,
+            },
+        });
+    };
+    let new_generation = expected + 1;
+    // The key the next append will use: rows placed after the last active row stay below it.
+    let end_key = last_pos
+        .checked_add(STRIDE)
+        .ok_or(StoreError::OutOfRange { what: "ordering key" })?;
+
+    let mut ids = Vec::with_capacity(commit.inserted_len());
+    let mut prev_key: Option<i64> = None;
+    for (index, (splice, rows)) in commit.splices.iter().zip(&prepared).enumerate() {
+        if splice.archive.is_empty() && rows.is_empty() {
+            continue;
+        }
+        let positions = if splice.archive.is_empty() {
+            let lo = match splice.insert_after {
+                Some(anchor) => {
+                    let pos = anchor_position(&mut tx, session, index, anchor).await?;
+                    if prev_key.is_some_and(|p| pos <= p) {
+                        return Err(StoreError::SplicesOutOfOrder { splice: index });
+                    }
+                    Some(pos)
+                }
+                None if prev_key.is_some() => {
+                    return Err(StoreError::SplicesOutOfOrder { splice: index });
+                }
+                None => None,
+            };
+            let hi = match lo {
+                Some(lo) => next_active(&mut tx, session, lo).await?,
+                None => next_active(&mut tx, session, i64::MIN).await?,
+            }
+            .unwrap_or(end_key);
+            prev_key = Some(lo.unwrap_or(i64::MIN));
+            store.faults.check(FaultPoint::AfterArchive)?;
+            let lo = lo.unwrap_or_else(|| hi.saturating_sub(STRIDE.saturating_mul(rows.len() as i64 + 1)));
+            spread(lo, hi, rows.len(), index)?
+        } else {
+            let archived =
+                archive_rows(&mut tx, session, index, &splice.archive, prev_key, now).await?;
+            prev_key = archived.last().copied();
+            store.faults.check(FaultPoint::AfterArchive)?;
+            if rows.len() <= archived.len() {
+                // The new rows take the places of the rows they replace.
+                archived[..rows.len()].to_vec()
+            } else {
+                let first = archived[0];
+                let last = archived[archived.len() - 1];
+                let hi = next_active(&mut tx, session, last).await?.unwrap_or(end_key);
+                let lo = match prev_active(&mut tx, session, first).await? {
+                    Some(lo) => lo,
+                    None => hi.saturating_sub(STRIDE.saturating_mul(rows.len() as i64 + 1)),
+                };
+                spread(lo, hi, rows.len(), index)?
+            }
+        };
+        if !rows.is_empty() {
+            ids.extend(insert_rows(&mut tx, session, new_generation, now, rows, &positions).await?);
+        }
+    }
+    tx.commit().await?;
+
+    let inserted = commit.splices.iter_mut().flat_map(|s| s.insert.iter_mut());
+    for (m, &id) in inserted.zip(&ids) {
+        m.meta_mut().row_id = Some(id);
+    }
+    Ok(ids)
+}
+
+/// Checks that `archive` names consecutive active rows of the session, after `prev_key`,
+/// archives them, and returns their ordering keys.
+async fn archive_rows(
+    tx: &mut Tx,
+    session: &str,
+    splice: usize,
+    archive: &[RowId],
+    prev_key: Option<i64>,
+    now: i64,
+) -> Result<Vec<i64>> {
+    let sql = format!(
+        "SELECT id, session_id, pos, active FROM hermes_messages WHERE id IN ({})",
+        placeholders(1, archive.len())
+    );
+    let mut q = sqlx::query_as::<_, (i64, String, i64, bool)>(sqlx::AssertSqlSafe(sql));
+    for id in archive {
+        q = q.bind(*id);
+    }
+    let found: HashMap<i64, (String, i64, bool)> = q
+        .fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .map(|(id, s, pos, active)| (id, (s, pos, active)))
+        .collect();
+    let mut positions = Vec::with_capacity(archive.len());
+    for &row in archive {
+        match found.get(&row) {
+            Some((s, pos, active)) if s == session => {
+                if !active {
+                    return Err(StoreError::RowNotActive { splice, row });
+                }
+                positions.push(*pos);
+            }
+            _ => return Err(StoreError::RowNotInSession { splice, row }),
+        }
+    }
+    if positions.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(StoreError::NotContiguous { splice });
+    }
+    let (first, last) = (positions[0], positions[positions.len() - 1]);
+    if prev_key.is_some_and(|p| first <= p) {
+        return Err(StoreError::SplicesOutOfOrder { splice });
+    }
+    if positions.len() >= 2 {
+        let (between,): (i64,) = sqlx::query_as(SQL_COUNT_ACTIVE_BETWEEN)
+            .bind(session)
+            .bind(first)
+            .bind(last)
+            .fetch_one(&mut **tx)
+            .await?;
+        if between != positions.len() as i64 - 2 {
+            return Err(StoreError::NotContiguous { splice });
+        }
+    }
+    let sql = format!(
+        "UPDATE hermes_messages SET active = FALSE, compacted = TRUE, archived_at = $1 \
+         WHERE id IN ({})",
+        placeholders(2, archive.len())
+    );
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now);
+    for id in archive {
+        q = q.bind(*id);
+    }
+    let done = q.execute(&mut **tx).await?;
+    if done.rows_affected() != archive.len() as u64 {
+        return Err(StoreError::NotContiguous { splice });
+    }
+    Ok(positions)
+}
+
+async fn anchor_position(tx: &mut Tx, session: &str, splice: usize, row: RowId) -> Result<i64> {
+    let found: Option<(String, i64, bool)> =
+        sqlx::query_as("SELECT session_id, pos, active FROM hermes_messages WHERE id = $1")
+            .bind(row)
+            .fetch_optional(&mut **tx)
+            .await?;
+    match found {
+        Some((s, pos, true)) if s == session => Ok(pos),
+        Some((s, _, false)) if s == session => Err(StoreError::RowNotActive { splice, row }),
+        _ => Err(StoreError::RowNotInSession { splice, row }),
+    }
+}
+
+async fn prev_active(tx: &mut Tx, session: &str, pos: i64) -> Result<Option<i64>> {
+    let row: Option<(i64,)> = sqlx::query_as(SQL_PREV_ACTIVE)
+        .bind(session)
+        .bind(pos)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(row.map(|(p,)| p))
+}
+
+async fn next_active(tx: &mut Tx, session: &str, pos: i64) -> Result<Option<i64>> {
+    let row: Option<(i64,)> = sqlx::query_as(SQL_NEXT_ACTIVE)
+        .bind(session)
+        .bind(pos)
+        .fetch_optional(&mut **tx)
+        .await?;
+    Ok(row.map(|(p,)| p))
+}
+
+/// Inserts rows at the given (ascending) positions with multi-row INSERTs; returns their ids
+/// in order.
+async fn insert_rows(
+    conn: &mut Conn,
+    session: &str,
+    generation: i64,
+    now: i64,
+    rows: &[Prepared],
+    positions: &[i64],
+) -> Result<Vec<RowId>> {
+    let mut ids = Vec::with_capacity(rows.len());
+    for (chunk, keys) in rows.chunks(INSERT_CHUNK).zip(positions.chunks(INSERT_CHUNK)) {
+        let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(insert_sql(chunk.len())))
+            .bind(session)
+            .bind(generation)
+            .bind(now);
+        for (row, &pos) in chunk.iter().zip(keys) {
+            q = q
+                .bind(pos)
+                .bind(row.role.as_str())
+                .bind(row.kind)
+                .bind(row.body.as_slice())
+                .bind(row.meta.as_deref());
+        }
+        // RETURNING order is not guaranteed: match the ids back by ordering key.
+        let mut returned = q.fetch_all(&mut *conn).await?;
+        returned.sort_unstable_by_key(|&(_, pos)| pos);
+        ids.extend(returned.into_iter().map(|(id, _)| id));
+    }
+    Ok(ids)
+}

@@ -1,0 +1,137 @@
+//! The PostgreSQL backend: many agent processes sharing one server.
+
+use std::str::FromStr;
+
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+use crate::store::{Inner, StoreOptions};
+use crate::rows::Faults;
+
+/// A PostgreSQL session store over a connection pool. Migrations run under PostgreSQL's
+/// advisory lock, so many processes may start at once. The message body is stored as BYTEA
+/// (its UTF-8 bytes): PostgreSQL rejects NUL in `text` and `jsonb`, and a byte column also
+/// keeps the text independent of the database encoding. Clones share the pool.
+#[derive(Clone, Debug)]
+pub struct PostgresStore {
+    pool: PgPool,
+    faults: Faults,
+    schema: Option<String>,
+}
+
+impl PostgresStore {
+    /// Connects with default options.
+    pub async fn connect(url: &str) -> Result<PostgresStore> {
+        PostgresStore::connect_with(url, &StoreOptions::default()).await
+    }
+
+    /// Connects, creates [`StoreOptions::postgres_schema`] if set and missing, and runs the
+    /// embedded migrations.
+    pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<PostgresStore> {
+        let mut connect = PgConnectOptions::from_str(url)?;
+        if let Some(schema) = &options.postgres_schema {
+            if !valid_schema(schema) {
+                return Err(StoreError::InvalidSchemaName);
+            }
+            connect = connect.options([("search_path", schema.as_str())]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections.max(1))
+            .acquire_timeout(options.busy_timeout.max(std::time::Duration::from_secs(1)))
+            .connect_with(connect)
+            .await?;
+        if let Some(schema) = &options.postgres_schema {
+            // Two processes creating the same schema at once would race on the catalog.
+            let mut tx = pool.begin().await?;
+            sqlx::query("SELECT pg_advisory_xact_lock(hashtext('hermes_compaction_schema'))")
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "CREATE SCHEMA IF NOT EXISTS \"{schema}\""
+            )))
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+        }
+        let mut conn = pool.acquire().await?;
+        if let Err(e) = migrator().run(&mut *conn).await {
+            // The migrator holds a session-level advisory lock; never return that connection
+            // to the pool.
+            conn.close_on_drop();
+            return Err(e.into());
+        }
+        drop(conn);
+        Ok(PostgresStore {
+            pool,
+            faults: Faults::default(),
+            schema: options.postgres_schema.clone(),
+        })
+    }
+
+    /// The underlying pool.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await
+    }
+
+    /// Drops the schema named in [`StoreOptions::postgres_schema`] with everything in it,
+    /// then closes the pool. For tests and benchmarks that use a throw-away schema; does
+    /// nothing but close the pool when no schema was set.
+    pub async fn drop_schema(&self) -> Result<()> {
+        if let Some(schema) = &self.schema {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+            )))
+            .execute(&self.pool)
+            .await?;
+        }
+        self.pool.close().await;
+        Ok(())
+    }
+
+    /// Arms a one-shot fault (tests only).
+    #[doc(hidden)]
+    pub fn inject_fault(&self, point: FaultPoint) {
+        self.faults.arm(point)
+    }
+}
+
+impl Inner for PostgresStore {
+    fn inject_fault(&self, point: FaultPoint) {
+        self.faults.arm(point)
+    }
+}
+
+/// A plain lower-case identifier, safe to splice into DDL.
+fn valid_schema(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn migrator() -> sqlx::migrate::Migrator {
+    crate::rows::migrator(include_str!("../migrations/postgres/0001_init.sql"))
+}
+
+type Db = sqlx::Postgres;
+type StoreImpl = PostgresStore;
+const BACKEND: Backend = Backend::Postgres;
+/// READ COMMITTED: the session row's lock (taken by the first UPDATE) serializes writers of
+/// one session; writers of different sessions do not wait for each other.
+const BEGIN_WRITE: &str = "BEGIN";
+const SQL_PREV_ACTIVE: &str = "SELECT pos FROM hermes_messages \
+     WHERE session_id = $1 AND active AND pos < $2 ORDER BY pos DESC LIMIT 1";
+const SQL_NEXT_ACTIVE: &str = "SELECT pos FROM hermes_messages \
+     WHERE session_id = $1 AND active AND pos > $2 ORDER BY pos LIMIT 1";
+const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
+     WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
+const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
+     WHERE session_id = $1 AND active ORDER BY pos";
+
+include!("engine.rs");

@@ -1,0 +1,104 @@
+//! The SQLite backend: the embedded default (a file, or an in-memory database).
+
+use std::str::FromStr;
+
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use crate::store::{Inner, StoreOptions};
+use crate::rows::Faults;
+
+/// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process
+/// loses nothing; a power loss may lose the last commits but never corrupts), a busy timeout
+/// and foreign keys. Writers take the lock up front (`BEGIN IMMEDIATE`), so concurrent writers
+/// queue instead of failing. An in-memory URL (`sqlite::memory:`) uses a single connection
+/// that is never recycled, so the database lives as long as the store. Clones share the pool.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    faults: Faults,
+}
+
+impl SqliteStore {
+    /// Connects with default options.
+    pub async fn connect(url: &str) -> Result<SqliteStore> {
+        SqliteStore::connect_with(url, &StoreOptions::default()).await
+    }
+
+    /// Opens (creating if missing) the database at `url` and runs the embedded migrations.
+    pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<SqliteStore> {
+        let memory = url.contains(":memory:") || url.contains("mode=memory");
+        let mut connect = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .foreign_keys(true)
+            .busy_timeout(options.busy_timeout);
+        if !memory {
+            connect = connect
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal);
+        }
+        let mut pool = SqlitePoolOptions::new().acquire_timeout(options.busy_timeout.max(
+            std::time::Duration::from_secs(1),
+        ));
+        pool = if memory {
+            pool.max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+        } else {
+            pool.max_connections(options.max_connections.max(1))
+        };
+        let pool = pool.connect_with(connect).await?;
+        migrator().run(&pool).await?;
+        Ok(SqliteStore {
+            pool,
+            faults: Faults::default(),
+        })
+    }
+
+    /// The underlying pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await
+    }
+
+    /// Arms a one-shot fault (tests only).
+    #[doc(hidden)]
+    pub fn inject_fault(&self, point: FaultPoint) {
+        self.faults.arm(point)
+    }
+}
+
+impl Inner for SqliteStore {
+    fn inject_fault(&self, point: FaultPoint) {
+        self.faults.arm(point)
+    }
+}
+
+fn migrator() -> sqlx::migrate::Migrator {
+    crate::rows::migrator(include_str!("../migrations/sqlite/0001_init.sql"))
+}
+
+type Db = sqlx::Sqlite;
+type StoreImpl = SqliteStore;
+const BACKEND: Backend = Backend::Sqlite;
+/// Take the write lock at the start, so two writers never deadlock on a lock upgrade.
+const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+// Neighbour lookups name the partial index of active rows, so archived rows are never
+// scanned however many a session accumulates.
+const SQL_PREV_ACTIVE: &str = "SELECT pos FROM hermes_messages INDEXED BY hermes_messages_active_pos \
+     WHERE session_id = $1 AND active AND pos < $2 ORDER BY pos DESC LIMIT 1";
+const SQL_NEXT_ACTIVE: &str = "SELECT pos FROM hermes_messages INDEXED BY hermes_messages_active_pos \
+     WHERE session_id = $1 AND active AND pos > $2 ORDER BY pos LIMIT 1";
+const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
+     INDEXED BY hermes_messages_active_pos \
+     WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
+const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
+     INDEXED BY hermes_messages_active_pos WHERE session_id = $1 AND active ORDER BY pos";
+
+include!("engine.rs");

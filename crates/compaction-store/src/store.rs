@@ -1,0 +1,169 @@
+//! [`Store`]: a backend chosen from a URL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use compaction_core::Message;
+
+use crate::{
+    Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SessionInfo,
+    StoreError, StoredRow, TranscriptStore,
+};
+
+/// Connection settings shared by both backends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Pool size (a SQLite in-memory database always uses one connection).
+    pub max_connections: u32,
+    /// How long to wait for a connection, and (SQLite) for a lock held by another writer.
+    pub busy_timeout: Duration,
+    /// PostgreSQL only: keep the tables in this schema (created if missing) instead of the
+    /// connection's default `search_path`. 1-63 characters of `a-z`, `0-9`, `_`.
+    pub postgres_schema: Option<String>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_connections: 8,
+            busy_timeout: Duration::from_secs(5),
+            postgres_schema: None,
+        }
+    }
+}
+
+/// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
+/// `sqlite::memory:`, or `postgres://` / `postgresql://`. Clones share the pool.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum Store {
+    /// The embedded default.
+    #[cfg(feature = "sqlite")]
+    Sqlite(crate::SqliteStore),
+    /// The scale-out backend.
+    #[cfg(feature = "postgres")]
+    Postgres(crate::PostgresStore),
+}
+
+impl Store {
+    /// Connects with default [`StoreOptions`] and runs the embedded migrations.
+    pub async fn connect(url: &str) -> Result<Store> {
+        Store::connect_with(url, &StoreOptions::default()).await
+    }
+
+    /// Connects and runs the embedded migrations.
+    pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
+        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
+        match scheme {
+            "sqlite" => {
+                #[cfg(feature = "sqlite")]
+                return Ok(Store::Sqlite(
+                    crate::SqliteStore::connect_with(url, options).await?,
+                ));
+                #[cfg(not(feature = "sqlite"))]
+                return Err(StoreError::BackendDisabled { backend: "sqlite" });
+            }
+            "postgres" | "postgresql" => {
+                #[cfg(feature = "postgres")]
+                return Ok(Store::Postgres(
+                    crate::PostgresStore::connect_with(url, options).await?,
+                ));
+                #[cfg(not(feature = "postgres"))]
+                return Err(StoreError::BackendDisabled { backend: "postgres" });
+            }
+            other => Err(StoreError::UnsupportedUrl {
+                scheme: other.chars().take(32).collect(),
+            }),
+        }
+    }
+
+    /// The store as a shared trait object.
+    pub fn into_dyn(self) -> Arc<dyn TranscriptStore> {
+        Arc::new(self)
+    }
+
+    /// Arms a one-shot fault (tests only).
+    #[doc(hidden)]
+    pub fn inject_fault(&self, point: FaultPoint) {
+        self.inner().inject_fault(point)
+    }
+
+    fn inner(&self) -> &dyn Inner {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Store::Sqlite(s) => s,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(s) => s,
+        }
+    }
+}
+
+/// What `Store` delegates to besides the trait.
+pub(crate) trait Inner: TranscriptStore {
+    fn inject_fault(&self, point: FaultPoint);
+}
+
+impl TranscriptStore for Store {
+    fn backend(&self) -> Backend {
+        self.inner().backend()
+    }
+
+    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        self.inner().create_session(session)
+    }
+
+    fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        self.inner().open(session)
+    }
+
+    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        self.inner().open_or_create(session)
+    }
+
+    fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>>> {
+        self.inner().list_sessions()
+    }
+
+    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>> {
+        self.inner().generation(session)
+    }
+
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        self.inner().append(session, messages)
+    }
+
+    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
+        self.inner().load_active(session)
+    }
+
+    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
+        self.inner().load_all(session)
+    }
+
+    fn archive_and_compact<'a>(
+        &'a self,
+        session: &'a str,
+        commit: &'a mut Commit,
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        self.inner().archive_and_compact(session, commit)
+    }
+
+    fn compaction_state<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<CompactionState>> {
+        self.inner().compaction_state(session)
+    }
+
+    fn set_compaction_state<'a>(
+        &'a self,
+        session: &'a str,
+        state: &'a CompactionState,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.inner().set_compaction_state(session, state)
+    }
+}
