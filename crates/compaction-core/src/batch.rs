@@ -138,10 +138,24 @@ pub struct BatchPlan {
     pub tokens_after_prune: u64,
     /// Tool outputs in the tail demoted as a last resort (the exception to law 1).
     pub demoted_tail_outputs: usize,
+    /// Tokens of the head, of the rewritable part (middle and turn middle), and of the
+    /// protected rest (pinned user message and tail), before the pass.
+    pub region_tokens: RegionTokens,
     /// The decision.
     pub step: BatchStep,
     planned_len: usize,
     planned_tokens: u64,
+}
+
+/// Token sizes of the regions of a plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegionTokens {
+    /// The head.
+    pub head: u64,
+    /// The middle plus the older part of a long turn.
+    pub middle: u64,
+    /// The pinned user message plus the tail.
+    pub tail: u64,
 }
 
 /// Why a plan cannot be assembled.
@@ -186,6 +200,11 @@ pub fn plan_batch(
         prune: PrunePlan::default(),
         tokens_after_prune: tokens_before,
         demoted_tail_outputs: 0,
+        region_tokens: RegionTokens {
+            head: t.tokens_in(r.head.clone()),
+            middle: t.tokens_in(r.middle.clone()) + t.tokens_in(r.turn_middle.clone()),
+            tail: t.tokens_in(r.middle.end..r.turn_middle.start) + t.tokens_in(r.tail.clone()),
+        },
         step: BatchStep::Nothing(NothingReason::BelowThreshold),
         planned_len: t.len(),
         planned_tokens: t.estimated_total(),

@@ -175,6 +175,12 @@ impl Transcript {
             .expect("one message removed")
     }
 
+    /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
+    /// sent to a model, so token counts are unaffected.
+    pub fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
+        self.messages[i].meta_mut()
+    }
+
     /// Index of the last user message that is not a summary marker, if any.
     pub fn last_real_user(&self) -> Option<usize> {
         self.messages

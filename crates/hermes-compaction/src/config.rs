@@ -238,13 +238,27 @@ impl Config {
         )?;
         range_f64("compression.floor_cap", c.floor_cap, 0.05, 0.95)?;
         range_f64("compression.target_ratio", c.target_ratio, 0.05, 0.8)?;
-        range_f64("compression.tail_soft_ceiling", c.tail_soft_ceiling, 1.0, 4.0)?;
-        range_f64("compression.prune_runway_ratio", c.prune_runway_ratio, 0.0, 0.9)?;
+        range_f64(
+            "compression.tail_soft_ceiling",
+            c.tail_soft_ceiling,
+            1.0,
+            4.0,
+        )?;
+        range_f64(
+            "compression.prune_runway_ratio",
+            c.prune_runway_ratio,
+            0.0,
+            0.9,
+        )?;
         if !(1..=10).contains(&c.max_attempts) {
             return invalid("compression.max_attempts", c.max_attempts, "1 to 10");
         }
         if c.protect_first_n > 1_000 {
-            return invalid("compression.protect_first_n", c.protect_first_n, "0 to 1000");
+            return invalid(
+                "compression.protect_first_n",
+                c.protect_first_n,
+                "0 to 1000",
+            );
         }
         if c.protect_last_n > 1_000 {
             return invalid("compression.protect_last_n", c.protect_last_n, "0 to 1000");
@@ -363,7 +377,10 @@ mod tests {
             "configuration: `compression.threshold` = 1.5 is invalid: allowed 0.05 to 0.95"
         );
         let err = Config::from_toml_str("[compression]\nmax_attempts = 0\n").unwrap_err();
-        assert!(err.to_string().contains("compression.max_attempts"), "{err}");
+        assert!(
+            err.to_string().contains("compression.max_attempts"),
+            "{err}"
+        );
         let err = Config::from_toml_str("[compression]\nthreshhold = 0.5\n").unwrap_err();
         assert!(err.to_string().contains("threshhold"), "{err}");
     }
@@ -371,7 +388,10 @@ mod tests {
     #[test]
     fn environment_overrides_file() {
         figment::Jail::expect_with(|jail| {
-            jail.create_file("c.toml", "[compression]\nthreshold = 0.6\nmicro_compact = true\n")?;
+            jail.create_file(
+                "c.toml",
+                "[compression]\nthreshold = 0.6\nmicro_compact = true\n",
+            )?;
             jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "0.7");
             let cfg = Config::load(Some(Path::new("c.toml"))).expect("loads");
             assert_eq!(cfg.compression.threshold, 0.7);
@@ -385,7 +405,8 @@ mod tests {
 
     #[test]
     fn cadence_below_one_means_one() {
-        let cfg = Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = -3\n").unwrap();
+        let cfg =
+            Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = -3\n").unwrap();
         assert_eq!(cfg.micro_every_n_turns(), 1);
     }
 }

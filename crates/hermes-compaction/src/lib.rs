@@ -1,7 +1,28 @@
 //! hermes-compaction: keeps a long-running LLM agent conversation inside a finite context
-//! window.
+//! window, and keeps what matters.
 //!
-//! The facade composes the layers; each adapter is behind a cargo feature.
+//! The facade composes the layers; each adapter is behind a cargo feature (`llm`, `store`,
+//! `telemetry`, all on by default; `openai` for the OpenAI-compatible summarizer; `tiktoken`
+//! for exact token counts). The [`Compressor`] is what an agent framework calls.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use hermes_compaction::{Compressor, Config, core::{Estimator, Message}};
+//! use hermes_compaction::llm::ExtractiveSummarizer;
+//!
+//! let mut config = Config::default();
+//! config.model.context_length = 16_000;
+//! let mut c = Compressor::new(
+//!     config,
+//!     Arc::new(ExtractiveSummarizer::default()),
+//!     Arc::new(Estimator::default()),
+//!     "session-1",
+//! );
+//! let mut t = c.transcript(vec![Message::system("You are terse."), Message::user("hi")]);
+//! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let (_ticket, report) = rt.block_on(c.before_request(&mut t));
+//! assert!(report.is_none()); // far below the threshold
+//! ```
 
 pub use compaction_core as core;
 #[cfg(feature = "llm")]
@@ -11,6 +32,14 @@ pub use compaction_store as store;
 #[cfg(feature = "telemetry")]
 pub use compaction_telemetry as telemetry;
 
+#[cfg(feature = "llm")]
+pub mod compressor;
 pub mod config;
+#[cfg(all(feature = "llm", feature = "telemetry"))]
+mod events;
 
+#[cfg(feature = "llm")]
+pub use compressor::{
+    BatchReport, Compressor, Failure, Outcome, RequestTicket, ThrashState, Trigger,
+};
 pub use config::{Config, ConfigError};

@@ -1,0 +1,624 @@
+//! The compressor an agent framework calls: batch compaction with cache-aware prune-first,
+//! anti-thrash, failure cooldown, persistence and telemetry.
+//!
+//! The hooks match the moments an agent has:
+//!
+//! | moment | hook |
+//! |---|---|
+//! | before each model request (and before each call inside a tool loop) | [`Compressor::before_request`] |
+//! | after a response that carried usage | [`Compressor::after_response`] |
+//! | the provider said the context window was exceeded | [`Compressor::on_context_overflow`] |
+//! | the user typed `/compress` | [`Compressor::compress`] |
+//!
+//! Every pass is planned by `compaction_core::batch` as pure data, summarized, committed to the
+//! store (when one is configured) and only then applied to the transcript. Any failure leaves
+//! the transcript byte-identical and is reported in the [`BatchReport`] and in telemetry.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use compaction_core::batch::{
+    self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason, SummaryJob,
+};
+use compaction_core::material::MaterialConfig;
+use compaction_core::prune::PruneConfig;
+use compaction_core::{MarkerKind, Message, TokenCounter, Transcript};
+use compaction_llm::{Summarizer, SummaryKind, SummaryRequest};
+
+use crate::config::Config;
+
+/// Why a batch attempt was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// The planned check before a model request.
+    BeforeRequest,
+    /// Real usage after a response was over the threshold.
+    Usage,
+    /// The provider rejected a request as too large.
+    Overflow,
+    /// The user asked (`/compress`).
+    Manual,
+    /// Proactive prune below the threshold.
+    Proactive,
+}
+
+/// What a batch attempt did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Nothing was needed (below threshold, nothing to compact).
+    NotNeeded,
+    /// Skipped: automatic compaction is disabled, cooling down after a failure, or paused by
+    /// anti-thrash.
+    Skipped,
+    /// Prune-only was accepted.
+    Pruned,
+    /// The middle was summarized (possibly after pruning).
+    Summarized,
+    /// The protected messages alone exceed the threshold; nothing more can be done.
+    IrreducibleFloor,
+    /// The pass failed; the transcript is unchanged.
+    Failed,
+}
+
+/// Why a pass failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The summarizer failed with this class.
+    Summarizer(compaction_llm::ErrorClass),
+    /// The store refused the commit because another writer compacted first.
+    StaleGeneration,
+    /// The store failed.
+    Store,
+    /// The plan could not be assembled safely (e.g. it would break tool pairing).
+    Plan,
+}
+
+/// The result of one batch attempt. Counts only, never content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchReport {
+    /// Why it ran.
+    pub trigger: Trigger,
+    /// What happened.
+    pub outcome: Outcome,
+    /// Why it failed, when it did.
+    pub failure: Option<Failure>,
+    /// Tokens before (calibrated when available) and after (estimated).
+    pub tokens_before: u64,
+    /// Tokens after.
+    pub tokens_after: u64,
+    /// Messages before and after.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+    /// Threshold in tokens.
+    pub threshold_tokens: u64,
+    /// First message index the pass rewrote (where the prompt cache breaks).
+    pub earliest_changed_index: Option<usize>,
+    /// Whether the extractive fallback produced a summary.
+    pub fallback_used: bool,
+    /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
+    pub demoted_tail_outputs: usize,
+    /// Whether prune-only was tried and rejected in favour of a summary.
+    pub fell_through: bool,
+    /// Summarizer usage, when reported.
+    pub summary_tokens: u64,
+    /// Wall time of the attempt.
+    pub duration: Duration,
+    /// The partition the pass was planned with (what it promised not to touch).
+    pub regions: Option<compaction_core::regions::Regions>,
+}
+
+/// A ticket from [`Compressor::before_request`] to hand back to
+/// [`Compressor::after_response`], so usage measured before a compaction is never used after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestTicket {
+    epoch: u64,
+    messages: usize,
+}
+
+/// Durable anti-thrash and cooldown state.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThrashState {
+    /// Whether the session has been compacted (head protection decays).
+    pub compacted: bool,
+    /// Consecutive failed attempts.
+    pub consecutive_failures: u32,
+    /// No automatic attempt before this time (unix ms).
+    pub cooldown_until_ms: Option<u64>,
+    /// Ineffective compactions in a row.
+    pub ineffective: u32,
+    /// Automatic compaction paused until this time (unix ms).
+    pub paused_until_ms: Option<u64>,
+}
+
+/// Where passes are persisted.
+#[cfg(feature = "store")]
+#[derive(Clone, Debug)]
+pub struct Persistence {
+    /// The store.
+    pub store: Arc<dyn compaction_store::TranscriptStore>,
+    /// The session in it.
+    pub session: String,
+}
+
+/// The batch compressor for one session.
+pub struct Compressor {
+    config: Config,
+    batch: BatchConfig,
+    threshold: u64,
+    counter: Arc<dyn TokenCounter>,
+    summarizer: Arc<dyn Summarizer>,
+    fallback: Option<Arc<dyn Summarizer>>,
+    #[cfg(feature = "store")]
+    persistence: Option<Persistence>,
+    session_id: String,
+    state: ThrashState,
+    epoch: u64,
+    awaiting_effect: bool,
+    overflow_attempts: u32,
+    clock: fn() -> u64,
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor")
+            .field("session_id", &self.session_id)
+            .field("threshold", &self.threshold)
+            .field("summarizer", &self.summarizer.name())
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compressor {
+    /// A compressor for `session_id` with the given summarizer. The extractive fallback is
+    /// used when `compression.fallback_to_extractive` is set.
+    pub fn new(
+        config: Config,
+        summarizer: Arc<dyn Summarizer>,
+        counter: Arc<dyn TokenCounter>,
+        session_id: impl Into<String>,
+    ) -> Compressor {
+        let batch = batch_config(&config);
+        let threshold = config.window().threshold_tokens();
+        let fallback: Option<Arc<dyn Summarizer>> = config
+            .compression
+            .fallback_to_extractive
+            .then(|| Arc::new(compaction_llm::ExtractiveSummarizer::default()) as _);
+        Compressor {
+            config,
+            batch,
+            threshold,
+            counter,
+            summarizer,
+            fallback,
+            #[cfg(feature = "store")]
+            persistence: None,
+            session_id: session_id.into(),
+            state: ThrashState::default(),
+            epoch: 0,
+            awaiting_effect: false,
+            overflow_attempts: 0,
+            clock: unix_ms,
+        }
+    }
+
+    /// Persist every pass with `archive_and_compact`.
+    #[cfg(feature = "store")]
+    pub fn with_store(mut self, persistence: Persistence) -> Compressor {
+        self.persistence = Some(persistence);
+        self
+    }
+
+    /// Replaces the clock (unix milliseconds), for tests of cooldowns and probes.
+    pub fn with_clock(mut self, clock: fn() -> u64) -> Compressor {
+        self.clock = clock;
+        self
+    }
+
+    /// Restores durable state (e.g. loaded from the store after a restart).
+    pub fn with_state(mut self, state: ThrashState) -> Compressor {
+        self.state = state;
+        self
+    }
+
+    /// The current anti-thrash and cooldown state.
+    pub fn state(&self) -> &ThrashState {
+        &self.state
+    }
+
+    /// The threshold in tokens.
+    pub fn threshold_tokens(&self) -> u64 {
+        self.threshold
+    }
+
+    /// The token counter.
+    pub fn counter(&self) -> &dyn TokenCounter {
+        self.counter.as_ref()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Builds a transcript with this compressor's counter, marking the session compacted when
+    /// it already holds a summary marker.
+    pub fn transcript(&mut self, messages: Vec<Message>) -> Transcript {
+        if messages
+            .iter()
+            .any(|m| compaction_core::marker::classify(m).is_some())
+        {
+            self.state.compacted = true;
+        }
+        Transcript::new(messages, self.counter.as_ref())
+    }
+
+    /// The planned check before a model request: compacts when the transcript is at or over
+    /// the threshold (or proactive prune applies). Returns the ticket for
+    /// [`after_response`](Self::after_response) and the report of a pass, if one ran.
+    pub async fn before_request(
+        &mut self,
+        t: &mut Transcript,
+    ) -> (RequestTicket, Option<BatchReport>) {
+        let mut report = None;
+        if self.config.compression.enabled && t.current_tokens() >= self.threshold {
+            report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
+        } else if self.config.compression.enabled && self.proactive_due(t) {
+            report = Some(self.run(t, Trigger::Proactive, false, None).await);
+        }
+        (
+            RequestTicket {
+                epoch: self.epoch,
+                messages: t.len(),
+            },
+            report,
+        )
+    }
+
+    /// Records the provider's usage for the request the ticket describes. Usage from before
+    /// the last compaction is ignored. Detects ineffective compactions (still over the
+    /// threshold on the first real usage after one) and pauses automatic compaction after
+    /// `anti_thrash_max_ineffective` in a row.
+    pub fn after_response(
+        &mut self,
+        t: &mut Transcript,
+        ticket: RequestTicket,
+        prompt_tokens: u64,
+    ) {
+        if ticket.epoch != self.epoch {
+            return;
+        }
+        t.calibrate(prompt_tokens, ticket.messages.min(t.len()));
+        self.overflow_attempts = 0;
+        if self.awaiting_effect {
+            self.awaiting_effect = false;
+            if prompt_tokens >= self.threshold {
+                self.state.ineffective += 1;
+                if self.state.ineffective >= self.config.compression.anti_thrash_max_ineffective {
+                    self.state.paused_until_ms = Some(
+                        (self.clock)() + self.config.compression.anti_thrash_probe_secs * 1_000,
+                    );
+                }
+            } else {
+                self.state.ineffective = 0;
+            }
+        }
+    }
+
+    /// The provider rejected a request as too large: compact (forced) and let the caller retry,
+    /// at most `compression.max_attempts` times in a row. Returns `None` when attempts are used
+    /// up.
+    pub async fn on_context_overflow(&mut self, t: &mut Transcript) -> Option<BatchReport> {
+        if self.overflow_attempts >= self.config.compression.max_attempts {
+            return None;
+        }
+        self.overflow_attempts += 1;
+        Some(self.run(t, Trigger::Overflow, true, None).await)
+    }
+
+    /// A user's explicit `/compress`, with an optional focus topic. Ignores cooldown and pauses.
+    pub async fn compress(&mut self, t: &mut Transcript, focus: Option<String>) -> BatchReport {
+        self.run(t, Trigger::Manual, true, focus).await
+    }
+
+    /// Runs one batch attempt.
+    async fn run(
+        &mut self,
+        t: &mut Transcript,
+        trigger: Trigger,
+        force: bool,
+        focus: Option<String>,
+    ) -> BatchReport {
+        let started = Instant::now();
+        let mut report = BatchReport {
+            trigger,
+            outcome: Outcome::NotNeeded,
+            failure: None,
+            tokens_before: t.current_tokens(),
+            tokens_after: t.current_tokens(),
+            messages_before: t.len(),
+            messages_after: t.len(),
+            threshold_tokens: self.threshold,
+            earliest_changed_index: None,
+            fallback_used: false,
+            demoted_tail_outputs: 0,
+            fell_through: false,
+            summary_tokens: 0,
+            duration: Duration::ZERO,
+            regions: None,
+        };
+        let manual = matches!(trigger, Trigger::Manual);
+        let now = (self.clock)();
+        let blocked = self.state.cooldown_until_ms.is_some_and(|u| now < u)
+            || self.state.paused_until_ms.is_some_and(|u| now < u);
+        if blocked && !manual {
+            report.outcome = Outcome::Skipped;
+            return self.finish(report, started, None);
+        }
+        if manual {
+            self.state.paused_until_ms = None;
+            self.state.ineffective = 0;
+        }
+
+        let req = BatchRequest {
+            force: force || matches!(trigger, Trigger::Proactive),
+            prune_only: matches!(trigger, Trigger::Proactive),
+            focus,
+            compacted: self.state.compacted,
+        };
+        let plan = batch::plan_batch(t, self.threshold, &self.batch, &req, self.counter.as_ref());
+        report.demoted_tail_outputs = plan.demoted_tail_outputs;
+        let summaries = match &plan.step {
+            BatchStep::Nothing(reason) => {
+                report.outcome = match reason {
+                    NothingReason::IrreducibleFloor => Outcome::IrreducibleFloor,
+                    _ => Outcome::NotNeeded,
+                };
+                return self.finish(report, started, Some(&plan));
+            }
+            BatchStep::PruneOnly { .. } => {
+                if matches!(trigger, Trigger::Proactive)
+                    && plan.prune.reclaimed_tokens
+                        < self.config.compression.proactive_prune_min_reclaim_tokens
+                {
+                    report.outcome = Outcome::NotNeeded;
+                    return self.finish(report, started, Some(&plan));
+                }
+                report.outcome = Outcome::Pruned;
+                Vec::new()
+            }
+            BatchStep::Summarize(jobs) => {
+                report.fell_through = !plan.prune.edit.is_empty();
+                report.outcome = Outcome::Summarized;
+                match self.summarize_jobs(jobs, &mut report).await {
+                    Ok(s) => s,
+                    Err(class) => {
+                        report.outcome = Outcome::Failed;
+                        report.failure = Some(Failure::Summarizer(class));
+                        self.record_failure();
+                        return self.finish(report, started, Some(&plan));
+                    }
+                }
+            }
+        };
+        let mut edit = match batch::assemble(t, &plan, &summaries, &self.batch) {
+            Ok(e) => e,
+            Err(_) => {
+                report.outcome = Outcome::Failed;
+                report.failure = Some(Failure::Plan);
+                self.record_failure();
+                return self.finish(report, started, Some(&plan));
+            }
+        };
+        if let Err(f) = self.persist(t, &mut edit).await {
+            report.outcome = Outcome::Failed;
+            report.failure = Some(f);
+            self.record_failure();
+            return self.finish(report, started, Some(&plan));
+        }
+        report.earliest_changed_index = edit.earliest_changed_index();
+        if edit.apply_to(t, self.counter.as_ref()).is_err() {
+            // Unreachable: assemble validated the edit against this transcript.
+            report.outcome = Outcome::Failed;
+            report.failure = Some(Failure::Plan);
+            return self.finish(report, started, Some(&plan));
+        }
+        self.state.consecutive_failures = 0;
+        self.state.cooldown_until_ms = None;
+        if matches!(report.outcome, Outcome::Summarized) {
+            self.state.compacted = true;
+        }
+        self.epoch += 1;
+        self.awaiting_effect = true;
+        report.tokens_after = t.current_tokens();
+        report.messages_after = t.len();
+        self.finish(report, started, Some(&plan))
+    }
+
+    async fn summarize_jobs(
+        &self,
+        jobs: &[SummaryJob],
+        report: &mut BatchReport,
+    ) -> Result<Vec<String>, compaction_llm::ErrorClass> {
+        let mut out = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            let kind = match (job.kind, &job.previous_summary) {
+                (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
+                (_, Some(_)) => SummaryKind::BatchUpdate,
+                (_, None) => SummaryKind::BatchFirst,
+            };
+            let mut req = SummaryRequest::new(
+                kind,
+                job.material.clone(),
+                self.config.compression.summary_max_tokens,
+                today(),
+            )
+            .with_messages(job.messages.clone());
+            req.previous_summary = job.previous_summary.clone();
+            req.focus = job.focus.clone();
+            let resp = match self.summarizer.summarize(&req).await {
+                Ok(r) => r,
+                Err(e) if e.is_fatal_for_batch() => return Err(e.class()),
+                Err(e) => match &self.fallback {
+                    Some(fb) => match fb.summarize(&req).await {
+                        Ok(r) => {
+                            report.fallback_used = true;
+                            r
+                        }
+                        Err(_) => return Err(e.class()),
+                    },
+                    None => return Err(e.class()),
+                },
+            };
+            if resp.extractive {
+                report.fallback_used |= !self.summarizer_is_extractive();
+            }
+            if let Some(u) = resp.usage {
+                report.summary_tokens += u.prompt_tokens + u.completion_tokens;
+            }
+            out.push(resp.text);
+        }
+        Ok(out)
+    }
+
+    fn summarizer_is_extractive(&self) -> bool {
+        self.summarizer.name() == compaction_llm::ExtractiveSummarizer::default().name()
+    }
+
+    #[cfg(feature = "store")]
+    async fn persist(
+        &self,
+        t: &mut Transcript,
+        edit: &mut compaction_core::Edit,
+    ) -> Result<(), Failure> {
+        use compaction_store::{Commit, StoreError, stamp_edit};
+        let Some(p) = &self.persistence else {
+            return Ok(());
+        };
+        // Flush what the agent has not persisted yet, so every replaced row has an id.
+        let unstamped: Vec<usize> = (0..t.len())
+            .filter(|&i| t.messages()[i].row_id().is_none())
+            .collect();
+        if !unstamped.is_empty() {
+            let mut fresh: Vec<Message> =
+                unstamped.iter().map(|&i| t.messages()[i].clone()).collect();
+            let ids = p
+                .store
+                .append(&p.session, &mut fresh)
+                .await
+                .map_err(|_| Failure::Store)?;
+            if ids.len() != unstamped.len() {
+                return Err(Failure::Store);
+            }
+            for (&i, id) in unstamped.iter().zip(ids) {
+                t.meta_mut(i).row_id = Some(id);
+            }
+        }
+        let generation = p
+            .store
+            .generation(&p.session)
+            .await
+            .map_err(|_| Failure::Store)?;
+        let mut commit =
+            Commit::from_edit(generation, edit, t.messages()).map_err(|_| Failure::Store)?;
+        let ids = p
+            .store
+            .archive_and_compact(&p.session, &mut commit)
+            .await
+            .map_err(|e| match e {
+                StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
+                _ => Failure::Store,
+            })?;
+        if !stamp_edit(edit, &ids) {
+            return Err(Failure::Store);
+        }
+        Ok(())
+    }
+
+    #[cfg(not(feature = "store"))]
+    async fn persist(
+        &self,
+        _t: &mut Transcript,
+        _edit: &mut compaction_core::Edit,
+    ) -> Result<(), Failure> {
+        Ok(())
+    }
+
+    fn record_failure(&mut self) {
+        self.state.consecutive_failures += 1;
+        let c = &self.config.compression;
+        let factor = 1u64 << (self.state.consecutive_failures - 1).min(16);
+        let secs =
+            (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
+        self.state.cooldown_until_ms = Some((self.clock)() + secs * 1_000);
+    }
+
+    fn proactive_due(&self, t: &Transcript) -> bool {
+        let c = &self.config.compression;
+        c.proactive_prune_tokens > 0 && t.current_tokens() >= c.proactive_prune_tokens
+    }
+
+    fn finish(
+        &mut self,
+        mut report: BatchReport,
+        started: Instant,
+        plan: Option<&BatchPlan>,
+    ) -> BatchReport {
+        report.duration = started.elapsed();
+        report.regions = plan.map(|p| p.regions.clone());
+        #[cfg(feature = "telemetry")]
+        crate::events::emit_batch(
+            &self.session_id,
+            &self.config,
+            &report,
+            plan,
+            self.summarizer.name(),
+        );
+        #[cfg(not(feature = "telemetry"))]
+        let _ = plan;
+        report
+    }
+}
+
+/// Core batch configuration from the facade configuration.
+pub fn batch_config(config: &Config) -> BatchConfig {
+    let c = &config.compression;
+    BatchConfig {
+        regions: config.regions(),
+        prune: PruneConfig {
+            tool_output_min_tokens: c.prune_tool_output_min_tokens,
+            argument_max_chars: c.prune_argument_max_chars,
+            protected_tools: c.protected_tools.clone(),
+        },
+        material: MaterialConfig::default(),
+        prune_minimum_tokens: c.prune_minimum_tokens,
+        prune_runway_ratio: c.prune_runway_ratio,
+        summary_budget_tokens: u64::from(c.summary_max_tokens),
+        strict_alternation: c.strict_alternation,
+    }
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub fn today() -> String {
+    let days = (unix_ms() / 86_400_000) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!("{y:04}-{m:02}-{d:02}")
+}

@@ -1,0 +1,94 @@
+//! Maps compressor reports to telemetry events (counts only) and emits them.
+
+use compaction_core::batch::BatchPlan;
+use compaction_llm::ErrorClass;
+use compaction_telemetry::{BatchAttempt, BatchOutcome, FailureClass, TriggerSource, Window};
+
+use crate::compressor::{BatchReport, Failure, Outcome, Trigger};
+use crate::config::Config;
+
+/// The telemetry event for a batch report.
+pub fn batch_attempt(
+    session_id: &str,
+    config: &Config,
+    report: &BatchReport,
+    plan: Option<&BatchPlan>,
+    summary_model: &str,
+) -> BatchAttempt {
+    let trigger = match report.trigger {
+        Trigger::BeforeRequest => TriggerSource::Preflight,
+        Trigger::Usage => TriggerSource::Usage,
+        Trigger::Overflow => TriggerSource::OverflowError,
+        Trigger::Manual => TriggerSource::Manual,
+        Trigger::Proactive => TriggerSource::Proactive,
+    };
+    let outcome = match report.outcome {
+        Outcome::Summarized => BatchOutcome::Compacted,
+        Outcome::Pruned => BatchOutcome::PruneOnly,
+        Outcome::Failed => BatchOutcome::Failed,
+        Outcome::IrreducibleFloor => BatchOutcome::IrreducibleFloor,
+        Outcome::NotNeeded | Outcome::Skipped => BatchOutcome::Skipped,
+    };
+    let window = Window {
+        threshold_tokens: report.threshold_tokens,
+        context_limit: config.model.context_length,
+    };
+    let mut ev = BatchAttempt::new(session_id, trigger, outcome)
+        .window(Some(window))
+        .tokens(report.tokens_before, report.tokens_after)
+        .messages(report.messages_before as u64, report.messages_after as u64);
+    if let Some(plan) = plan {
+        let r = plan.region_tokens;
+        ev = ev.regions(r.head, r.middle, r.tail);
+    }
+    ev.failure_class = report.failure.map(failure_class);
+    ev.prune_accepted = matches!(report.outcome, Outcome::Pruned);
+    ev.fell_through = report.fell_through;
+    ev.fallback_used = report.fallback_used;
+    ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
+    ev.summary_tokens = report.summary_tokens;
+    ev.summary_model = matches!(report.outcome, Outcome::Summarized | Outcome::Failed)
+        .then(|| summary_model.to_owned());
+    ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
+    ev.total_duration_ms = report.duration.as_millis() as u64;
+    ev
+}
+
+/// Emits the batch attempt line.
+pub fn emit_batch(
+    session_id: &str,
+    config: &Config,
+    report: &BatchReport,
+    plan: Option<&BatchPlan>,
+    summary_model: &str,
+) {
+    compaction_telemetry::emit_batch(&batch_attempt(
+        session_id,
+        config,
+        report,
+        plan,
+        summary_model,
+    ));
+}
+
+/// The telemetry class of a failure.
+pub fn failure_class(f: Failure) -> FailureClass {
+    match f {
+        Failure::StaleGeneration => FailureClass::StaleGeneration,
+        Failure::Store => FailureClass::Store,
+        Failure::Plan => FailureClass::Other,
+        Failure::Summarizer(c) => match c {
+            ErrorClass::Auth => FailureClass::Auth,
+            ErrorClass::Quota => FailureClass::Quota,
+            ErrorClass::RateLimited => FailureClass::RateLimited,
+            ErrorClass::Transient => FailureClass::Transient,
+            ErrorClass::Network => FailureClass::Network,
+            ErrorClass::ContextLengthExceeded => FailureClass::ContextLength,
+            ErrorClass::MalformedResponse => FailureClass::Malformed,
+            ErrorClass::EmptyOutput => FailureClass::Empty,
+            ErrorClass::TruncatedOutput => FailureClass::Truncated,
+            ErrorClass::DirectiveOutput => FailureClass::Directive,
+            _ => FailureClass::Other,
+        },
+    }
+}

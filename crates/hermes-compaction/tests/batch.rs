@@ -1,0 +1,1 @@
+//! Batch compaction behaviour with scripted summarizers.

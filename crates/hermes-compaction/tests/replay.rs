@@ -1,0 +1,68 @@
+//! Replays every shared fixture request by request, with the hooks wired as an agent would:
+//! before each assistant message the model is called with the compacted view of what precedes
+//! it. No prompt may exceed the window, and every pass keeps the laws.
+
+use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use hermes_compaction::Outcome;
+
+use crate::common::{config, extractive, fixtures, rt};
+
+fn replay(context_length: u64) {
+    let Some(files) = fixtures() else { return };
+    let rt = rt();
+    let mut total_passes = 0;
+    for (name, msgs) in files {
+        let mut c = extractive(config(context_length));
+        let mut t = c.transcript(Vec::new());
+        let mut peak = 0;
+        for m in msgs {
+            if m.is_assistant() {
+                let before = t.messages().to_vec();
+                let (ticket, report) = rt.block_on(c.before_request(&mut t));
+                if let Some(r) = &report {
+                    let kind = match r.outcome {
+                        Outcome::Summarized => PassKind::Batch,
+                        Outcome::Pruned => PassKind::Prune,
+                        _ => PassKind::Unchanged,
+                    };
+                    if kind != PassKind::Unchanged {
+                        total_passes += 1;
+                    }
+                    let protected = r
+                        .regions
+                        .as_ref()
+                        .map(Protected::from_regions)
+                        .unwrap_or_default();
+                    let pass = Pass::new(kind, protected).with_options(LawOptions {
+                        tail_demotion_reported: r.demoted_tail_outputs > 0,
+                        ..LawOptions::default()
+                    });
+                    let v = laws::check(&before, t.messages(), &pass, c.counter());
+                    assert!(v.is_empty(), "{name}: pass {r:?} broke laws: {v:?}");
+                }
+                let prompt = t.current_tokens();
+                peak = peak.max(prompt);
+                assert!(
+                    prompt <= context_length,
+                    "{name}: prompt of {prompt} tokens exceeds the {context_length} window before message {} (report {report:?})",
+                    t.len()
+                );
+                // The model "answers" with the estimated prompt size as its usage.
+                c.after_response(&mut t, ticket, prompt);
+            }
+            t.push(m, c.counter());
+        }
+        eprintln!("{name}: peak {peak} of {context_length}");
+    }
+    eprintln!("compaction passes at {context_length}: {total_passes}");
+}
+
+#[test]
+fn no_prompt_exceeds_a_64k_window() {
+    replay(64_000);
+}
+
+#[test]
+fn no_prompt_exceeds_a_128k_window() {
+    replay(128_000);
+}

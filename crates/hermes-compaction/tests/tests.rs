@@ -1,0 +1,5 @@
+//! Integration tests of the facade compressor.
+
+mod batch;
+mod common;
+mod replay;
