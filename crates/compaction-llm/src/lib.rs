@@ -1,5 +1,50 @@
 //! Summarizer adapters for hermes-compaction.
 //!
-//! This crate will own the async `Summarizer` extension point, the OpenAI-compatible adapter
-//! (async-openai), the deterministic extractive summarizer, the scripted summarizer for tests,
-//! the prompts, the output guards, and secret redaction.
+//! The summarizer is where compaction meets the outside world. This crate owns:
+//!
+//! - the [`Summarizer`] extension point (dyn-compatible, `Send + Sync`), with its
+//!   [`SummaryRequest`] and [`SummaryResponse`];
+//! - the classified [`Error`]: the class decides what a caller does (auth and quota abort a
+//!   batch pass, the rest may retry or fall back);
+//! - the [OpenAI-compatible adapter](openai) (feature `openai`, on by default): explicit base
+//!   URL and key, bounded retries, summary-model fallback, context-length shrink, output guards;
+//! - the deterministic [extractive summarizer](extractive): no network, the embedded default and
+//!   the fallback when a model fails;
+//! - the [scripted summarizer](scripted) for tests (feature `testing`);
+//! - the [prompts] and the [output guards](guard).
+//!
+//! Secret redaction is pure text algebra and lives in [`compaction_core::redact`]; every
+//! adapter here redacts what it sends and what it returns.
+//!
+//! ```
+//! use compaction_core::Message;
+//! use compaction_llm::{ExtractiveSummarizer, Summarizer, SummaryKind, SummaryRequest};
+//!
+//! let mut req = SummaryRequest::new(SummaryKind::BatchFirst, "", 400, "2026-01-02");
+//! req.messages = vec![Message::user("please fix the build"), Message::assistant("done")];
+//! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let out = rt.block_on(ExtractiveSummarizer::default().summarize(&req)).unwrap();
+//! assert!(out.extractive);
+//! assert!(out.text.contains("please fix the build"));
+//! ```
+
+pub mod error;
+pub mod extractive;
+pub mod guard;
+#[cfg(feature = "openai")]
+pub mod openai;
+pub mod prompts;
+#[cfg(feature = "testing")]
+pub mod scripted;
+pub mod summarizer;
+
+pub use error::{Error, ErrorClass, Result};
+pub use extractive::ExtractiveSummarizer;
+#[cfg(feature = "openai")]
+pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer, RetryConfig};
+#[cfg(feature = "testing")]
+pub use scripted::ScriptedSummarizer;
+pub use summarizer::{
+    FallbackSummarizer, Summarizer, SummaryFuture, SummaryKind, SummaryRequest, SummaryResponse,
+    Usage,
+};

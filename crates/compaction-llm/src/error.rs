@@ -1,0 +1,228 @@
+//! The classified summarizer error.
+//!
+//! Every failure of a summarizer call falls into one [`ErrorClass`]. Error values carry HTTP
+//! status codes, classes and `Retry-After` delays only: never a provider response body, never
+//! transcript text, never a credential.
+
+use std::fmt;
+use std::time::Duration;
+
+/// Result alias of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a summarizer call failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The provider refused the credentials (401/403), or no key was available.
+    #[error("summarizer authentication failed ({})", status_or(*.status, "no API key"))]
+    Auth {
+        /// The HTTP status, `None` when the key was missing before any request.
+        status: Option<u16>,
+    },
+    /// Out of quota or credits (402, or 429 `insufficient_quota`).
+    #[error("summarizer quota exhausted (HTTP {status})")]
+    Quota {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// Rate limited (429); `retry_after` is the provider's `Retry-After`, when given.
+    #[error("summarizer rate limited (HTTP 429{})", retry_suffix(*.retry_after))]
+    RateLimited {
+        /// How long the provider asked to wait.
+        retry_after: Option<Duration>,
+    },
+    /// A server error (5xx, 408) or a request timeout (`status: None`).
+    #[error("summarizer transient failure ({})", status_or(*.status, "timed out"))]
+    Transient {
+        /// The HTTP status, `None` for a timeout.
+        status: Option<u16>,
+    },
+    /// The connection could not be made or was reset.
+    #[error("summarizer network failure ({})", if *.connect { "connect" } else { "connection lost" })]
+    Network {
+        /// Whether the connection could not be established at all.
+        connect: bool,
+    },
+    /// The request itself was larger than the model's context window.
+    #[error("summarizer request exceeds the model context length (HTTP {status})")]
+    ContextLengthExceeded {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The model does not exist on the endpoint (404 or `model_not_found`).
+    #[error("summarizer model not found (HTTP {status})")]
+    ModelNotFound {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// Any other refusal of the request (4xx).
+    #[error("summarizer request rejected (HTTP {status})")]
+    Rejected {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// The response was not a chat completion.
+    #[error("summarizer response malformed: {reason}")]
+    MalformedResponse {
+        /// What was wrong, in fixed words.
+        reason: &'static str,
+    },
+    /// Nothing was left after stripping reasoning blocks.
+    #[error("summarizer returned empty output")]
+    EmptyOutput,
+    /// The output was cut by the token limit (`finish_reason: "length"`).
+    #[error("summarizer output truncated by the token limit")]
+    TruncatedOutput,
+    /// The output issued instructions to the next context instead of summarizing.
+    #[error("summarizer output contains instructions to the next context")]
+    DirectiveOutput,
+    /// The adapter configuration is unusable.
+    #[error("summarizer configuration invalid: {reason}")]
+    Config {
+        /// What is wrong, in fixed words.
+        reason: &'static str,
+    },
+}
+
+/// The class of an [`Error`], a stable name for telemetry and policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorClass {
+    /// [`Error::Auth`]
+    Auth,
+    /// [`Error::Quota`]
+    Quota,
+    /// [`Error::RateLimited`]
+    RateLimited,
+    /// [`Error::Transient`]
+    Transient,
+    /// [`Error::Network`]
+    Network,
+    /// [`Error::ContextLengthExceeded`]
+    ContextLengthExceeded,
+    /// [`Error::ModelNotFound`]
+    ModelNotFound,
+    /// [`Error::Rejected`]
+    Rejected,
+    /// [`Error::MalformedResponse`]
+    MalformedResponse,
+    /// [`Error::EmptyOutput`]
+    EmptyOutput,
+    /// [`Error::TruncatedOutput`]
+    TruncatedOutput,
+    /// [`Error::DirectiveOutput`]
+    DirectiveOutput,
+    /// [`Error::Config`]
+    Config,
+}
+
+impl ErrorClass {
+    /// The stable snake_case name (`auth`, `quota`, `rate_limited`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Auth => "auth",
+            ErrorClass::Quota => "quota",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Transient => "transient",
+            ErrorClass::Network => "network",
+            ErrorClass::ContextLengthExceeded => "context_length_exceeded",
+            ErrorClass::ModelNotFound => "model_not_found",
+            ErrorClass::Rejected => "rejected",
+            ErrorClass::MalformedResponse => "malformed_response",
+            ErrorClass::EmptyOutput => "empty_output",
+            ErrorClass::TruncatedOutput => "truncated_output",
+            ErrorClass::DirectiveOutput => "directive_output",
+            ErrorClass::Config => "config",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The class of this error.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            Error::Auth { .. } => ErrorClass::Auth,
+            Error::Quota { .. } => ErrorClass::Quota,
+            Error::RateLimited { .. } => ErrorClass::RateLimited,
+            Error::Transient { .. } => ErrorClass::Transient,
+            Error::Network { .. } => ErrorClass::Network,
+            Error::ContextLengthExceeded { .. } => ErrorClass::ContextLengthExceeded,
+            Error::ModelNotFound { .. } => ErrorClass::ModelNotFound,
+            Error::Rejected { .. } => ErrorClass::Rejected,
+            Error::MalformedResponse { .. } => ErrorClass::MalformedResponse,
+            Error::EmptyOutput => ErrorClass::EmptyOutput,
+            Error::TruncatedOutput => ErrorClass::TruncatedOutput,
+            Error::DirectiveOutput => ErrorClass::DirectiveOutput,
+            Error::Config { .. } => ErrorClass::Config,
+        }
+    }
+
+    /// Auth and quota failures: a batch pass must abort and leave the transcript unchanged
+    /// (no extractive fallback, no retry until the operator acts).
+    pub fn is_fatal_for_batch(&self) -> bool {
+        matches!(self, Error::Auth { .. } | Error::Quota { .. })
+    }
+
+    /// Failures that may succeed when the same request is sent again later: rate limits,
+    /// server errors and timeouts, network failures, malformed responses.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::RateLimited { .. }
+                | Error::Transient { .. }
+                | Error::Network { .. }
+                | Error::MalformedResponse { .. }
+        )
+    }
+
+    /// Failures of one model that justify trying the main model instead of a separate summary
+    /// model: model not found, timeout, 5xx, malformed response.
+    pub fn allows_model_fallback(&self) -> bool {
+        matches!(
+            self,
+            Error::ModelNotFound { .. } | Error::Transient { .. } | Error::MalformedResponse { .. }
+        )
+    }
+
+    /// The HTTP status the provider answered with, when there was one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Error::Auth { status } | Error::Transient { status } => *status,
+            Error::Quota { status }
+            | Error::ContextLengthExceeded { status }
+            | Error::ModelNotFound { status }
+            | Error::Rejected { status } => Some(*status),
+            Error::RateLimited { .. } => Some(429),
+            _ => None,
+        }
+    }
+
+    /// The provider's requested wait before retrying, when given.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Error::RateLimited { retry_after } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
+fn status_or(status: Option<u16>, none: &str) -> String {
+    match status {
+        Some(s) => format!("HTTP {s}"),
+        None => none.to_owned(),
+    }
+}
+
+fn retry_suffix(d: Option<Duration>) -> String {
+    match d {
+        Some(d) => format!(", retry after {} ms", d.as_millis()),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,221 @@
+//! The [`Summarizer`] extension point and its request and response.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use compaction_core::Message;
+
+use crate::error::Result;
+
+/// The future a [`Summarizer`] returns.
+pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>> + Send + 'a>>;
+
+/// Turns a span of conversation into a summary. Dyn-compatible: hold it as
+/// `Arc<dyn Summarizer>`.
+///
+/// Implementations must not put transcript text or provider response bodies into errors or
+/// logs, and should redact secrets ([`compaction_core::redact`]) in what they send and return.
+pub trait Summarizer: Send + Sync {
+    /// The model id (or adapter name) that produces the summaries, for telemetry.
+    fn name(&self) -> &str;
+
+    /// Produces the summary `req` asks for.
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a>;
+}
+
+impl<S: Summarizer + ?Sized> Summarizer for Arc<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        (**self).summarize(req)
+    }
+}
+
+impl<S: Summarizer + ?Sized> Summarizer for Box<S> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        (**self).summarize(req)
+    }
+}
+
+/// What kind of summary a request asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SummaryKind {
+    /// Batch compaction, first summary of the middle.
+    BatchFirst,
+    /// Batch compaction, iterative update of [`SummaryRequest::previous_summary`].
+    BatchUpdate,
+    /// Micro-compaction: fold one exchange into the running summary.
+    MicroMerge,
+    /// Shorten the running summary alone (material is empty or the summary itself).
+    Defrag,
+    /// Progress of the current long turn (section 4a), updated in place.
+    TurnProgress,
+}
+
+impl SummaryKind {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryKind::BatchFirst => "batch_first",
+            SummaryKind::BatchUpdate => "batch_update",
+            SummaryKind::MicroMerge => "micro_merge",
+            SummaryKind::Defrag => "defrag",
+            SummaryKind::TurnProgress => "turn_progress",
+        }
+    }
+}
+
+/// One summary request. Its `Debug` shows sizes, never text.
+#[derive(Clone, PartialEq)]
+pub struct SummaryRequest {
+    /// What to produce.
+    pub kind: SummaryKind,
+    /// The span, already serialized to plain text and redacted by the caller.
+    pub material: String,
+    /// The raw span, for deterministic summarizers (may be empty; then `material` is used).
+    pub messages: Vec<Message>,
+    /// The summary to update (batch update, micro merge, turn progress) or shorten (defrag).
+    pub previous_summary: Option<String>,
+    /// A focus topic the summary should favour.
+    pub focus: Option<String>,
+    /// Target size of the summary in tokens.
+    pub budget_tokens: u32,
+    /// Today's date, `YYYY-MM-DD`, supplied by the caller (core has no clock).
+    pub current_date: String,
+}
+
+impl SummaryRequest {
+    /// A request with no raw messages, no previous summary and no focus.
+    pub fn new(
+        kind: SummaryKind,
+        material: impl Into<String>,
+        budget_tokens: u32,
+        current_date: impl Into<String>,
+    ) -> SummaryRequest {
+        SummaryRequest {
+            kind,
+            material: material.into(),
+            messages: Vec::new(),
+            previous_summary: None,
+            focus: None,
+            budget_tokens,
+            current_date: current_date.into(),
+        }
+    }
+
+    /// Sets the previous summary.
+    pub fn with_previous(mut self, summary: impl Into<String>) -> SummaryRequest {
+        self.previous_summary = Some(summary.into());
+        self
+    }
+
+    /// Sets the focus topic.
+    pub fn with_focus(mut self, focus: impl Into<String>) -> SummaryRequest {
+        self.focus = Some(focus.into());
+        self
+    }
+
+    /// Sets the raw messages of the span.
+    pub fn with_messages(mut self, messages: Vec<Message>) -> SummaryRequest {
+        self.messages = messages;
+        self
+    }
+}
+
+impl fmt::Debug for SummaryRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SummaryRequest")
+            .field("kind", &self.kind)
+            .field("material_chars", &self.material.len())
+            .field("messages", &self.messages.len())
+            .field(
+                "previous_summary_chars",
+                &self.previous_summary.as_ref().map(String::len),
+            )
+            .field("focus", &self.focus.is_some())
+            .field("budget_tokens", &self.budget_tokens)
+            .field("current_date", &self.current_date)
+            .finish()
+    }
+}
+
+/// Token usage the provider reported.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Tokens of the request.
+    pub prompt_tokens: u64,
+    /// Tokens of the output.
+    pub completion_tokens: u64,
+}
+
+/// A summary. Its `Debug` shows sizes, never text.
+#[derive(Clone, PartialEq)]
+pub struct SummaryResponse {
+    /// The summary body (guarded and redacted).
+    pub text: String,
+    /// The model (or adapter) that produced it.
+    pub model: String,
+    /// Usage, when the provider reported it.
+    pub usage: Option<Usage>,
+    /// Whether the deterministic extractive summarizer produced it (embedded default or
+    /// fallback), rather than a model.
+    pub extractive: bool,
+}
+
+impl fmt::Debug for SummaryResponse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SummaryResponse")
+            .field("text_chars", &self.text.len())
+            .field("model", &self.model)
+            .field("usage", &self.usage)
+            .field("extractive", &self.extractive)
+            .finish()
+    }
+}
+
+/// A primary summarizer with a fallback (usually [`ExtractiveSummarizer`]) for failures that
+/// are not fatal for a batch: auth and quota errors are returned as they are, everything else
+/// is answered by the fallback. The primary's error class is logged (no content).
+///
+/// [`ExtractiveSummarizer`]: crate::ExtractiveSummarizer
+#[derive(Debug)]
+pub struct FallbackSummarizer<P, F> {
+    /// Tried first.
+    pub primary: P,
+    /// Used when the primary fails with a non-fatal error.
+    pub fallback: F,
+}
+
+impl<P: Summarizer, F: Summarizer> Summarizer for FallbackSummarizer<P, F> {
+    fn name(&self) -> &str {
+        self.primary.name()
+    }
+
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        Box::pin(async move {
+            match self.primary.summarize(req).await {
+                Ok(r) => Ok(r),
+                Err(e) if e.is_fatal_for_batch() => Err(e),
+                Err(e) => {
+                    tracing::warn!(
+                        class = e.class().as_str(),
+                        status = e.status(),
+                        primary = self.primary.name(),
+                        fallback = self.fallback.name(),
+                        kind = req.kind.as_str(),
+                        "summarizer failed; using fallback"
+                    );
+                    self.fallback.summarize(req).await
+                }
+            }
+        })
+    }
+}

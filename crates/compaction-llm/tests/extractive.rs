@@ -1,0 +1,222 @@
+//! The deterministic extractive summarizer.
+
+use std::path::PathBuf;
+
+use compaction_core::tokens::estimate_text;
+use compaction_core::{Message, ToolCall, parse};
+use compaction_llm::extractive::{EXTRACTIVE_NOTE, shrink_to_half};
+use compaction_llm::prompts::SECTIONS;
+use compaction_llm::{ExtractiveSummarizer, Summarizer, SummaryKind, SummaryRequest};
+
+fn span() -> Vec<Message> {
+    vec![
+        Message::user("Set up CI for the repo."),
+        Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                "c1",
+                "read_file",
+                r#"{"path":"src/main.rs"}"#,
+            )],
+        ),
+        Message::tool_result("c1", "fn main() {}\n"),
+        Message::assistant_tool_calls(
+            "Running the tests.",
+            vec![ToolCall::function(
+                "c2",
+                "terminal",
+                r#"{"command":"cargo test --workspace","timeout":60}"#,
+            )],
+        ),
+        Message::tool_result(
+            "c2",
+            "running 3 tests\nerror[E0432]: unresolved import `foo`\nexit code: 101",
+        ),
+        Message::assistant("The build fails on an unresolved import."),
+        Message::user(
+            "Stop. Use GitHub Actions, and my token is ghp_abcdefghijklmnopqrstuvwxyz0123456789.",
+        ),
+    ]
+}
+
+fn run(req: &SummaryRequest) -> String {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let r = rt
+        .block_on(ExtractiveSummarizer::default().summarize(req))
+        .unwrap();
+    assert!(r.extractive);
+    assert_eq!(r.model, "extractive");
+    r.text
+}
+
+#[test]
+fn batch_summary_from_messages_has_the_sections_and_the_facts() {
+    let req =
+        SummaryRequest::new(SummaryKind::BatchFirst, "", 2_000, "2026-01-01").with_messages(span());
+    let text = run(&req);
+    assert!(text.starts_with(EXTRACTIVE_NOTE));
+    let mut at = 0;
+    for h in SECTIONS {
+        let pos = text[at..]
+            .find(h)
+            .unwrap_or_else(|| panic!("missing {h}:\n{text}"));
+        at += pos;
+    }
+    // Latest request verbatim (redacted), first request as the goal.
+    assert!(
+        text.contains("> Stop. Use GitHub Actions, and my token is [REDACTED]."),
+        "{text}"
+    );
+    assert!(!text.contains("ghp_"));
+    assert!(text.contains("first request: \"Set up CI for the repo.\""));
+    // Tool calls with key arguments and outcomes, files, commands, errors.
+    assert!(text.contains("1. read_file(src/main.rs) → ok"), "{text}");
+    assert!(
+        text.contains("2. terminal(cargo test --workspace) → failed: error[E0432]"),
+        "{text}"
+    );
+    assert!(text.contains("- src/main.rs"));
+    assert!(text.contains("ran `cargo test --workspace`"));
+    assert!(text.contains("unresolved import"));
+    assert!(text.contains("last assistant reply: The build fails"));
+}
+
+#[test]
+fn summary_from_material_when_no_messages() {
+    let material = "[user] Please refactor crates/core/src/lib.rs\n[assistant] read_file(crates/core/src/lib.rs)\n[tool] 120 lines\n[assistant] cargo_build()\n[tool] error: linking failed\n[user] also keep the public API";
+    let req = SummaryRequest::new(SummaryKind::BatchFirst, material, 1_000, "2026-01-01");
+    let text = run(&req);
+    assert!(text.contains("> also keep the public API"), "{text}");
+    assert!(
+        text.contains("1. read_file(crates/core/src/lib.rs)"),
+        "{text}"
+    );
+    assert!(text.contains("- crates/core/src/lib.rs"));
+    assert!(text.contains("error: linking failed"));
+}
+
+#[test]
+fn output_respects_the_budget() {
+    let mut messages = Vec::new();
+    for i in 0..300 {
+        messages.push(Message::user(format!("request number {i} with some words")));
+        messages.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                format!("c{i}"),
+                "edit",
+                format!(r#"{{"path":"src/file_{i}.rs"}}"#),
+            )],
+        ));
+        messages.push(Message::tool_result(
+            format!("c{i}"),
+            "error: something failed here",
+        ));
+    }
+    messages.push(Message::user("final request"));
+    for budget in [200u32, 800] {
+        let req = SummaryRequest::new(SummaryKind::BatchFirst, "", budget, "2026-01-01")
+            .with_messages(messages.clone());
+        let text = run(&req);
+        assert!(
+            estimate_text(&text) <= u64::from(budget),
+            "{} > {budget}",
+            estimate_text(&text)
+        );
+        assert!(text.contains("> final request"));
+        assert!(text.contains("## Relevant files"));
+        // Oldest items go first.
+        assert!(text.contains("src/file_299.rs"));
+        assert!(!text.contains("src/file_0.rs\n"));
+    }
+}
+
+#[test]
+fn micro_merge_keeps_previous_facts_and_replaces_the_request() {
+    let first =
+        SummaryRequest::new(SummaryKind::BatchFirst, "", 2_000, "2026-01-01").with_messages(span());
+    let previous = run(&first);
+    let next = vec![
+        Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                "c9",
+                "write_file",
+                r#"{"path":".github/workflows/ci.yml"}"#,
+            )],
+        ),
+        Message::tool_result("c9", "written"),
+        Message::user("now add caching"),
+    ];
+    let req = SummaryRequest::new(SummaryKind::MicroMerge, "", 2_000, "2026-01-01")
+        .with_previous(previous)
+        .with_messages(next);
+    let text = run(&req);
+    assert_eq!(text.matches(EXTRACTIVE_NOTE).count(), 1);
+    assert!(text.contains("> now add caching"));
+    assert!(!text.contains("> Stop. Use GitHub Actions"));
+    assert!(text.contains("- src/main.rs"));
+    assert!(text.contains("- .github/workflows/ci.yml"));
+    assert_eq!(text.matches("## Relevant files").count(), 1);
+}
+
+#[test]
+fn defrag_always_shrinks_to_half() {
+    let summary =
+        "## Active request\n> make the tests pass\n\n## Goal\n- green CI\n\n## Completed actions\n"
+            .to_owned()
+            + &(1..=40)
+                .map(|i| format!("{i}. step {i} edited src/mod_{i}.rs and ran cargo test\n"))
+                .collect::<String>()
+            + "\n## Relevant files\n- src/lib.rs\n";
+    let req = SummaryRequest::new(SummaryKind::Defrag, "", 100, "2026-01-01")
+        .with_previous(summary.clone());
+    let text = run(&req);
+    assert!(text.chars().count() <= summary.chars().count() / 2);
+    assert!(text.contains("## Active request") && text.contains("## Relevant files"));
+    assert!(text.contains("> make the tests pass"));
+    assert!(text.contains("40. step 40"), "newest kept");
+    assert!(!text.contains("1. step 1 "), "oldest dropped");
+    // Repeated defrag keeps shrinking.
+    let again = shrink_to_half(&text);
+    assert!(again.chars().count() <= text.chars().count() / 2);
+}
+
+#[test]
+fn real_transcripts_summarize_within_budget() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shared = std::env::var("HERMES_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| root.join("../shared"));
+    let dir = shared.join("fixtures/transcripts");
+    if !dir.is_dir() {
+        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
+        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
+            panic!("{msg}");
+        }
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("{msg}");
+        }
+        return;
+    }
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let messages = parse::parse_jsonl(&text).unwrap();
+        let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 1_500, "2026-01-01")
+            .with_messages(messages);
+        let out = run(&req);
+        assert!(estimate_text(&out) <= 1_500, "{}", path.display());
+        assert!(out.starts_with(EXTRACTIVE_NOTE));
+        assert!(out.contains("## Active request"));
+        seen += 1;
+    }
+    assert!(seen >= 1);
+}

@@ -1,0 +1,6 @@
+//! Integration tests of compaction-llm, one module per area.
+
+mod extractive;
+mod openai;
+mod prompts;
+mod scripted;
