@@ -110,7 +110,10 @@ pub fn stamp_edit(edit: &mut Edit, ids: &[RowId]) -> bool {
     if total != ids.len() {
         return false;
     }
-    let messages = edit.splices.iter_mut().flat_map(|s| s.replacement.iter_mut());
+    let messages = edit
+        .splices
+        .iter_mut()
+        .flat_map(|s| s.replacement.iter_mut());
     for (m, id) in messages.zip(ids) {
         m.meta_mut().row_id = Some(*id);
     }
@@ -137,10 +140,22 @@ mod tests {
         let before = stamped(6);
         let edit = Edit {
             splices: vec![
-                Splice { range: 0..0, replacement: vec![Message::user("first")] },
-                Splice { range: 1..3, replacement: vec![Message::assistant("s")] },
-                Splice { range: 4..4, replacement: vec![Message::assistant("x")] },
-                Splice { range: 5..5, replacement: vec![] },
+                Splice {
+                    range: 0..0,
+                    replacement: vec![Message::user("first")],
+                },
+                Splice {
+                    range: 1..3,
+                    replacement: vec![Message::assistant("s")],
+                },
+                Splice {
+                    range: 4..4,
+                    replacement: vec![Message::assistant("x")],
+                },
+                Splice {
+                    range: 5..5,
+                    replacement: vec![],
+                },
             ],
         };
         let c = Commit::from_edit(7, &edit, &before).unwrap();
@@ -158,16 +173,29 @@ mod tests {
         let before = stamped(5);
         let edit = Edit {
             splices: vec![
-                Splice { range: 1..1, replacement: vec![Message::user("a")] },
-                Splice { range: 1..3, replacement: vec![Message::user("b")] },
-                Splice { range: 3..3, replacement: vec![Message::user("c")] },
+                Splice {
+                    range: 1..1,
+                    replacement: vec![Message::user("a")],
+                },
+                Splice {
+                    range: 1..3,
+                    replacement: vec![Message::user("b")],
+                },
+                Splice {
+                    range: 3..3,
+                    replacement: vec![Message::user("c")],
+                },
             ],
         };
         let c = Commit::from_edit(0, &edit, &before).unwrap();
         assert_eq!(c.splices.len(), 1);
         assert_eq!(c.splices[0].archive, vec![101, 102]);
         assert_eq!(c.splices[0].insert_after, None);
-        let texts: Vec<String> = c.splices[0].insert.iter().map(|m| m.text().into_owned()).collect();
+        let texts: Vec<String> = c.splices[0]
+            .insert
+            .iter()
+            .map(|m| m.text().into_owned())
+            .collect();
         assert_eq!(texts, ["a", "b", "c"]);
     }
 

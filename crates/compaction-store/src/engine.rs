@@ -94,11 +94,10 @@ impl TranscriptStore for StoreImpl {
     fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<EngineMessage>>> {
         Box::pin(async move {
             check_session_id(session)?;
-            let rows: Vec<(i64, String, Vec<u8>, Option<String>)> =
-                sqlx::query_as(SQL_LOAD_ACTIVE)
-                    .bind(session)
-                    .fetch_all(&self.pool)
-                    .await?;
+            let rows: Vec<(i64, String, Vec<u8>, Option<String>)> = sqlx::query_as(SQL_LOAD_ACTIVE)
+                .bind(session)
+                .fetch_all(&self.pool)
+                .await?;
             if rows.is_empty() {
                 open_session(&self.pool, session).await?;
             }
@@ -135,7 +134,18 @@ impl TranscriptStore for StoreImpl {
             }
             rows.into_iter()
                 .map(
-                    |(id, pos, kind, body, meta, active, compacted, generation, created, archived)| {
+                    |(
+                        id,
+                        pos,
+                        kind,
+                        body,
+                        meta,
+                        active,
+                        compacted,
+                        generation,
+                        created,
+                        archived,
+                    )| {
                         let (message, kind) = decode(id, &kind, body, meta)?;
                         Ok(StoredRow {
                             id,
@@ -162,10 +172,7 @@ impl TranscriptStore for StoreImpl {
         Box::pin(archive_and_compact(self, session, commit))
     }
 
-    fn compaction_state<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<CompactionState>> {
+    fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>> {
         Box::pin(async move {
             check_session_id(session)?;
             let row: Option<(Option<i64>, i64, Option<String>)> = sqlx::query_as(
@@ -264,7 +271,9 @@ async fn append(
         .collect::<Result<Vec<_>>>()?;
     let span = (fresh.len() as i64)
         .checked_mul(STRIDE)
-        .ok_or(StoreError::OutOfRange { what: "append size" })?;
+        .ok_or(StoreError::OutOfRange {
+            what: "append size",
+        })?;
     let now = now_ms();
     let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
     // Reserving the keys locks the session row: appenders of one session queue here.
@@ -279,7 +288,9 @@ async fn append(
     .await?;
     let (last, generation) = reserved.ok_or_else(|| unknown(session))?;
     let first = last - span + STRIDE;
-    let positions: Vec<i64> = (0..fresh.len() as i64).map(|i| first + i * STRIDE).collect();
+    let positions: Vec<i64> = (0..fresh.len() as i64)
+        .map(|i| first + i * STRIDE)
+        .collect();
     let ids = insert_rows(&mut tx, session, generation, now, &prepared, &positions).await?;
     tx.commit().await?;
     for (&i, &id) in fresh.iter().zip(&ids) {
@@ -334,9 +345,9 @@ async fn archive_and_compact(
     };
     let new_generation = expected + 1;
     // The key the next append will use: rows placed after the last active row stay below it.
-    let end_key = last_pos
-        .checked_add(STRIDE)
-        .ok_or(StoreError::OutOfRange { what: "ordering key" })?;
+    let end_key = last_pos.checked_add(STRIDE).ok_or(StoreError::OutOfRange {
+        what: "ordering key",
+    })?;
 
     let mut ids = Vec::with_capacity(commit.inserted_len());
     let mut prev_key: Option<i64> = None;
@@ -365,7 +376,8 @@ async fn archive_and_compact(
             .unwrap_or(end_key);
             prev_key = Some(lo.unwrap_or(i64::MIN));
             store.faults.check(FaultPoint::AfterArchive)?;
-            let lo = lo.unwrap_or_else(|| hi.saturating_sub(STRIDE.saturating_mul(rows.len() as i64 + 1)));
+            let lo = lo
+                .unwrap_or_else(|| hi.saturating_sub(STRIDE.saturating_mul(rows.len() as i64 + 1)));
             spread(lo, hi, rows.len(), index)?
         } else {
             let archived =
@@ -378,7 +390,9 @@ async fn archive_and_compact(
             } else {
                 let first = archived[0];
                 let last = archived[archived.len() - 1];
-                let hi = next_active(&mut tx, session, last).await?.unwrap_or(end_key);
+                let hi = next_active(&mut tx, session, last)
+                    .await?
+                    .unwrap_or(end_key);
                 let lo = match prev_active(&mut tx, session, first).await? {
                     Some(lo) => lo,
                     None => hi.saturating_sub(STRIDE.saturating_mul(rows.len() as i64 + 1)),
@@ -511,7 +525,10 @@ async fn insert_rows(
     positions: &[i64],
 ) -> Result<Vec<RowId>> {
     let mut ids = Vec::with_capacity(rows.len());
-    for (chunk, keys) in rows.chunks(INSERT_CHUNK).zip(positions.chunks(INSERT_CHUNK)) {
+    for (chunk, keys) in rows
+        .chunks(INSERT_CHUNK)
+        .zip(positions.chunks(INSERT_CHUNK))
+    {
         let mut q = sqlx::query_as::<_, (i64, i64)>(sqlx::AssertSqlSafe(insert_sql(chunk.len())))
             .bind(session)
             .bind(generation)

@@ -20,7 +20,9 @@ pub enum StoreError {
         backend: &'static str,
     },
     /// A PostgreSQL schema name that is not a plain lower-case identifier.
-    #[error("invalid schema name (use 1-63 characters of a-z, 0-9 and _, not starting with a digit)")]
+    #[error(
+        "invalid schema name (use 1-63 characters of a-z, 0-9 and _, not starting with a digit)"
+    )]
     InvalidSchemaName,
     /// A session id that is empty, too long, or contains control characters.
     #[error("invalid session id (1-256 bytes, no control characters)")]
@@ -39,7 +41,9 @@ pub enum StoreError {
     },
     /// The commit was planned against an older generation of the session. Nothing changed;
     /// the pass that produced it must be discarded.
-    #[error("stale generation for session `{session}`: commit planned against {expected}, store is at {actual}")]
+    #[error(
+        "stale generation for session `{session}`: commit planned against {expected}, store is at {actual}"
+    )]
     StaleGeneration {
         /// The session id.
         session: String,

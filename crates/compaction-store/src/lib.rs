@@ -124,8 +124,7 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<Vec<RowId>>>;
 
     /// The session's durable compaction state.
-    fn compaction_state<'a>(&'a self, session: &'a str)
-    -> BoxFuture<'a, Result<CompactionState>>;
+    fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>>;
 
     /// Replaces the session's durable compaction state.
     fn set_compaction_state<'a>(

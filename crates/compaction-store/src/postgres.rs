@@ -4,8 +4,8 @@ use std::str::FromStr;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use crate::store::{Inner, StoreOptions};
 use crate::rows::Faults;
+use crate::store::{Inner, StoreOptions};
 
 /// A PostgreSQL session store over a connection pool. Migrations run under PostgreSQL's
 /// advisory lock, so many processes may start at once. The message body is stored as BYTEA
@@ -110,8 +110,7 @@ fn valid_schema(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
         && !s.starts_with(|c: char| c.is_ascii_digit())
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 

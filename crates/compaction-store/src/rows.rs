@@ -240,7 +240,10 @@ mod tests {
         let (back, kind) = decode(9, p.kind, p.body, p.meta).unwrap();
         assert_eq!(kind, Some(MarkerKind::Micro));
         assert_eq!(back.row_id(), Some(9));
-        assert_eq!(back.meta.as_ref().unwrap().trimmed_handle.as_deref(), Some("h1"));
+        assert_eq!(
+            back.meta.as_ref().unwrap().trimmed_handle.as_deref(),
+            Some("h1")
+        );
         assert_eq!(back.to_wire_json(), m.to_wire_json());
         assert!(matches!(
             decode(4, "weird", b"{}".to_vec(), None),

@@ -6,8 +6,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::store::{Inner, StoreOptions};
 use crate::rows::Faults;
+use crate::store::{Inner, StoreOptions};
 
 /// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process
 /// loses nothing; a power loss may lose the last commits but never corrupts), a busy timeout
@@ -38,9 +38,8 @@ impl SqliteStore {
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal);
         }
-        let mut pool = SqlitePoolOptions::new().acquire_timeout(options.busy_timeout.max(
-            std::time::Duration::from_secs(1),
-        ));
+        let mut pool = SqlitePoolOptions::new()
+            .acquire_timeout(options.busy_timeout.max(std::time::Duration::from_secs(1)));
         pool = if memory {
             pool.max_connections(1)
                 .min_connections(1)

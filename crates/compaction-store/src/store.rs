@@ -69,7 +69,9 @@ impl Store {
                     crate::PostgresStore::connect_with(url, options).await?,
                 ));
                 #[cfg(not(feature = "postgres"))]
-                return Err(StoreError::BackendDisabled { backend: "postgres" });
+                return Err(StoreError::BackendDisabled {
+                    backend: "postgres",
+                });
             }
             other => Err(StoreError::UnsupportedUrl {
                 scheme: other.chars().take(32).collect(),
@@ -152,10 +154,7 @@ impl TranscriptStore for Store {
         self.inner().archive_and_compact(session, commit)
     }
 
-    fn compaction_state<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<CompactionState>> {
+    fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>> {
         self.inner().compaction_state(session)
     }
 

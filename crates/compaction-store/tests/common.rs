@@ -1,0 +1,152 @@
+//! Runs each test body on every available backend.
+
+#![allow(clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use compaction_core::{Message, ToolCall};
+use compaction_store::{Store, StoreOptions, StoredRow};
+
+/// One backend prepared for one test.
+#[derive(Debug)]
+pub struct TestBackend {
+    pub store: Store,
+    pub name: &'static str,
+    url: String,
+    options: StoreOptions,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestBackend {
+    /// A second, independent connection to the same database (a restarted process).
+    pub async fn reconnect(&self) -> Store {
+        Store::connect_with(&self.url, &self.options).await.unwrap()
+    }
+
+    /// Drops the per-test PostgreSQL schema.
+    pub async fn finish(self) {
+        #[allow(irrefutable_let_patterns)]
+        if let Store::Postgres(pg) = &self.store {
+            pg.drop_schema().await.unwrap();
+        }
+    }
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// SQLite on a temporary file, plus PostgreSQL when `HERMES_TEST_DATABASE_URL` is set.
+pub async fn backends(test: &str) -> Vec<TestBackend> {
+    let mut out = Vec::new();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("store.db").display());
+    let options = StoreOptions::default();
+    out.push(TestBackend {
+        store: Store::connect_with(&url, &options).await.unwrap(),
+        name: "sqlite",
+        url,
+        options,
+        _dir: Some(dir),
+    });
+    match std::env::var("HERMES_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            let short: String = test.chars().take(30).collect();
+            let schema = format!(
+                "hermes_t_{short}_{}_{}",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::SeqCst)
+            );
+            let options = StoreOptions {
+                postgres_schema: Some(schema),
+                ..StoreOptions::default()
+            };
+            out.push(TestBackend {
+                store: Store::connect_with(&url, &options).await.unwrap(),
+                name: "postgres",
+                url,
+                options,
+                _dir: None,
+            });
+        }
+        _ => {
+            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
+            }
+            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
+        }
+    }
+    out
+}
+
+/// `#[tokio::test]` whose body runs once per backend, with `$b: &TestBackend`.
+macro_rules! on_both_backends {
+    ($(#[$attr:meta])* async fn $name:ident($b:ident) $body:block) => {
+        $(#[$attr])*
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            for backend in crate::common::backends(stringify!($name)).await {
+                {
+                    let $b = &backend;
+                    eprintln!("{}: running on {}", stringify!($name), $b.name);
+                    $body
+                }
+                backend.finish().await;
+            }
+        }
+    };
+}
+
+/// The shared fixtures directory, or `None` (after saying why) when it is missing.
+pub fn fixtures_dir() -> Option<PathBuf> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let shared = std::env::var_os("HERMES_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("../shared"));
+    let dir = shared.join("fixtures/transcripts");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    let msg = format!("skipped: shared fixtures not found at {}", dir.display());
+    if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
+        panic!("{msg}");
+    }
+    eprintln!("{msg}");
+    None
+}
+
+/// The wire JSON of each message.
+pub fn wire(messages: &[Message]) -> Vec<String> {
+    messages.iter().map(Message::to_wire_json).collect()
+}
+
+/// A small agent conversation: a system prompt, then `turns` turns of user request,
+/// assistant tool call, tool result and assistant reply.
+pub fn conversation(turns: usize) -> Vec<Message> {
+    let mut out = vec![Message::system("You are a careful coding agent.")];
+    for t in 0..turns {
+        out.push(Message::user(format!(
+            "request {t}: fix the bug in file_{t}.rs"
+        )));
+        out.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                format!("call_{t}"),
+                "read_file",
+                format!(r#"{{"path":"file_{t}.rs"}}"#),
+            )],
+        ));
+        out.push(Message::tool_result(
+            format!("call_{t}"),
+            format!("fn f{t}() {{}}"),
+        ));
+        out.push(Message::assistant(format!("fixed file_{t}.rs")));
+    }
+    out
+}
+
+/// Rows as comparable tuples: (id, active, compacted, wire body).
+pub fn snapshot(rows: &[StoredRow]) -> Vec<(i64, bool, bool, String)> {
+    rows.iter()
+        .map(|r| (r.id, r.active, r.compacted, r.message.to_wire_json()))
+        .collect()
+}

@@ -1,0 +1,11 @@
+//! compaction-store integration tests. Every test body runs on SQLite (a temporary file) and,
+//! when `HERMES_TEST_DATABASE_URL` is set, on PostgreSQL (a fresh schema per test).
+
+#[macro_use]
+mod common;
+
+mod compact;
+mod concurrency;
+mod errors;
+mod roundtrip;
+mod state;
