@@ -1,0 +1,242 @@
+//! The exact line forms, and their emission through tracing.
+
+use compaction_telemetry::{
+    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroOutcome, MicroPass, Report,
+    ReportOptions, SessionAccumulator, TARGET, TriggerSource, Turn, Window, emit_batch, emit_micro,
+    emit_turn, format_line, init_subscriber,
+};
+
+use crate::common::capture;
+
+const WINDOW: Window = Window {
+    threshold_tokens: 34_816,
+    context_limit: 40_960,
+};
+
+fn micro() -> MicroPass {
+    let mut acc = SessionAccumulator::default();
+    let mut pass = MicroPass::new("sess-1", MicroOutcome::Absorbed)
+        .tokens(12_739, 12_060)
+        .messages(37, 36)
+        .window(Some(WINDOW));
+    pass.exchange_tokens = 868;
+    pass.rolling_summary_tokens = 31;
+    pass.cursor = 12;
+    pass.duration_ms = 14;
+    pass.main_model = Some("main-large".into());
+    pass.aux_model = Some("aux-small".into());
+    pass.earliest_changed_index = Some(5);
+    pass.summary_tokens = 1_234;
+    acc.record(&mut pass);
+    pass
+}
+
+fn batch() -> BatchAttempt {
+    let mut a = BatchAttempt::new("sess-1", TriggerSource::OverflowError, BatchOutcome::Failed)
+        .window(Some(WINDOW))
+        .tokens(40_000, 40_000)
+        .regions(900, 35_000, 4_100)
+        .messages(120, 120);
+    a.failure_class = Some(FailureClass::RateLimited);
+    a.fell_through = true;
+    a.summary_model = Some("aux-small".into());
+    a.main_model = Some("main-large".into());
+    a.prune_ms = 3;
+    a.summarize_ms = 850;
+    a.total_duration_ms = 860;
+    a
+}
+
+#[test]
+fn micro_line_is_exact() {
+    assert_eq!(
+        format_line(&micro()),
+        concat!(
+            "micro compaction telemetry: {",
+            r#""aux_model":"aux-small","context_limit":40960,"cursor":12,"duration_ms":14,"#,
+            r#""earliest_changed_index":5,"event":"micro_compaction","exchange_tokens":868,"#,
+            r#""main_model":"main-large","messages_after":36,"messages_before":37,"#,
+            r#""occupancy_pct":34.6,"outcome":"absorbed","passes_total":1,"#,
+            r#""rolling_summary_tokens":31,"session_id":"sess-1","summary_tokens":1234,"#,
+            r#""threshold_tokens":34816,"tokens_after":12060,"tokens_before":12739,"#,
+            r#""tokens_delta":-679,"tokens_saved_total":679}"#
+        )
+    );
+}
+
+#[test]
+fn micro_line_without_window_has_nulls() {
+    let pass = MicroPass::new("s", MicroOutcome::Noop).tokens(100, 100);
+    assert_eq!(
+        format_line(&pass),
+        concat!(
+            "micro compaction telemetry: {",
+            r#""aux_model":null,"context_limit":null,"cursor":0,"duration_ms":0,"#,
+            r#""earliest_changed_index":null,"event":"micro_compaction","exchange_tokens":0,"#,
+            r#""main_model":null,"messages_after":0,"messages_before":0,"occupancy_pct":null,"#,
+            r#""outcome":"noop","passes_total":0,"rolling_summary_tokens":0,"session_id":"s","#,
+            r#""summary_tokens":0,"threshold_tokens":null,"tokens_after":100,"#,
+            r#""tokens_before":100,"tokens_delta":0,"tokens_saved_total":0}"#
+        )
+    );
+}
+
+#[test]
+fn batch_line_is_exact() {
+    assert_eq!(
+        format_line(&batch()),
+        concat!(
+            "context compression attempt telemetry: {",
+            r#""commit_status":"aborted","context_limit":40960,"earliest_changed_index":null,"#,
+            r#""event":"compression_attempt","failure_class":"rate_limited","fallback_used":false,"#,
+            r#""fell_through":true,"head_tokens":900,"main_model":"main-large","#,
+            r#""messages_after":120,"messages_before":120,"middle_tokens":35000,"#,
+            r#""occupancy_pct":114.9,"outcome":"failed","prune_accepted":false,"prune_ms":3,"#,
+            r#""session_id":"sess-1","summarize_ms":850,"summary_model":"aux-small","#,
+            r#""summary_tokens":0,"tail_tokens":4100,"threshold_tokens":34816,"#,
+            r#""tokens_after":40000,"tokens_before":40000,"total_duration_ms":860,"#,
+            r#""trigger_source":"overflow_error"}"#
+        )
+    );
+}
+
+#[test]
+fn turn_line_is_exact() {
+    let turn = Turn::new("sess-1", 7, None, 17_408, Some(WINDOW));
+    assert_eq!(
+        format_line(&turn),
+        concat!(
+            "compaction turn telemetry: {",
+            r#""context_limit":40960,"estimated_tokens":17408,"event":"compaction_turn","#,
+            r#""occupancy_pct":50.0,"prompt_tokens":null,"session_id":"sess-1","#,
+            r#""threshold_tokens":34816,"turn":7}"#
+        )
+    );
+}
+
+#[test]
+fn every_enum_value_has_the_documented_name() {
+    let outcomes = [
+        (MicroOutcome::Absorbed, "absorbed"),
+        (MicroOutcome::SummarizeFailed, "summarize_failed"),
+        (MicroOutcome::ExchangeSkipped, "exchange_skipped"),
+        (MicroOutcome::Defrag, "defrag"),
+        (MicroOutcome::DefragFailed, "defrag_failed"),
+        (MicroOutcome::Gated, "gated"),
+        (MicroOutcome::Noop, "noop"),
+    ];
+    for (o, name) in outcomes {
+        assert_eq!(o.as_str(), name);
+        assert_eq!(serde_json::to_value(o).unwrap(), name);
+    }
+    let triggers = [
+        (TriggerSource::Threshold, "threshold"),
+        (TriggerSource::Preflight, "preflight"),
+        (TriggerSource::Usage, "usage"),
+        (TriggerSource::OverflowError, "overflow_error"),
+        (TriggerSource::Manual, "manual"),
+        (TriggerSource::Proactive, "proactive"),
+    ];
+    for (t, name) in triggers {
+        assert_eq!(serde_json::to_value(t).unwrap(), name);
+    }
+    for (o, name) in [
+        (BatchOutcome::Compacted, "compacted"),
+        (BatchOutcome::PruneOnly, "prune_only"),
+        (BatchOutcome::Failed, "failed"),
+        (BatchOutcome::Skipped, "skipped"),
+        (BatchOutcome::IrreducibleFloor, "irreducible_floor"),
+    ] {
+        assert_eq!(o.as_str(), name);
+        assert_eq!(serde_json::to_value(o).unwrap(), name);
+    }
+    assert_eq!(
+        serde_json::to_value(FailureClass::StaleGeneration).unwrap(),
+        "stale_generation"
+    );
+}
+
+#[test]
+fn events_round_trip_through_serde() {
+    let m = micro();
+    let back: MicroPass = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+    assert_eq!(back, m);
+    // The line's JSON (with `event` and derived keys) reads back as the same event.
+    let line = format_line(&batch());
+    let json = line
+        .strip_prefix("context compression attempt telemetry: ")
+        .unwrap();
+    let back: BatchAttempt = serde_json::from_str(json).unwrap();
+    assert_eq!(back, batch());
+}
+
+#[test]
+fn emission_writes_exactly_one_line_per_event_with_the_target() {
+    let text = capture(false, || {
+        emit_micro(&micro());
+        emit_batch(&batch());
+        emit_turn(&Turn::new("sess-1", 0, Some(10), 9, None));
+    });
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[0].contains(&format!(" INFO {TARGET}: {}", format_line(&micro()))));
+    assert!(lines[1].ends_with(&format_line(&batch())));
+    assert!(lines[2].ends_with("compaction turn telemetry: {\"context_limit\":null,\"estimated_tokens\":9,\"event\":\"compaction_turn\",\"occupancy_pct\":null,\"prompt_tokens\":10,\"session_id\":\"sess-1\",\"threshold_tokens\":null,\"turn\":0}"));
+}
+
+#[test]
+fn emitted_lines_read_back_in_both_formatters() {
+    let emit_all = || {
+        emit_micro(&micro());
+        emit_batch(&batch());
+        emit_turn(&Turn::new("sess-1", 0, Some(10), 9, Some(WINDOW)));
+    };
+    for json in [false, true] {
+        let text = capture(json, emit_all);
+        if json {
+            assert!(
+                text.contains(r#""fields":{"message":"micro compaction telemetry: {\"aux_model\""#),
+                "{text}"
+            );
+        }
+        let report = Report::from_readers([text.as_bytes()], ReportOptions::default()).unwrap();
+        assert_eq!(report.input.events, 3, "json={json}: {text}");
+        assert_eq!(report.input.skipped_lines(), 0);
+        assert_eq!(report.overall.micro.passes, 1);
+        assert_eq!(report.overall.micro.net_tokens_saved, 679);
+        assert_eq!(report.overall.batch.failure_classes["rate_limited"], 1);
+        assert_eq!(report.overall.turns.turns, 1);
+    }
+}
+
+#[test]
+fn nothing_is_formatted_when_the_target_is_disabled() {
+    let sink = crate::common::Capture::default();
+    let writer = sink.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("warn")
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || emit_micro(&micro()));
+    assert_eq!(sink.text(), "");
+}
+
+#[test]
+fn init_subscriber_reports_errors_instead_of_panicking() {
+    let bad = init_subscriber(LogFormat::Human, "hermes_compaction=notalevel");
+    assert!(
+        matches!(bad, Err(compaction_telemetry::Error::Filter(_))),
+        "{bad:?}"
+    );
+    // The first install may succeed or find one already set by the harness; the second
+    // must report that one is set.
+    let _first = init_subscriber(LogFormat::Json, "error");
+    let second = init_subscriber(LogFormat::Human, "error");
+    assert!(
+        matches!(
+            second,
+            Err(compaction_telemetry::Error::SubscriberAlreadySet(_))
+        ),
+        "{second:?}"
+    );
+}

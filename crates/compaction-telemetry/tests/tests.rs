@@ -1,0 +1,10 @@
+//! Integration tests of compaction-telemetry (one binary, one module per area).
+
+mod common;
+mod content_free;
+mod line_format;
+mod report;
+mod robustness;
+
+#[cfg(feature = "svg")]
+mod chart;
