@@ -252,8 +252,7 @@ pub fn plan_batch(
     let focus = req.focus.clone().or_else(|| derive_focus(t));
     let mut jobs = Vec::new();
     let mut estimate = plan.tokens_after_prune;
-    if !r.middle.is_empty() {
-        let middle = batch_range(t, &r);
+    if let Some(middle) = batch_range(t, &r) {
         estimate = estimate
             .saturating_sub(pruned_tokens(t, &plan.prune, middle.clone(), counter))
             .saturating_add(cfg.summary_budget_tokens);
@@ -343,25 +342,40 @@ pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Rol
     })
 }
 
-fn batch_range(t: &Transcript, r: &Regions) -> Range<usize> {
-    // Shrink the end (moving whole units into the kept part) until a marker role fits.
+fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
+    // Find the largest span of the middle, cut on unit boundaries, around which a marker role
+    // fits without creating a same-role pair: shrink the end first (moving whole units into the
+    // kept tail side), then, if nothing fits, keep leading units verbatim as well.
     let msgs = t.messages();
-    let start = r.middle.start;
-    let prev = start.checked_sub(1).map(|i| &msgs[i]);
-    let mut end = r.middle.end;
-    while end > start {
-        if marker_role(prev, msgs.get(end)).is_some() {
-            return start..end;
+    let unit_starts: Vec<usize> = groups::units(msgs, r.middle.clone())
+        .into_iter()
+        .map(|u| u.start)
+        .collect();
+    let mut best: Option<Range<usize>> = None;
+    for &start in &unit_starts {
+        let prev = start.checked_sub(1).map(|i| &msgs[i]);
+        let mut end = r.middle.end;
+        while end > start {
+            if marker_role(prev, msgs.get(end)).is_some() {
+                if best.as_ref().is_none_or(|b| end - start > b.len()) {
+                    best = Some(start..end);
+                }
+                break;
+            }
+            end = if end > 0 && msgs[end - 1].is_tool() {
+                groups::group_start(msgs, end - 1)
+            } else {
+                end - 1
+            };
         }
-        let unit_start = if end > 0 && msgs[end - 1].is_tool() {
-            groups::group_start(msgs, end - 1)
-        } else {
-            end - 1
-        };
-        end = unit_start;
+        if best
+            .as_ref()
+            .is_some_and(|b| b.len() >= r.middle.end - start)
+        {
+            break;
+        }
     }
-    // No role fits anywhere: keep the whole middle; the marker merges into the next message.
-    r.middle.clone()
+    best
 }
 
 fn job(

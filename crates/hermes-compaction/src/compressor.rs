@@ -56,6 +56,9 @@ pub enum Outcome {
     Summarized,
     /// The protected messages alone exceed the threshold; nothing more can be done.
     IrreducibleFloor,
+    /// The pass would not have shrunk the transcript (e.g. a summary longer than the span it
+    /// replaces); nothing was committed.
+    NoGain,
     /// The pass failed; the transcript is unchanged.
     Failed,
 }
@@ -139,6 +142,11 @@ pub struct Persistence {
     pub store: Arc<dyn compaction_store::TranscriptStore>,
     /// The session in it.
     pub session: String,
+    /// The session generation the agent's transcript reflects (from
+    /// [`TranscriptStore::generation`](compaction_store::TranscriptStore::generation) when it
+    /// was loaded). Each commit names it, so a pass planned on a transcript another writer has
+    /// since compacted is refused; the compressor advances it after each of its own commits.
+    pub generation: u64,
 }
 
 /// The batch compressor for one session.
@@ -411,6 +419,21 @@ impl Compressor {
                 return self.finish(report, started, Some(&plan));
             }
         };
+        let removed: u64 = edit
+            .splices
+            .iter()
+            .map(|s| t.tokens_in(s.range.clone()))
+            .sum();
+        let added: u64 = edit
+            .splices
+            .iter()
+            .flat_map(|s| s.replacement.iter())
+            .map(|m| self.counter.count_message(m))
+            .sum();
+        if added >= removed {
+            report.outcome = Outcome::NoGain;
+            return self.finish(report, started, Some(&plan));
+        }
         if let Err(f) = self.persist(t, &mut edit).await {
             report.outcome = Outcome::Failed;
             report.failure = Some(f);
@@ -471,8 +494,10 @@ impl Compressor {
                     None => return Err(e.class()),
                 },
             };
-            if resp.extractive {
-                report.fallback_used |= !self.summarizer_is_extractive();
+            if resp.extractive
+                && self.summarizer.name() != compaction_llm::extractive::EXTRACTIVE_MODEL
+            {
+                report.fallback_used = true;
             }
             if let Some(u) = resp.usage {
                 report.summary_tokens += u.prompt_tokens + u.completion_tokens;
@@ -482,18 +507,14 @@ impl Compressor {
         Ok(out)
     }
 
-    fn summarizer_is_extractive(&self) -> bool {
-        self.summarizer.name() == compaction_llm::ExtractiveSummarizer::default().name()
-    }
-
     #[cfg(feature = "store")]
     async fn persist(
-        &self,
+        &mut self,
         t: &mut Transcript,
         edit: &mut compaction_core::Edit,
     ) -> Result<(), Failure> {
         use compaction_store::{Commit, StoreError, stamp_edit};
-        let Some(p) = &self.persistence else {
+        let Some(p) = &mut self.persistence else {
             return Ok(());
         };
         // Flush what the agent has not persisted yet, so every replaced row has an id.
@@ -515,13 +536,8 @@ impl Compressor {
                 t.meta_mut(i).row_id = Some(id);
             }
         }
-        let generation = p
-            .store
-            .generation(&p.session)
-            .await
-            .map_err(|_| Failure::Store)?;
         let mut commit =
-            Commit::from_edit(generation, edit, t.messages()).map_err(|_| Failure::Store)?;
+            Commit::from_edit(p.generation, edit, t.messages()).map_err(|_| Failure::Store)?;
         let ids = p
             .store
             .archive_and_compact(&p.session, &mut commit)
@@ -530,6 +546,7 @@ impl Compressor {
                 StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
                 _ => Failure::Store,
             })?;
+        p.generation += 1;
         if !stamp_edit(edit, &ids) {
             return Err(Failure::Store);
         }
@@ -538,7 +555,7 @@ impl Compressor {
 
     #[cfg(not(feature = "store"))]
     async fn persist(
-        &self,
+        &mut self,
         _t: &mut Transcript,
         _edit: &mut compaction_core::Edit,
     ) -> Result<(), Failure> {

@@ -386,6 +386,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::result_large_err)]
     fn environment_overrides_file() {
         figment::Jail::expect_with(|jail| {
             jail.create_file(

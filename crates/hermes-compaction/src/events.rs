@@ -27,7 +27,7 @@ pub fn batch_attempt(
         Outcome::Pruned => BatchOutcome::PruneOnly,
         Outcome::Failed => BatchOutcome::Failed,
         Outcome::IrreducibleFloor => BatchOutcome::IrreducibleFloor,
-        Outcome::NotNeeded | Outcome::Skipped => BatchOutcome::Skipped,
+        Outcome::NotNeeded | Outcome::Skipped | Outcome::NoGain => BatchOutcome::Skipped,
     };
     let window = Window {
         threshold_tokens: report.threshold_tokens,

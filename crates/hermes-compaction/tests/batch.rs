@@ -1,1 +1,325 @@
-//! Batch compaction behaviour with scripted summarizers.
+//! Batch compaction behaviour with scripted summarizers: failure classes, fallback, cooldown,
+//! anti-thrash, stale usage, overflow retries, persistence, and the laws on generated
+//! transcripts.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use compaction_core::laws::{self, Pass, PassKind, Protected};
+use compaction_core::{Estimator, Message, ToolCall};
+use compaction_llm::{Error, ScriptedSummarizer};
+use hermes_compaction::{Compressor, Failure, Outcome};
+use proptest::prelude::*;
+
+use crate::common::{config, rt, with_summarizer};
+
+/// A long tool-heavy session: `turns` user turns, each with one tool call of `chars` output.
+fn session(turns: usize, chars: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        let id = format!("call-{i}");
+        msgs.push(Message::user(format!("step {i}: keep going")));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                &id,
+                "bash",
+                r#"{"command":"make test"}"#,
+            )],
+        ));
+        msgs.push(Message::tool_result(&id, format!("{i} ").repeat(chars / 3)));
+        msgs.push(Message::assistant(format!("step {i} done")));
+    }
+    msgs
+}
+
+fn scripted(cfg: hermes_compaction::Config) -> (Compressor, Arc<ScriptedSummarizer>) {
+    let s = Arc::new(ScriptedSummarizer::new());
+    (with_summarizer(cfg, s.clone()), s)
+}
+
+fn no_fallback(context: u64) -> hermes_compaction::Config {
+    let mut c = config(context);
+    c.compression.fallback_to_extractive = false;
+    c
+}
+
+#[test]
+fn auth_and_quota_abort_and_leave_the_transcript_byte_identical() {
+    let rt = rt();
+    for err in [
+        Error::Auth { status: Some(401) },
+        Error::Quota { status: 402 },
+    ] {
+        // Even with the fallback allowed, auth and quota abort.
+        let (mut c, s) = scripted(config(16_000));
+        s.fail_always(Some(err.clone()));
+        let mut t = c.transcript(session(200, 300));
+        let before = t.messages().to_vec();
+        let r = rt.block_on(c.compress(&mut t, None));
+        assert_eq!(r.outcome, Outcome::Failed);
+        assert_eq!(r.failure, Some(Failure::Summarizer(err.class())));
+        assert!(!r.fallback_used);
+        assert_eq!(t.messages(), &before[..]);
+        assert!(c.state().cooldown_until_ms.is_some());
+    }
+}
+
+#[test]
+fn other_failures_use_the_fallback_or_abort_per_config() {
+    let rt = rt();
+    let errors = [
+        Error::RateLimited { retry_after: None },
+        Error::Transient { status: Some(503) },
+        Error::Network { connect: true },
+        Error::ContextLengthExceeded { status: 400 },
+        Error::MalformedResponse {
+            reason: "no choices",
+        },
+        Error::EmptyOutput,
+        Error::TruncatedOutput,
+        Error::DirectiveOutput,
+    ];
+    for err in errors {
+        let (mut c, s) = scripted(config(16_000));
+        s.fail_always(Some(err.clone()));
+        let mut t = c.transcript(session(200, 300));
+        let r = rt.block_on(c.compress(&mut t, None));
+        assert_eq!(r.outcome, Outcome::Summarized, "{err:?}");
+        assert!(r.fallback_used, "{err:?}");
+        assert!(r.tokens_after < r.tokens_before);
+
+        let (mut c, s) = scripted(no_fallback(16_000));
+        s.fail_always(Some(err.clone()));
+        let mut t = c.transcript(session(200, 300));
+        let before = t.messages().to_vec();
+        let r = rt.block_on(c.compress(&mut t, None));
+        assert_eq!(r.outcome, Outcome::Failed, "{err:?}");
+        assert_eq!(r.failure, Some(Failure::Summarizer(err.class())));
+        assert_eq!(t.messages(), &before[..], "{err:?}");
+    }
+}
+
+static NOW: AtomicU64 = AtomicU64::new(1_000_000);
+
+fn test_clock() -> u64 {
+    NOW.load(Ordering::SeqCst)
+}
+
+#[test]
+fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
+    let rt = rt();
+    let (c, s) = scripted(no_fallback(16_000));
+    let mut c = c.with_clock(test_clock);
+    s.fail_always(Some(Error::Transient { status: Some(500) }));
+    let mut t = c.transcript(session(200, 300));
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Failed);
+    let first = c.state().cooldown_until_ms.unwrap() - test_clock();
+    // Inside the cooldown: skipped without calling the summarizer.
+    let calls = s.calls();
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Skipped);
+    assert_eq!(s.calls(), calls);
+    // After it: tried again, fails again, and the next cooldown is longer.
+    NOW.fetch_add(first + 1, Ordering::SeqCst);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Failed);
+    let second = c.state().cooldown_until_ms.unwrap() - test_clock();
+    assert!(second > first, "{second} > {first}");
+    // The user can always force it.
+    s.fail_always(None);
+    let r = rt.block_on(c.compress(&mut t, None));
+    assert_eq!(r.outcome, Outcome::Summarized);
+    assert_eq!(c.state().cooldown_until_ms, None);
+}
+
+#[test]
+fn usage_from_before_a_compaction_is_ignored() {
+    let rt = rt();
+    let (mut c, _s) = scripted(config(16_000));
+    let mut t = c.transcript(session(200, 300));
+    let stale_ticket = {
+        let mut small = c.transcript(vec![Message::user("x")]);
+        rt.block_on(c.before_request(&mut small)).0
+    };
+    let r = rt.block_on(c.compress(&mut t, None));
+    assert_eq!(r.outcome, Outcome::Summarized);
+    let after = t.current_tokens();
+    // A huge usage figure measured before the compaction must not calibrate the transcript.
+    c.after_response(&mut t, stale_ticket, 1_000_000);
+    assert_eq!(t.current_tokens(), after);
+    assert_eq!(t.calibration(), None);
+}
+
+#[test]
+fn ineffective_compactions_pause_automatic_compaction() {
+    let rt = rt();
+    let (c, _s) = scripted(config(16_000));
+    let mut c = c.with_clock(test_clock);
+    let threshold = c.threshold_tokens();
+    for round in 0..2 {
+        let mut t = c.transcript(session(200, 300));
+        let (ticket, r) = rt.block_on(c.before_request(&mut t));
+        assert_eq!(r.unwrap().outcome, Outcome::Summarized, "round {round}");
+        // The provider says the prompt is still over the threshold: ineffective.
+        c.after_response(&mut t, ticket, threshold + 1);
+    }
+    assert_eq!(c.state().ineffective, 2);
+    assert!(c.state().paused_until_ms.is_some());
+    let mut t = c.transcript(session(200, 300));
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Skipped);
+    // Forcing it works and clears the pause.
+    let r = rt.block_on(c.compress(&mut t, None));
+    assert_eq!(r.outcome, Outcome::Summarized);
+    assert_eq!(c.state().paused_until_ms, None);
+}
+
+#[test]
+fn overflow_retries_are_bounded_by_max_attempts() {
+    let rt = rt();
+    let (mut c, _s) = scripted(config(16_000));
+    let mut t = c.transcript(session(20, 30));
+    for _ in 0..3 {
+        assert!(rt.block_on(c.on_context_overflow(&mut t)).is_some());
+    }
+    assert!(rt.block_on(c.on_context_overflow(&mut t)).is_none());
+}
+
+#[test]
+fn irreducible_floor_is_reported_instead_of_looping() {
+    let rt = rt();
+    let (mut c, s) = scripted(config(16_000));
+    // One user message larger than the whole window: nothing can be rewritten.
+    let mut t = c.transcript(vec![
+        Message::system("s"),
+        Message::user("x".repeat(100_000)),
+    ]);
+    let before = t.messages().to_vec();
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::IrreducibleFloor);
+    assert_eq!(t.messages(), &before[..]);
+    assert_eq!(s.calls(), 0);
+}
+
+#[test]
+fn a_failed_summary_never_drops_the_middle() {
+    // Spec 9: "A failed summary call dropped the middle anyway (context lost)."
+    let rt = rt();
+    let (mut c, s) = scripted(no_fallback(16_000));
+    s.push_error(Error::Transient { status: Some(502) });
+    let mut t = c.transcript(session(200, 300));
+    let before = t.messages().to_vec();
+    let r = rt.block_on(c.compress(&mut t, None));
+    assert_eq!(r.outcome, Outcome::Failed);
+    assert_eq!(t.messages(), &before[..]);
+}
+
+#[test]
+fn exactly_one_summary_remains_after_repeated_passes() {
+    // Spec 9: "summaries nest and grow without bound"; "a summary was inserted twice".
+    let rt = rt();
+    let (mut c, s) = scripted(config(16_000));
+    let mut t = c.transcript(session(200, 300));
+    for i in 0..4 {
+        s.push_text(format!("summary {i}"));
+        let r = rt.block_on(c.compress(&mut t, None));
+        assert_eq!(r.outcome, Outcome::Summarized, "pass {i}");
+        let markers = t
+            .messages()
+            .iter()
+            .filter(|m| compaction_core::marker::classify(m).is_some())
+            .count();
+        assert_eq!(markers, 1, "pass {i}");
+        for m in session(10, 300).into_iter().skip(1) {
+            t.push(m, c.counter());
+        }
+    }
+    let reqs = s.requests();
+    assert!(reqs[0].previous_summary.is_none());
+    assert_eq!(reqs[1].previous_summary.as_deref(), Some("summary 0"));
+}
+
+#[test]
+fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
+    use compaction_store::{Commit, Store};
+    use hermes_compaction::compressor::Persistence;
+    let rt = rt();
+    rt.block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+        store.create_session("s1").await.unwrap();
+        let s = Arc::new(ScriptedSummarizer::new());
+        let mut c = with_summarizer(config(16_000), s.clone()).with_store(Persistence {
+            store: store.clone(),
+            session: "s1".into(),
+            generation: 0,
+        });
+        let mut t = c.transcript(session(200, 300));
+        let r = c.compress(&mut t, None).await;
+        assert_eq!(r.outcome, Outcome::Summarized);
+        // What a resumed agent loads is exactly the compacted transcript.
+        let loaded = store.load_active("s1").await.unwrap();
+        let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
+        assert_eq!(wire(&loaded), wire(t.messages()));
+        // Law 9: nothing lost.
+        let all = store.load_all("s1").await.unwrap();
+        assert!(all.len() >= 801);
+
+        // Another writer compacts first: our next pass is discarded, transcript unchanged.
+        let mut other = store.load_active("s1").await.unwrap();
+        let g = store.generation("s1").await.unwrap();
+        let edit = compaction_core::Edit::single(1..2, vec![]);
+        let mut commit = Commit::from_edit(g, &edit, &other).unwrap();
+        store.archive_and_compact("s1", &mut commit).await.unwrap();
+        other.remove(1);
+        for m in session(100, 300).into_iter().skip(1) {
+            t.push(m, c.counter());
+        }
+        let before = t.messages().to_vec();
+        let r = c.compress(&mut t, None).await;
+        assert_eq!(r.outcome, Outcome::Failed);
+        assert_eq!(r.failure, Some(Failure::StaleGeneration));
+        // Unchanged apart from the row ids the flush stamped.
+        assert_eq!(wire(t.messages()), wire(&before));
+    });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    #[test]
+    fn forced_batch_passes_keep_the_laws(
+        msgs in compaction_core::strategies::transcript(),
+        fail in any::<bool>(),
+    ) {
+        let rt = rt();
+        let (mut c, s) = scripted(no_fallback(16_000));
+        if fail {
+            s.fail_always(Some(Error::Transient { status: Some(500) }));
+        }
+        let mut t = c.transcript(msgs);
+        let before = t.messages().to_vec();
+        let r = rt.block_on(c.compress(&mut t, None));
+        let kind = match r.outcome {
+            Outcome::Summarized => PassKind::Batch,
+            Outcome::Pruned => PassKind::Prune,
+            Outcome::Failed => PassKind::Failed,
+            _ => PassKind::Unchanged,
+        };
+        if fail {
+            prop_assert!(matches!(kind, PassKind::Failed | PassKind::Prune | PassKind::Unchanged));
+        }
+        let protected = r.regions.as_ref().map(Protected::from_regions).unwrap_or_default();
+        let pass = Pass::new(kind, protected).with_options(laws::LawOptions {
+            tail_demotion_reported: r.demoted_tail_outputs > 0,
+            ..laws::LawOptions::default()
+        });
+        let v = laws::check(&before, t.messages(), &pass, &Estimator::default());
+        prop_assert!(v.is_empty(), "{:?}: {:?}", r.outcome, v);
+        if matches!(kind, PassKind::Batch | PassKind::Prune) {
+            // Law 8: every committed batch pass shrinks the transcript.
+            prop_assert!(r.tokens_after < r.tokens_before, "{:?}", r);
+        }
+    }
+}

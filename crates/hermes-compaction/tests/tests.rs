@@ -1,4 +1,5 @@
 //! Integration tests of the facade compressor.
+#![allow(clippy::print_stderr)]
 
 mod batch;
 mod common;
