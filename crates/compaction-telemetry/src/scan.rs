@@ -448,6 +448,20 @@ mod tests {
     }
 
     #[test]
+    fn json_formatter_lines_with_fields_or_flattened_message() {
+        let nested = r#"{"timestamp":"t","fields":{"message":"compaction turn telemetry: {\"session_id\":\"s\",\"turn\":4}"}}"#;
+        let flat = r#"{"timestamp":"t","message":"compaction turn telemetry: {\"session_id\":\"s\",\"turn\":4}"}"#;
+        for line in [nested, flat] {
+            let Parsed::Record(Record::Turn(t)) = parse_line(line) else {
+                panic!("not a turn: {:?}", parse_line(line));
+            };
+            assert_eq!((t.session.as_str(), t.turn), ("s", Some(4)));
+        }
+        let other = r#"{"fields":{"message":"failed to emit compression attempt telemetry: x"}}"#;
+        assert_eq!(parse_line(other), Parsed::Unrelated);
+    }
+
+    #[test]
     fn unrelated_and_malformed_lines() {
         assert_eq!(parse_line("INFO something else"), Parsed::Unrelated);
         assert_eq!(
