@@ -29,6 +29,7 @@ pub mod exchange;
 pub mod marker;
 pub mod material;
 pub mod message;
+pub mod micro;
 pub mod parse;
 pub mod prune;
 pub mod redact;
