@@ -4,7 +4,10 @@
 //! plain data out. It owns the lossless [message model](message), [parsing](parse),
 //! [validation](validate), [token accounting](tokens), the [head/middle/tail
 //! partition](regions), [exchanges](exchange), [summary markers](marker), and
-//! [edits](edit), the one description of what a pass changes.
+//! [edits](edit), the one description of what a pass changes. The [laws](laws) of the
+//! behaviour spec are a public checker, and behind cargo feature `proptest` the
+//! [strategies](crate#property-testing-your-own-transcript-code) that generate valid
+//! transcripts are public too.
 //!
 //! ```
 //! use compaction_core::{parse, regions, tokens::Estimator, transcript::Transcript};
@@ -22,18 +25,63 @@
 //! let r = regions::partition(&t, window.threshold_tokens(), &Default::default(), false);
 //! assert_eq!(r.head, 0..3);
 //! ```
+//!
+//! # Checking a pass against the laws
+//!
+//! [`laws::check`] compares the transcript before and after any pass and names every broken
+//! law, by number and message index:
+//!
+//! ```
+//! use compaction_core::laws::{self, Law, Pass, PassKind, Protected};
+//! use compaction_core::{Estimator, Message};
+//!
+//! let before = vec![
+//!     Message::system("sys"),
+//!     Message::user("first request"),
+//!     Message::assistant("first answer"),
+//!     Message::user("second request"),
+//! ];
+//! // A broken pass that rewrote the protected head.
+//! let mut after = before.clone();
+//! after[1] = Message::user("paraphrased request");
+//! let pass = Pass::new(PassKind::Batch, Protected { head: 2, tail: 1, pinned: None });
+//! let violations = laws::check(&before, &after, &pass, &Estimator::default());
+//! assert_eq!(violations.len(), 1);
+//! assert_eq!(violations[0].law(), Law::HeadAndTail);
+//! assert_eq!(violations[0].to_string(), "law 1 (head and tail are untouched): head message 1 changed");
+//! ```
+//!
+//! # Property-testing your own transcript code
+//!
+//! With feature `proptest`, the `strategies` module generates valid transcripts (tool loops,
+//! parallel calls, images, CJK, huge outputs, unknown fields) and budgets:
+//!
+//! ```
+//! # #[cfg(feature = "proptest")] {
+//! use compaction_core::{regions, strategies, Estimator, Transcript};
+//! use proptest::prelude::*;
+//!
+//! proptest!(ProptestConfig::with_cases(16), |(msgs in strategies::transcript(), b in strategies::budget())| {
+//!     let t = Transcript::new(msgs, &Estimator::default());
+//!     let r = regions::partition(&t, b.threshold_tokens, &b.regions, b.compacted);
+//!     prop_assert_eq!(r.tail.end, t.len());
+//! });
+//! # }
+//! ```
 
 pub mod batch;
 pub mod edit;
 pub mod exchange;
+pub mod laws;
 pub mod marker;
 pub mod material;
 pub mod message;
-pub mod micro;
 pub mod parse;
 pub mod prune;
 pub mod redact;
 pub mod regions;
+#[cfg(feature = "proptest")]
+pub mod strategies;
 pub mod tokens;
 pub mod transcript;
 pub mod validate;

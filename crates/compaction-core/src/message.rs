@@ -160,7 +160,10 @@ impl Part {
 
     /// Whether this is an image part.
     pub fn is_image(&self) -> bool {
-        matches!(self.kind(), Some("image_url") | Some("input_image") | Some("image"))
+        matches!(
+            self.kind(),
+            Some("image_url") | Some("input_image") | Some("image")
+        )
     }
 }
 
@@ -344,7 +347,10 @@ impl fmt::Debug for Message {
             .field("content_chars", &self.content_chars())
             .field("tool_calls", &self.tool_calls.as_ref().map(Vec::len))
             .field("tool_call_id", &self.tool_call_id.is_some())
-            .field("extra_keys", &self.extra.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field(
+                "extra_keys",
+                &self.extra.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
             .field("meta", &self.meta)
             .finish()
     }
@@ -432,11 +438,12 @@ impl Message {
                         return Err(MessageError::DuplicateKey { key });
                     }
                     had_meta = true;
-                    let meta: Meta =
-                        serde_json::from_str(raw.get()).map_err(|_| MessageError::InvalidField {
+                    let meta: Meta = serde_json::from_str(raw.get()).map_err(|_| {
+                        MessageError::InvalidField {
                             field: META_KEY,
                             expected: "must be an object of library metadata",
-                        })?;
+                        }
+                    })?;
                     msg.meta = Some(meta);
                     continue;
                 }
@@ -444,7 +451,11 @@ impl Message {
             };
             match known {
                 Some(k) => {
-                    if msg.order.iter().any(|s| matches!(s, Slot::Known(x) if *x == k)) {
+                    if msg
+                        .order
+                        .iter()
+                        .any(|s| matches!(s, Slot::Known(x) if *x == k))
+                    {
                         return Err(MessageError::DuplicateKey { key });
                     }
                     msg.order.push(Slot::Known(k));
@@ -468,21 +479,21 @@ impl Message {
                             msg.tool_calls = Some(v.unwrap_or_default());
                         }
                         Known::ToolCallId => {
-                            msg.tool_call_id = Some(serde_json::from_str(raw.get()).map_err(
-                                |_| MessageError::InvalidField {
-                                    field: "tool_call_id",
-                                    expected: "must be a string",
-                                },
-                            )?)
-                        }
-                        Known::Name => {
-                            msg.name =
+                            msg.tool_call_id =
                                 Some(serde_json::from_str(raw.get()).map_err(|_| {
                                     MessageError::InvalidField {
-                                        field: "name",
+                                        field: "tool_call_id",
                                         expected: "must be a string",
                                     }
                                 })?)
+                        }
+                        Known::Name => {
+                            msg.name = Some(serde_json::from_str(raw.get()).map_err(|_| {
+                                MessageError::InvalidField {
+                                    field: "name",
+                                    expected: "must be a string",
+                                }
+                            })?)
                         }
                     }
                 }
@@ -491,13 +502,19 @@ impl Message {
                         return Err(MessageError::DuplicateKey { key });
                     }
                     msg.order.push(Slot::Extra(msg.extra.len()));
-                    msg.extra.push((key, raw));
+                    msg.extra.push((key, single_line(raw)));
                 }
             }
         }
         msg.role = role.ok_or(MessageError::MissingRole)?;
         if !had_meta {
-            msg.raw = Some(Arc::from(text.trim()));
+            // A message read from a pretty-printed array spans lines; one JSONL line must not.
+            let body = text.trim();
+            msg.raw = Some(if body.contains(['\n', '\r']) {
+                Arc::from(compact_json(body))
+            } else {
+                Arc::from(body)
+            });
         }
         Ok(msg)
     }
@@ -606,7 +623,11 @@ impl Message {
 
     fn touch(&mut self, k: Known) {
         self.raw = None;
-        if !self.order.iter().any(|s| matches!(s, Slot::Known(x) if *x == k)) {
+        if !self
+            .order
+            .iter()
+            .any(|s| matches!(s, Slot::Known(x) if *x == k))
+        {
             self.order.push(Slot::Known(k));
         }
     }
@@ -740,6 +761,40 @@ impl Message {
     }
 }
 
+/// Valid JSON text without whitespace outside strings. Strings, numbers and escapes keep
+/// their exact spelling.
+fn compact_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !matches!(c, ' ' | '\t' | '\n' | '\r') {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A raw extra field as one line (see [`compact_json`]); unchanged when it already is.
+fn single_line(raw: Box<RawValue>) -> Box<RawValue> {
+    if !raw.get().contains(['\n', '\r']) {
+        return raw;
+    }
+    let compact = compact_json(raw.get());
+    RawValue::from_string(compact).unwrap_or(raw)
+}
+
 fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
@@ -859,6 +914,16 @@ mod tests {
         assert_eq!(m.row_id(), Some(7));
         assert_eq!(m.to_wire_json(), r#"{"role":"assistant","content":"s"}"#);
         assert_eq!(m.to_json(), line);
+    }
+
+    #[test]
+    fn multi_line_input_serializes_to_one_line() {
+        let pretty = "{\n  \"role\": \"user\",\n  \"content\": \"a \\n b\",\n  \"x\": {\n    \"n\": 1.50\n  }\n}";
+        let m = Message::from_json(pretty).unwrap();
+        assert_eq!(m.to_json(), r#"{"role":"user","content":"a \n b","x":{"n":1.50}}"#);
+        let mut edited = m.clone();
+        edited.set_text("b");
+        assert_eq!(edited.to_json(), r#"{"role":"user","content":"b","x":{"n":1.50}}"#);
     }
 
     #[test]

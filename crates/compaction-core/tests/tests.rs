@@ -1,0 +1,12 @@
+//! Integration tests of compaction-core: one binary, one module per area.
+
+mod common;
+mod exchanges;
+mod fixtures;
+mod fuzz;
+mod laws;
+mod markers;
+mod regions;
+mod roundtrip;
+mod strategies;
+mod tokens;
