@@ -76,6 +76,7 @@ pub mod laws;
 pub mod marker;
 pub mod material;
 pub mod message;
+pub mod micro;
 pub mod parse;
 pub mod prune;
 pub mod redact;

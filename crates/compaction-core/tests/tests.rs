@@ -6,6 +6,7 @@ mod fixtures;
 mod fuzz;
 mod laws;
 mod markers;
+mod micro;
 mod regions;
 mod roundtrip;
 mod strategies;
