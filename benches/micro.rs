@@ -1,0 +1,112 @@
+//! Micro-compaction pass: cursor resolution, exchange search, material, assembly and splice.
+//!
+//! Group `micro_pass` (ids = messages): one whole pass with an instant summarizer on the
+//! synthetic tool-heavy transcript (user, assistant with 3 tool calls, 3 results of ~2,000
+//! characters, final assistant), including applying the edit to the transcript. Passes run
+//! back to back on one transcript with the state carried over, as in a session; the transcript
+//! is rebuilt (untimed) when a tenth of it has been absorbed. Group `micro_plan` times the pure
+//! part alone (plan and assemble, no splice) to show what the splice costs.
+use std::time::{Duration, Instant};
+
+use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+use compaction_core::{Estimator, Message, ToolCall, Transcript};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+
+const THRESHOLD: u64 = 100_000;
+
+fn tool_heavy(messages: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    let mut i = 0;
+    while msgs.len() < messages {
+        msgs.push(Message::user(format!("request {i}: fix the failing test")));
+        let ids: Vec<String> = (0..3).map(|k| format!("call_{i}_{k}")).collect();
+        let calls = ids
+            .iter()
+            .map(|id| ToolCall::function(id, "read_file", r#"{"path":"src/lib.rs"}"#))
+            .collect();
+        msgs.push(Message::assistant_tool_calls("Reading the sources.", calls));
+        for id in &ids {
+            msgs.push(Message::tool_result(id, "fn main() { println!(\"x\"); }\n".repeat(66)));
+        }
+        msgs.push(Message::assistant(format!("Fixed request {i}.")));
+        i += 1;
+    }
+    msgs.truncate(messages);
+    msgs
+}
+
+struct Session {
+    base: Vec<Message>,
+    t: Transcript,
+    state: MicroState,
+}
+
+impl Session {
+    fn new(n: usize, e: &Estimator) -> Session {
+        let base = tool_heavy(n);
+        Session {
+            t: Transcript::new(base.clone(), e),
+            base,
+            state: MicroState::default(),
+        }
+    }
+
+    fn refill_if_needed(&mut self, e: &Estimator) {
+        if self.t.len() * 10 < self.base.len() * 9 {
+            self.t = Transcript::new(self.base.clone(), e);
+            self.state = MicroState::default();
+        }
+    }
+
+    /// One pass; `apply` also splices the transcript.
+    fn pass(&mut self, cfg: &MicroConfig, e: &Estimator, apply: bool) {
+        let plan = micro::plan_micro(&self.t, THRESHOLD, cfg, &self.state, true, e);
+        self.state.record_plan(&plan);
+        let MicroStep::Absorb(job) = &plan.step else {
+            panic!("the synthetic session always has an exchange to absorb: {:?}", plan.step);
+        };
+        let summary = format!("Rolling summary: {} exchanges absorbed.", job.ranges.len());
+        let out = micro::assemble_micro(&self.t, &plan, &summary, cfg, e).expect("assembles");
+        if apply {
+            self.state.record_outcome(&out);
+            out.edit()
+                .expect("an absorb has an edit")
+                .clone()
+                .apply_to(&mut self.t, e)
+                .expect("applies");
+        }
+    }
+}
+
+fn bench(c: &mut Criterion, group: &str, apply: bool) {
+    let e = Estimator::default();
+    let cfg = MicroConfig::default();
+    let mut g = c.benchmark_group(group);
+    for n in [1_000usize, 10_000, 100_000] {
+        let mut s = Session::new(n, &e);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    s.refill_if_needed(&e);
+                    let start = Instant::now();
+                    s.pass(&cfg, &e, apply);
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+fn micro_pass(c: &mut Criterion) {
+    bench(c, "micro_pass", true);
+}
+
+fn micro_plan(c: &mut Criterion) {
+    bench(c, "micro_plan", false);
+}
+
+criterion_group!(benches, micro_pass, micro_plan);
+criterion_main!(benches);
