@@ -14,8 +14,9 @@
 //! against a stale generation is refused with [`StoreError::StaleGeneration`] and changes
 //! nothing.
 //!
-//! ```no_run
-//! # async fn demo() -> compaction_store::Result<()> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> compaction_store::Result<()> {
 //! use compaction_core::{Edit, Message, marker, MarkerKind, Role};
 //! use compaction_store::{Commit, Store, TranscriptStore};
 //!
