@@ -8,6 +8,7 @@ use compaction_core::transcript::{Transcript, groups};
 
 /// The shared fixture transcripts as `(file name, bytes)`, sorted by name, or `None` (after
 /// printing why) when the directory is missing and `HERMES_REQUIRE_SHARED` is not `1`.
+#[allow(clippy::print_stderr, reason = "a skipped test says so")]
 pub fn fixtures() -> Option<Vec<(String, Vec<u8>)>> {
     let dir = shared_dir().join("fixtures").join("transcripts");
     if !dir.is_dir() {
