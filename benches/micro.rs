@@ -26,7 +26,10 @@ fn tool_heavy(messages: usize) -> Vec<Message> {
             .collect();
         msgs.push(Message::assistant_tool_calls("Reading the sources.", calls));
         for id in &ids {
-            msgs.push(Message::tool_result(id, "fn main() { println!(\"x\"); }\n".repeat(66)));
+            msgs.push(Message::tool_result(
+                id,
+                "fn main() { println!(\"x\"); }\n".repeat(66),
+            ));
         }
         msgs.push(Message::assistant(format!("Fixed request {i}.")));
         i += 1;
@@ -63,7 +66,10 @@ impl Session {
         let plan = micro::plan_micro(&self.t, THRESHOLD, cfg, &self.state, true, e);
         self.state.record_plan(&plan);
         let MicroStep::Absorb(job) = &plan.step else {
-            panic!("the synthetic session always has an exchange to absorb: {:?}", plan.step);
+            panic!(
+                "the synthetic session always has an exchange to absorb: {:?}",
+                plan.step
+            );
         };
         let summary = format!("Rolling summary: {} exchanges absorbed.", job.ranges.len());
         let out = micro::assemble_micro(&self.t, &plan, &summary, cfg, e).expect("assembles");

@@ -797,7 +797,13 @@ pub fn assemble_micro(
         }
         MicroStep::Absorb(job) => {
             check_pairs(msgs, &job.ranges)?;
-            let edit = absorb_edit(msgs, job, &body, cfg.strict_alternation, &plan.regions.middle);
+            let edit = absorb_edit(
+                msgs,
+                job,
+                &body,
+                cfg.strict_alternation,
+                &plan.regions.middle,
+            );
             edit.validate(msgs.len())?;
             let marker_at = edit
                 .splices
@@ -1003,7 +1009,11 @@ fn arrangement(
 /// Under strict alternation: a removal between two real user messages of the middle joins
 /// them (and any further user made adjacent) into one user message. Protected neighbours (the
 /// head's last or the tail's first message) are never rewritten.
-fn join_adjacent_users(msgs: &[Message], splices: Vec<Splice>, middle: &Range<usize>) -> Vec<Splice> {
+fn join_adjacent_users(
+    msgs: &[Message],
+    splices: Vec<Splice>,
+    middle: &Range<usize>,
+) -> Vec<Splice> {
     let is_real_user = |m: &Message| m.is_user() && marker::classify(m).is_none();
     let starts: Vec<usize> = splices.iter().map(|s| s.range.start).collect();
     // (splice, whether it is a join this function made)

@@ -789,7 +789,9 @@ fn long_turn_progress_marker_is_updated_in_place_then_absorbed_with_its_turn() {
     for _ in 0..8 {
         let plan = h.plan();
         if let MicroStep::Absorb(job) = &plan.step
-            && job.material.contains("summary of the earlier progress of this turn")
+            && job
+                .material
+                .contains("summary of the earlier progress of this turn")
         {
             let first = &h.t.messages()[job.ranges[0].start];
             assert_eq!(marker::classify(first), Some(MarkerKind::Progress));
