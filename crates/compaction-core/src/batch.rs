@@ -18,7 +18,6 @@ use crate::prune::{self, PruneConfig, PrunePlan};
 use crate::regions::{self, RegionConfig, Regions};
 use crate::tokens::TokenCounter;
 use crate::transcript::{Transcript, groups};
-use crate::validate;
 
 /// Batch policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -248,7 +247,6 @@ pub fn plan_batch(
     }
 
     // Summarize: the middle, and the older part of a long turn when one summary is not enough.
-    let pruned = plan.prune.edit.apply(t.messages()).unwrap_or_default();
     let focus = req.focus.clone().or_else(|| derive_focus(t));
     let mut jobs = Vec::new();
     let mut estimate = plan.tokens_after_prune;
@@ -258,7 +256,7 @@ pub fn plan_batch(
             .saturating_add(cfg.summary_budget_tokens);
         jobs.push(job(
             t,
-            &pruned,
+            &plan.prune,
             middle,
             MarkerKind::Batch,
             focus.clone(),
@@ -268,7 +266,7 @@ pub fn plan_batch(
     if !r.turn_middle.is_empty() && (jobs.is_empty() || estimate > low_water) {
         jobs.push(job(
             t,
-            &pruned,
+            &plan.prune,
             r.turn_middle.clone(),
             MarkerKind::Progress,
             focus,
@@ -322,8 +320,8 @@ pub fn assemble(
     }
     splices.extend(prune_iter.cloned());
     let edit = Edit { splices };
-    let after = edit.apply(msgs)?;
-    if new_pairing_issues(msgs, &after) {
+    edit.validate(msgs.len())?;
+    if breaks_pairs(msgs, &edit) {
         return Err(PlanError::WouldBreakToolPairs);
     }
     Ok(edit)
@@ -380,31 +378,52 @@ fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
 
 fn job(
     t: &Transcript,
-    pruned: &[Message],
+    prune: &PrunePlan,
     range: Range<usize>,
     kind: MarkerKind,
     focus: Option<String>,
     cfg: &BatchConfig,
 ) -> SummaryJob {
-    // Pruning is one-for-one, so indices match between `t` and `pruned`.
-    let span = &pruned[range.clone()];
+    // The span as pruning leaves it (pruning is one-for-one, so indices match), by reference.
+    let mut span: Vec<&Message> = t.messages()[range.clone()].iter().collect();
+    for s in &prune.edit.splices {
+        if s.range.start >= range.start && s.range.end <= range.end && s.replacement.len() == 1 {
+            span[s.range.start - range.start] = &s.replacement[0];
+        }
+    }
     let previous: Vec<String> = span
         .iter()
         .filter(|m| marker::classify(m).is_some())
-        .filter_map(marker::parse_body)
+        .filter_map(|m| marker::parse_body(m))
         .collect();
-    let material_msgs: Vec<Message> = span
-        .iter()
+    // Only what the bounded material can show is cloned: the first message and the newest
+    // ones up to a few times the material bound, so the work follows the bound, not the span.
+    let plain: Vec<&Message> = span
+        .into_iter()
         .filter(|m| marker::classify(m).is_none())
-        .cloned()
         .collect();
+    let mut chosen: Vec<Message> = Vec::new();
+    if let Some((first, rest)) = plain.split_first() {
+        let limit = cfg.material.max_total_chars.saturating_mul(2);
+        let mut used = first.content_chars();
+        let mut newest: Vec<Message> = Vec::new();
+        for m in rest.iter().rev() {
+            if used > limit {
+                break;
+            }
+            used += m.content_chars().min(cfg.material.max_message_chars);
+            newest.push((*m).clone());
+        }
+        chosen.push((*first).clone());
+        chosen.extend(newest.into_iter().rev());
+    }
     SummaryJob {
         kind,
         range,
-        material: material::serialize(&material_msgs, t.messages(), &cfg.material),
+        material: material::serialize(&chosen, t.messages(), &cfg.material),
         previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
         focus,
-        messages: material_msgs,
+        messages: chosen,
     }
 }
 
@@ -525,20 +544,38 @@ fn derive_focus(t: &Transcript) -> Option<String> {
     (!text.is_empty()).then(|| material::cut_middle(text, 300))
 }
 
-fn new_pairing_issues(before: &[Message], after: &[Message]) -> bool {
-    let count = |m: &[Message]| {
-        validate::validate(m)
-            .issues
-            .iter()
-            .filter(|i| {
-                !matches!(
-                    i,
-                    validate::Issue::Empty | validate::Issue::UnknownRole { .. }
-                )
-            })
-            .count()
-    };
-    count(after) > count(before)
+/// Whether applying `edit` would separate a tool call from its result. Only splice
+/// boundaries can do that: a replaced range must not start on a result whose call lies before
+/// it, nor end before a result whose call lies inside it, and its replacement must keep the
+/// same tool-call ids as the messages it replaces (prune copies) or carry none (markers).
+fn breaks_pairs(msgs: &[Message], edit: &Edit) -> bool {
+    edit.splices.iter().any(|s| {
+        if s.range.is_empty() {
+            return false;
+        }
+        let ids = |m: &[Message]| -> (Vec<String>, Vec<String>) {
+            let calls = m
+                .iter()
+                .flat_map(|x| x.tool_calls().iter().map(|c| c.id.clone()))
+                .collect();
+            let results = m
+                .iter()
+                .filter_map(|x| x.tool_call_id().map(str::to_owned))
+                .collect();
+            (calls, results)
+        };
+        let (old_calls, old_results) = ids(&msgs[s.range.clone()]);
+        let (new_calls, new_results) = ids(&s.replacement);
+        let same = new_calls == old_calls && new_results == old_results;
+        let none = new_calls.is_empty() && new_results.is_empty();
+        if same {
+            return false;
+        }
+        if !none {
+            return true;
+        }
+        groups::splits_group(msgs, s.range.start) || groups::splits_group(msgs, s.range.end)
+    })
 }
 
 #[cfg(test)]

@@ -36,10 +36,31 @@ impl Default for MaterialConfig {
 /// came from, used to name the tools that results answer.
 pub fn serialize(messages: &[Message], context: &[Message], cfg: &MaterialConfig) -> String {
     let calls = CallIndex::build(context);
-    let blocks: Vec<String> = messages
-        .iter()
-        .map(|m| serialize_one(m, &calls, cfg))
-        .collect();
+    // Serialize the first message and then the newest ones until the bound is reached, so the
+    // work follows the bound rather than the span.
+    let mut blocks: Vec<String> = Vec::new();
+    let mut used = 0usize;
+    if let Some((first, rest)) = messages.split_first() {
+        let b = serialize_one(first, &calls, cfg);
+        used += b.len();
+        let mut tail: Vec<String> = Vec::new();
+        for m in rest.iter().rev() {
+            if used > cfg.max_total_chars.saturating_mul(4) {
+                break;
+            }
+            let b = serialize_one(m, &calls, cfg);
+            used += b.len();
+            tail.push(b);
+        }
+        let skipped = rest.len() - tail.len();
+        blocks.push(b);
+        if skipped > 0 {
+            blocks.push(format!(
+                "[{skipped} messages omitted here to keep the material within bounds]\n"
+            ));
+        }
+        blocks.extend(tail.into_iter().rev());
+    }
     let text = bound_total(blocks, cfg.max_total_chars);
     crate::redact::redact(&text).into_owned()
 }

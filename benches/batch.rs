@@ -1,0 +1,83 @@
+//! Criterion group `batch_pass`: one forced batch pass over a synthetic tool-heavy transcript
+//! (user, assistant with 3 tool calls, 3 tool results of ~2,000 chars, final assistant) with an
+//! instant summarizer and no store. Ids are message counts.
+//!
+//! `cargo bench --bench batch`
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use compaction_core::{Estimator, Message, ToolCall, Transcript};
+use compaction_llm::{Summarizer, SummaryFuture, SummaryRequest, SummaryResponse};
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use hermes_compaction::{Compressor, Config};
+
+/// Answers every request at once with a fixed summary.
+struct Instant;
+
+impl Summarizer for Instant {
+    fn name(&self) -> &str {
+        "instant"
+    }
+
+    fn summarize<'a>(&'a self, _req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        Box::pin(async {
+            Ok(SummaryResponse {
+                text: "Goal: keep the build green. Done: ran the tests.".into(),
+                model: "instant".into(),
+                usage: None,
+                extractive: false,
+            })
+        })
+    }
+}
+
+/// A synthetic tool-heavy session of about `n` messages.
+fn session(n: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    let mut i = 0;
+    while msgs.len() < n {
+        msgs.push(Message::user(format!("task {i}: fix the failing test")));
+        let calls: Vec<ToolCall> = (0..3)
+            .map(|k| ToolCall::function(format!("c{i}-{k}"), "bash", r#"{"command":"cargo test"}"#))
+            .collect();
+        msgs.push(Message::assistant_tool_calls("", calls));
+        for k in 0..3 {
+            let out = format!("test output line {k} {i}\n").repeat(80);
+            msgs.push(Message::tool_result(format!("c{i}-{k}"), out));
+        }
+        msgs.push(Message::assistant(format!("task {i} is done")));
+        i += 1;
+    }
+    msgs
+}
+
+fn batch_pass(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let mut group = c.benchmark_group("batch_pass");
+    group.sample_size(20);
+    for n in [2_400usize, 100_000] {
+        let msgs = session(n);
+        let mut config = Config::default();
+        config.model.context_length = 200_000;
+        let counter = Arc::new(Estimator::default());
+        let base = Transcript::new(msgs, counter.as_ref());
+        group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_batched(
+                || {
+                    let c = Compressor::new(config.clone(), Arc::new(Instant), counter.clone(), "bench");
+                    (c, base.clone())
+                },
+                |(mut comp, mut t)| {
+                    let r = rt.block_on(comp.compress(&mut t, None));
+                    black_box(r)
+                },
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, batch_pass);
+criterion_main!(benches);
