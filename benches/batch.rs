@@ -53,7 +53,9 @@ fn session(n: usize) -> Vec<Message> {
 }
 
 fn batch_pass(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
     let mut group = c.benchmark_group("batch_pass");
     group.sample_size(20);
     for n in [2_400usize, 100_000] {
@@ -65,7 +67,12 @@ fn batch_pass(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(
                 || {
-                    let c = Compressor::new(config.clone(), Arc::new(Instant), counter.clone(), "bench");
+                    let c = Compressor::new(
+                        config.clone(),
+                        Arc::new(Instant),
+                        counter.clone(),
+                        "bench",
+                    );
                     (c, base.clone())
                 },
                 |(mut comp, mut t)| {

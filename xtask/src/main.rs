@@ -1,7 +1,9 @@
 //! Project automation. `cargo xtask ci` runs exactly what CI runs:
 //! formatting, clippy with `-D warnings`, the layering checks, the tests, and the docs.
 //!
-//! Kept dependency-free on purpose: it only spawns `cargo`.
+//! Kept dependency-free on purpose: it only spawns `cargo`. It is a binary that talks to a
+//! terminal, so printing is its job.
+#![allow(clippy::print_stderr, clippy::print_stdout)]
 
 use std::process::{Command, ExitCode};
 
