@@ -37,6 +37,13 @@ fn main() -> ExitCode {
 }
 
 fn ci() -> Result<(), String> {
+    let summary = ci_steps()?;
+    // The closing line CI reads: the totals of every test binary and doctest run.
+    println!("xtask: {} passed, {} failed", summary.passed, summary.failed);
+    Ok(())
+}
+
+fn ci_steps() -> Result<TestSummary, String> {
     step("fmt", &["fmt", "--all", "--", "--check"])?;
     step(
         "clippy",
@@ -51,15 +58,63 @@ fn ci() -> Result<(), String> {
         ],
     )?;
     layering()?;
-    test()?;
+    let summary = run_tests()?;
     let mut doc = Command::new(cargo());
     doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings");
-    run("doc", doc)
+    run("doc", doc)?;
+    Ok(summary)
 }
 
 fn test() -> Result<(), String> {
-    step("test", &["test", "--workspace", "--all-features"])
+    let summary = run_tests()?;
+    println!("xtask: {} passed, {} failed", summary.passed, summary.failed);
+    Ok(())
+}
+
+/// Totals over every `test result:` line of a `cargo test` run.
+#[derive(Debug, Default)]
+struct TestSummary {
+    passed: u64,
+    failed: u64,
+}
+
+/// Runs the tests, echoing their output, and adds up what they report.
+fn run_tests() -> Result<TestSummary, String> {
+    use std::io::{BufRead, BufReader};
+    let mut cmd = Command::new(cargo());
+    cmd.args(["test", "--workspace", "--all-features"])
+        .stdout(std::process::Stdio::piped());
+    eprintln!("xtask: running test: {cmd:?}");
+    let mut child = cmd.spawn().map_err(|e| format!("test: {e}"))?;
+    let mut summary = TestSummary::default();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            if let Some(rest) = line.strip_prefix("test result: ") {
+                summary.passed += count(rest, " passed");
+                summary.failed += count(rest, " failed");
+            }
+        }
+    }
+    let status = child.wait().map_err(|e| format!("test: {e}"))?;
+    if status.success() && summary.failed == 0 {
+        Ok(summary)
+    } else {
+        println!("xtask: {} passed, {} failed", summary.passed, summary.failed);
+        Err(format!("test failed ({status})"))
+    }
+}
+
+/// The number before `label` in a `test result:` line (`ok. 12 passed; 0 failed; ...`).
+fn count(line: &str, label: &str) -> u64 {
+    line.split(';')
+        .find_map(|part| {
+            let part = part.trim().trim_start_matches("ok. ").trim_start_matches("FAILED. ");
+            part.strip_suffix(label.trim_start())
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
 }
 
 fn layering() -> Result<(), String> {
