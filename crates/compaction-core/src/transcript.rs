@@ -19,6 +19,10 @@ pub struct Transcript {
     /// `prefix[i]` = tokens of `messages[..i]`; `prefix.len() == messages.len() + 1`.
     prefix: Vec<u64>,
     calibration: Option<Calibration>,
+    /// Index of the last user message that is not a summary marker, kept current by every
+    /// splice so [`Transcript::last_real_user`] is O(1). `None` when unknown: metadata of a
+    /// user message was handed out mutably, and its marker kind may have changed.
+    last_user: Option<Option<usize>>,
 }
 
 /// A provider-reported prompt size for the first `messages` messages.
@@ -40,10 +44,12 @@ impl Transcript {
             acc += counter.count_message(m);
             prefix.push(acc);
         }
+        let last_user = Some(messages.iter().rposition(is_real_user));
         Transcript {
             messages,
             prefix,
             calibration: None,
+            last_user,
         }
     }
 
@@ -118,6 +124,9 @@ impl Transcript {
     pub fn push(&mut self, m: Message, counter: &dyn TokenCounter) {
         let t = counter.count_message(&m);
         let last = self.estimated_total();
+        if is_real_user(&m) {
+            self.last_user = Some(Some(self.messages.len()));
+        }
         self.messages.push(m);
         self.prefix.push(last + t);
     }
@@ -143,10 +152,21 @@ impl Transcript {
         {
             self.calibration = None;
         }
-        let removed: Vec<Message> = self
-            .messages
-            .splice(range.clone(), replacement)
-            .collect();
+        let user_in_replacement = replacement.iter().rposition(is_real_user);
+        let removed: Vec<Message> = self.messages.splice(range.clone(), replacement).collect();
+        let last_user = match self.last_user {
+            // Unknown: find it again.
+            None => self.messages.iter().rposition(is_real_user),
+            // The latest user message lies after the splice: it only moves.
+            Some(Some(u)) if u >= range.end => Some(u + added_len - removed.len()),
+            // Otherwise the replacement's own latest user message wins, if it has one.
+            _ if user_in_replacement.is_some() => user_in_replacement.map(|p| range.start + p),
+            Some(Some(u)) if u < range.start => Some(u),
+            // It was removed: look again before the splice (rare, and bounded by the gap).
+            Some(Some(_)) => self.messages[..range.start].iter().rposition(is_real_user),
+            Some(None) => None,
+        };
+        self.last_user = Some(last_user);
         let mut acc = self.prefix[range.start];
         let new_prefix_part: Vec<u64> = new_counts
             .iter()
@@ -178,15 +198,26 @@ impl Transcript {
     /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
     /// sent to a model, so token counts are unaffected.
     pub fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
+        if self.messages[i].is_user() {
+            // Its marker kind may change, and with it which user message is the latest real one.
+            self.last_user = None;
+        }
         self.messages[i].meta_mut()
     }
 
-    /// Index of the last user message that is not a summary marker, if any.
+    /// Index of the last user message that is not a summary marker, if any. O(1): the index
+    /// is kept current by every splice (after [`meta_mut`](Self::meta_mut) of a user message,
+    /// the next call scans back from the end once per splice).
     pub fn last_real_user(&self) -> Option<usize> {
-        self.messages
-            .iter()
-            .rposition(|m| m.is_user() && crate::marker::classify(m).is_none())
+        match self.last_user {
+            Some(known) => known,
+            None => self.messages.iter().rposition(is_real_user),
+        }
     }
+}
+
+fn is_real_user(m: &Message) -> bool {
+    m.is_user() && crate::marker::classify(m).is_none()
 }
 
 /// Tool-group structure helpers over a slice of messages.
@@ -287,7 +318,10 @@ mod tests {
         assert_eq!(t.tokens_in(0..t.len()), total);
         let big = t.tokens_of(3);
         t.replace(3, Message::tool_result("c1", "short"), &e);
-        assert_eq!(t.estimated_total(), total - big + e.count_message(&t.messages()[3]));
+        assert_eq!(
+            t.estimated_total(),
+            total - big + e.count_message(&t.messages()[3])
+        );
         let fresh = Transcript::new(t.messages().to_vec(), &e);
         assert_eq!(fresh.estimated_total(), t.estimated_total());
         for i in 0..t.len() {
@@ -320,6 +354,43 @@ mod tests {
         t.splice(4..4, vec![added], &e);
         assert_eq!(t.calibration().map(|c| c.messages), Some(4));
         assert_eq!(t.current_tokens(), 1000 + added_tokens + t.tokens_of(5));
+    }
+
+    #[test]
+    fn latest_user_index_follows_every_mutation() {
+        let e = Estimator::default();
+        let fresh = |t: &Transcript| Transcript::new(t.messages().to_vec(), &e).last_real_user();
+        let mut t = Transcript::new(sample(), &e);
+        assert_eq!(t.last_real_user(), Some(1));
+        t.push(Message::user("next"), &e);
+        assert_eq!(t.last_real_user(), Some(5));
+        // Removed: found again before the splice.
+        t.splice(4..6, vec![], &e);
+        assert_eq!(t.last_real_user(), fresh(&t));
+        assert_eq!(t.last_real_user(), Some(1));
+        // Shifted by a splice before it.
+        t.splice(0..0, vec![Message::assistant("a"), Message::assistant("b")], &e);
+        assert_eq!(t.last_real_user(), Some(3));
+        // A marker is not a real user message; a replacement's user is.
+        let m = crate::marker::render(crate::MarkerKind::Micro, crate::Role::User, "s");
+        t.push(m, &e);
+        assert_eq!(t.last_real_user(), Some(3));
+        t.splice(3..4, vec![Message::user("x"), Message::assistant("y")], &e);
+        assert_eq!(t.last_real_user(), Some(3));
+        t.replace(3, Message::assistant("no user"), &e);
+        assert_eq!(t.last_real_user(), None);
+        assert_eq!(fresh(&t), None);
+        // Stamping a user message as a marker through its metadata is seen at once.
+        t.push(Message::user("real"), &e);
+        let last = t.len() - 1;
+        assert_eq!(t.last_real_user(), Some(last));
+        t.meta_mut(last).marker = Some(crate::MarkerKind::Batch);
+        assert_eq!(t.last_real_user(), None);
+        t.push(Message::assistant("after"), &e);
+        assert_eq!(t.last_real_user(), None);
+        t.meta_mut(last).marker = None;
+        t.splice(0..0, vec![], &e);
+        assert_eq!(t.last_real_user(), Some(last));
     }
 
     #[test]

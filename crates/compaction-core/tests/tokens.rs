@@ -1,10 +1,11 @@
-//! Cached token counts stay equal to fresh recounts after any splices.
+//! Cached token counts (and the cached latest user index) stay equal to fresh recounts after
+//! any splices.
 
 use compaction_core::edit::{Edit, Splice};
 use compaction_core::strategies;
 use compaction_core::tokens::{Estimator, estimate_text};
 use compaction_core::transcript::Transcript;
-use compaction_core::{Content, Message, TokenCounter};
+use compaction_core::{Content, MarkerKind, Message, Role, TokenCounter, marker};
 use proptest::prelude::*;
 
 /// One splice, drawn relative to the current length.
@@ -19,7 +20,14 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     let op = (
         any::<prop::sample::Index>(),
         0usize..6,
-        prop::collection::vec(strategies::text(300).prop_map(Message::assistant), 0..4),
+        prop::collection::vec(
+            prop_oneof![
+                3 => strategies::text(300).prop_map(Message::assistant),
+                1 => strategies::text(300).prop_map(Message::user),
+                1 => strategies::marker_body().prop_map(|b| marker::render(MarkerKind::Micro, Role::User, &b)),
+            ],
+            0..4,
+        ),
     )
         .prop_map(|(start, remove, insert)| Op {
             start,
@@ -32,6 +40,7 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 fn assert_fresh(t: &Transcript, e: &Estimator) {
     let fresh = Transcript::new(t.messages().to_vec(), e);
     assert_eq!(t.estimated_total(), fresh.estimated_total());
+    assert_eq!(t.last_real_user(), fresh.last_real_user());
     for i in 0..t.len() {
         assert_eq!(t.tokens_of(i), fresh.tokens_of(i), "message {i}");
         assert_eq!(t.tokens_in(0..i), fresh.tokens_in(0..i), "prefix {i}");
