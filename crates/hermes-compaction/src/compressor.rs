@@ -164,6 +164,8 @@ pub struct Compressor {
     epoch: u64,
     awaiting_effect: bool,
     overflow_attempts: u32,
+    /// Proactive prune stays disarmed until the transcript reaches this size again.
+    proactive_rearm_at: Option<u64>,
     clock: fn() -> u64,
 }
 
@@ -207,6 +209,7 @@ impl Compressor {
             epoch: 0,
             awaiting_effect: false,
             overflow_attempts: 0,
+            proactive_rearm_at: None,
             clock: unix_ms,
         }
     }
@@ -386,10 +389,12 @@ impl Compressor {
                 return self.finish(report, started, Some(&plan));
             }
             BatchStep::PruneOnly { .. } => {
-                if matches!(trigger, Trigger::Proactive)
-                    && plan.prune.reclaimed_tokens
-                        < self.config.compression.proactive_prune_min_reclaim_tokens
-                {
+                let min = self.config.compression.proactive_prune_min_reclaim_tokens;
+                if matches!(trigger, Trigger::Proactive) && plan.prune.reclaimed_tokens < min {
+                    // Not worth a cache break yet: wait until the transcript has grown by
+                    // what is still missing.
+                    self.proactive_rearm_at =
+                        Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
                     report.outcome = Outcome::NotNeeded;
                     return self.finish(report, started, Some(&plan));
                 }
@@ -455,6 +460,10 @@ impl Compressor {
         self.epoch += 1;
         self.awaiting_effect = true;
         report.tokens_after = t.current_tokens();
+        // Proactive prune re-arms only after the transcript has grown again by what this pass
+        // reclaimed.
+        self.proactive_rearm_at =
+            Some(report.tokens_after + report.tokens_before.saturating_sub(report.tokens_after));
         report.messages_after = t.len();
         self.finish(report, started, Some(&plan))
     }
@@ -573,7 +582,10 @@ impl Compressor {
 
     fn proactive_due(&self, t: &Transcript) -> bool {
         let c = &self.config.compression;
-        c.proactive_prune_tokens > 0 && t.current_tokens() >= c.proactive_prune_tokens
+        let now = t.current_tokens();
+        c.proactive_prune_tokens > 0
+            && now >= c.proactive_prune_tokens
+            && self.proactive_rearm_at.is_none_or(|at| now >= at)
     }
 
     fn finish(

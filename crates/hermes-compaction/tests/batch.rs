@@ -323,3 +323,38 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn proactive_prune_commits_only_a_worthwhile_reclaim_and_rearms_after_growth() {
+    let rt = rt();
+    let mut cfg = config(200_000);
+    cfg.compression.proactive_prune_tokens = 20_000;
+    cfg.compression.proactive_prune_min_reclaim_tokens = 4_096;
+    let (mut c, s) = scripted(cfg);
+    // Below the threshold (150K) but over the proactive size, with big old tool outputs.
+    let mut t = c.transcript(session(60, 3_000));
+    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.threshold_tokens());
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    let r = r.expect("proactive pass ran");
+    assert_eq!(r.outcome, Outcome::Pruned);
+    assert!(r.tokens_before - r.tokens_after >= 4_096);
+    assert_eq!(s.calls(), 0, "prune-only never calls the summarizer");
+    let reclaimed = r.tokens_before - r.tokens_after;
+    let rearm_at = r.tokens_after + reclaimed;
+    // Disarmed until the transcript grows again by what was reclaimed.
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert!(r.is_none());
+    for m in session(1, 30).into_iter().skip(1) {
+        t.push(m, c.counter());
+    }
+    assert!(t.current_tokens() < rearm_at);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert!(r.is_none(), "still disarmed");
+    while t.current_tokens() < rearm_at {
+        for m in session(2, 3_000).into_iter().skip(1) {
+            t.push(m, c.counter());
+        }
+    }
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert!(r.is_some(), "re-armed after growth");
+}
