@@ -14,8 +14,10 @@ use crate::{FaultPoint, Result, RowId, StoreError};
 /// subdivisions and 2^31 appends per session.
 pub(crate) const STRIDE: i64 = 1 << 32;
 
-/// Rows per multi-row INSERT (5 bound values per row, plus 3 shared).
-pub(crate) const INSERT_CHUNK: usize = 500;
+/// Rows per multi-row INSERT (5 bound values per row, plus 3 shared). Measured on SQLite:
+/// 50 rows per statement append about 5x faster than 500 (per-statement cost grows faster
+/// than linearly with the number of bound values).
+pub(crate) const INSERT_CHUNK: usize = 50;
 
 /// One message ready to insert.
 pub(crate) struct Prepared {
