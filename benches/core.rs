@@ -136,12 +136,21 @@ fn synthetic(n: usize) -> Vec<Message> {
     let mut i = 0usize;
     while out.len() < n {
         let id = format!("call_{i}");
-        out.push(Message::user(format!("Please look at file number {i} and fix it.")));
+        out.push(Message::user(format!(
+            "Please look at file number {i} and fix it."
+        )));
         out.push(Message::assistant_tool_calls(
             "Reading it.",
-            vec![ToolCall::function(&id, "read_file", format!("{{\"path\":\"src/f{i}.rs\"}}"))],
+            vec![ToolCall::function(
+                &id,
+                "read_file",
+                format!("{{\"path\":\"src/f{i}.rs\"}}"),
+            )],
         ));
-        out.push(Message::tool_result(&id, "fn main() {}\n".repeat(5 + i % 40)));
+        out.push(Message::tool_result(
+            &id,
+            "fn main() {}\n".repeat(5 + i % 40),
+        ));
         out.push(Message::assistant(format!("Fixed file {i}.")));
         i += 1;
     }
@@ -158,9 +167,16 @@ fn synthetic_long_turn(n: usize) -> Vec<Message> {
         let id = format!("loop_{i}");
         out.push(Message::assistant_tool_calls(
             "",
-            vec![ToolCall::function(&id, "shell", "{\"command\":\"cargo test\"}")],
+            vec![ToolCall::function(
+                &id,
+                "shell",
+                "{\"command\":\"cargo test\"}",
+            )],
         ));
-        out.push(Message::tool_result(&id, "test result: ok\n".repeat(3 + i % 20)));
+        out.push(Message::tool_result(
+            &id,
+            "test result: ok\n".repeat(3 + i % 20),
+        ));
         i += 1;
     }
     out.truncate(n);

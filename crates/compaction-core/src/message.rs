@@ -920,10 +920,16 @@ mod tests {
     fn multi_line_input_serializes_to_one_line() {
         let pretty = "{\n  \"role\": \"user\",\n  \"content\": \"a \\n b\",\n  \"x\": {\n    \"n\": 1.50\n  }\n}";
         let m = Message::from_json(pretty).unwrap();
-        assert_eq!(m.to_json(), r#"{"role":"user","content":"a \n b","x":{"n":1.50}}"#);
+        assert_eq!(
+            m.to_json(),
+            r#"{"role":"user","content":"a \n b","x":{"n":1.50}}"#
+        );
         let mut edited = m.clone();
         edited.set_text("b");
-        assert_eq!(edited.to_json(), r#"{"role":"user","content":"b","x":{"n":1.50}}"#);
+        assert_eq!(
+            edited.to_json(),
+            r#"{"role":"user","content":"b","x":{"n":1.50}}"#
+        );
     }
 
     #[test]

@@ -369,7 +369,11 @@ mod tests {
         assert_eq!(t.last_real_user(), fresh(&t));
         assert_eq!(t.last_real_user(), Some(1));
         // Shifted by a splice before it.
-        t.splice(0..0, vec![Message::assistant("a"), Message::assistant("b")], &e);
+        t.splice(
+            0..0,
+            vec![Message::assistant("a"), Message::assistant("b")],
+            &e,
+        );
         assert_eq!(t.last_real_user(), Some(3));
         // A marker is not a real user message; a replacement's user is.
         let m = crate::marker::render(crate::MarkerKind::Micro, crate::Role::User, "s");

@@ -67,7 +67,10 @@ fn fixtures_parse_and_serialize_back_byte_identical() {
 }
 
 #[test]
-#[allow(clippy::print_stderr, reason = "the per-file summary is the point of this test")]
+#[allow(
+    clippy::print_stderr,
+    reason = "the per-file summary is the point of this test"
+)]
 fn fixtures_validate() {
     let Some(files) = common::fixtures() else {
         return;
