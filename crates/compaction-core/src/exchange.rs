@@ -94,15 +94,15 @@ mod tests {
 
     fn convo() -> Vec<Message> {
         vec![
-            Message::system("s"),                                           // 0
-            Message::user("u1"),                                            // 1
+            Message::system("s"), // 0
+            Message::user("u1"),  // 1
             Message::assistant_tool_calls("", vec![ToolCall::function("a", "ls", "{}")]), // 2
-            Message::tool_result("a", "out"),                               // 3
-            Message::assistant("done 1"),                                   // 4
-            Message::user("u2"),                                            // 5
-            Message::assistant("done 2"),                                   // 6
-            Message::user("u3"),                                            // 7
-            Message::assistant("working"),                                  // 8
+            Message::tool_result("a", "out"), // 3
+            Message::assistant("done 1"), // 4
+            Message::user("u2"),  // 5
+            Message::assistant("done 2"), // 6
+            Message::user("u3"),  // 7
+            Message::assistant("working"), // 8
         ]
     }
 

@@ -125,7 +125,12 @@ mod tests {
     #[test]
     fn render_parse_roundtrip() {
         for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
-            for body in ["", "x", "line\n\n[END OF CONTEXT SUMMARY]\nmore\n", "  spaced  "] {
+            for body in [
+                "",
+                "x",
+                "line\n\n[END OF CONTEXT SUMMARY]\nmore\n",
+                "  spaced  ",
+            ] {
                 let m = render(kind, Role::Assistant, body);
                 assert_eq!(classify(&m), Some(kind));
                 assert_eq!(parse_body(&m).as_deref(), Some(body));
@@ -142,7 +147,10 @@ mod tests {
         let text = render_text(MarkerKind::Progress, "body");
         let parts = |a: &str, b: &str| {
             let mut m = Message::user("");
-            m.set_content(Some(Content::Parts(vec![Part::text_part(a), Part::text_part(b)])));
+            m.set_content(Some(Content::Parts(vec![
+                Part::text_part(a),
+                Part::text_part(b),
+            ])));
             m
         };
         // A long first part decides alone; a short one is joined with the next.

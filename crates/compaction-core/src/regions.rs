@@ -56,7 +56,8 @@ impl WindowConfig {
 
     /// The effective window: context length minus the output reservation.
     pub fn effective_window(&self) -> u64 {
-        self.context_length.saturating_sub(self.output_reserve_tokens)
+        self.context_length
+            .saturating_sub(self.output_reserve_tokens)
     }
 
     /// The threshold in tokens (spec section 4, "Trigger").
@@ -151,7 +152,10 @@ pub fn partition(
     let n = msgs.len();
 
     // Head: leading system-like messages, then protect_first_n more until the first compaction.
-    let sys = msgs.iter().take_while(|m| m.role().is_system_like()).count();
+    let sys = msgs
+        .iter()
+        .take_while(|m| m.role().is_system_like())
+        .count();
     let mut head_end = if compacted {
         sys
     } else {
@@ -244,9 +248,15 @@ mod tests {
         // Small window: at least 75%, floor capped at 85%.
         assert_eq!(WindowConfig::for_context(64_000).threshold_tokens(), 54_400);
         // 128K: 75% = 96K beats the 64K floor.
-        assert_eq!(WindowConfig::for_context(128_000).threshold_tokens(), 96_000);
+        assert_eq!(
+            WindowConfig::for_context(128_000).threshold_tokens(),
+            96_000
+        );
         // 1M window: 50%.
-        assert_eq!(WindowConfig::for_context(1_000_000).threshold_tokens(), 500_000);
+        assert_eq!(
+            WindowConfig::for_context(1_000_000).threshold_tokens(),
+            500_000
+        );
         // Tiny window: floor would swallow it, so 85%.
         assert_eq!(WindowConfig::for_context(8_000).threshold_tokens(), 6_800);
         let reserved = WindowConfig {
@@ -282,7 +292,10 @@ mod tests {
         assert_eq!(r.turn_middle.end, r.tail.start);
         assert_eq!(r.tail.end, t.len());
         for cut in [r.head.end, r.middle.end, r.turn_middle.start, r.tail.start] {
-            assert!(!groups::splits_group(t.messages(), cut), "cut {cut} splits a group");
+            assert!(
+                !groups::splits_group(t.messages(), cut),
+                "cut {cut} splits a group"
+            );
         }
         r
     }
@@ -307,24 +320,36 @@ mod tests {
         let mut msgs = vec![Message::system("sys"), Message::user("go")];
         // Twenty parallel results: the budget covers the last eight, the group is far over
         // the soft ceiling, and aligning forward would leave no tail at all.
-        let calls = (0..20).map(|i| ToolCall::function(format!("p{i}"), "sh", "{}")).collect();
+        let calls = (0..20)
+            .map(|i| ToolCall::function(format!("p{i}"), "sh", "{}"))
+            .collect();
         msgs.push(Message::assistant_tool_calls("", calls));
         for i in 0..20 {
             msgs.push(Message::tool_result(format!("p{i}"), "z".repeat(2_000)));
         }
         let n = msgs.len();
         let r = check(msgs, 20_000, true);
-        assert!(r.tail.len() >= RegionConfig::default().protect_last_n, "{r:?}");
+        assert!(
+            r.tail.len() >= RegionConfig::default().protect_last_n,
+            "{r:?}"
+        );
         assert_eq!(r.tail, 2..n);
     }
 
     #[test]
     fn long_turn_is_split_with_user_pinned() {
-        let mut msgs = vec![Message::system("sys"), Message::user("old"), Message::assistant("ok")];
+        let mut msgs = vec![
+            Message::system("sys"),
+            Message::user("old"),
+            Message::assistant("ok"),
+        ];
         msgs.push(Message::user("do a long task"));
         for i in 0..40 {
             let id = format!("t{i}");
-            msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(&id, "sh", "{}")],
+            ));
             msgs.push(Message::tool_result(&id, "y".repeat(4_000)));
         }
         let r = check(msgs, 20_000, true);
