@@ -4,7 +4,7 @@
 //! plain data out. It owns the lossless [message model](message), [parsing](parse),
 //! [validation](validate), [token accounting](tokens), the [head/middle/tail
 //! partition](regions), [exchanges](exchange), [summary markers](marker), and
-//! [edits](edit), the one description of what a pass changes. The [laws](laws) of the
+//! [edits](edit), the one description of what a pass changes. The [laws] of the
 //! behaviour spec are a public checker, and behind cargo feature `proptest` the
 //! [strategies](crate#property-testing-your-own-transcript-code) that generate valid
 //! transcripts are public too.
