@@ -25,6 +25,25 @@
 //! For a failed or unchanged pass only law 6 is checked: `after` must equal `before`, which
 //! implies every other law.
 //!
+//! How the less obvious laws are decided:
+//!
+//! - **Identity.** Head, tail and pinned messages (law 1) and law 6 compare messages as written
+//!   to a transcript ([`Message::to_json`], metadata included). Laws 3, 4 and 5 compare what a
+//!   model sees ([`Message::to_wire_json`]), so a store stamping row ids is not a change there.
+//! - **Law 2** counts, for each tool call in `after`, the results that follow it. A call that
+//!   had results in `before` must have exactly one; a result must follow a call with its id. An
+//!   orphan or a repeat that `before` already had is inherited, not a violation.
+//! - **Law 3** looks at the visible roles `user` and `assistant` (system blocks and tool
+//!   results legitimately repeat). A same-role pair is allowed when the identical pair was
+//!   adjacent in `before`; when a micro pass made two real user messages adjacent; and when a
+//!   turn-progress marker is followed by an assistant message. With
+//!   [`LawOptions::strict_alternation`] the last two are violations.
+//! - **Law 4** walks the real user messages of `before` (summary markers excluded) in order and
+//!   finds each in `after`, at or after the previous match, as a user message with identical
+//!   wire JSON. With strict alternation, a user message may instead be found as a verbatim
+//!   substring of a later user message's text (several users joined with a separator),
+//!   continuing after the previous substring match.
+//!
 //! ```
 //! use compaction_core::laws::{self, Law, Pass, PassKind, Protected};
 //! use compaction_core::{Estimator, Message, ToolCall};
