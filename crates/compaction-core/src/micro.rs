@@ -653,8 +653,12 @@ pub fn plan_turn_progress(
         planned_tokens: t.estimated_total(),
     };
     let msgs = t.messages();
-    let Some(u) = r.turn_user else {
-        return plan;
+    // The message the progress marker follows: the pinned user message, or, when the head
+    // already holds the turn's user message, the last message of the head.
+    let u = match r.turn_user {
+        Some(u) => u,
+        None if !r.turn_middle.is_empty() && r.turn_middle.start > 0 => r.turn_middle.start - 1,
+        None => return plan,
     };
     if cfg.strict_alternation {
         plan.step = MicroStep::Noop(NoopReason::StrictAlternation);

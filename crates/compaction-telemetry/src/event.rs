@@ -67,6 +67,9 @@ pub enum MicroOutcome {
     DefragFailed,
     /// The reclaim gate held the pass back (not enough to reclaim yet).
     Gated,
+    /// The summary was made but the store refused or failed the commit; the transcript is
+    /// unchanged.
+    StoreFailed,
     /// Nothing to do (cadence, no whole exchange in the middle).
     #[default]
     Noop,
@@ -82,6 +85,7 @@ impl MicroOutcome {
             MicroOutcome::Defrag => "defrag",
             MicroOutcome::DefragFailed => "defrag_failed",
             MicroOutcome::Gated => "gated",
+            MicroOutcome::StoreFailed => "store_failed",
             MicroOutcome::Noop => "noop",
         }
     }

@@ -16,7 +16,7 @@
 //! - *compression event*: a change of the transcript that breaks the prompt cache: a
 //!   committed batch attempt (`compacted` or `prune_only`) or a micro pass that `absorbed`
 //!   or did a `defrag`.
-//! - *summary call*: a micro pass that called the summarizer (`absorbed`, `summarize_failed`,
+//! - *summary call*: a micro pass that called the summarizer (`absorbed`, `summarize_failed`, `store_failed`,
 //!   `defrag`, `defrag_failed`), or a batch attempt that was `compacted` or reports summarizer
 //!   tokens or time.
 //! - *turns between compressions*: the number of turn lines between consecutive compression
@@ -543,7 +543,7 @@ impl Acc {
             .saturating_add(r.summary_tokens.unwrap_or(0));
         if matches!(
             r.outcome.as_str(),
-            "absorbed" | "summarize_failed" | "defrag" | "defrag_failed"
+            "absorbed" | "summarize_failed" | "defrag" | "defrag_failed" | "store_failed"
         ) {
             self.summary_calls += 1;
         }

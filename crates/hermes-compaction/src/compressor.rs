@@ -167,6 +167,7 @@ pub struct Compressor {
     /// Proactive prune stays disarmed until the transcript reaches this size again.
     proactive_rearm_at: Option<u64>,
     clock: fn() -> u64,
+    pub(crate) micro: crate::micro::MicroRuntime,
 }
 
 impl std::fmt::Debug for Compressor {
@@ -211,6 +212,7 @@ impl Compressor {
             overflow_attempts: 0,
             proactive_rearm_at: None,
             clock: unix_ms,
+            micro: Default::default(),
         }
     }
 
@@ -251,6 +253,22 @@ impl Compressor {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.config
+    }
+
+    /// The summarizer.
+    pub fn summarizer(&self) -> &dyn Summarizer {
+        self.summarizer.as_ref()
+    }
+
+    /// The session id used in telemetry.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// A pass other than a batch one rewrote history: usage measured before it no longer
+    /// applies.
+    pub(crate) fn note_rewrite(&mut self) {
+        self.epoch += 1;
     }
 
     /// Builds a transcript with this compressor's counter, marking the session compacted when
@@ -439,7 +457,7 @@ impl Compressor {
             report.outcome = Outcome::NoGain;
             return self.finish(report, started, Some(&plan));
         }
-        if let Err(f) = self.persist(t, &mut edit).await {
+        if let Err(f) = self.persist_edit(t, &mut edit).await {
             report.outcome = Outcome::Failed;
             report.failure = Some(f);
             self.record_failure();
@@ -456,6 +474,8 @@ impl Compressor {
         self.state.cooldown_until_ms = None;
         if matches!(report.outcome, Outcome::Summarized) {
             self.state.compacted = true;
+            // The next micro pass resumes from the batch marker.
+            self.micro.state.reset();
         }
         self.epoch += 1;
         self.awaiting_effect = true;
@@ -516,8 +536,10 @@ impl Compressor {
         Ok(out)
     }
 
+    /// Commits `edit` with `archive_and_compact` (flushing unpersisted messages first) and
+    /// stamps its new rows; a no-op without a store.
     #[cfg(feature = "store")]
-    async fn persist(
+    pub(crate) async fn persist_edit(
         &mut self,
         t: &mut Transcript,
         edit: &mut compaction_core::Edit,
@@ -563,7 +585,7 @@ impl Compressor {
     }
 
     #[cfg(not(feature = "store"))]
-    async fn persist(
+    pub(crate) async fn persist_edit(
         &mut self,
         _t: &mut Transcript,
         _edit: &mut compaction_core::Edit,

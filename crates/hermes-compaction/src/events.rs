@@ -2,10 +2,13 @@
 
 use compaction_core::batch::BatchPlan;
 use compaction_llm::ErrorClass;
-use compaction_telemetry::{BatchAttempt, BatchOutcome, FailureClass, TriggerSource, Window};
+use compaction_telemetry::{
+    BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, TriggerSource, Window,
+};
 
 use crate::compressor::{BatchReport, Failure, Outcome, Trigger};
 use crate::config::Config;
+use crate::micro::{MicroOutcomeKind, MicroReport};
 
 /// The telemetry event for a batch report.
 pub fn batch_attempt(
@@ -91,4 +94,63 @@ pub fn failure_class(f: Failure) -> FailureClass {
             _ => FailureClass::Other,
         },
     }
+}
+
+/// The telemetry event for a micro report.
+pub fn micro_pass(
+    session_id: &str,
+    config: &Config,
+    report: &MicroReport,
+    passes_total: u64,
+    tokens_saved_total: i64,
+    aux_model: &str,
+) -> MicroPass {
+    let outcome = match report.outcome {
+        MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => MicroOutcome::Absorbed,
+        MicroOutcomeKind::SummarizeFailed => MicroOutcome::SummarizeFailed,
+        MicroOutcomeKind::ExchangeSkipped => MicroOutcome::ExchangeSkipped,
+        MicroOutcomeKind::Defrag => MicroOutcome::Defrag,
+        MicroOutcomeKind::DefragFailed => MicroOutcome::DefragFailed,
+        MicroOutcomeKind::Gated => MicroOutcome::Gated,
+        MicroOutcomeKind::Noop => MicroOutcome::Noop,
+        MicroOutcomeKind::StoreFailed => MicroOutcome::StoreFailed,
+    };
+    let window = Window {
+        threshold_tokens: config.window().threshold_tokens(),
+        context_limit: config.model.context_length,
+    };
+    let mut ev = MicroPass::new(session_id, outcome)
+        .window(Some(window))
+        .tokens(report.tokens_before, report.tokens_after)
+        .messages(report.messages_before as u64, report.messages_after as u64);
+    ev.exchange_tokens = report.exchange_tokens;
+    ev.rolling_summary_tokens = report.rolling_summary_tokens;
+    ev.cursor = report.cursor.unwrap_or(0) as u64;
+    ev.passes_total = passes_total;
+    ev.tokens_saved_total = tokens_saved_total;
+    ev.duration_ms = report.duration.as_millis() as u64;
+    ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
+    ev.aux_model = Some(aux_model.to_owned());
+    ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
+    ev.summary_tokens = report.summary_tokens;
+    ev
+}
+
+/// Emits the micro pass line.
+pub fn emit_micro(
+    session_id: &str,
+    config: &Config,
+    report: &MicroReport,
+    passes_total: u64,
+    tokens_saved_total: i64,
+    aux_model: &str,
+) {
+    compaction_telemetry::emit_micro(&micro_pass(
+        session_id,
+        config,
+        report,
+        passes_total,
+        tokens_saved_total,
+        aux_model,
+    ));
 }

@@ -37,9 +37,13 @@ pub mod compressor;
 pub mod config;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
+#[cfg(feature = "llm")]
+pub mod micro;
 
 #[cfg(feature = "llm")]
 pub use compressor::{
     BatchReport, Compressor, Failure, Outcome, RequestTicket, ThrashState, Trigger,
 };
 pub use config::{Config, ConfigError};
+#[cfg(feature = "llm")]
+pub use micro::{MicroOutcomeKind, MicroReport};

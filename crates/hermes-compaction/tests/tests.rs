@@ -3,4 +3,5 @@
 
 mod batch;
 mod common;
+mod micro;
 mod replay;

@@ -1,0 +1,339 @@
+//! Micro-compaction hooks of the [`Compressor`]: fold the oldest exchange into one rolling
+//! summary after each turn ([`Compressor::finalize_turn`]), and the oldest tool group of a long
+//! turn into its progress marker after each tool round ([`Compressor::after_tool_round`]).
+//!
+//! Best effort throughout: nothing here returns an error or panics on a summarizer, store or
+//! planning failure. A failed pass leaves the transcript byte-identical, is counted (the same
+//! exchange failing `micro_compact_max_consecutive_failures` times is skipped), logged without
+//! content, and reported in the [`MicroReport`] and in telemetry.
+
+use std::time::{Duration, Instant};
+
+use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroStep};
+use compaction_core::{MarkerKind, Transcript};
+use compaction_llm::{SummaryKind, SummaryRequest};
+
+use crate::compressor::{Compressor, Failure, today};
+use crate::config::Config;
+
+/// What a micro pass did (the `outcome` of spec section 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MicroOutcomeKind {
+    /// Exchanges were absorbed into the rolling marker.
+    Absorbed,
+    /// Tool groups of a long turn were absorbed into the progress marker.
+    Progressed,
+    /// The summarizer failed; the transcript is unchanged and the failure counted.
+    SummarizeFailed,
+    /// The exchange at the cursor failed too often and was skipped.
+    ExchangeSkipped,
+    /// The rolling summary was re-summarized shorter in place.
+    Defrag,
+    /// The defrag failed or did not shrink enough; absorption goes on next time.
+    DefragFailed,
+    /// The reclaim gate held.
+    Gated,
+    /// Nothing absorbable.
+    Noop,
+    /// The store refused or failed the commit; the transcript is unchanged.
+    StoreFailed,
+}
+
+impl MicroOutcomeKind {
+    /// The telemetry name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MicroOutcomeKind::Absorbed => "absorbed",
+            MicroOutcomeKind::Progressed => "progressed",
+            MicroOutcomeKind::SummarizeFailed => "summarize_failed",
+            MicroOutcomeKind::ExchangeSkipped => "exchange_skipped",
+            MicroOutcomeKind::Defrag => "defrag",
+            MicroOutcomeKind::DefragFailed => "defrag_failed",
+            MicroOutcomeKind::Gated => "gated",
+            MicroOutcomeKind::Noop => "noop",
+            MicroOutcomeKind::StoreFailed => "store_failed",
+        }
+    }
+}
+
+/// The result of one micro pass. Counts only, never content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MicroReport {
+    /// What happened.
+    pub outcome: MicroOutcomeKind,
+    /// Why the summarizer or store failed, when it did.
+    pub failure: Option<Failure>,
+    /// Tokens before and after.
+    pub tokens_before: u64,
+    /// Tokens after.
+    pub tokens_after: u64,
+    /// Messages before and after.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+    /// Tokens of the absorbed exchanges.
+    pub exchange_tokens: u64,
+    /// Estimated tokens of the rolling summary after the pass.
+    pub rolling_summary_tokens: u64,
+    /// The cursor after the pass.
+    pub cursor: Option<usize>,
+    /// First message index the pass rewrote.
+    pub earliest_changed_index: Option<usize>,
+    /// Summarizer usage, when reported.
+    pub summary_tokens: u64,
+    /// Wall time.
+    pub duration: Duration,
+    /// The partition the pass was planned with.
+    pub regions: compaction_core::regions::Regions,
+}
+
+/// Micro state the compressor keeps between passes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MicroRuntime {
+    pub(crate) state: micro::MicroState,
+    pub(crate) turns: u64,
+    pub(crate) rounds: u64,
+    pub(crate) passes_total: u64,
+    pub(crate) tokens_saved_total: i64,
+}
+
+/// Core micro configuration from the facade configuration.
+pub fn micro_config(config: &Config) -> MicroConfig {
+    let c = &config.compression;
+    MicroConfig {
+        regions: config.regions(),
+        material: Default::default(),
+        defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
+        max_consecutive_failures: c.micro_compact_max_consecutive_failures,
+        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
+        strict_alternation: c.strict_alternation,
+        defrag_max_ratio: 0.5,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Hook {
+    Turn,
+    ToolRound,
+}
+
+impl Compressor {
+    /// After a turn that finished normally: absorb the oldest whole exchange of the middle
+    /// into the rolling summary (or defrag it). Runs every `micro_compact_every_n_turns`-th
+    /// turn when `compression.micro_compact` is on; the turn counter advances every call.
+    /// Returns `None` when no pass ran. Never fails.
+    pub async fn finalize_turn(&mut self, t: &mut Transcript) -> Option<MicroReport> {
+        self.micro_hook(t, Hook::Turn).await
+    }
+
+    /// After a tool round inside a turn: when the active turn has outgrown the tail, absorb
+    /// its oldest tool group into the turn-progress marker. Same switch, cadence and reclaim
+    /// gate as [`finalize_turn`](Self::finalize_turn). Never fails.
+    pub async fn after_tool_round(&mut self, t: &mut Transcript) -> Option<MicroReport> {
+        self.micro_hook(t, Hook::ToolRound).await
+    }
+
+    /// The micro state (cursor, rolling summary, failure counts).
+    pub fn micro_state(&self) -> &micro::MicroState {
+        &self.micro.state
+    }
+
+    async fn micro_hook(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
+        if !self.config().compression.micro_compact {
+            return None;
+        }
+        let every = self.config().micro_every_n_turns();
+        let counter = match hook {
+            Hook::Turn => &mut self.micro.turns,
+            Hook::ToolRound => &mut self.micro.rounds,
+        };
+        *counter += 1;
+        if *counter % every != 0 {
+            return None;
+        }
+        Some(self.micro_pass(t, hook).await)
+    }
+
+    async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> MicroReport {
+        let started = Instant::now();
+        let cfg = micro_config(self.config());
+        let compacted = self.state().compacted;
+        let plan = match hook {
+            Hook::Turn => micro::plan_micro(
+                t,
+                self.threshold_tokens(),
+                &cfg,
+                &self.micro.state,
+                compacted,
+                self.counter(),
+            ),
+            Hook::ToolRound => micro::plan_turn_progress(
+                t,
+                self.threshold_tokens(),
+                &cfg,
+                &self.micro.state,
+                compacted,
+                self.counter(),
+            ),
+        };
+        let mut report = MicroReport {
+            outcome: MicroOutcomeKind::Noop,
+            failure: None,
+            tokens_before: t.current_tokens(),
+            tokens_after: t.current_tokens(),
+            messages_before: t.len(),
+            messages_after: t.len(),
+            exchange_tokens: 0,
+            rolling_summary_tokens: plan.rolling_summary_tokens,
+            cursor: None,
+            earliest_changed_index: None,
+            summary_tokens: 0,
+            duration: Duration::ZERO,
+            regions: plan.regions.clone(),
+        };
+        let (kind, previous, material, messages, budget) = match &plan.step {
+            MicroStep::Noop(_) => {
+                self.micro.state.record_plan(&plan);
+                return self.micro_finish(report, started);
+            }
+            MicroStep::Gated { .. } => {
+                self.micro.state.record_plan(&plan);
+                report.outcome = MicroOutcomeKind::Gated;
+                return self.micro_finish(report, started);
+            }
+            MicroStep::Skip { .. } => {
+                self.micro.state.record_plan(&plan);
+                report.outcome = MicroOutcomeKind::ExchangeSkipped;
+                tracing::info!(
+                    cursor = self.micro.state.cursor,
+                    "Micro-compaction: skipping exchange after consecutive failures"
+                );
+                return self.micro_finish(report, started);
+            }
+            MicroStep::Defrag(job) => (
+                SummaryKind::Defrag,
+                Some(job.summary_text.clone()),
+                String::new(),
+                Vec::new(),
+                (job.summary_tokens / 2).max(64) as u32,
+            ),
+            MicroStep::Absorb(job) => {
+                report.exchange_tokens = job.exchange_tokens;
+                let kind = match job.kind {
+                    MarkerKind::Progress => SummaryKind::TurnProgress,
+                    _ => SummaryKind::MicroMerge,
+                };
+                (
+                    kind,
+                    job.previous_summary.clone(),
+                    job.material.clone(),
+                    job.messages.clone(),
+                    self.config()
+                        .compression
+                        .micro_compact_defrag_threshold_tokens
+                        .max(256) as u32,
+                )
+            }
+        };
+        let is_defrag = matches!(plan.step, MicroStep::Defrag(_));
+        let mut req = SummaryRequest::new(kind, material, budget, today()).with_messages(messages);
+        req.previous_summary = previous;
+        let summary = match self.summarizer().summarize(&req).await {
+            Ok(r) => {
+                if let Some(u) = r.usage {
+                    report.summary_tokens = u.prompt_tokens + u.completion_tokens;
+                }
+                r.text
+            }
+            Err(e) => {
+                self.micro.state.record_failure(&plan);
+                report.failure = Some(Failure::Summarizer(e.class()));
+                report.outcome = if is_defrag {
+                    MicroOutcomeKind::DefragFailed
+                } else {
+                    MicroOutcomeKind::SummarizeFailed
+                };
+                tracing::warn!(
+                    class = e.class().as_str(),
+                    "Micro-compaction: summarizer failed"
+                );
+                return self.micro_finish(report, started);
+            }
+        };
+        let outcome = match micro::assemble_micro(t, &plan, &summary, &cfg, self.counter()) {
+            Ok(o) => o,
+            Err(_) => {
+                self.micro.state.record_failure(&plan);
+                report.failure = Some(Failure::Plan);
+                report.outcome = MicroOutcomeKind::SummarizeFailed;
+                return self.micro_finish(report, started);
+            }
+        };
+        let Some(edit) = outcome.edit() else {
+            // A defrag that did not shrink enough.
+            self.micro.state.record_outcome(&outcome);
+            report.outcome = MicroOutcomeKind::DefragFailed;
+            return self.micro_finish(report, started);
+        };
+        let mut edit = edit.clone();
+        if let Err(f) = self.persist_edit(t, &mut edit).await {
+            self.micro.state.record_plan(&plan);
+            report.failure = Some(f);
+            report.outcome = MicroOutcomeKind::StoreFailed;
+            tracing::warn!("Micro-compaction: store commit failed; transcript unchanged");
+            return self.micro_finish(report, started);
+        }
+        report.earliest_changed_index = edit.earliest_changed_index();
+        if edit.apply_to(t, self.counter()).is_err() {
+            report.failure = Some(Failure::Plan);
+            report.outcome = MicroOutcomeKind::SummarizeFailed;
+            return self.micro_finish(report, started);
+        }
+        self.micro.state.record_outcome(&outcome);
+        self.note_rewrite();
+        report.outcome = match outcome {
+            MicroOutcome::Absorbed { .. } => MicroOutcomeKind::Absorbed,
+            MicroOutcome::Progressed { .. } => MicroOutcomeKind::Progressed,
+            MicroOutcome::Defragged { .. } => MicroOutcomeKind::Defrag,
+            MicroOutcome::DefragRejected { .. } => MicroOutcomeKind::DefragFailed,
+        };
+        report.tokens_after = t.current_tokens();
+        report.messages_after = t.len();
+        report.rolling_summary_tokens = self
+            .micro
+            .state
+            .rolling_summary
+            .as_deref()
+            .map(compaction_core::tokens::estimate_text)
+            .unwrap_or(0);
+        match report.outcome {
+            MicroOutcomeKind::Defrag => tracing::info!(
+                chars = self.micro.state.rolling_summary.as_deref().map(str::len),
+                "Micro-compaction defrag: rolling summary re-summarized"
+            ),
+            _ => tracing::info!(
+                before = report.messages_before,
+                after = report.messages_after,
+                "Micro-compaction: messages before -> after"
+            ),
+        }
+        self.micro_finish(report, started)
+    }
+
+    fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {
+        report.duration = started.elapsed();
+        report.cursor = self.micro.state.cursor;
+        self.micro.passes_total += 1;
+        self.micro.tokens_saved_total += report.tokens_before as i64 - report.tokens_after as i64;
+        #[cfg(feature = "telemetry")]
+        crate::events::emit_micro(
+            self.session_id(),
+            self.config(),
+            &report,
+            self.micro.passes_total,
+            self.micro.tokens_saved_total,
+            self.summarizer().name(),
+        );
+        report
+    }
+}

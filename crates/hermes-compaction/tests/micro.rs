@@ -1,0 +1,256 @@
+//! Micro-compaction through the facade hooks: cadence, trajectory and laws, failures and
+//! skips, batch interplay, cursor recovery through the store, and long turns.
+
+use std::sync::Arc;
+
+use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use compaction_core::{Estimator, MarkerKind, Message, ToolCall, marker};
+use compaction_llm::{Error, ScriptedSummarizer};
+use hermes_compaction::{MicroOutcomeKind, MicroReport, Outcome};
+
+use crate::common::{config, fixtures, rt, with_summarizer};
+
+fn session(turns: usize, chars: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        let id = format!("call-{i}");
+        msgs.push(Message::user(format!("step {i}: keep going")));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                &id,
+                "bash",
+                r#"{"command":"make test"}"#,
+            )],
+        ));
+        msgs.push(Message::tool_result(&id, format!("{i} ").repeat(chars / 2)));
+        msgs.push(Message::assistant(format!("step {i} done")));
+    }
+    msgs
+}
+
+fn micro_config(context: u64) -> hermes_compaction::Config {
+    let mut c = config(context);
+    c.compression.micro_compact = true;
+    c
+}
+
+fn markers(msgs: &[Message], kind: MarkerKind) -> usize {
+    msgs.iter()
+        .filter(|m| marker::classify(m) == Some(kind))
+        .count()
+}
+
+fn check_laws(before: &[Message], after: &[Message], r: &MicroReport, expect_progress: bool) {
+    let kind = match r.outcome {
+        MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => PassKind::Micro,
+        MicroOutcomeKind::Defrag => PassKind::Defrag,
+        _ => PassKind::Unchanged,
+    };
+    let pass = Pass::new(kind, Protected::from_regions(&r.regions)).with_options(LawOptions {
+        expect_progress: expect_progress && kind == PassKind::Micro,
+        ..LawOptions::default()
+    });
+    let v = laws::check(before, after, &pass, &Estimator::default());
+    assert!(v.is_empty(), "{r:?}: {v:?}");
+}
+
+#[test]
+fn off_by_default_and_cadence_counts_every_turn() {
+    let rt = rt();
+    let mut c = with_summarizer(config(32_000), Arc::new(ScriptedSummarizer::new()));
+    let mut t = c.transcript(session(40, 400));
+    assert!(rt.block_on(c.finalize_turn(&mut t)).is_none());
+
+    let mut cfg = micro_config(32_000);
+    cfg.compression.micro_compact_every_n_turns = 3;
+    let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new()));
+    let mut t = c.transcript(session(40, 400));
+    let ran: Vec<bool> = (0..6)
+        .map(|_| rt.block_on(c.finalize_turn(&mut t)).is_some())
+        .collect();
+    assert_eq!(ran, [false, false, true, false, false, true]);
+}
+
+#[test]
+fn trajectory_keeps_the_laws_and_one_rolling_marker() {
+    let rt = rt();
+    let s = Arc::new(ScriptedSummarizer::new());
+    let mut c = with_summarizer(micro_config(32_000), s.clone());
+    let mut t = c.transcript(session(60, 600));
+    let start = t.current_tokens();
+    let mut absorbed = 0;
+    for pass in 0..30 {
+        s.push_text(format!(
+            "Rolling summary after pass {pass}: steps done, tests run."
+        ));
+        let before = t.messages().to_vec();
+        let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+        check_laws(&before, t.messages(), &r, absorbed > 0);
+        if r.outcome == MicroOutcomeKind::Absorbed {
+            absorbed += 1;
+            assert_eq!(markers(t.messages(), MarkerKind::Micro), 1, "pass {pass}");
+        }
+        if pass == 2 {
+            assert!(
+                t.current_tokens() < start,
+                "below the start by the third pass"
+            );
+        }
+    }
+    assert!(absorbed >= 20, "{absorbed}");
+}
+
+#[test]
+fn failures_leave_the_transcript_unchanged_and_a_poison_exchange_is_skipped() {
+    let rt = rt();
+    let s = Arc::new(ScriptedSummarizer::new());
+    s.fail_always(Some(Error::Transient { status: Some(500) }));
+    let mut c = with_summarizer(micro_config(32_000), s.clone());
+    let mut t = c.transcript(session(60, 600));
+    let before = t.messages().to_vec();
+    let mut outcomes = Vec::new();
+    for _ in 0..4 {
+        let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+        outcomes.push(r.outcome);
+        assert_eq!(t.messages(), &before[..]);
+    }
+    assert_eq!(
+        outcomes,
+        [
+            MicroOutcomeKind::SummarizeFailed,
+            MicroOutcomeKind::SummarizeFailed,
+            MicroOutcomeKind::SummarizeFailed,
+            MicroOutcomeKind::ExchangeSkipped,
+        ]
+    );
+    // The next pass works on the following exchange.
+    s.fail_always(None);
+    let cursor = c.micro_state().cursor.unwrap();
+    let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+    assert!(r.earliest_changed_index.unwrap() >= cursor);
+}
+
+#[test]
+fn batch_then_micro_and_micro_then_batch() {
+    let rt = rt();
+    let s = Arc::new(ScriptedSummarizer::new());
+    let mut c = with_summarizer(micro_config(32_000), s.clone());
+    let mut t = c.transcript(session(120, 150));
+    for _ in 0..3 {
+        rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    }
+    assert_eq!(markers(t.messages(), MarkerKind::Micro), 1);
+    // Micro then batch: the rolling summary feeds the batch update; one summary remains.
+    s.push_text("batch summary");
+    let r = rt.block_on(c.compress(&mut t, None));
+    assert_eq!(r.outcome, Outcome::Summarized);
+    assert!(s.requests().last().unwrap().previous_summary.is_some());
+    assert_eq!(markers(t.messages(), MarkerKind::Micro), 0);
+    assert_eq!(markers(t.messages(), MarkerKind::Batch), 1);
+    assert_eq!(c.micro_state(), &Default::default());
+    // Batch then micro: the micro pass resumes after the batch marker and never drops it.
+    for m in session(30, 600).into_iter().skip(1) {
+        t.push(m, c.counter());
+    }
+    let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+    assert_eq!(markers(t.messages(), MarkerKind::Batch), 1);
+    assert_eq!(markers(t.messages(), MarkerKind::Micro), 1);
+}
+
+#[test]
+fn a_fresh_compressor_resumes_from_what_the_store_loads() {
+    use compaction_store::Store;
+    use hermes_compaction::compressor::Persistence;
+    let rt = rt();
+    rt.block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+        store.create_session("s").await.unwrap();
+        let s = Arc::new(ScriptedSummarizer::new());
+        let mut c = with_summarizer(micro_config(32_000), s.clone()).with_store(Persistence {
+            store: store.clone(),
+            session: "s".into(),
+            generation: 0,
+        });
+        let mut t = c.transcript(session(60, 600));
+        for i in 0..3 {
+            s.push_text(format!("summary {i}"));
+            let r = c.finalize_turn(&mut t).await.unwrap();
+            assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+        }
+        let cursor = c.micro_state().cursor;
+        // Resume: a new process loads the active rows and continues.
+        let loaded = store.load_active("s").await.unwrap();
+        let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
+        assert_eq!(wire(&loaded), wire(t.messages()));
+        let generation = store.generation("s").await.unwrap();
+        let s2 = Arc::new(ScriptedSummarizer::new());
+        let mut fresh = with_summarizer(micro_config(32_000), s2.clone()).with_store(Persistence {
+            store: store.clone(),
+            session: "s".into(),
+            generation,
+        });
+        let mut t2 = fresh.transcript(loaded);
+        s2.push_text("summary 3");
+        let r = fresh.finalize_turn(&mut t2).await.unwrap();
+        assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+        // It merged into the rehydrated summary and did not re-summarize absorbed work.
+        let req = &s2.requests()[0];
+        assert_eq!(req.previous_summary.as_deref(), Some("summary 2"));
+        assert!(r.earliest_changed_index.unwrap() + 1 >= cursor.unwrap());
+        assert_eq!(markers(t2.messages(), MarkerKind::Micro), 1);
+    });
+}
+
+/// The long-turn fixture (2 user messages, one turn of ~146K tokens) replayed tool round by
+/// tool round at a 64K window with batch compaction off: micro passes alone keep every prompt
+/// under the threshold.
+#[test]
+fn long_turn_stays_under_the_threshold_without_batch_passes() {
+    let Some(files) = fixtures() else { return };
+    let Some((_, msgs)) = files
+        .into_iter()
+        .find(|(n, _)| n == "claude-code__spotter-8463c716.jsonl")
+    else {
+        panic!("fixture claude-code__spotter-8463c716.jsonl missing");
+    };
+    let rt = rt();
+    let mut cfg = micro_config(64_000);
+    cfg.compression.enabled = false;
+    let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new()));
+    let threshold = c.threshold_tokens();
+    let mut t = c.transcript(Vec::new());
+    let mut peak = 0;
+    let mut prev_tool = false;
+    for m in msgs {
+        if m.is_assistant() {
+            if prev_tool {
+                // A tool round ended: the agent calls the hook, possibly several times.
+                for _ in 0..3 {
+                    let before = t.messages().to_vec();
+                    match rt.block_on(c.after_tool_round(&mut t)) {
+                        Some(r) if r.outcome == MicroOutcomeKind::Progressed => {
+                            check_laws(&before, t.messages(), &r, false)
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            peak = peak.max(t.current_tokens());
+            assert!(
+                t.current_tokens() <= threshold,
+                "prompt {} over threshold {threshold} at message {}",
+                t.current_tokens(),
+                t.len()
+            );
+        }
+        if m.is_user() && t.len() > 1 {
+            rt.block_on(c.finalize_turn(&mut t));
+        }
+        prev_tool = m.is_tool();
+        t.push(m, c.counter());
+    }
+    eprintln!("long turn: peak {peak} of threshold {threshold}");
+}
