@@ -329,6 +329,9 @@ pub struct Message {
     role: Role,
     content: Option<Content>,
     tool_calls: Option<Vec<ToolCall>>,
+    /// The input said `"tool_calls": null`: written back as `null` while no call is added
+    /// (providers reject an empty list).
+    tool_calls_null: bool,
     tool_call_id: Option<String>,
     name: Option<String>,
     extra: Vec<(String, Box<RawValue>)>,
@@ -406,6 +409,7 @@ impl Message {
             role,
             content: None,
             tool_calls: None,
+            tool_calls_null: false,
             tool_call_id: None,
             name: None,
             extra: Vec::new(),
@@ -476,6 +480,7 @@ impl Message {
                                     field: "tool_calls",
                                     expected: "must be null or a list of {id, type, function: {name, arguments}}",
                                 })?;
+                            msg.tool_calls_null = v.is_none();
                             msg.tool_calls = Some(v.unwrap_or_default());
                         }
                         Known::ToolCallId => {
@@ -594,7 +599,11 @@ impl Message {
                     Known::ToolCalls => {
                         if let Some(calls) = &self.tool_calls {
                             push_key(&mut out, "tool_calls");
-                            out.push_str(&serde_json::to_string(calls).unwrap_or_default());
+                            if calls.is_empty() && self.tool_calls_null {
+                                out.push_str("null");
+                            } else {
+                                out.push_str(&serde_json::to_string(calls).unwrap_or_default());
+                            }
                         }
                     }
                     Known::ToolCallId => {
@@ -685,6 +694,7 @@ impl Message {
     /// Replaces the tool calls (`None` removes the key).
     pub fn set_tool_calls(&mut self, calls: Option<Vec<ToolCall>>) {
         self.tool_calls = calls;
+        self.tool_calls_null = false;
         self.touch(Known::ToolCalls);
     }
 
@@ -929,6 +939,29 @@ mod tests {
         assert_eq!(
             edited.to_json(),
             r#"{"role":"user","content":"b","x":{"n":1.50}}"#
+        );
+    }
+
+    #[test]
+    fn null_tool_calls_stay_null_when_the_body_is_rewritten() {
+        let mut m =
+            Message::from_json(r#"{"role":"assistant","content":"a","tool_calls":null}"#).unwrap();
+        assert!(!m.has_tool_calls());
+        m.set_text("b");
+        assert_eq!(
+            m.to_json(),
+            r#"{"role":"assistant","content":"b","tool_calls":null}"#
+        );
+        m.tool_calls_mut()
+            .unwrap()
+            .push(ToolCall::function("c", "f", "{}"));
+        assert!(m.to_json().contains(r#""tool_calls":[{"id":"c""#));
+        let mut empty =
+            Message::from_json(r#"{"role":"assistant","content":"a","tool_calls":[]}"#).unwrap();
+        empty.set_text("b");
+        assert_eq!(
+            empty.to_json(),
+            r#"{"role":"assistant","content":"b","tool_calls":[]}"#
         );
     }
 
