@@ -1,0 +1,227 @@
+//! The command line, as clap types.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::setup::SummarizerKind;
+use crate::simulate::Policy;
+
+/// Keeps long-running LLM agent conversations inside a finite context window.
+///
+/// Exit codes: 0 success; 1 a runtime failure (store, summarizer, writing output); 2 bad
+/// input, bad configuration or bad usage. Errors are printed as `error: FILE:LINE: reason`
+/// when they concern a transcript line (`FILE:[INDEX]` for a JSON array, `FILE:0` for the file
+/// as a whole) and never quote transcript text.
+#[derive(Debug, Parser)]
+#[command(name = "hermes-compaction", version, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Compact one transcript file into a new JSONL file.
+    ///
+    /// Input is JSONL (one OpenAI-format message per line) or a JSON array. Every mode refuses
+    /// (exit 2, no output written) a file that is unreadable, empty, not UTF-8, has a line that
+    /// is not valid JSON or not a message object, a message without a role, a role other than
+    /// system/developer/user/assistant/tool, or a tool result whose call is missing, repeated
+    /// or not adjacent. A tool call without a result (an interrupted turn) is accepted. The
+    /// output is written to a temporary file next to FILE and renamed into place, so an error
+    /// never creates or overwrites it.
+    Compact(CompactArgs),
+    /// Replay transcripts as an agent lives them, under several policies side by side.
+    ///
+    /// Each user message starts a turn; before each assistant message the model is called
+    /// with the compacted transcript (before_request, then after_response with the prompt
+    /// size); after each tool round after_tool_round and after each turn finalize_turn run.
+    /// The table shows, per policy: compression events per 100 turns, mean turns between
+    /// compressions (turns / events), summary calls, tokens reclaimed per event, peak and mean
+    /// occupancy (prompt / threshold), window overflows (prompt > context length), prompt
+    /// tokens split into cache hits and misses (each request reuses the longest run of
+    /// unchanged leading messages of the previous one, compared by wire JSON), summarizer
+    /// tokens (estimated from the material and the output when the summarizer reports no
+    /// usage, as the extractive one does), estimated cost, earliest changed message index
+    /// (min/median), prune-only : full-summary ratio and compaction wall time.
+    Simulate(SimulateArgs),
+    /// Read telemetry logs (plain, tracing JSON or gzip) and print the report.
+    Report(ReportArgs),
+    /// The session store from the command line (SQLite path or postgres:// URL).
+    #[command(subcommand)]
+    Session(SessionCommand),
+    /// Run the main job on the embedded defaults: import the bundled example session into a
+    /// SQLite file, compact it there (extractive summarizer, no API key), then replay it under
+    /// every policy and print the side-by-side table.
+    Demo(DemoArgs),
+    /// Print the bundled example session (JSONL) to stdout; it is generated deterministically.
+    #[command(hide = true)]
+    ExampleSession,
+}
+
+/// A compaction mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// One forced batch pass: prune first, summarize the middle unless pruning alone reaches
+    /// the low-water mark.
+    #[default]
+    Batch,
+    /// One forced prune-only pass: old tool outputs and long arguments shortened, no
+    /// summarizer.
+    Prune,
+    /// Micro passes (fold the oldest exchange into one rolling summary) until nothing is
+    /// absorbable or --passes is reached.
+    Micro,
+}
+
+/// Options shared by the commands that compact.
+#[derive(Clone, Debug, Args)]
+pub struct EngineArgs {
+    /// Context length of the main model in tokens [default: model.context_length of the
+    /// configuration, 128000].
+    #[arg(long, value_name = "N")]
+    pub context_length: Option<u64>,
+    /// TOML configuration file (see config/default.toml); HERMES_COMPACTION__* variables
+    /// override it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Summarizer [default: auxiliary.compression.provider, extractive]. `openai` reads
+    /// auxiliary.compression.{base_url, model, api_key_env, timeout, max_retries, temperature}
+    /// and fails with exit 2 when the key variable is unset.
+    #[arg(long, value_enum)]
+    pub summarizer: Option<SummarizerKind>,
+}
+
+/// `compact`.
+#[derive(Clone, Debug, Args)]
+pub struct CompactArgs {
+    /// The transcript (JSONL or JSON array).
+    #[arg(long, short, value_name = "FILE")]
+    pub input: PathBuf,
+    /// Where to write the compacted transcript (JSONL).
+    #[arg(long, short, value_name = "FILE")]
+    pub output: PathBuf,
+    /// What kind of pass.
+    #[arg(long, value_enum, default_value_t = Mode::Batch)]
+    pub mode: Mode,
+    /// Micro mode: at most this many passes.
+    #[arg(long, value_name = "N")]
+    pub passes: Option<u32>,
+    /// Write the run's telemetry lines to this file.
+    #[arg(long, value_name = "FILE")]
+    pub telemetry: Option<PathBuf>,
+    /// Engine options.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `simulate`.
+#[derive(Clone, Debug, Args)]
+pub struct SimulateArgs {
+    /// Transcripts to replay (JSONL or JSON arrays).
+    #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
+    pub input: Vec<PathBuf>,
+    /// Policies, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "none,batch,batch-naive,micro"
+    )]
+    pub policies: Vec<Policy>,
+    /// Price table (TOML or JSON with input_per_mtok, cached_input_per_mtok,
+    /// output_per_mtok, summary_input_per_mtok, summary_output_per_mtok in dollars per million
+    /// tokens) [default: $3 input, $0.30 cached input, $15 output, the summarizer priced
+    /// alike].
+    #[arg(long, value_name = "FILE")]
+    pub prices: Option<PathBuf>,
+    /// Also write the rows and totals as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Also draw occupancy over requests per policy as an SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Print one table per transcript as well as the totals.
+    #[arg(long)]
+    pub per_transcript: bool,
+    /// Engine options.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// `report`.
+#[derive(Clone, Debug, Args)]
+pub struct ReportArgs {
+    /// Log files.
+    #[arg(value_name = "LOG", num_args = 1.., required = true)]
+    pub logs: Vec<PathBuf>,
+    /// One section per session after the overall one.
+    #[arg(long)]
+    pub per_session: bool,
+    /// JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `session ...`.
+#[derive(Debug, Subcommand)]
+pub enum SessionCommand {
+    /// Store a transcript as a new session.
+    Import {
+        /// The transcript (JSONL or JSON array).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// SQLite path or URL (sqlite:PATH), or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id [default: the file name without extension].
+        #[arg(long, value_name = "ID")]
+        session: Option<String>,
+    },
+    /// Print a session as JSONL to stdout.
+    Export {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID")]
+        session: String,
+        /// Include archived rows; every row then carries `active`, `compacted`, `generation`
+        /// and `position` in its `_hermes` metadata.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Run one pass on a stored session and commit it (archive_and_compact).
+    Compact {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID")]
+        session: String,
+        /// What kind of pass.
+        #[arg(long, value_enum, default_value_t = Mode::Batch)]
+        mode: Mode,
+        /// Micro mode: at most this many passes.
+        #[arg(long, value_name = "N")]
+        passes: Option<u32>,
+        /// Engine options.
+        #[command(flatten)]
+        engine: EngineArgs,
+    },
+}
+
+/// `demo`.
+#[derive(Clone, Debug, Args)]
+pub struct DemoArgs {
+    /// SQLite file (or any store URL) to use [default: a fresh file in the temporary
+    /// directory, removed afterwards].
+    #[arg(long, value_name = "URL")]
+    pub db: Option<String>,
+    /// Context length of the replay and the compaction.
+    #[arg(long, value_name = "N", default_value_t = 32_000)]
+    pub context_length: u64,
+}

@@ -1,0 +1,201 @@
+//! The `hermes-compaction` command line, as a library so every command is testable.
+//!
+//! The binary is a thin `main` over [`run`]. Each command is a function over plain
+//! arguments: [`compact`](mod@compact) runs one kind of pass over a transcript file,
+//! [`simulate`](mod@simulate) replays sessions under several policies side by side,
+//! [`session`](mod@session) drives the store, and the telemetry report comes from
+//! `compaction-telemetry`. Everything else is library calls into the facade.
+//!
+//! # Using the crates as a library
+//!
+//! Compact a transcript in memory with the facade and the embedded defaults (extractive
+//! summarizer, estimator), and check the pass against the laws:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use hermes_compaction::core::{laws, parse, regions, Estimator, Message, ToolCall};
+//! use hermes_compaction::llm::ExtractiveSummarizer;
+//! use hermes_compaction::{Compressor, Config, Outcome};
+//!
+//! let mut msgs = vec![Message::system("You are a coding agent.")];
+//! for i in 0..40 {
+//!     let id = format!("call_{i}");
+//!     msgs.push(Message::user(format!("step {i}: run the tests")));
+//!     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "shell", "{\"cmd\":\"cargo test\"}")]));
+//!     msgs.push(Message::tool_result(&id, "test output line\n".repeat(200)));
+//!     msgs.push(Message::assistant(format!("step {i} passes")));
+//! }
+//! let mut config = Config::default();
+//! config.model.context_length = 32_000;
+//! let mut c = Compressor::new(
+//!     config,
+//!     Arc::new(ExtractiveSummarizer::default()),
+//!     Arc::new(Estimator::default()),
+//!     "doc-session",
+//! );
+//! let mut t = c.transcript(msgs.clone());
+//! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let report = rt.block_on(c.compress(&mut t, None)); // what `/compress` does
+//! assert!(matches!(report.outcome, Outcome::Summarized | Outcome::Pruned));
+//! assert!(report.tokens_after < report.tokens_before);
+//!
+//! let protected = laws::Protected::from_regions(report.regions.as_ref().unwrap());
+//! let pass = laws::Pass::new(laws::PassKind::Batch, protected);
+//! assert!(laws::check(&msgs, t.messages(), &pass, &Estimator::default()).is_empty());
+//! let jsonl = parse::to_jsonl(t.messages()); // what `compact --output` writes
+//! assert!(jsonl.lines().count() < msgs.len());
+//! ```
+//!
+//! Store a session and commit a pass durably (SQLite here; a `postgres://` URL works the
+//! same):
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! use hermes_compaction::core::Message;
+//! use hermes_compaction::store::{Store, TranscriptStore};
+//!
+//! let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+//! store.create_session("s1").await.unwrap();
+//! let mut msgs = vec![Message::user("hi"), Message::assistant("hello")];
+//! store.append("s1", &mut msgs).await.unwrap(); // stamps row ids
+//! assert_eq!(store.load_active("s1").await.unwrap().len(), 2);
+//! # });
+//! ```
+//!
+//! Read telemetry logs back into numbers (what `hermes-compaction report` prints):
+//!
+//! ```
+//! use hermes_compaction::telemetry::{report, ReportOptions};
+//! let dir = tempfile::tempdir().unwrap();
+//! let log = dir.path().join("run.log");
+//! std::fs::write(&log, "nothing to see\n").unwrap();
+//! let table = report::run(&[log], ReportOptions::default()).unwrap();
+//! assert!(!table.is_empty());
+//! ```
+
+use std::path::PathBuf;
+
+pub mod cli;
+pub mod compact;
+pub mod example;
+pub mod input;
+pub mod plot;
+pub mod prices;
+pub mod session;
+pub mod setup;
+pub mod simulate;
+
+pub use cli::{Cli, Command};
+pub use input::{Input, InputError, Strictness};
+
+/// Why a command failed. [`Error::exit_code`] maps it to the process exit code.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A transcript file cannot be used (exit 2).
+    #[error(transparent)]
+    Input(#[from] InputError),
+    /// The configuration or the command line is invalid (exit 2).
+    #[error("{0}")]
+    Config(String),
+    /// Reading or writing a file failed (exit 1).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The store failed (exit 1).
+    #[error("store: {0}")]
+    Store(#[from] hermes_compaction::store::StoreError),
+    /// The telemetry report failed (exit 2: unreadable logs).
+    #[error("report: {0}")]
+    Report(#[from] hermes_compaction::telemetry::Error),
+    /// A compaction pass failed; nothing was written (exit 1).
+    #[error("{0}")]
+    Pass(String),
+}
+
+/// A `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// 2 for bad input, configuration or usage; 1 for runtime failures.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Input(_) | Error::Config(_) | Error::Report(_) => 2,
+            Error::Io { .. } | Error::Store(_) | Error::Pass(_) => 1,
+        }
+    }
+}
+
+/// Runs a parsed command line, writing results to `out` (stdout in the binary) and progress
+/// to stderr.
+pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> Result<()> {
+    match cli.command {
+        Command::Compact(a) => compact::run(&a, out),
+        Command::Simulate(a) => simulate::run(&a, out),
+        Command::Report(a) => {
+            let options = hermes_compaction::telemetry::ReportOptions {
+                per_session: a.per_session,
+                json: a.json,
+            };
+            let text = hermes_compaction::telemetry::report::run(&a.logs, options)?;
+            write_out(out, &text)
+        }
+        Command::Session(c) => session::run(c, out),
+        Command::Demo(a) => session::demo(&a, out),
+        Command::ExampleSession => write_out(out, &example::session_jsonl()),
+    }
+}
+
+/// Writes `text` (plus a final newline when missing) to `out`.
+pub(crate) fn write_out(out: &mut dyn std::io::Write, text: &str) -> Result<()> {
+    let r = if text.ends_with('\n') || text.is_empty() {
+        out.write_all(text.as_bytes())
+    } else {
+        out.write_all(text.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+    };
+    r.map_err(|e| Error::Io {
+        what: "cannot write the output".into(),
+        source: e,
+    })
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed into
+/// place. On error nothing is created or overwritten.
+pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let io = |what: &str, e| Error::Io {
+        what: format!("{what} {}", path.display()),
+        source: e,
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".hermes-compaction-")
+        .tempfile_in(&dir)
+        .map_err(|e| io("cannot create a temporary file for", e))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| io("cannot write", e))?;
+    tmp.persist(path)
+        .map_err(|e| io("cannot rename the temporary file to", e.error))?;
+    Ok(())
+}
+
+/// A current-thread tokio runtime (telemetry is captured per thread).
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Io {
+            what: "cannot start the async runtime".into(),
+            source: e,
+        })
+}

@@ -1,0 +1,91 @@
+//! The price table of the simulator's cost estimate, in dollars per million tokens.
+
+use std::path::Path;
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// Dollars per million tokens. The defaults are a typical provider's list prices with a 90%
+/// cached-input discount; the summarizer is priced like the main model unless set.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Prices {
+    /// Uncached prompt tokens of the main model.
+    pub input_per_mtok: f64,
+    /// Prompt tokens served from the provider's prefix cache.
+    pub cached_input_per_mtok: f64,
+    /// Output tokens of the main model.
+    pub output_per_mtok: f64,
+    /// Prompt tokens of summary calls.
+    pub summary_input_per_mtok: f64,
+    /// Output tokens of summary calls.
+    pub summary_output_per_mtok: f64,
+}
+
+impl Default for Prices {
+    fn default() -> Self {
+        Prices {
+            input_per_mtok: 3.0,
+            cached_input_per_mtok: 0.30,
+            output_per_mtok: 15.0,
+            summary_input_per_mtok: 3.0,
+            summary_output_per_mtok: 15.0,
+        }
+    }
+}
+
+impl Prices {
+    /// Defaults overridden by a TOML file, or a JSON file when the name ends in `.json`.
+    pub fn load(path: &Path) -> Result<Prices> {
+        if !path.is_file() {
+            return Err(Error::Config(format!(
+                "price table {}: no such file",
+                path.display()
+            )));
+        }
+        let bad = |e: String| Error::Config(format!("price table {}: {e}", path.display()));
+        let p: Prices = if path.extension().is_some_and(|e| e == "json") {
+            let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+            serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?
+        } else {
+            Figment::from(Serialized::defaults(Prices::default()))
+                .merge(Toml::file_exact(path))
+                .extract()
+                .map_err(|e| bad(e.to_string()))?
+        };
+        let all = [
+            p.input_per_mtok,
+            p.cached_input_per_mtok,
+            p.output_per_mtok,
+            p.summary_input_per_mtok,
+            p.summary_output_per_mtok,
+        ];
+        if all.iter().any(|v| !v.is_finite() || *v < 0.0) {
+            return Err(Error::Config(format!(
+                "price table {}: prices must be finite and not negative",
+                path.display()
+            )));
+        }
+        Ok(p)
+    }
+
+    /// Dollars for the given token counts.
+    pub fn cost(
+        &self,
+        cache_miss: u64,
+        cache_hit: u64,
+        output: u64,
+        summary_in: u64,
+        summary_out: u64,
+    ) -> f64 {
+        (cache_miss as f64 * self.input_per_mtok
+            + cache_hit as f64 * self.cached_input_per_mtok
+            + output as f64 * self.output_per_mtok
+            + summary_in as f64 * self.summary_input_per_mtok
+            + summary_out as f64 * self.summary_output_per_mtok)
+            / 1e6
+    }
+}

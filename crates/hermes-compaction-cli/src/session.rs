@@ -1,0 +1,182 @@
+//! `session import | export | compact`, and `demo`: the store from the command line.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use hermes_compaction::compressor::Persistence;
+use hermes_compaction::core::parse;
+use hermes_compaction::store::{Store, TranscriptStore};
+
+use crate::cli::{DemoArgs, Mode, SessionCommand};
+use crate::compact::{compressor, run_passes};
+use crate::input::{Input, Strictness};
+use crate::setup::{build_summarizer, load_config};
+use crate::simulate::{Policy, simulate, table};
+use crate::{Result, runtime, write_out};
+
+/// Runs a `session` subcommand.
+pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
+    let rt = runtime()?;
+    match cmd {
+        SessionCommand::Import { file, db, session } => {
+            let input = Input::read(&file, Strictness::COMPACTION)?;
+            let id = session.unwrap_or_else(|| default_session_id(&file));
+            let line = rt.block_on(import(&db, &id, input))?;
+            write_out(out, &line)
+        }
+        SessionCommand::Export { db, session, all } => {
+            let text = rt.block_on(export(&db, &session, all))?;
+            write_out(out, &text)
+        }
+        SessionCommand::Compact {
+            db,
+            session,
+            mode,
+            passes,
+            engine,
+        } => {
+            let config = load_config(engine.config.as_deref(), engine.context_length)?;
+            let summarizer = build_summarizer(&config, engine.summarizer)?;
+            let line = rt.block_on(async {
+                let store = connect(&db).await?;
+                let messages = store.load_active(&session).await?;
+                let generation = store.generation(&session).await?;
+                let persistence = Persistence {
+                    store: store.clone(),
+                    session: session.clone(),
+                    generation,
+                };
+                let mut own = persistence.clone();
+                let mut c = compressor(config, mode, summarizer, &session);
+                if mode != Mode::Prune {
+                    c = c.with_store(persistence);
+                }
+                let mut t = c.transcript(messages);
+                let prune_store = (mode == Mode::Prune).then_some(&mut own);
+                let s = run_passes(&mut c, &mut t, mode, passes, prune_store).await?;
+                let after = store.generation(&session).await?;
+                Ok::<_, crate::Error>(format!(
+                    "session={session} {s} generation={generation}->{after}"
+                ))
+            })?;
+            write_out(out, &line)
+        }
+    }
+}
+
+/// Connects to a store: a `sqlite:`/`postgres://` URL, or a plain path (a SQLite file,
+/// created when missing).
+pub async fn connect(db: &str) -> Result<Arc<dyn TranscriptStore>> {
+    let url = if db.starts_with("sqlite:")
+        || db.starts_with("postgres://")
+        || db.starts_with("postgresql://")
+    {
+        db.to_owned()
+    } else {
+        format!("sqlite:{db}")
+    };
+    Ok(Store::connect(&url).await?.into_dyn())
+}
+
+/// Stores `input` as the new session `id`; returns the one-line result.
+pub async fn import(db: &str, id: &str, input: Input) -> Result<String> {
+    let store = connect(db).await?;
+    store.create_session(id).await?;
+    let mut messages = input.messages;
+    let ids = store.append(id, &mut messages).await?;
+    Ok(format!("imported {} messages into session {id}", ids.len()))
+}
+
+/// The session as JSONL: the active messages, or with `all` every row with its flags in the
+/// `_hermes` metadata.
+pub async fn export(db: &str, id: &str, all: bool) -> Result<String> {
+    let store = connect(db).await?;
+    if !all {
+        return Ok(parse::to_jsonl(&store.load_active(id).await?));
+    }
+    let rows = store.load_all(id).await?;
+    let mut messages = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut m = row.message;
+        let extra = &mut m.meta_mut().extra;
+        extra.insert("active".into(), row.active.into());
+        extra.insert("compacted".into(), row.compacted.into());
+        extra.insert("generation".into(), row.generation.into());
+        extra.insert("position".into(), row.position.into());
+        messages.push(m);
+    }
+    Ok(parse::to_jsonl(&messages))
+}
+
+/// `demo`: the bundled example session through the embedded defaults.
+pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| crate::Error::Io {
+        what: "cannot create a temporary directory".into(),
+        source: e,
+    })?;
+    let db = match &args.db {
+        Some(db) => db.clone(),
+        None => tmp.path().join("demo.db").display().to_string(),
+    };
+    let path = Path::new("examples/sessions/coding-agent.jsonl");
+    let text = crate::example::session_jsonl();
+    let input = Input::from_bytes(path, text.as_bytes(), Strictness::COMPACTION)?;
+    let session = format!(
+        "demo-{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis())
+    );
+    let config = load_config(None, Some(args.context_length))?;
+    let rt = runtime()?;
+    let messages = input.messages.clone();
+    let mut text = String::new();
+    text.push_str(&rt.block_on(import(&db, &session, input))?);
+    text.push_str(&format!(" (SQLite store {db})\n"));
+    write_out(out, &text)?;
+    // One batch pass, committed with archive_and_compact.
+    let mut sub = Vec::new();
+    run(
+        SessionCommand::Compact {
+            db: db.clone(),
+            session: session.clone(),
+            mode: Mode::Batch,
+            passes: None,
+            engine: crate::cli::EngineArgs {
+                context_length: Some(args.context_length),
+                config: None,
+                summarizer: None,
+            },
+        },
+        &mut sub,
+    )?;
+    write_out(out, &String::from_utf8_lossy(&sub))?;
+    let inputs = vec![("coding-agent.jsonl".to_owned(), messages)];
+    let policies = [
+        Policy::None,
+        Policy::Batch,
+        Policy::BatchNaive,
+        Policy::Micro,
+    ];
+    let sim = simulate(
+        &inputs,
+        &policies,
+        &config,
+        None,
+        &Default::default(),
+        std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    )?;
+    let rows: Vec<_> = sim.totals.iter().collect();
+    write_out(
+        out,
+        &format!(
+            "\nreplay of the example session:\n{}",
+            table("coding-agent.jsonl", &rows)
+        ),
+    )
+}
+
+fn default_session_id(file: &Path) -> String {
+    file.file_stem()
+        .map_or("session".into(), |s| s.to_string_lossy().into_owned())
+}

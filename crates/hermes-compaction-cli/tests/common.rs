@@ -1,0 +1,96 @@
+//! Helpers: run the binary, find the shared fixtures, build small transcripts.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hermes_compaction::core::{Message, ToolCall, parse};
+
+/// Runs the binary with `args`.
+pub fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hermes-compaction"))
+        .args(args)
+        .env_remove("HERMES_COMPACTION__MODEL__CONTEXT_LENGTH")
+        .output()
+        .expect("the binary runs")
+}
+
+/// stdout and stderr as text.
+pub fn texts(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .nth(2)
+        .expect("crates/<name> sits two levels below the root")
+        .to_owned()
+}
+
+/// The shared fixture transcripts, or `None` (with the skip line) when absent.
+pub fn fixtures() -> Option<Vec<PathBuf>> {
+    let shared = std::env::var_os("HERMES_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("../shared"));
+    let dir = shared.join("fixtures/transcripts");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if files.is_empty() {
+        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
+        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
+            panic!("{msg}");
+        }
+        eprintln!("{msg}");
+        return None;
+    }
+    files.sort();
+    Some(files)
+}
+
+/// Parses a JSONL file.
+pub fn read_messages(path: &Path) -> Vec<Message> {
+    let bytes = std::fs::read(path).expect("readable");
+    parse::parse_transcript(&bytes).expect("parses").0
+}
+
+/// A small tool-heavy session with large outputs: `turns` turns of request, call, output,
+/// answer.
+pub fn tool_session(turns: usize, output_chars: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        let id = format!("call_{i}");
+        msgs.push(Message::user(format!("request {i}: run the tests")));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                &id,
+                "run_shell",
+                "{\"cmd\":\"cargo test\"}",
+            )],
+        ));
+        msgs.push(Message::tool_result(&id, "ok\n".repeat(output_chars / 3)));
+        msgs.push(Message::assistant(format!("request {i} done")));
+    }
+    msgs
+}
+
+/// Writes messages as JSONL into `dir/name`.
+pub fn write_jsonl(dir: &Path, name: &str, msgs: &[Message]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, parse::to_jsonl(msgs)).expect("writable");
+    p
+}
+
+/// `p` as &str.
+pub fn s(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}

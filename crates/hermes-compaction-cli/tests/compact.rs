@@ -1,0 +1,247 @@
+//! `compact` over the shared fixtures and small sessions: every mode keeps the laws.
+
+use std::path::Path;
+
+use hermes_compaction::Config;
+use hermes_compaction::core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use hermes_compaction::core::{Estimator, Message, Transcript, regions};
+
+use crate::common::{fixtures, read_messages, run, s, texts, tool_session, write_jsonl};
+
+const CONTEXT: u64 = 32_000;
+
+/// The value of `key=` in the one-line summary.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+        .unwrap_or_else(|| panic!("no {key}= in {line:?}"))
+}
+
+/// Runs one mode and checks the laws between input and output; returns the summary line.
+fn check_mode(input: &Path, mode: &str, dir: &Path) -> String {
+    let output = dir.join(format!("out-{mode}.jsonl"));
+    let o = run(&[
+        "compact",
+        "--input",
+        s(input),
+        "--output",
+        s(&output),
+        "--mode",
+        mode,
+        "--context-length",
+        &CONTEXT.to_string(),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{}: {stderr}", input.display());
+    let before = read_messages(input);
+    let after = read_messages(&output);
+    let line = stdout.trim().to_owned();
+    let kind = match (mode, field(&line, "outcome")) {
+        (_, "summarized") => PassKind::Batch,
+        (_, "pruned") => PassKind::Prune,
+        ("micro", _) if field(&line, "passes") != "0" => PassKind::Micro,
+        _ => PassKind::Unchanged,
+    };
+    let protected = protected_of(&before);
+    let pass = Pass::new(kind, protected).with_options(LawOptions {
+        tail_demotion_reported: field(&line, "demoted_tail_outputs") != "0",
+        expect_progress: kind != PassKind::Unchanged && mode != "micro",
+        ..LawOptions::default()
+    });
+    let v = laws::check(&before, &after, &pass, &Estimator::default());
+    assert!(v.is_empty(), "{} {mode}: {line}: {v:?}", input.display());
+    let tokens =
+        |m: &[Message]| Transcript::new(m.to_vec(), &Estimator::default()).estimated_total();
+    if kind != PassKind::Unchanged {
+        assert!(
+            tokens(&after) < tokens(&before),
+            "{} {mode}: {line}",
+            input.display()
+        );
+    }
+    line
+}
+
+fn protected_of(before: &[Message]) -> Protected {
+    let mut config = Config::default();
+    config.model.context_length = CONTEXT;
+    let t = Transcript::new(before.to_vec(), &Estimator::default());
+    let compacted = before
+        .iter()
+        .any(|m| hermes_compaction::core::marker::classify(m).is_some());
+    let r = regions::partition(
+        &t,
+        config.window().threshold_tokens(),
+        &config.regions(),
+        compacted,
+    );
+    Protected::from_regions(&r)
+}
+
+#[test]
+fn every_mode_keeps_the_laws_on_every_fixture() {
+    let Some(files) = fixtures() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut changed = 0;
+    for f in &files {
+        for mode in ["batch", "prune", "micro"] {
+            let line = check_mode(f, mode, dir.path());
+            if field(&line, "passes") != "0" {
+                changed += 1;
+            }
+        }
+    }
+    // At 32K most fixtures are large enough for real passes.
+    assert!(
+        changed >= files.len(),
+        "only {changed} runs changed anything"
+    );
+}
+
+#[test]
+fn every_mode_keeps_the_laws_on_a_small_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    for mode in ["batch", "prune", "micro"] {
+        let line = check_mode(&input, mode, dir.path());
+        assert_ne!(field(&line, "passes"), "0", "{mode}: {line}");
+    }
+}
+
+#[test]
+fn micro_stops_at_the_pass_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let out = dir.path().join("o.jsonl");
+    let o = run(&[
+        "compact",
+        "--input",
+        s(&input),
+        "--output",
+        s(&out),
+        "--mode",
+        "micro",
+        "--passes",
+        "2",
+        "--context-length",
+        "32000",
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert_eq!(field(stdout.trim(), "passes"), "2");
+}
+
+#[test]
+fn a_json_array_is_accepted_and_jsonl_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let msgs = tool_session(20, 6_000);
+    let wire: Vec<serde_json::Value> = msgs.iter().map(Message::to_wire_value).collect();
+    let input = dir.path().join("a.json");
+    std::fs::write(&input, serde_json::to_string(&wire).unwrap()).unwrap();
+    let out = dir.path().join("o.jsonl");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--context-length",
+        "32000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.lines().count() < msgs.len());
+    assert!(text.lines().all(|l| l.starts_with('{')));
+}
+
+#[test]
+fn telemetry_goes_to_the_file_and_the_report_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let out = dir.path().join("o.jsonl");
+    let log = dir.path().join("telemetry.log");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--mode",
+        "micro",
+        "--context-length",
+        "32000",
+        "--telemetry",
+        s(&log),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines = text
+        .lines()
+        .filter(|l| l.contains("micro compaction telemetry: {"))
+        .count();
+    assert!(lines > 0, "{text}");
+    // Content-free: no request text from the session.
+    assert!(!text.contains("run the tests"));
+
+    let o = run(&["report", s(&log), "--json"]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v.is_object());
+    let o = run(&["report", s(&log), "--per-session"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!o.stdout.is_empty());
+}
+
+#[test]
+fn the_openai_summarizer_without_a_key_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(5, 100));
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        "[auxiliary.compression]\nmodel = \"m\"\nbase_url = \"http://127.0.0.1:9/v1\"\napi_key_env = \"HERMES_CLI_TEST_NO_SUCH_KEY\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("o.jsonl");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--summarizer",
+        "openai",
+        "--config",
+        s(&cfg),
+    ]);
+    let (_, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains("HERMES_CLI_TEST_NO_SUCH_KEY"), "{stderr}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn help_exists_for_every_subcommand() {
+    for sub in [
+        vec!["--help"],
+        vec!["compact", "--help"],
+        vec!["simulate", "--help"],
+        vec!["report", "--help"],
+        vec!["session", "--help"],
+        vec!["session", "import", "--help"],
+        vec!["session", "export", "--help"],
+        vec!["session", "compact", "--help"],
+        vec!["demo", "--help"],
+    ] {
+        let o = run(&sub);
+        assert_eq!(o.status.code(), Some(0), "{sub:?}");
+        assert!(texts(&o).0.contains("Usage"), "{sub:?}");
+    }
+    let (help, _) = texts(&run(&["compact", "--help"]));
+    assert!(
+        help.contains("unknown") || help.contains("other than system"),
+        "{help}"
+    );
+}

@@ -1,0 +1,199 @@
+//! The simulator's numbers are consistent.
+
+use serde_json::Value;
+
+use crate::common::{fixtures, repo_root, run, s, texts};
+
+fn simulate_json(inputs: &[&str], context: u64, extra: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("sim.json");
+    let mut args = vec!["simulate", "--context-length"];
+    let ctx = context.to_string();
+    args.push(&ctx);
+    args.push("--json");
+    args.push(s(&json));
+    args.extend_from_slice(extra);
+    args.push("--input");
+    args.extend_from_slice(inputs);
+    let o = run(&args);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("window overflows"), "{stdout}");
+    serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap()
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"))
+}
+
+/// Totals are the sums (and maxima) of the rows; derived means come from the sums.
+fn check_totals(sim: &Value) {
+    let rows = sim["rows"].as_array().unwrap();
+    for total in sim["totals"].as_array().unwrap() {
+        let policy = total["policy"].as_str().unwrap();
+        let of: Vec<&Value> = rows.iter().filter(|r| r["policy"] == policy).collect();
+        assert!(!of.is_empty());
+        for k in [
+            "transcripts",
+            "messages",
+            "turns",
+            "requests",
+            "events",
+            "prune_events",
+            "summary_events",
+            "micro_events",
+            "summary_calls",
+            "reclaimed_tokens",
+            "overflows",
+            "prompt_tokens",
+            "cache_hit_tokens",
+            "cache_miss_tokens",
+            "output_tokens",
+            "summary_prompt_tokens",
+            "summary_output_tokens",
+        ] {
+            let sum: u64 = of.iter().map(|r| u(r, k)).sum();
+            assert_eq!(u(total, k), sum, "{policy} {k}");
+        }
+        for k in ["cost_usd", "occupancy_sum", "compaction_ms"] {
+            let sum: f64 = of.iter().map(|r| f(r, k)).sum();
+            assert!(
+                (f(total, k) - sum).abs() <= 1e-6 * sum.max(1.0),
+                "{policy} {k}"
+            );
+        }
+        let peak = of
+            .iter()
+            .map(|r| f(r, "peak_occupancy"))
+            .fold(0.0, f64::max);
+        assert_eq!(f(total, "peak_occupancy"), peak);
+        let n: usize = of
+            .iter()
+            .map(|r| r["earliest_changed"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(total["earliest_changed"].as_array().unwrap().len(), n);
+        // Properly weighted means.
+        let d = &total["derived"];
+        let mean = f(total, "occupancy_sum") / u(total, "requests") as f64;
+        assert!((f(d, "mean_occupancy") - mean).abs() < 1e-9);
+        let per100 = 100.0 * u(total, "events") as f64 / u(total, "turns") as f64;
+        assert!((f(d, "events_per_100_turns") - per100).abs() < 1e-9);
+        assert_eq!(
+            u(total, "cache_hit_tokens") + u(total, "cache_miss_tokens"),
+            u(total, "prompt_tokens")
+        );
+        assert_eq!(
+            u(total, "events"),
+            u(total, "prune_events") + u(total, "summary_events") + u(total, "micro_events")
+        );
+    }
+}
+
+#[test]
+fn the_example_session_replays_consistently() {
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let sim = simulate_json(&[s(&example)], 32_000, &[]);
+    check_totals(&sim);
+    let totals = sim["totals"].as_array().unwrap();
+    let by = |p: &str| totals.iter().find(|t| t["policy"] == p).unwrap();
+    let none = by("none");
+    assert_eq!(u(none, "events"), 0);
+    assert_eq!(u(none, "summary_calls"), 0);
+    assert!(u(none, "overflows") > 0);
+    // Without compaction every request extends the previous one: all but the new messages hit.
+    assert!(u(none, "cache_hit_tokens") > u(none, "cache_miss_tokens"));
+    for p in ["batch", "batch-naive", "micro"] {
+        assert!(u(by(p), "events") > 0, "{p}");
+        assert_eq!(u(by(p), "overflows"), 0, "{p}");
+        assert!(u(by(p), "prompt_tokens") < u(none, "prompt_tokens"), "{p}");
+    }
+    assert!(u(by("micro"), "micro_events") > 0);
+}
+
+#[test]
+fn the_plot_and_the_price_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let svg = dir.path().join("occ.svg");
+    let prices = dir.path().join("p.toml");
+    std::fs::write(&prices, "input_per_mtok = 0.0\ncached_input_per_mtok = 0.0\noutput_per_mtok = 0.0\nsummary_input_per_mtok = 0.0\nsummary_output_per_mtok = 0.0\n").unwrap();
+    let sim = simulate_json(
+        &[s(&example)],
+        32_000,
+        &[
+            "--plot",
+            s(&svg),
+            "--prices",
+            s(&prices),
+            "--policies",
+            "none,prune-first",
+        ],
+    );
+    assert_eq!(sim["policies"], serde_json::json!(["none", "prune-first"]));
+    for t in sim["totals"].as_array().unwrap() {
+        assert_eq!(f(t, "cost_usd"), 0.0);
+    }
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    assert_eq!(text.matches("<polyline").count(), 2);
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "input_per_mtok = \"free\"\n").unwrap();
+    let o = run(&["simulate", "--prices", s(&bad), "--input", s(&example)]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn bad_simulator_input_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.jsonl");
+    std::fs::write(&p, "{\"role\":\"user\",\"content\":\"a\"}\n{nope\n").unwrap();
+    let o = run(&["simulate", "--input", s(&p)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        texts(&o)
+            .1
+            .starts_with(&format!("error: {}:2: invalid JSON", p.display()))
+    );
+}
+
+#[test]
+fn on_the_long_fixtures_at_64k_only_the_baseline_overflows() {
+    let Some(files) = fixtures() else { return };
+    let paths: Vec<&str> = files.iter().map(|p| s(p)).collect();
+    let sim = simulate_json(
+        &paths,
+        64_000,
+        &["--policies", "none,batch,batch-naive,micro"],
+    );
+    check_totals(&sim);
+    let rows = sim["rows"].as_array().unwrap();
+    let mut long = 0;
+    for r in rows.iter().filter(|r| r["policy"] == "none") {
+        assert_eq!(u(r, "events"), 0);
+        if u(r, "overflows") == 0 {
+            continue;
+        }
+        long += 1;
+        let name = r["transcript"].as_str().unwrap();
+        for other in rows
+            .iter()
+            .filter(|o| o["transcript"] == name && o["policy"] != "none")
+        {
+            assert_eq!(
+                u(other, "overflows"),
+                0,
+                "{} overflows on {name}",
+                other["policy"]
+            );
+            assert!(u(other, "events") > 0);
+        }
+    }
+    assert!(
+        long >= 2,
+        "expected the long fixtures to overflow the 64K baseline"
+    );
+}

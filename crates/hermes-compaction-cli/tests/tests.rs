@@ -1,0 +1,8 @@
+//! End-to-end tests of the `hermes-compaction` binary (std::process on the built binary).
+#![allow(clippy::print_stderr)]
+
+mod bad_input;
+mod common;
+mod compact;
+mod session;
+mod simulate;
