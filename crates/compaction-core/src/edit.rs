@@ -141,9 +141,18 @@ mod tests {
         let msgs: Vec<Message> = (0..6).map(|i| Message::user(format!("m{i}"))).collect();
         let edit = Edit {
             splices: vec![
-                Splice { range: 1..3, replacement: vec![Message::assistant("s")] },
-                Splice { range: 4..4, replacement: vec![Message::assistant("ins")] },
-                Splice { range: 5..6, replacement: vec![] },
+                Splice {
+                    range: 1..3,
+                    replacement: vec![Message::assistant("s")],
+                },
+                Splice {
+                    range: 4..4,
+                    replacement: vec![Message::assistant("ins")],
+                },
+                Splice {
+                    range: 5..6,
+                    replacement: vec![],
+                },
             ],
         };
         let after = edit.apply(&msgs).unwrap();
@@ -164,12 +173,21 @@ mod tests {
         let msgs: Vec<Message> = (0..3).map(|i| Message::user(format!("m{i}"))).collect();
         let overlap = Edit {
             splices: vec![
-                Splice { range: 0..2, replacement: vec![] },
-                Splice { range: 1..3, replacement: vec![] },
+                Splice {
+                    range: 0..2,
+                    replacement: vec![],
+                },
+                Splice {
+                    range: 1..3,
+                    replacement: vec![],
+                },
             ],
         };
         assert_eq!(overlap.apply(&msgs), Err(EditError::Overlap { index: 1 }));
         let oob = Edit::single(2..5, vec![]);
-        assert!(matches!(oob.apply(&msgs), Err(EditError::OutOfRange { .. })));
+        assert!(matches!(
+            oob.apply(&msgs),
+            Err(EditError::OutOfRange { .. })
+        ));
     }
 }

@@ -204,9 +204,10 @@ mod tests {
         );
         // 4 overhead + 8 call + id 1 + name 1 + args 4
         assert_eq!(e.count_message(&call), 4 + 8 + 1 + 1 + 4);
-        let with_reasoning =
-            Message::from_json(r#"{"role":"assistant","content":"","reasoning_content":"abcdefgh"}"#)
-                .unwrap();
+        let with_reasoning = Message::from_json(
+            r#"{"role":"assistant","content":"","reasoning_content":"abcdefgh"}"#,
+        )
+        .unwrap();
         // key "reasoning_content" (17 chars) = 5, value "\"abcdefgh\"" (10 chars) = 3
         assert_eq!(e.count_message(&with_reasoning), 4 + 5 + 3);
         let image = Message::from_json(

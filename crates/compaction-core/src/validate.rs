@@ -67,10 +67,9 @@ impl std::fmt::Display for Issue {
             Issue::ToolResultWithoutId { index } => {
                 write!(f, "message index {index}: tool result has no tool_call_id")
             }
-            Issue::UnansweredToolCall { index, call } => write!(
-                f,
-                "message index {index}: tool call {call} has no result"
-            ),
+            Issue::UnansweredToolCall { index, call } => {
+                write!(f, "message index {index}: tool call {call} has no result")
+            }
             Issue::DuplicateToolCallId { index } => {
                 write!(f, "message index {index}: tool call id used before")
             }
@@ -79,7 +78,10 @@ impl std::fmt::Display for Issue {
                 "message index {index}: tool result is not adjacent to its call at index {call_index}"
             ),
             Issue::DuplicateToolResult { index } => {
-                write!(f, "message index {index}: a second result for the same tool call")
+                write!(
+                    f,
+                    "message index {index}: a second result for the same tool call"
+                )
             }
         }
     }
@@ -208,7 +210,11 @@ mod tests {
     #[test]
     fn clean_and_broken_transcripts() {
         assert_eq!(validate(&[]).issues, vec![Issue::Empty]);
-        let ok = [Message::user("u"), call("a"), Message::tool_result("a", "r")];
+        let ok = [
+            Message::user("u"),
+            call("a"),
+            Message::tool_result("a", "r"),
+        ];
         assert!(validate(&ok).is_clean());
         let broken = [
             Message::tool_result("zz", "orphan"),
@@ -223,9 +229,15 @@ mod tests {
             r.issues,
             vec![
                 Issue::OrphanToolResult { index: 0 },
-                Issue::NonAdjacentToolResult { index: 3, call_index: 1 },
+                Issue::NonAdjacentToolResult {
+                    index: 3,
+                    call_index: 1
+                },
                 Issue::UnansweredToolCall { index: 4, call: 0 },
-                Issue::UnknownRole { index: 5, role: "critic".into() },
+                Issue::UnknownRole {
+                    index: 5,
+                    role: "critic".into()
+                },
             ]
         );
         assert!(!r.tool_pairing_ok());
