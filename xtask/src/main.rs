@@ -39,7 +39,10 @@ fn main() -> ExitCode {
 fn ci() -> Result<(), String> {
     let summary = ci_steps()?;
     // The closing line CI reads: the totals of every test binary and doctest run.
-    println!("xtask: {} passed, {} failed", summary.passed, summary.failed);
+    println!(
+        "xtask: {} passed, {} failed",
+        summary.passed, summary.failed
+    );
     Ok(())
 }
 
@@ -68,7 +71,10 @@ fn ci_steps() -> Result<TestSummary, String> {
 
 fn test() -> Result<(), String> {
     let summary = run_tests()?;
-    println!("xtask: {} passed, {} failed", summary.passed, summary.failed);
+    println!(
+        "xtask: {} passed, {} failed",
+        summary.passed, summary.failed
+    );
     Ok(())
 }
 
@@ -101,7 +107,10 @@ fn run_tests() -> Result<TestSummary, String> {
     if status.success() && summary.failed == 0 {
         Ok(summary)
     } else {
-        println!("xtask: {} passed, {} failed", summary.passed, summary.failed);
+        println!(
+            "xtask: {} passed, {} failed",
+            summary.passed, summary.failed
+        );
         Err(format!("test failed ({status})"))
     }
 }
@@ -110,7 +119,10 @@ fn run_tests() -> Result<TestSummary, String> {
 fn count(line: &str, label: &str) -> u64 {
     line.split(';')
         .find_map(|part| {
-            let part = part.trim().trim_start_matches("ok. ").trim_start_matches("FAILED. ");
+            let part = part
+                .trim()
+                .trim_start_matches("ok. ")
+                .trim_start_matches("FAILED. ");
             part.strip_suffix(label.trim_start())
                 .and_then(|n| n.trim().parse().ok())
         })
