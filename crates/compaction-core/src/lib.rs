@@ -70,6 +70,7 @@
 //! ```
 
 pub mod batch;
+pub mod cache;
 pub mod edit;
 pub mod exchange;
 pub mod laws;
@@ -85,6 +86,7 @@ pub mod regions;
 pub mod strategies;
 pub mod tokens;
 pub mod transcript;
+pub mod trim;
 pub mod validate;
 
 pub use edit::{Edit, Splice};

@@ -118,9 +118,48 @@ pub fn parse_body(m: &Message) -> Option<String> {
     None
 }
 
+/// The sentence a summary ends with when the compacted detail can be recalled from a store
+/// (see [`with_recall_note`]).
+pub const RECALL_NOTE: &str = "Detail left out of this summary is archived and can be recalled: \
+call the recall_compacted tool with a search query, or with the handle shown in a trimmed \
+output, to read the original text.";
+
+/// `body` followed by a blank line and [`RECALL_NOTE`], for summaries written while a store
+/// keeps what was compacted. Idempotent: a body that already ends with the note is returned
+/// unchanged, so a rolling summary never accumulates copies.
+pub fn with_recall_note(body: &str) -> String {
+    let trimmed = body.trim_end();
+    if trimmed.ends_with(RECALL_NOTE) {
+        return body.to_owned();
+    }
+    if trimmed.is_empty() {
+        return RECALL_NOTE.to_owned();
+    }
+    format!("{trimmed}\n\n{RECALL_NOTE}")
+}
+
+/// `body` without a trailing [`RECALL_NOTE`] (what to hand a summarizer as the previous
+/// summary, so the note is not summarized).
+pub fn without_recall_note(body: &str) -> &str {
+    match body.trim_end().strip_suffix(RECALL_NOTE) {
+        Some(rest) => rest.trim_end(),
+        None => body,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recall_note_is_appended_once_and_strippable() {
+        let with = with_recall_note("did X.\n");
+        assert_eq!(with, format!("did X.\n\n{RECALL_NOTE}"));
+        assert_eq!(with_recall_note(&with), with);
+        assert_eq!(with_recall_note(""), RECALL_NOTE);
+        assert_eq!(without_recall_note(&with), "did X.");
+        assert_eq!(without_recall_note("plain"), "plain");
+    }
 
     #[test]
     fn render_parse_roundtrip() {

@@ -328,7 +328,7 @@ fn shorten_strings(v: &mut Value, max: usize) -> bool {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Family {
+pub(crate) enum Family {
     Shell,
     Read,
     Write,
@@ -337,7 +337,7 @@ enum Family {
     Other,
 }
 
-fn tool_family(lower: &str) -> Family {
+pub(crate) fn tool_family(lower: &str) -> Family {
     const SHELL: [&str; 9] = [
         "bash",
         "shell",

@@ -11,3 +11,4 @@ mod regions;
 mod roundtrip;
 mod strategies;
 mod tokens;
+mod trim;

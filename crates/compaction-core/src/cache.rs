@@ -1,0 +1,618 @@
+//! Provider cache profiles: what a transcript rewrite costs with a given provider's prompt
+//! cache, as plain data and pure arithmetic.
+//!
+//! Every rewrite of history breaks the prompt cache at the first changed message: the next
+//! request pays full (or, with explicit caching, cache-write) price for everything after that
+//! point instead of the cached-read price. How much that matters depends on the provider:
+//!
+//! | profile | cached read | cache write | TTL | min prefix | caching |
+//! |---|---|---|---|---|---|
+//! | `anthropic` (Claude Sonnet 4: $3 / $0.30 / $15 per Mtok) | 0.1x | 1.25x | 300 s | 1024 | explicit |
+//! | `openai` (GPT-4o: $2.50 / $1.25 / $10) | 0.5x | 1x | 300 s | 1024 | automatic |
+//! | `openai-gpt5` (GPT-5: $1.25 / $0.125 / $10) | 0.1x | 1x | 300 s | 1024 | automatic |
+//! | `google` (Gemini 2.5 Pro, prompts up to 200k: $1.25 / $0.3125 / $10) | 0.25x | 1x | 300 s | 2048 | automatic (implicit) |
+//! | `local` (self-hosted: no prices) | 1x | 1x | none | 0 | automatic |
+//!
+//! Figures are the providers' published list prices at the time of writing and change; a
+//! `custom` profile from configuration replaces them. OpenAI and Google do not publish a fixed
+//! time-to-live for automatic caches (OpenAI says 5-10 minutes of inactivity); 300 seconds is
+//! the conservative figure used for both.
+//!
+//! Costs are computed two ways: in dollars (with the prices) and in *input-token equivalents*
+//! (with the ratios only), so a profile without prices, like `local`, still gives gates.
+//!
+//! ```
+//! use compaction_core::cache::{self, CacheProfile};
+//!
+//! let anthropic = CacheProfile::anthropic();
+//! // Rewriting at a depth that invalidates 100k cached tokens costs 100k x (1.25 - 0.1) x $3/M.
+//! assert!((cache::rewrite_cost(&anthropic, 100_000) - 0.345).abs() < 1e-9);
+//! // A micro rewrite 50k tokens deep, with ten requests before the next one, must reclaim
+//! // at least this much to pay for itself:
+//! assert_eq!(cache::suggested_micro_reclaim_gate(&anthropic, 50_000, 10), 25_556);
+//! // ...but right after the cache expired the rewrite costs nothing extra.
+//! assert!(cache::cache_expired(&anthropic, 301));
+//! assert_eq!(cache::effective_rewrite_cost(&anthropic, 100_000, Some(301)), 0.0);
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+/// What the cost of a rewrite depends on, for one provider (or model).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheProfile {
+    /// Profile name (`anthropic`, `openai`, `openai-gpt5`, `google`, `local`, `custom`).
+    pub name: String,
+    /// Price of a cached input token as a fraction of the input price (0.1 = 90% off).
+    pub cached_input_price_ratio: f64,
+    /// Price of writing a token into the cache as a fraction of the input price (1.25 for
+    /// Anthropic's 5-minute cache; 1.0 where writes cost nothing extra).
+    pub cache_write_price_ratio: f64,
+    /// How long an unused cache entry lives, seconds; 0 = no cache.
+    pub cache_ttl_secs: u64,
+    /// Prompts shorter than this are never cached.
+    pub min_cacheable_prefix_tokens: u64,
+    /// Whether the provider caches prefixes by itself (`false`: the caller marks breakpoints,
+    /// and the new part of each prompt is written at the cache-write price).
+    pub automatic: bool,
+    /// Dollars per million uncached input tokens.
+    pub input_price_per_mtok: f64,
+    /// Dollars per million cached input tokens.
+    pub cached_input_price_per_mtok: f64,
+    /// Dollars per million output tokens.
+    pub output_price_per_mtok: f64,
+}
+
+impl Default for CacheProfile {
+    /// The `local` profile.
+    fn default() -> Self {
+        CacheProfile::local()
+    }
+}
+
+/// A profile whose values are out of range.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CacheProfileError {
+    /// A field is negative, not finite, or inconsistent with another.
+    #[error("cache profile field `{field}` {expected}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// What it must be.
+        expected: &'static str,
+    },
+}
+
+/// The names [`CacheProfile::named`] knows.
+pub const PROFILE_NAMES: [&str; 5] = ["anthropic", "openai", "openai-gpt5", "google", "local"];
+
+impl CacheProfile {
+    /// Anthropic (Claude Sonnet 4 list prices): explicit caching, reads at 0.1x, writes at
+    /// 1.25x, 5-minute TTL refreshed on use, 1024-token minimum.
+    pub fn anthropic() -> CacheProfile {
+        CacheProfile {
+            name: "anthropic".into(),
+            cached_input_price_ratio: 0.1,
+            cache_write_price_ratio: 1.25,
+            cache_ttl_secs: 300,
+            min_cacheable_prefix_tokens: 1_024,
+            automatic: false,
+            input_price_per_mtok: 3.0,
+            cached_input_price_per_mtok: 0.3,
+            output_price_per_mtok: 15.0,
+        }
+    }
+
+    /// OpenAI (GPT-4o list prices): automatic caching of prefixes of 1024 tokens or more,
+    /// cached input at 0.5x, no write premium.
+    pub fn openai() -> CacheProfile {
+        CacheProfile {
+            name: "openai".into(),
+            cached_input_price_ratio: 0.5,
+            cache_write_price_ratio: 1.0,
+            cache_ttl_secs: 300,
+            min_cacheable_prefix_tokens: 1_024,
+            automatic: true,
+            input_price_per_mtok: 2.5,
+            cached_input_price_per_mtok: 1.25,
+            output_price_per_mtok: 10.0,
+        }
+    }
+
+    /// OpenAI's newer models (GPT-5 list prices): as [`openai`](Self::openai) with cached
+    /// input at 0.1x.
+    pub fn openai_gpt5() -> CacheProfile {
+        CacheProfile {
+            name: "openai-gpt5".into(),
+            cached_input_price_ratio: 0.1,
+            input_price_per_mtok: 1.25,
+            cached_input_price_per_mtok: 0.125,
+            output_price_per_mtok: 10.0,
+            ..CacheProfile::openai()
+        }
+    }
+
+    /// Google (Gemini 2.5 Pro list prices for prompts up to 200k tokens): implicit caching,
+    /// cached input at 0.25x, no write premium.
+    pub fn google() -> CacheProfile {
+        CacheProfile {
+            name: "google".into(),
+            cached_input_price_ratio: 0.25,
+            cache_write_price_ratio: 1.0,
+            cache_ttl_secs: 300,
+            min_cacheable_prefix_tokens: 2_048,
+            automatic: true,
+            input_price_per_mtok: 1.25,
+            cached_input_price_per_mtok: 0.3125,
+            output_price_per_mtok: 10.0,
+        }
+    }
+
+    /// A self-hosted model: no prices and no cache pricing, so a rewrite never costs extra.
+    pub fn local() -> CacheProfile {
+        CacheProfile {
+            name: "local".into(),
+            cached_input_price_ratio: 1.0,
+            cache_write_price_ratio: 1.0,
+            cache_ttl_secs: 0,
+            min_cacheable_prefix_tokens: 0,
+            automatic: true,
+            input_price_per_mtok: 0.0,
+            cached_input_price_per_mtok: 0.0,
+            output_price_per_mtok: 0.0,
+        }
+    }
+
+    /// A named profile (see [`PROFILE_NAMES`]).
+    pub fn named(name: &str) -> Option<CacheProfile> {
+        Some(match name {
+            "anthropic" => CacheProfile::anthropic(),
+            "openai" => CacheProfile::openai(),
+            "openai-gpt5" => CacheProfile::openai_gpt5(),
+            "google" => CacheProfile::google(),
+            "local" => CacheProfile::local(),
+            _ => return None,
+        })
+    }
+
+    /// Every named profile, in [`PROFILE_NAMES`] order (what a simulator sweeps).
+    pub fn all() -> Vec<CacheProfile> {
+        PROFILE_NAMES
+            .iter()
+            .filter_map(|n| CacheProfile::named(n))
+            .collect()
+    }
+
+    /// The profile a model name suggests: `claude*` is anthropic, `gpt-5*` openai-gpt5,
+    /// other `gpt*`/`o1`/`o3`/`o4` openai, `gemini*` google; `None` otherwise. A provider
+    /// prefix (`anthropic/claude-...`) is ignored.
+    pub fn for_model(model: &str) -> Option<CacheProfile> {
+        let lower = model.to_ascii_lowercase();
+        let base = lower.rsplit('/').next().unwrap_or(&lower);
+        let name = if base.starts_with("claude") {
+            "anthropic"
+        } else if base.starts_with("gpt-5") {
+            "openai-gpt5"
+        } else if base.starts_with("gpt") || ["o1", "o3", "o4"].iter().any(|p| base.starts_with(p))
+        {
+            "openai"
+        } else if base.starts_with("gemini") {
+            "google"
+        } else {
+            return None;
+        };
+        CacheProfile::named(name)
+    }
+
+    /// Checks that ratios and prices are finite and non-negative, the write ratio is at least
+    /// 1, and the cached price matches the ratio when prices are given.
+    pub fn validate(&self) -> Result<(), CacheProfileError> {
+        let fields = [
+            ("cached_input_price_ratio", self.cached_input_price_ratio),
+            ("cache_write_price_ratio", self.cache_write_price_ratio),
+            ("input_price_per_mtok", self.input_price_per_mtok),
+            (
+                "cached_input_price_per_mtok",
+                self.cached_input_price_per_mtok,
+            ),
+            ("output_price_per_mtok", self.output_price_per_mtok),
+        ];
+        for (field, v) in fields {
+            if !v.is_finite() || v < 0.0 {
+                return Err(CacheProfileError::Invalid {
+                    field,
+                    expected: "must be a finite number, 0 or more",
+                });
+            }
+        }
+        if self.cached_input_price_ratio > 1.0 {
+            return Err(CacheProfileError::Invalid {
+                field: "cached_input_price_ratio",
+                expected: "must be at most 1.0",
+            });
+        }
+        if self.cache_write_price_ratio < 1.0 {
+            return Err(CacheProfileError::Invalid {
+                field: "cache_write_price_ratio",
+                expected: "must be 1.0 or more",
+            });
+        }
+        let implied = self.input_price_per_mtok * self.cached_input_price_ratio;
+        if self.input_price_per_mtok > 0.0
+            && (implied - self.cached_input_price_per_mtok).abs() > 1e-6 * self.input_price_per_mtok
+        {
+            return Err(CacheProfileError::Invalid {
+                field: "cached_input_price_per_mtok",
+                expected: "must equal input_price_per_mtok x cached_input_price_ratio",
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether this profile caches at all.
+    pub fn has_cache(&self) -> bool {
+        self.cache_ttl_secs > 0 && self.cached_input_price_ratio < 1.0
+    }
+}
+
+/// Extra dollars the next request pays because a rewrite invalidated `prefix_tokens_invalidated`
+/// cached tokens: they are sent at the cache-write price instead of the cached-read price.
+pub fn rewrite_cost(profile: &CacheProfile, prefix_tokens_invalidated: u64) -> f64 {
+    rewrite_cost_tokens(profile, prefix_tokens_invalidated) * profile.input_price_per_mtok / 1e6
+}
+
+/// [`rewrite_cost`] in input-token equivalents (price-free): `tokens x (write - cached)`.
+pub fn rewrite_cost_tokens(profile: &CacheProfile, prefix_tokens_invalidated: u64) -> f64 {
+    if !profile.has_cache() {
+        return 0.0;
+    }
+    let premium = (profile.cache_write_price_ratio - profile.cached_input_price_ratio).max(0.0);
+    prefix_tokens_invalidated as f64 * premium
+}
+
+/// The TTL rule: whether the cache has expired after `secs_since_last_request` idle seconds.
+/// A profile without a cache is always expired. Right after expiry a rewrite costs nothing
+/// extra (the next request re-writes the prefix anyway), so that is the time to compact.
+pub fn cache_expired(profile: &CacheProfile, secs_since_last_request: u64) -> bool {
+    !profile.has_cache() || secs_since_last_request >= profile.cache_ttl_secs
+}
+
+/// [`rewrite_cost`], or 0 when the cache has expired (`None`: no request yet, nothing cached).
+pub fn effective_rewrite_cost(
+    profile: &CacheProfile,
+    prefix_tokens_invalidated: u64,
+    secs_since_last_request: Option<u64>,
+) -> f64 {
+    match secs_since_last_request {
+        Some(secs) if !cache_expired(profile, secs) => {
+            rewrite_cost(profile, prefix_tokens_invalidated)
+        }
+        _ => 0.0,
+    }
+}
+
+/// The smallest reclaim (tokens) for which a rewrite `prefix_tokens` deep pays for itself
+/// within `expected_turns_until_next` requests (at least 1).
+///
+/// With cached-read ratio `c` and write ratio `w`, rewriting at depth `P` while reclaiming `R`
+/// tokens costs `(P - R) w - P c` extra on the next request and saves `R c` on each of the
+/// `n` requests after it; the rewrite wins when `R (c n + w) >= P (w - c)`, so the gate is
+/// `ceil(P (w - c) / (c n + w))`. It is 0 for a profile without a cache.
+pub fn suggested_micro_reclaim_gate(
+    profile: &CacheProfile,
+    prefix_tokens: u64,
+    expected_turns_until_next: u64,
+) -> u64 {
+    if !profile.has_cache() {
+        return 0;
+    }
+    let c = profile.cached_input_price_ratio;
+    let w = profile.cache_write_price_ratio;
+    let n = expected_turns_until_next.max(1) as f64;
+    let gate = prefix_tokens as f64 * (w - c).max(0.0) / (c * n + w);
+    // Round away float noise before taking the ceiling.
+    ((gate * 1e6).round() / 1e6).ceil() as u64
+}
+
+/// The prune runway (fraction of the threshold a prune-only pass must land below it) a
+/// profile suggests: 0.15 without a cache, growing with the share of the input price a rewrite
+/// throws away, up to 0.30. The more a rewrite costs against a cached read, the more room each
+/// compaction must buy before the next one.
+pub fn suggested_prune_runway_ratio(profile: &CacheProfile) -> f64 {
+    const BASE: f64 = 0.15;
+    if !profile.has_cache() {
+        return BASE;
+    }
+    let w = profile.cache_write_price_ratio.max(1.0);
+    let lost = ((w - profile.cached_input_price_ratio) / w).clamp(0.0, 1.0);
+    BASE * (1.0 + lost)
+}
+
+/// The prune low-water mark for `threshold_tokens`: `threshold x (1 - runway)` with the
+/// profile's [`suggested_prune_runway_ratio`].
+pub fn low_water_for(profile: &CacheProfile, threshold_tokens: u64) -> u64 {
+    let runway = suggested_prune_runway_ratio(profile);
+    (threshold_tokens as f64 * (1.0 - runway)).floor() as u64
+}
+
+/// One model request, as a simulator sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestShape {
+    /// Prompt tokens sent.
+    pub prompt_tokens: u64,
+    /// Leading tokens identical to the previous request's prompt (its cacheable prefix).
+    pub reused_prefix_tokens: u64,
+    /// Output tokens generated.
+    pub output_tokens: u64,
+    /// Seconds since the previous request (`None` for the first).
+    pub secs_since_previous: Option<u64>,
+}
+
+/// What one request costs under a profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RequestCost {
+    /// Prompt tokens read from the cache.
+    pub cached_tokens: u64,
+    /// Prompt tokens sent uncached.
+    pub uncached_tokens: u64,
+    /// Of the uncached tokens, those written to an explicit cache (at the write price).
+    pub cache_write_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Dollars.
+    pub dollars: f64,
+}
+
+impl RequestCost {
+    /// Adds another request's cost.
+    pub fn add(&mut self, other: &RequestCost) {
+        self.cached_tokens += other.cached_tokens;
+        self.uncached_tokens += other.uncached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.output_tokens += other.output_tokens;
+        self.dollars += other.dollars;
+    }
+
+    /// Cost in input-token equivalents (price-free): cached x c + uncached + writes x (w - 1).
+    pub fn input_token_equivalents(&self, profile: &CacheProfile) -> f64 {
+        self.cached_tokens as f64 * profile.cached_input_price_ratio
+            + self.uncached_tokens as f64
+            + self.cache_write_tokens as f64 * (profile.cache_write_price_ratio - 1.0)
+    }
+}
+
+/// Prices one request. The reused prefix is read from the cache when the cache is live (the
+/// previous request was less than a TTL ago) and the prefix reaches the provider's minimum;
+/// the rest is sent uncached. With explicit caching, a prompt of the minimum size or more is
+/// assumed to carry a breakpoint at its end, so its uncached part is written to the cache.
+pub fn price_request(profile: &CacheProfile, r: &RequestShape) -> RequestCost {
+    let live = r
+        .secs_since_previous
+        .is_some_and(|s| !cache_expired(profile, s));
+    let reused = r.reused_prefix_tokens.min(r.prompt_tokens);
+    let cached = if live && reused >= profile.min_cacheable_prefix_tokens.max(1) {
+        reused
+    } else {
+        0
+    };
+    let uncached = r.prompt_tokens - cached;
+    let writes = if profile.has_cache()
+        && !profile.automatic
+        && r.prompt_tokens >= profile.min_cacheable_prefix_tokens
+    {
+        uncached
+    } else {
+        0
+    };
+    let per_token = profile.input_price_per_mtok / 1e6;
+    let dollars = cached as f64 * profile.cached_input_price_per_mtok / 1e6
+        + (uncached - writes) as f64 * per_token
+        + writes as f64 * per_token * profile.cache_write_price_ratio
+        + r.output_tokens as f64 * profile.output_price_per_mtok / 1e6;
+    RequestCost {
+        cached_tokens: cached,
+        uncached_tokens: uncached,
+        cache_write_tokens: writes,
+        output_tokens: r.output_tokens,
+        dollars,
+    }
+}
+
+/// Prices a whole session, request by request.
+pub fn price_session(profile: &CacheProfile, requests: &[RequestShape]) -> RequestCost {
+    let mut total = RequestCost::default();
+    for r in requests {
+        total.add(&price_request(profile, r));
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn named_profiles_are_valid_and_round_trip_by_name() {
+        for p in CacheProfile::all() {
+            p.validate().unwrap();
+            assert_eq!(CacheProfile::named(&p.name).as_ref(), Some(&p));
+        }
+        assert_eq!(CacheProfile::all().len(), PROFILE_NAMES.len());
+        assert!(CacheProfile::named("azure").is_none());
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut p = CacheProfile::openai();
+        p.cached_input_price_per_mtok = 2.0;
+        assert_eq!(
+            p.validate().unwrap_err().to_string(),
+            "cache profile field `cached_input_price_per_mtok` must equal input_price_per_mtok x cached_input_price_ratio"
+        );
+        p = CacheProfile::anthropic();
+        p.cache_write_price_ratio = 0.5;
+        assert!(matches!(
+            p.validate(),
+            Err(CacheProfileError::Invalid {
+                field: "cache_write_price_ratio",
+                ..
+            })
+        ));
+        p.cache_write_price_ratio = f64::NAN;
+        assert!(p.validate().is_err());
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    #[test]
+    fn rewrite_costs_with_worked_numbers() {
+        // 100k invalidated tokens.
+        // anthropic: 100k x (1.25 - 0.1) = 115k token-equivalents x $3/M = $0.345
+        assert!(close(
+            rewrite_cost_tokens(&CacheProfile::anthropic(), 100_000),
+            115_000.0
+        ));
+        assert!(close(
+            rewrite_cost(&CacheProfile::anthropic(), 100_000),
+            0.345
+        ));
+        // openai: 100k x (1 - 0.5) x $2.50/M = $0.125
+        assert!(close(rewrite_cost(&CacheProfile::openai(), 100_000), 0.125));
+        // openai-gpt5: 100k x 0.9 x $1.25/M = $0.1125
+        assert!(close(
+            rewrite_cost(&CacheProfile::openai_gpt5(), 100_000),
+            0.1125
+        ));
+        // google: 100k x 0.75 x $1.25/M = $0.09375
+        assert!(close(
+            rewrite_cost(&CacheProfile::google(), 100_000),
+            0.09375
+        ));
+        // local: nothing.
+        assert_eq!(rewrite_cost_tokens(&CacheProfile::local(), 100_000), 0.0);
+    }
+
+    #[test]
+    fn micro_gates_with_worked_numbers() {
+        // gate = ceil(P (w - c) / (c n + w)), P = 50k, n = 10.
+        let gate = |p: CacheProfile| suggested_micro_reclaim_gate(&p, 50_000, 10);
+        assert_eq!(gate(CacheProfile::anthropic()), 25_556); // 57,500 / 2.25
+        assert_eq!(gate(CacheProfile::openai()), 4_167); // 25,000 / 6
+        assert_eq!(gate(CacheProfile::openai_gpt5()), 22_500); // 45,000 / 2
+        assert_eq!(gate(CacheProfile::google()), 10_715); // 37,500 / 3.5
+        assert_eq!(gate(CacheProfile::local()), 0);
+        // A longer horizon lowers the gate; zero turns counts as one.
+        let a = CacheProfile::anthropic();
+        assert_eq!(suggested_micro_reclaim_gate(&a, 50_000, 100), 5_112); // 57,500 / 11.25
+        assert_eq!(
+            suggested_micro_reclaim_gate(&a, 50_000, 0),
+            suggested_micro_reclaim_gate(&a, 50_000, 1)
+        );
+        assert_eq!(suggested_micro_reclaim_gate(&a, 0, 10), 0);
+    }
+
+    #[test]
+    fn low_water_and_runway() {
+        // anthropic: lost share (1.25 - 0.1) / 1.25 = 0.92, runway 0.15 x 1.92 = 0.288.
+        assert!(close(
+            suggested_prune_runway_ratio(&CacheProfile::anthropic()),
+            0.288
+        ));
+        assert_eq!(low_water_for(&CacheProfile::anthropic(), 100_000), 71_200);
+        // openai: 0.15 x 1.5 = 0.225.
+        assert_eq!(low_water_for(&CacheProfile::openai(), 100_000), 77_500);
+        // google: 0.15 x 1.75 = 0.2625.
+        assert_eq!(low_water_for(&CacheProfile::google(), 100_000), 73_750);
+        // local: the base 0.15.
+        assert_eq!(low_water_for(&CacheProfile::local(), 100_000), 85_000);
+    }
+
+    #[test]
+    fn ttl_rule() {
+        let a = CacheProfile::anthropic();
+        assert!(!cache_expired(&a, 299));
+        assert!(cache_expired(&a, 300));
+        assert!(cache_expired(&CacheProfile::local(), 0));
+        assert!(close(effective_rewrite_cost(&a, 100_000, Some(10)), 0.345));
+        assert_eq!(effective_rewrite_cost(&a, 100_000, Some(300)), 0.0);
+        assert_eq!(effective_rewrite_cost(&a, 100_000, None), 0.0);
+    }
+
+    #[test]
+    fn requests_priced_with_worked_numbers() {
+        let a = CacheProfile::anthropic();
+        // First request: 20k prompt, nothing cached, written at 1.25x; 1k output.
+        let first = RequestShape {
+            prompt_tokens: 20_000,
+            reused_prefix_tokens: 0,
+            output_tokens: 1_000,
+            secs_since_previous: None,
+        };
+        let c = price_request(&a, &first);
+        assert_eq!(
+            (c.cached_tokens, c.uncached_tokens, c.cache_write_tokens),
+            (0, 20_000, 20_000)
+        );
+        // 20k x 3.75/M + 1k x 15/M = 0.075 + 0.015
+        assert!(close(c.dollars, 0.09));
+        // Next request 30s later reuses 20k of 22k.
+        let next = RequestShape {
+            prompt_tokens: 22_000,
+            reused_prefix_tokens: 20_000,
+            output_tokens: 500,
+            secs_since_previous: Some(30),
+        };
+        let c2 = price_request(&a, &next);
+        assert_eq!((c2.cached_tokens, c2.uncached_tokens), (20_000, 2_000));
+        // 20k x 0.30/M + 2k x 3.75/M + 500 x 15/M = 0.006 + 0.0075 + 0.0075
+        assert!(close(c2.dollars, 0.021));
+        // The same request after the TTL: nothing cached.
+        let late = RequestShape {
+            secs_since_previous: Some(600),
+            ..next
+        };
+        assert_eq!(price_request(&a, &late).cached_tokens, 0);
+        // OpenAI: automatic, no write premium; a reused prefix under 1024 tokens is not cached.
+        let o = CacheProfile::openai();
+        let c3 = price_request(&o, &next);
+        // 20k x 1.25/M + 2k x 2.5/M + 500 x 10/M = 0.025 + 0.005 + 0.005
+        assert!(close(c3.dollars, 0.035));
+        assert_eq!(c3.cache_write_tokens, 0);
+        let small = RequestShape {
+            reused_prefix_tokens: 1_000,
+            ..next
+        };
+        assert_eq!(price_request(&o, &small).cached_tokens, 0);
+        // A session sums its requests; local costs nothing.
+        let total = price_session(&a, &[first, next]);
+        assert!(close(total.dollars, 0.111));
+        assert_eq!(total.output_tokens, 1_500);
+        assert!(close(
+            total.input_token_equivalents(&a),
+            20_000.0 * 0.1 + 22_000.0 + 22_000.0 * 0.25
+        ));
+        assert_eq!(
+            price_session(&CacheProfile::local(), &[first, next]).dollars,
+            0.0
+        );
+    }
+
+    #[test]
+    fn model_names_pick_profiles() {
+        let name = |m: &str| CacheProfile::for_model(m).map(|p| p.name);
+        assert_eq!(name("claude-sonnet-4-5").as_deref(), Some("anthropic"));
+        assert_eq!(
+            name("anthropic/claude-3-5-haiku").as_deref(),
+            Some("anthropic")
+        );
+        assert_eq!(name("gpt-4o-mini").as_deref(), Some("openai"));
+        assert_eq!(name("o3-mini").as_deref(), Some("openai"));
+        assert_eq!(name("gpt-5-codex").as_deref(), Some("openai-gpt5"));
+        assert_eq!(name("gemini-2.5-pro").as_deref(), Some("google"));
+        assert_eq!(name("qwen2.5-7b-instruct"), None);
+        assert_eq!(name(""), None);
+    }
+}
