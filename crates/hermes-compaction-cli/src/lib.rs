@@ -8,6 +8,39 @@
 //!
 //! # Using the crates as a library
 //!
+//! These are the README's library examples, compile-checked here as doctests.
+//!
+//! `compaction-core`: parse a transcript losslessly, validate it, find what a pass may rewrite:
+//!
+//! ```
+//! use hermes_compaction::core::{parse, regions, validate, Estimator, Transcript};
+//!
+//! let jsonl = "{\"role\":\"system\",\"content\":\"be brief\"}\n{\"role\":\"user\",\"content\":\"hi\",\"x-trace\":7}\n";
+//! let msgs = parse::parse_jsonl(jsonl).unwrap();
+//! assert_eq!(parse::to_jsonl(&msgs), jsonl); // unknown fields survive byte for byte
+//! assert!(validate::validate(&msgs).is_clean());
+//! let t = Transcript::new(msgs, &Estimator::default());
+//! let threshold = regions::WindowConfig::for_context(128_000).threshold_tokens();
+//! let r = regions::partition(&t, threshold, &Default::default(), false);
+//! assert!(r.middle.is_empty()); // nothing to rewrite in a two-message transcript
+//! ```
+//!
+//! `compaction-llm`: any [`Summarizer`](hermes_compaction::llm::Summarizer); the extractive
+//! one needs no network:
+//!
+//! ```
+//! use hermes_compaction::core::Message;
+//! use hermes_compaction::llm::{ExtractiveSummarizer, Summarizer, SummaryKind, SummaryRequest};
+//!
+//! let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 300, "2026-01-01")
+//!     .with_messages(vec![Message::user("rename Thing to Record"), Message::assistant("done")]);
+//! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! let out = rt.block_on(ExtractiveSummarizer::default().summarize(&req)).unwrap();
+//! assert!(out.text.contains("rename Thing to Record"));
+//! ```
+//!
+//! `hermes-compaction` (the facade):
+//!
 //! Compact a transcript in memory with the facade and the embedded defaults (extractive
 //! summarizer, estimator), and check the pass against the laws:
 //!
@@ -43,11 +76,10 @@
 //! let pass = laws::Pass::new(laws::PassKind::Batch, protected);
 //! assert!(laws::check(&msgs, t.messages(), &pass, &Estimator::default()).is_empty());
 //! let jsonl = parse::to_jsonl(t.messages()); // what `compact --output` writes
-//! assert!(jsonl.lines().count() < msgs.len());
+//! assert_eq!(jsonl.lines().count(), t.len());
 //! ```
 //!
-//! Store a session and commit a pass durably (SQLite here; a `postgres://` URL works the
-//! same):
+//! `compaction-store`: store a session (SQLite here; a `postgres://` URL works the same):
 //!
 //! ```
 //! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
@@ -63,14 +95,17 @@
 //! # });
 //! ```
 //!
-//! Read telemetry logs back into numbers (what `hermes-compaction report` prints):
+//! `compaction-telemetry`: read logs back into numbers (what `hermes-compaction report`
+//! prints):
 //!
 //! ```
 //! use hermes_compaction::telemetry::{report, ReportOptions};
-//! let dir = tempfile::tempdir().unwrap();
-//! let log = dir.path().join("run.log");
-//! std::fs::write(&log, "nothing to see\n").unwrap();
-//! let table = report::run(&[log], ReportOptions::default()).unwrap();
+//! # let dir = tempfile::tempdir().unwrap();
+//! # std::env::set_current_dir(dir.path()).unwrap();
+//! # std::fs::write("run.log", "an ordinary log line\n").unwrap();
+//!
+//! let options = ReportOptions { per_session: true, json: false };
+//! let table = report::run(&["run.log"], options).unwrap();
 //! assert!(!table.is_empty());
 //! ```
 

@@ -137,7 +137,7 @@ fn valid_json_that_is_not_a_message() {
         &file(
             dir.path(),
             "arr.json",
-            b"[{\"role\":\"user\",\"content\":\"a\"},{\"content\":1}]",
+            b"[{\"role\":\"user\",\"content\":\"a\"},{\"content\":\"x\"}]",
         ),
         "[1]",
         "no `role`",
