@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use compaction_core::Message as EngineMessage;
 
 use crate::rows::{
-    INSERT_CHUNK, Prepared, STRIDE, check_session_id, decode, insert_sql, now_ms, placeholders,
-    prepare, spread, to_i64,
+    INSERT_CHUNK, Prepared, STRIDE, check_handle, check_session_id, decode, insert_sql, now_ms,
+    placeholders, prepare, search_terms, search_text, spread, to_i64,
 };
 use crate::{
-    Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SessionInfo,
-    StoreError, StoredRow, TranscriptStore,
+    Backend, BoxFuture, Commit, CompactionState, FaultPoint, HitSource, Result, RowId, SearchHit,
+    SessionInfo, StoreError, StoredRow, TranscriptStore,
 };
 
 type Tx = sqlx::Transaction<'static, Db>;
@@ -110,57 +110,15 @@ impl TranscriptStore for StoreImpl {
     fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
         Box::pin(async move {
             check_session_id(session)?;
-            #[allow(clippy::type_complexity)]
-            let rows: Vec<(
-                i64,
-                i64,
-                String,
-                Vec<u8>,
-                Option<String>,
-                bool,
-                bool,
-                i64,
-                i64,
-                Option<i64>,
-            )> = sqlx::query_as(
-                "SELECT id, pos, kind, body, meta, active, compacted, generation, created_at, \
-                 archived_at FROM hermes_messages WHERE session_id = $1 ORDER BY pos, id",
-            )
-            .bind(session)
-            .fetch_all(&self.pool)
-            .await?;
+            let sql = format!("SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 ORDER BY pos, id");
+            let rows: Vec<FullRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(session)
+                .fetch_all(&self.pool)
+                .await?;
             if rows.is_empty() {
                 open_session(&self.pool, session).await?;
             }
-            rows.into_iter()
-                .map(
-                    |(
-                        id,
-                        pos,
-                        kind,
-                        body,
-                        meta,
-                        active,
-                        compacted,
-                        generation,
-                        created,
-                        archived,
-                    )| {
-                        let (message, kind) = decode(id, &kind, body, meta)?;
-                        Ok(StoredRow {
-                            id,
-                            position: pos,
-                            message,
-                            kind,
-                            active,
-                            compacted,
-                            generation: generation as u64,
-                            created_at_ms: created,
-                            archived_at_ms: archived,
-                        })
-                    },
-                )
-                .collect()
+            rows.into_iter().map(stored_row).collect()
         })
     }
 
@@ -225,6 +183,64 @@ impl TranscriptStore for StoreImpl {
             }
             Ok(())
         })
+    }
+
+    fn store_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+        original: &'a EngineMessage,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(store_original(self, session, handle, original))
+    }
+
+    fn load_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+    ) -> BoxFuture<'a, Result<Option<EngineMessage>>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            check_handle(handle)?;
+            let row: Option<(Vec<u8>,)> = sqlx::query_as(
+                "SELECT body FROM hermes_originals WHERE session_id = $1 AND handle = $2",
+            )
+            .bind(session)
+            .bind(handle)
+            .fetch_optional(&self.pool)
+            .await?;
+            match row {
+                Some((body,)) => Ok(Some(decode_original(body)?)),
+                None => {
+                    open_session(&self.pool, session).await?;
+                    Ok(None)
+                }
+            }
+        })
+    }
+
+    fn load_rows<'a>(
+        &'a self,
+        session: &'a str,
+        ids: &'a [RowId],
+    ) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
+        Box::pin(async move {
+            check_session_id(session)?;
+            let rows = load_rows(&self.pool, session, ids).await?;
+            if rows.is_empty() {
+                open_session(&self.pool, session).await?;
+            }
+            Ok(rows)
+        })
+    }
+
+    fn search_archived<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>>> {
+        Box::pin(search_archived(self, session, query, limit))
     }
 }
 
@@ -547,4 +563,219 @@ async fn insert_rows(
         ids.extend(returned.into_iter().map(|(id, _)| id));
     }
     Ok(ids)
+}
+
+/// Columns of a full row, in [`FullRow`] order.
+const ROW_COLUMNS: &str =
+    "id, pos, kind, body, meta, active, compacted, generation, created_at, archived_at";
+
+type FullRow = (
+    i64,
+    i64,
+    String,
+    Vec<u8>,
+    Option<String>,
+    bool,
+    bool,
+    i64,
+    i64,
+    Option<i64>,
+);
+
+fn stored_row(
+    (id, pos, kind, body, meta, active, compacted, generation, created, archived): FullRow,
+) -> Result<StoredRow> {
+    let (message, kind) = decode(id, &kind, body, meta)?;
+    Ok(StoredRow {
+        id,
+        position: pos,
+        message,
+        kind,
+        active,
+        compacted,
+        generation: generation as u64,
+        created_at_ms: created,
+        archived_at_ms: archived,
+    })
+}
+
+/// Ids per `IN (...)` lookup.
+const ID_CHUNK: usize = 500;
+
+/// The session's rows among `ids`, in transcript order, each once.
+async fn load_rows(pool: &sqlx::Pool<Db>, session: &str, ids: &[RowId]) -> Result<Vec<StoredRow>> {
+    let mut out = Vec::new();
+    for chunk in ids.chunks(ID_CHUNK) {
+        let sql = format!(
+            "SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 AND id IN ({})",
+            placeholders(2, chunk.len())
+        );
+        let mut q = sqlx::query_as::<_, FullRow>(sqlx::AssertSqlSafe(sql)).bind(session);
+        for id in chunk {
+            q = q.bind(*id);
+        }
+        for row in q.fetch_all(pool).await? {
+            out.push(stored_row(row)?);
+        }
+    }
+    out.sort_by_key(|r| (r.position, r.id));
+    out.dedup_by_key(|r| r.id);
+    Ok(out)
+}
+
+/// A trimmed original's stored bytes back as a message.
+fn decode_original(body: Vec<u8>) -> Result<EngineMessage> {
+    let corrupt = |reason: &str| StoreError::CorruptRow {
+        row: 0,
+        reason: format!("trimmed original {reason}"),
+    };
+    let text = String::from_utf8(body).map_err(|_| corrupt("is not UTF-8"))?;
+    EngineMessage::from_json(&text).map_err(|e| corrupt(&format!("does not parse: {e}")))
+}
+
+async fn store_original(
+    store: &StoreImpl,
+    session: &str,
+    handle: &str,
+    original: &EngineMessage,
+) -> Result<()> {
+    check_session_id(session)?;
+    check_handle(handle)?;
+    let body = original.to_wire_json().into_bytes();
+    let text = search_text(original);
+    let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
+    let known: Option<(i64,)> =
+        sqlx::query_as("SELECT generation FROM hermes_sessions WHERE id = $1")
+            .bind(session)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if known.is_none() {
+        return Err(unknown(session));
+    }
+    let done = sqlx::query(
+        "INSERT INTO hermes_originals (session_id, handle, body, created_at) \
+         VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, handle) DO NOTHING",
+    )
+    .bind(session)
+    .bind(handle)
+    .bind(body.as_slice())
+    .bind(now_ms())
+    .execute(&mut *tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        let (existing,): (Vec<u8>,) = sqlx::query_as(
+            "SELECT body FROM hermes_originals WHERE session_id = $1 AND handle = $2",
+        )
+        .bind(session)
+        .bind(handle)
+        .fetch_one(&mut *tx)
+        .await?;
+        return if existing == body {
+            Ok(())
+        } else {
+            Err(StoreError::HandleConflict {
+                handle: handle.to_owned(),
+            })
+        };
+    }
+    index_doc(&mut tx, session, None, Some(handle), &text).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Archived rows indexed per catch-up statement.
+const INDEX_CHUNK: i64 = 200;
+
+async fn search_archived(
+    store: &StoreImpl,
+    session: &str,
+    query: &str,
+    limit: usize,
+) -> Result<Vec<SearchHit>> {
+    check_session_id(session)?;
+    open_session(&store.pool, session).await?;
+    catch_up_index(store, session).await?;
+    let terms = search_terms(query);
+    if terms.is_empty() || limit == 0 {
+        return Ok(Vec::new());
+    }
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let refs: Vec<(Option<i64>, Option<String>)> = sqlx::query_as(SQL_SEARCH)
+        .bind(session)
+        .bind(fts_query(&terms))
+        .bind(limit)
+        .fetch_all(&store.pool)
+        .await?;
+    let row_ids: Vec<RowId> = refs.iter().filter_map(|(id, _)| *id).collect();
+    let mut rows: HashMap<RowId, StoredRow> = load_rows(&store.pool, session, &row_ids)
+        .await?
+        .into_iter()
+        .map(|r| (r.id, r))
+        .collect();
+    let mut hits = Vec::with_capacity(refs.len());
+    for (row_id, handle) in refs {
+        match (row_id, handle) {
+            (Some(id), _) => {
+                if let Some(row) = rows.remove(&id) {
+                    hits.push(SearchHit {
+                        source: HitSource::Row(id),
+                        message: row.message,
+                    });
+                }
+            }
+            (None, Some(handle)) => {
+                let body: Option<(Vec<u8>,)> = sqlx::query_as(
+                    "SELECT body FROM hermes_originals WHERE session_id = $1 AND handle = $2",
+                )
+                .bind(session)
+                .bind(&handle)
+                .fetch_optional(&store.pool)
+                .await?;
+                if let Some((body,)) = body {
+                    hits.push(SearchHit {
+                        source: HitSource::Original(handle),
+                        message: decode_original(body)?,
+                    });
+                }
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(hits)
+}
+
+/// Indexes the session's archived rows that are not in the search index yet.
+async fn catch_up_index(store: &StoreImpl, session: &str) -> Result<()> {
+    let pending: Option<(i64,)> = sqlx::query_as(SQL_FIRST_UNINDEXED)
+        .bind(session)
+        .fetch_optional(&store.pool)
+        .await?;
+    if pending.is_none() {
+        return Ok(());
+    }
+    loop {
+        let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
+        // The claim re-checks `NOT search_indexed` on each row it updates, so two searches
+        // running at once never index a row twice.
+        let claimed: Vec<(i64, String, Vec<u8>, Option<String>)> = sqlx::query_as(
+            "UPDATE hermes_messages SET search_indexed = TRUE \
+             WHERE session_id = $1 AND NOT active AND NOT search_indexed AND id IN \
+             (SELECT id FROM hermes_messages WHERE session_id = $1 AND NOT active \
+              AND NOT search_indexed ORDER BY id LIMIT $2) \
+             RETURNING id, kind, body, meta",
+        )
+        .bind(session)
+        .bind(INDEX_CHUNK)
+        .fetch_all(&mut *tx)
+        .await?;
+        let done = (claimed.len() as i64) < INDEX_CHUNK;
+        for (id, kind, body, meta) in claimed {
+            let (message, _) = decode(id, &kind, body, meta)?;
+            index_doc(&mut tx, session, Some(id), None, &search_text(&message)).await?;
+        }
+        tx.commit().await?;
+        if done {
+            return Ok(());
+        }
+    }
 }

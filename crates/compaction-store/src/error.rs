@@ -99,6 +99,16 @@ pub enum StoreError {
         /// Index of the splice in the commit.
         splice: usize,
     },
+    /// A handle that is empty, longer than 128 bytes, or contains control characters.
+    #[error("invalid handle (1-128 bytes, no control characters)")]
+    InvalidHandle,
+    /// A different original is already stored under this handle in the session; the stored
+    /// one is kept.
+    #[error("a different original is already stored under handle `{handle}`")]
+    HandleConflict {
+        /// The handle.
+        handle: String,
+    },
     /// A stored row cannot be turned back into a message.
     #[error("stored row {row} is corrupt: {reason}")]
     CorruptRow {

@@ -14,6 +14,13 @@
 //! against a stale generation is refused with [`StoreError::StaleGeneration`] and changes
 //! nothing.
 //!
+//! Nothing is ever deleted, so what compaction removed stays recoverable: rows by id
+//! ([`TranscriptStore::load_rows`]), the full originals of messages trimmed at insertion time
+//! by handle ([`TranscriptStore::store_original`], [`TranscriptStore::load_original`]), and a
+//! full-text search over a session's archived rows and trimmed originals
+//! ([`TranscriptStore::search_archived`]: SQLite FTS5, PostgreSQL `tsvector` with a GIN
+//! index), never across sessions.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> compaction_store::Result<()> {
@@ -133,6 +140,66 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         session: &'a str,
         state: &'a CompactionState,
     ) -> BoxFuture<'a, Result<()>>;
+
+    /// Keeps the full original of a message trimmed at insertion time, under `handle`
+    /// (1-128 bytes, no control characters), as its exact wire bytes, and adds it to the
+    /// session's search index, in one transaction. Storing the same original under the same
+    /// handle again changes nothing; a different one fails with
+    /// [`StoreError::HandleConflict`] and keeps the first. Call it, and see it succeed, before
+    /// the compact form replaces the original in the transcript.
+    fn store_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+        original: &'a Message,
+    ) -> BoxFuture<'a, Result<()>>;
+
+    /// The original stored under `handle` in this session (byte-identical wire body, no
+    /// metadata), or `None`.
+    fn load_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Message>>>;
+
+    /// The rows of this session among `ids` (active or archived), in transcript order. Ids of
+    /// other sessions or of no row are left out.
+    fn load_rows<'a>(
+        &'a self,
+        session: &'a str,
+        ids: &'a [RowId],
+    ) -> BoxFuture<'a, Result<Vec<StoredRow>>>;
+
+    /// Full-text search over what compaction removed from this session: its archived rows and
+    /// its trimmed originals, best match first, at most `limit` hits. Every word of `query`
+    /// (letters and digits; at most 16) must occur. Archived rows are indexed on the first
+    /// search after they were archived, so work is proportional to what changed since the
+    /// last search. Never returns another session's content.
+    fn search_archived<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>>>;
+}
+
+/// Where a search hit comes from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum HitSource {
+    /// An archived message row.
+    Row(RowId),
+    /// A message trimmed at insertion time, by handle.
+    Original(String),
+}
+
+/// One result of [`TranscriptStore::search_archived`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchHit {
+    /// Where it comes from.
+    pub source: HitSource,
+    /// The archived message (stamped with its row id) or the trimmed original.
+    pub message: Message,
 }
 
 /// A store backend.

@@ -115,7 +115,18 @@ fn valid_schema(s: &str) -> bool {
 }
 
 fn migrator() -> sqlx::migrate::Migrator {
-    crate::rows::migrator(include_str!("../migrations/postgres/0001_init.sql"))
+    crate::rows::migrator(&[
+        (
+            1,
+            "sessions and messages",
+            include_str!("../migrations/postgres/0001_init.sql"),
+        ),
+        (
+            2,
+            "recall: originals and search index",
+            include_str!("../migrations/postgres/0002_recall.sql"),
+        ),
+    ])
 }
 
 type Db = sqlx::Postgres;
@@ -132,5 +143,37 @@ const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
 const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
      WHERE session_id = $1 AND active ORDER BY pos";
+
+const SQL_FIRST_UNINDEXED: &str = "SELECT id FROM hermes_messages \
+     WHERE session_id = $1 AND NOT active AND NOT search_indexed LIMIT 1";
+const SQL_SEARCH: &str = "SELECT row_id, handle FROM hermes_search \
+     WHERE session_id = $1 AND tsv @@ plainto_tsquery('simple', $2) \
+     ORDER BY ts_rank(tsv, plainto_tsquery('simple', $2)) DESC, id LIMIT $3";
+
+/// A `plainto_tsquery` input requiring every term (terms are letters and digits only).
+fn fts_query(terms: &[String]) -> String {
+    terms.join(" ")
+}
+
+/// Adds one document to the session's search index.
+async fn index_doc(
+    conn: &mut Conn,
+    session: &str,
+    row_id: Option<i64>,
+    handle: Option<&str>,
+    text: &str,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO hermes_search (session_id, row_id, handle, tsv) \
+         VALUES ($1, $2, $3, to_tsvector('simple', $4))",
+    )
+    .bind(session)
+    .bind(row_id)
+    .bind(handle)
+    .bind(text)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
 
 include!("engine.rs");

@@ -159,20 +159,82 @@ pub(crate) fn insert_sql(n: usize) -> String {
     s
 }
 
-/// The embedded migrations of one backend. The bookkeeping table has its own name so it never
-/// collides with a host application's own sqlx migrations in the same database.
-pub(crate) fn migrator(init_sql: &'static str) -> sqlx::migrate::Migrator {
+/// The embedded migrations of one backend, `(version, description, sql)` in order. The
+/// bookkeeping table has its own name so it never collides with a host application's own sqlx
+/// migrations in the same database.
+pub(crate) fn migrator(steps: &[(i64, &'static str, &'static str)]) -> sqlx::migrate::Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType, Migrator};
-    let mut m = Migrator::with_migrations(vec![Migration::new(
-        1,
-        "sessions and messages".into(),
-        MigrationType::Simple,
-        init_sql.into_sql_str(),
-        false,
-    )]);
+    let mut m = Migrator::with_migrations(
+        steps
+            .iter()
+            .map(|&(version, description, sql)| {
+                Migration::new(
+                    version,
+                    description.into(),
+                    MigrationType::Simple,
+                    sql.into_sql_str(),
+                    false,
+                )
+            })
+            .collect(),
+    );
     m.dangerous_set_table_name("hermes_schema_migrations");
     m
+}
+
+/// Longest prefix of a message's text the search index reads, in characters. PostgreSQL
+/// refuses a tsvector over 1 MB; the full text stays retrievable by row id or handle.
+pub(crate) const SEARCH_TEXT_MAX_CHARS: usize = 200_000;
+
+/// Most query words a search uses.
+pub(crate) const SEARCH_MAX_TERMS: usize = 16;
+
+/// What the search index reads of a message: its visible text and its tool calls (name and
+/// arguments), with every character that is not a letter or digit turned into a space, so
+/// both backends split words the same way (paths, URLs and identifiers become their parts).
+/// At most [`SEARCH_TEXT_MAX_CHARS`] characters.
+pub(crate) fn search_text(m: &Message) -> String {
+    let mut out = String::new();
+    let mut budget = SEARCH_TEXT_MAX_CHARS;
+    let mut push = |s: &str, out: &mut String| {
+        for c in s.chars() {
+            if budget == 0 {
+                return;
+            }
+            budget -= 1;
+            out.push(if c.is_alphanumeric() { c } else { ' ' });
+        }
+        if budget > 0 {
+            budget -= 1;
+            out.push(' ');
+        }
+    };
+    push(&m.text(), &mut out);
+    for call in m.tool_calls() {
+        push(&call.function.name, &mut out);
+        push(&call.function.arguments, &mut out);
+    }
+    out
+}
+
+/// The words of a search query (letters and digits, lower-cased), at most
+/// [`SEARCH_MAX_TERMS`], each at most 64 characters.
+pub(crate) fn search_terms(query: &str) -> Vec<String> {
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.chars().take(64).collect::<String>().to_lowercase())
+        .take(SEARCH_MAX_TERMS)
+        .collect()
+}
+
+/// A handle is 1-128 bytes without control characters.
+pub(crate) fn check_handle(handle: &str) -> Result<()> {
+    if handle.is_empty() || handle.len() > 128 || handle.chars().any(char::is_control) {
+        return Err(StoreError::InvalidHandle);
+    }
+    Ok(())
 }
 
 /// One-shot fault injection shared by clones of a store.
@@ -217,6 +279,29 @@ mod tests {
         ));
         let wide = spread(i64::MIN + 1, i64::MAX, 2, 0).unwrap();
         assert!(wide[0] < wide[1]);
+    }
+
+    #[test]
+    fn search_text_and_terms_split_alike() {
+        let m = Message::assistant_tool_calls(
+            "see src/main.rs:12",
+            vec![compaction_core::ToolCall::function(
+                "c",
+                "read_file",
+                r#"{"path":"a_b.rs"}"#,
+            )],
+        );
+        assert_eq!(
+            search_text(&m),
+            "see src main rs 12 read file   path   a b rs   "
+        );
+        assert_eq!(search_terms("Main.RS, \"a_b\"!"), ["main", "rs", "a", "b"]);
+        assert!(search_terms(" -- ").is_empty());
+        assert_eq!(search_terms(&"w ".repeat(40)).len(), SEARCH_MAX_TERMS);
+        let long = Message::user("x".repeat(SEARCH_TEXT_MAX_CHARS + 10));
+        assert_eq!(search_text(&long).chars().count(), SEARCH_TEXT_MAX_CHARS);
+        assert!(check_handle("trim-0011").is_ok());
+        assert!(check_handle("").is_err() && check_handle("a\nb").is_err());
     }
 
     #[test]

@@ -80,7 +80,18 @@ impl Inner for SqliteStore {
 }
 
 fn migrator() -> sqlx::migrate::Migrator {
-    crate::rows::migrator(include_str!("../migrations/sqlite/0001_init.sql"))
+    crate::rows::migrator(&[
+        (
+            1,
+            "sessions and messages",
+            include_str!("../migrations/sqlite/0001_init.sql"),
+        ),
+        (
+            2,
+            "recall: originals and search index",
+            include_str!("../migrations/sqlite/0002_recall.sql"),
+        ),
+    ])
 }
 
 type Db = sqlx::Sqlite;
@@ -99,5 +110,47 @@ const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
 const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos WHERE session_id = $1 AND active ORDER BY pos";
+
+const SQL_FIRST_UNINDEXED: &str = "SELECT id FROM hermes_messages \
+     INDEXED BY hermes_messages_unindexed \
+     WHERE session_id = $1 AND NOT active AND NOT search_indexed LIMIT 1";
+const SQL_SEARCH: &str = "SELECT d.row_id, d.handle FROM hermes_search \
+     JOIN hermes_search_docs d ON d.id = hermes_search.rowid \
+     WHERE hermes_search MATCH $2 AND d.session_id = $1 \
+     ORDER BY hermes_search.rank, d.id LIMIT $3";
+
+/// An FTS5 query requiring every term: each term quoted (terms are letters and digits only).
+fn fts_query(terms: &[String]) -> String {
+    terms
+        .iter()
+        .map(|t| format!("\"{t}\""))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Adds one document to the session's search index.
+async fn index_doc(
+    conn: &mut Conn,
+    session: &str,
+    row_id: Option<i64>,
+    handle: Option<&str>,
+    text: &str,
+) -> Result<()> {
+    let (doc,): (i64,) = sqlx::query_as(
+        "INSERT INTO hermes_search_docs (session_id, row_id, handle) VALUES ($1, $2, $3) \
+         RETURNING id",
+    )
+    .bind(session)
+    .bind(row_id)
+    .bind(handle)
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query("INSERT INTO hermes_search (rowid, body_text) VALUES ($1, $2)")
+        .bind(doc)
+        .bind(text)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
 
 include!("engine.rs");

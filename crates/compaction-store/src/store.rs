@@ -6,7 +6,7 @@ use std::time::Duration;
 use compaction_core::Message;
 
 use crate::{
-    Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SessionInfo,
+    Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SearchHit, SessionInfo,
     StoreError, StoredRow, TranscriptStore,
 };
 
@@ -164,5 +164,39 @@ impl TranscriptStore for Store {
         state: &'a CompactionState,
     ) -> BoxFuture<'a, Result<()>> {
         self.inner().set_compaction_state(session, state)
+    }
+
+    fn store_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+        original: &'a Message,
+    ) -> BoxFuture<'a, Result<()>> {
+        self.inner().store_original(session, handle, original)
+    }
+
+    fn load_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Message>>> {
+        self.inner().load_original(session, handle)
+    }
+
+    fn load_rows<'a>(
+        &'a self,
+        session: &'a str,
+        ids: &'a [RowId],
+    ) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
+        self.inner().load_rows(session, ids)
+    }
+
+    fn search_archived<'a>(
+        &'a self,
+        session: &'a str,
+        query: &'a str,
+        limit: usize,
+    ) -> BoxFuture<'a, Result<Vec<SearchHit>>> {
+        self.inner().search_archived(session, query, limit)
     }
 }

@@ -7,5 +7,6 @@ mod common;
 mod compact;
 mod concurrency;
 mod errors;
+mod recall;
 mod roundtrip;
 mod state;
