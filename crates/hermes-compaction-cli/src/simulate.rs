@@ -661,3 +661,80 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hermes_compaction::llm::ExtractiveSummarizer;
+
+    fn replay_now(msgs: &[Message], policy: Policy) -> Row {
+        let rt = crate::runtime().unwrap();
+        let mut config = Config::default();
+        config.model.context_length = 16_000;
+        rt.block_on(replay(
+            "t",
+            msgs,
+            policy,
+            &config,
+            Arc::new(ExtractiveSummarizer::default()),
+            &Prices::default(),
+        ))
+    }
+
+    #[test]
+    fn the_prefix_cache_hits_what_the_previous_request_sent() {
+        let msgs = vec![
+            Message::system("sys"),
+            Message::user("first question"),
+            Message::assistant("first answer"),
+            Message::user("second question"),
+            Message::assistant("second answer"),
+        ];
+        let row = replay_now(&msgs, Policy::None);
+        let e = Estimator::default();
+        let tok =
+            |r: std::ops::Range<usize>| -> u64 { msgs[r].iter().map(|m| e.count_message(m)).sum() };
+        assert_eq!((row.turns, row.requests), (2, 2));
+        assert_eq!(row.prompt_tokens, tok(0..2) + tok(0..4));
+        // The second request reuses the two messages of the first.
+        assert_eq!(row.cache_hit_tokens, tok(0..2));
+        assert_eq!(row.cache_miss_tokens, tok(0..2) + tok(2..4));
+        assert_eq!(row.output_tokens, tok(2..3) + tok(4..5));
+        assert_eq!(row.events, 0);
+        let cost = Prices::default().cost(
+            row.cache_miss_tokens,
+            row.cache_hit_tokens,
+            row.output_tokens,
+            0,
+            0,
+        );
+        assert!((row.cost_usd - cost).abs() < 1e-12);
+    }
+
+    #[test]
+    fn totals_weight_means_by_requests_and_turns() {
+        let a = Row {
+            turns: 10,
+            requests: 10,
+            events: 1,
+            occupancy_sum: 5.0,
+            earliest_changed: vec![4],
+            ..Row::default()
+        };
+        let b = Row {
+            turns: 30,
+            requests: 90,
+            events: 5,
+            occupancy_sum: 81.0,
+            earliest_changed: vec![2, 9],
+            ..Row::default()
+        };
+        let t = Row::total("p", &[&a, &b]);
+        let d = t.derived();
+        assert_eq!(d.events_per_100_turns, 15.0);
+        assert_eq!(d.mean_occupancy, 0.86);
+        assert_eq!(d.mean_turns_between_compressions, Some(40.0 / 6.0));
+        assert_eq!(d.earliest_changed_min, Some(2));
+        assert_eq!(d.earliest_changed_median, Some(4.0));
+    }
+}

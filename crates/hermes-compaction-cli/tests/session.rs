@@ -8,7 +8,11 @@ fn round_trip(db: &str) {
     let dir = tempfile::tempdir().unwrap();
     let msgs = tool_session(30, 6_000);
     let input = write_jsonl(dir.path(), "rt.jsonl", &msgs);
-    let session = format!("rt-{}", std::process::id());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let session = format!("rt-{}-{nanos}", std::process::id());
 
     let o = run(&[
         "session",
