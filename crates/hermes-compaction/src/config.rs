@@ -7,7 +7,9 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+use compaction_core::cache::{self, CacheProfile};
 use compaction_core::regions::{RegionConfig, WindowConfig};
+use compaction_core::trim::TrimConfig;
 
 /// Prefix of environment overrides; `__` separates levels.
 pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
@@ -83,6 +85,11 @@ pub struct CompressionConfig {
     pub micro_compact_max_consecutive_failures: u32,
     pub micro_compact_min_reclaim_tokens: u64,
     pub insert_trim_tokens: u64,
+    pub insert_trim_head_chars: usize,
+    pub insert_trim_tail_chars: usize,
+    pub insert_trim_user_pastes: bool,
+    pub cache_profile: String,
+    pub cache_custom: CacheProfile,
 }
 
 impl Default for CompressionConfig {
@@ -121,6 +128,14 @@ impl Default for CompressionConfig {
             micro_compact_max_consecutive_failures: 3,
             micro_compact_min_reclaim_tokens: 0,
             insert_trim_tokens: 0,
+            insert_trim_head_chars: 2_000,
+            insert_trim_tail_chars: 2_000,
+            insert_trim_user_pastes: false,
+            cache_profile: "auto".into(),
+            cache_custom: CacheProfile {
+                name: "custom".into(),
+                ..CacheProfile::local()
+            },
         }
     }
 }
@@ -295,6 +310,22 @@ impl Config {
         if self.auxiliary.compression.timeout == 0 {
             return invalid("auxiliary.compression.timeout", 0, "1 second or more");
         }
+        let profile = c.cache_profile.as_str();
+        if !matches!(profile, "auto" | "none" | "custom") && CacheProfile::named(profile).is_none()
+        {
+            return invalid(
+                "compression.cache_profile",
+                format!("{profile:?}"),
+                "\"auto\", \"none\", \"custom\", \"anthropic\", \"openai\", \"openai-gpt5\", \"google\" or \"local\"",
+            );
+        }
+        if let Err(cache::CacheProfileError::Invalid { field, .. }) = c.cache_custom.validate() {
+            return invalid(
+                "compression.cache_custom",
+                field,
+                "finite non-negative prices and ratios, write ratio >= 1, cached ratio <= 1, cached price = input price x cached ratio",
+            );
+        }
         Ok(())
     }
 
@@ -320,6 +351,30 @@ impl Config {
             protect_last_n: c.protect_last_n,
             tail_ratio: c.target_ratio,
             tail_soft_ceiling: c.tail_soft_ceiling,
+        }
+    }
+
+    /// The insertion-time trimming policy core uses (`insert_trim_*` keys, the pruning list of
+    /// protected tools).
+    pub fn trim(&self) -> TrimConfig {
+        let c = &self.compression;
+        TrimConfig {
+            max_tokens: c.insert_trim_tokens,
+            head_chars: c.insert_trim_head_chars,
+            tail_chars: c.insert_trim_tail_chars,
+            protected_tools: c.protected_tools.clone(),
+        }
+    }
+
+    /// The provider cache profile `compression.cache_profile` selects: a named profile,
+    /// `custom` (the `[compression.cache_custom]` table), `auto` (from `model.name`, `None` when
+    /// it names no known provider) or `none`.
+    pub fn cache_profile(&self) -> Option<CacheProfile> {
+        match self.compression.cache_profile.as_str() {
+            "none" => None,
+            "auto" => CacheProfile::for_model(&self.model.name),
+            "custom" => Some(self.compression.cache_custom.clone()),
+            name => CacheProfile::named(name),
         }
     }
 
@@ -402,6 +457,56 @@ mod tests {
             assert!(err.to_string().contains("compression.threshold"));
             Ok(())
         });
+    }
+
+    #[test]
+    fn cache_profiles_resolve_by_name_model_or_custom_table() {
+        let cfg = Config::default();
+        assert_eq!(cfg.cache_profile(), None, "auto without a model name");
+        let cfg = Config::from_toml_str("[model]\nname = \"claude-sonnet-4-5\"\n").unwrap();
+        assert_eq!(cfg.cache_profile().unwrap().name, "anthropic");
+        let cfg = Config::from_toml_str(
+            "[model]\nname = \"claude-sonnet-4-5\"\n[compression]\ncache_profile = \"none\"\n",
+        )
+        .unwrap();
+        assert_eq!(cfg.cache_profile(), None);
+        let cfg = Config::from_toml_str("[compression]\ncache_profile = \"openai\"\n").unwrap();
+        assert_eq!(cfg.cache_profile(), Some(CacheProfile::openai()));
+        let cfg = Config::from_toml_str(
+            "[compression]\ncache_profile = \"custom\"\n[compression.cache_custom]\n\
+             cached_input_price_ratio = 0.2\ncache_ttl_secs = 600\ninput_price_per_mtok = 1.0\n\
+             cached_input_price_per_mtok = 0.2\n",
+        )
+        .unwrap();
+        let p = cfg.cache_profile().unwrap();
+        assert_eq!((p.name.as_str(), p.cache_ttl_secs), ("custom", 600));
+        let err = Config::from_toml_str("[compression]\ncache_profile = \"azure\"\n").unwrap_err();
+        assert!(
+            err.to_string().contains("compression.cache_profile"),
+            "{err}"
+        );
+        let err = Config::from_toml_str(
+            "[compression.cache_custom]\ninput_price_per_mtok = 1.0\ncached_input_price_per_mtok = 0.7\n",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("cached_input_price_per_mtok"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn trim_config_follows_the_insert_trim_keys() {
+        let cfg = Config::from_toml_str(
+            "[compression]\ninsert_trim_tokens = 8000\ninsert_trim_head_chars = 100\n",
+        )
+        .unwrap();
+        let t = cfg.trim();
+        assert_eq!(
+            (t.max_tokens, t.head_chars, t.tail_chars),
+            (8_000, 100, 2_000)
+        );
+        assert_eq!(t.protected_tools, cfg.compression.protected_tools);
     }
 
     #[test]

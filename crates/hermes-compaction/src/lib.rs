@@ -39,11 +39,22 @@ pub mod config;
 mod events;
 #[cfg(feature = "llm")]
 pub mod micro;
+#[cfg(feature = "store")]
+pub mod recall;
+#[cfg(feature = "store")]
+pub mod trim;
 
+#[cfg(all(feature = "llm", feature = "store"))]
+pub use compressor::Persistence;
 #[cfg(feature = "llm")]
 pub use compressor::{
     BatchReport, Compressor, Failure, Outcome, RequestTicket, ThrashState, Trigger,
 };
+pub use compaction_core::cache::CacheProfile;
 pub use config::{Config, ConfigError};
 #[cfg(feature = "llm")]
 pub use micro::{MicroOutcomeKind, MicroReport};
+#[cfg(feature = "store")]
+pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
+#[cfg(feature = "store")]
+pub use trim::{TrimStatus, trim_for_insert};

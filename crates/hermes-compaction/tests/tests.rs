@@ -4,4 +4,5 @@
 mod batch;
 mod common;
 mod micro;
+mod recall;
 mod replay;

@@ -1,0 +1,172 @@
+//! Insertion-time trimming hooks: call one when the agent is about to append a tool result (or,
+//! with `compression.insert_trim_user_pastes`, a user message).
+//!
+//! A message over `compression.insert_trim_tokens` is replaced by the compact form
+//! [`compaction_core::trim`] plans, and the full original is written to the store under the
+//! compact form's handle *first*: the compact form is returned only after that write
+//! succeeded. Without a store, or when the write fails, the original is returned unchanged, so
+//! nothing is ever lost. The agent appends whatever the hook returns.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! use hermes_compaction::core::trim::TrimConfig;
+//! use hermes_compaction::core::{Estimator, Message};
+//! use hermes_compaction::store::{Store, TranscriptStore};
+//! use hermes_compaction::trim::{TrimStatus, trim_for_insert};
+//!
+//! let store = Store::connect("sqlite::memory:").await.unwrap();
+//! store.create_session("s").await.unwrap();
+//! let cfg = TrimConfig { max_tokens: 1_000, ..TrimConfig::default() };
+//! let result = Message::tool_result("call_1", "log line\n".repeat(2_000));
+//! let (message, status) =
+//!     trim_for_insert(Some((&store, "s")), &cfg, &Estimator::default(), None, result.clone()).await;
+//! let TrimStatus::Trimmed { handle, .. } = status else { panic!("trimmed") };
+//! assert!(message.text().starts_with("[trimmed]"));
+//! let original = store.load_original("s", &handle).await.unwrap().unwrap();
+//! assert_eq!(original.to_wire_json(), result.to_wire_json());
+//! # }
+//! ```
+
+use compaction_core::prune::ToolInfo;
+use compaction_core::trim::{self, TrimConfig};
+use compaction_core::{Message, TokenCounter, Transcript};
+use compaction_store::TranscriptStore;
+
+/// What a trimming hook did. Counts and handles only, never content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrimStatus {
+    /// The message stays as it is (trimming off, under the limit, protected tool, not a text
+    /// tool result or user paste, already trimmed).
+    NotNeeded,
+    /// The message was replaced by its compact form; the original is stored under `handle`.
+    Trimmed {
+        /// The handle of the stored original.
+        handle: String,
+        /// Tokens of the original.
+        original_tokens: u64,
+        /// Tokens of the compact form.
+        trimmed_tokens: u64,
+    },
+    /// Trimming was due, but no store is configured to keep the original: kept whole.
+    KeptNoStore,
+    /// Trimming was due, but the store write failed: kept whole.
+    KeptStoreFailed,
+}
+
+impl TrimStatus {
+    /// Tokens the trim took out of the transcript (0 unless trimmed).
+    pub fn saved_tokens(&self) -> u64 {
+        match self {
+            TrimStatus::Trimmed {
+                original_tokens,
+                trimmed_tokens,
+                ..
+            } => original_tokens.saturating_sub(*trimmed_tokens),
+            _ => 0,
+        }
+    }
+}
+
+/// Plans trimming of `message` and, when due, stores the full original in `store` (the store
+/// and the session) before returning the compact form. Returns the message to append and what
+/// happened.
+pub async fn trim_for_insert(
+    store: Option<(&dyn TranscriptStore, &str)>,
+    cfg: &TrimConfig,
+    counter: &dyn TokenCounter,
+    tool: Option<&ToolInfo<'_>>,
+    message: Message,
+) -> (Message, TrimStatus) {
+    let Some(planned) = trim::plan_trim(&message, tool, cfg, counter) else {
+        return (message, TrimStatus::NotNeeded);
+    };
+    let Some((store, session)) = store else {
+        return (message, TrimStatus::KeptNoStore);
+    };
+    match store
+        .store_original(session, &planned.handle, &message)
+        .await
+    {
+        Ok(()) => (
+            planned.message,
+            TrimStatus::Trimmed {
+                handle: planned.handle,
+                original_tokens: planned.original_tokens,
+                trimmed_tokens: planned.trimmed_tokens,
+            },
+        ),
+        Err(e) => {
+            tracing::warn!(error = %e, "insertion-time trim skipped: the original could not be stored");
+            (message, TrimStatus::KeptStoreFailed)
+        }
+    }
+}
+
+/// The call a tool result answers, searched backwards from the end of the transcript (the call
+/// is normally a few messages back, so this is O(distance)).
+pub fn find_call<'a>(t: &'a Transcript, result: &Message) -> Option<ToolInfo<'a>> {
+    let id = result.tool_call_id()?;
+    t.messages().iter().rev().find_map(|m| {
+        m.tool_calls()
+            .iter()
+            .find(|c| c.id == id)
+            .map(|c| ToolInfo {
+                name: c.function.name.as_str(),
+                arguments: c.function.arguments.as_str(),
+            })
+    })
+}
+
+#[cfg(feature = "llm")]
+mod hooks {
+    use super::*;
+    use crate::compressor::{Compressor, Persistence};
+
+    impl Compressor {
+        /// The tool-result hook: call it with the result the agent is about to append to `t`
+        /// (the assistant message with the call already in `t`) and the session's
+        /// [`Persistence`] (the same value given to
+        /// [`with_store`](Compressor::with_store)); append the message it returns. Trims
+        /// per `compression.insert_trim_*`; see the [module docs](self).
+        pub async fn on_tool_result(
+            &self,
+            t: &Transcript,
+            message: Message,
+            persistence: Option<&Persistence>,
+        ) -> (Message, TrimStatus) {
+            let cfg = self.config().trim();
+            let tool = find_call(t, &message);
+            trim_for_insert(
+                persistence.map(|p| (&*p.store, p.session.as_str())),
+                &cfg,
+                self.counter(),
+                tool.as_ref(),
+                message,
+            )
+            .await
+        }
+
+        /// The user-message hook: trims a giant paste when `compression.insert_trim_user_pastes`
+        /// is on (otherwise returns the message unchanged with [`TrimStatus::NotNeeded`]).
+        pub async fn on_user_message(
+            &self,
+            message: Message,
+            persistence: Option<&Persistence>,
+        ) -> (Message, TrimStatus) {
+            if !self.config().compression.insert_trim_user_pastes || !message.is_user() {
+                return (message, TrimStatus::NotNeeded);
+            }
+            let cfg = self.config().trim();
+            trim_for_insert(
+                persistence.map(|p| (&*p.store, p.session.as_str())),
+                &cfg,
+                self.counter(),
+                None,
+                message,
+            )
+            .await
+        }
+    }
+}
