@@ -129,7 +129,7 @@ mod hooks {
         /// (the assistant message with the call already in `t`) and the session's
         /// [`Persistence`] (the same value given to
         /// [`with_store`](Compressor::with_store)); append the message it returns. Trims
-        /// per `compression.insert_trim_*`; see the [module docs](self).
+        /// per `compression.insert_trim_*`; see the [module docs](crate::trim).
         pub async fn on_tool_result(
             &self,
             t: &Transcript,
