@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use compaction_core::Message as EngineMessage;
 
 use crate::rows::{
-    INSERT_CHUNK, Prepared, STRIDE, check_handle, check_session_id, decode, insert_sql, now_ms,
+    DOC_CHUNK, Doc, INSERT_CHUNK, Prepared, STRIDE, check_handle, check_session_id, decode, insert_sql, now_ms,
     placeholders, prepare, search_terms, search_text, spread, to_i64,
 };
 use crate::{
@@ -678,7 +678,12 @@ async fn store_original(
             })
         };
     }
-    index_doc(&mut tx, session, None, Some(handle), &text).await?;
+    let doc = Doc {
+        row_id: None,
+        handle: Some(handle.to_owned()),
+        text,
+    };
+    index_docs(&mut tx, session, std::slice::from_ref(&doc)).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -769,9 +774,19 @@ async fn catch_up_index(store: &StoreImpl, session: &str) -> Result<()> {
         .fetch_all(&mut *tx)
         .await?;
         let done = (claimed.len() as i64) < INDEX_CHUNK;
-        for (id, kind, body, meta) in claimed {
-            let (message, _) = decode(id, &kind, body, meta)?;
-            index_doc(&mut tx, session, Some(id), None, &search_text(&message)).await?;
+        let docs = claimed
+            .into_iter()
+            .map(|(id, kind, body, meta)| {
+                let (message, _) = decode(id, &kind, body, meta)?;
+                Ok(Doc {
+                    row_id: Some(id),
+                    handle: None,
+                    text: search_text(&message),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for chunk in docs.chunks(DOC_CHUNK) {
+            index_docs(&mut tx, session, chunk).await?;
         }
         tx.commit().await?;
         if done {

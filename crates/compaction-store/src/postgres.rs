@@ -155,24 +155,30 @@ fn fts_query(terms: &[String]) -> String {
     terms.join(" ")
 }
 
-/// Adds one document to the session's search index.
-async fn index_doc(
-    conn: &mut Conn,
-    session: &str,
-    row_id: Option<i64>,
-    handle: Option<&str>,
-    text: &str,
-) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO hermes_search (session_id, row_id, handle, tsv) \
-         VALUES ($1, $2, $3, to_tsvector('simple', $4))",
-    )
-    .bind(session)
-    .bind(row_id)
-    .bind(handle)
-    .bind(text)
-    .execute(&mut *conn)
-    .await?;
+/// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
+/// index in one statement.
+async fn index_docs(conn: &mut Conn, session: &str, docs: &[Doc]) -> Result<()> {
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<String> = (0..docs.len())
+        .map(|i| {
+            let b = 2 + 3 * i;
+            format!("($1, ${b}, ${}, to_tsvector('simple', ${}))", b + 1, b + 2)
+        })
+        .collect();
+    let sql = format!(
+        "INSERT INTO hermes_search (session_id, row_id, handle, tsv) VALUES {}",
+        values.join(", ")
+    );
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(session);
+    for d in docs {
+        q = q
+            .bind(d.row_id)
+            .bind(d.handle.as_deref())
+            .bind(d.text.as_str());
+    }
+    q.execute(&mut *conn).await?;
     Ok(())
 }
 

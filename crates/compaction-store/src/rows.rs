@@ -187,6 +187,16 @@ pub(crate) fn migrator(steps: &[(i64, &'static str, &'static str)]) -> sqlx::mig
 /// refuses a tsvector over 1 MB; the full text stays retrievable by row id or handle.
 pub(crate) const SEARCH_TEXT_MAX_CHARS: usize = 200_000;
 
+/// One document for the search index: an archived row or a trimmed original.
+pub(crate) struct Doc {
+    pub row_id: Option<RowId>,
+    pub handle: Option<String>,
+    pub text: String,
+}
+
+/// Documents per multi-row INSERT into the search index.
+pub(crate) const DOC_CHUNK: usize = 100;
+
 /// Most query words a search uses.
 pub(crate) const SEARCH_MAX_TERMS: usize = 16;
 

@@ -114,8 +114,9 @@ const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages 
 const SQL_FIRST_UNINDEXED: &str = "SELECT id FROM hermes_messages \
      INDEXED BY hermes_messages_unindexed \
      WHERE session_id = $1 AND NOT active AND NOT search_indexed LIMIT 1";
+// CROSS JOIN keeps the full-text lookup as the outer loop (SQLite does not reorder it).
 const SQL_SEARCH: &str = "SELECT d.row_id, d.handle FROM hermes_search \
-     JOIN hermes_search_docs d ON d.id = hermes_search.rowid \
+     CROSS JOIN hermes_search_docs d ON d.id = hermes_search.rowid \
      WHERE hermes_search MATCH $2 AND d.session_id = $1 \
      ORDER BY hermes_search.rank, d.id LIMIT $3";
 
@@ -128,28 +129,50 @@ fn fts_query(terms: &[String]) -> String {
         .join(" ")
 }
 
-/// Adds one document to the session's search index.
-async fn index_doc(
-    conn: &mut Conn,
-    session: &str,
-    row_id: Option<i64>,
-    handle: Option<&str>,
-    text: &str,
-) -> Result<()> {
-    let (doc,): (i64,) = sqlx::query_as(
-        "INSERT INTO hermes_search_docs (session_id, row_id, handle) VALUES ($1, $2, $3) \
-         RETURNING id",
-    )
-    .bind(session)
-    .bind(row_id)
-    .bind(handle)
-    .fetch_one(&mut *conn)
-    .await?;
-    sqlx::query("INSERT INTO hermes_search (rowid, body_text) VALUES ($1, $2)")
-        .bind(doc)
-        .bind(text)
-        .execute(&mut *conn)
-        .await?;
+/// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
+/// index: their session and source rows first, then their text under the same ids.
+async fn index_docs(conn: &mut Conn, session: &str, docs: &[Doc]) -> Result<()> {
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let values: Vec<String> = (0..docs.len())
+        .map(|i| format!("($1, ${}, ${})", 2 + 2 * i, 3 + 2 * i))
+        .collect();
+    let sql = format!(
+        "INSERT INTO hermes_search_docs (session_id, row_id, handle) VALUES {} \
+         RETURNING id, row_id, handle",
+        values.join(", ")
+    );
+    let mut q = sqlx::query_as::<_, (i64, Option<i64>, Option<String>)>(sqlx::AssertSqlSafe(sql))
+        .bind(session);
+    for d in docs {
+        q = q.bind(d.row_id).bind(d.handle.as_deref());
+    }
+    // RETURNING order is not guaranteed: match the ids back by source.
+    let ids: HashMap<(Option<i64>, Option<String>), i64> = q
+        .fetch_all(&mut *conn)
+        .await?
+        .into_iter()
+        .map(|(id, row, handle)| ((row, handle), id))
+        .collect();
+    let values: Vec<String> = (0..docs.len())
+        .map(|i| format!("(${}, ${})", 1 + 2 * i, 2 + 2 * i))
+        .collect();
+    let sql = format!(
+        "INSERT INTO hermes_search (rowid, body_text) VALUES {}",
+        values.join(", ")
+    );
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+    for d in docs {
+        let id = ids
+            .get(&(d.row_id, d.handle.clone()))
+            .copied()
+            .ok_or(StoreError::OutOfRange {
+                what: "search document id",
+            })?;
+        q = q.bind(id).bind(d.text.as_str());
+    }
+    q.execute(&mut *conn).await?;
     Ok(())
 }
 

@@ -209,3 +209,59 @@ on_both_backends! {
         assert!(hits[0].message.to_wire_json() == m.to_wire_json());
     }
 }
+
+/// A database written by schema version 1 (before recall existed) upgrades in place, and its
+/// rows archived back then become searchable: the first search indexes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_archived_before_the_upgrade_are_searchable() {
+    use sqlx::SqlSafeStr;
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("v1.db").display());
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(dir.path().join("v1.db"))
+        .create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let mut v1 = Migrator::with_migrations(vec![Migration::new(
+        1,
+        "sessions and messages".into(),
+        MigrationType::Simple,
+        include_str!("../migrations/sqlite/0001_init.sql").into_sql_str(),
+        false,
+    )]);
+    v1.dangerous_set_table_name("hermes_schema_migrations");
+    v1.run(&pool).await.unwrap();
+    sqlx::query("INSERT INTO hermes_sessions (id, created_at, updated_at) VALUES ('old', 0, 0)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let archived = Message::tool_result("c", "the old okapi log");
+    for (pos, (m, active)) in [
+        (archived.clone(), false),
+        (Message::user("live okapi"), true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sqlx::query(
+            "INSERT INTO hermes_messages (session_id, pos, role, kind, body, active, compacted, \
+             generation, created_at) VALUES ('old', $1, $2, 'normal', $3, $4, $5, 0, 0)",
+        )
+        .bind(pos as i64)
+        .bind(m.role().as_str())
+        .bind(m.to_wire_json().into_bytes())
+        .bind(active)
+        .bind(!active)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = compaction_store::Store::connect(&url).await.unwrap();
+    let hits = store.search_archived("old", "okapi", 10).await.unwrap();
+    assert_eq!(hits.len(), 1, "only the archived row");
+    assert_eq!(hits[0].message.to_wire_json(), archived.to_wire_json());
+    assert_eq!(store.load_active("old").await.unwrap().len(), 1);
+}

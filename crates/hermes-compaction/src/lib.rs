@@ -44,13 +44,13 @@ pub mod recall;
 #[cfg(feature = "store")]
 pub mod trim;
 
+pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
 pub use compressor::{
     BatchReport, Compressor, Failure, Outcome, RequestTicket, ThrashState, Trigger,
 };
-pub use compaction_core::cache::CacheProfile;
 pub use config::{Config, ConfigError};
 #[cfg(feature = "llm")]
 pub use micro::{MicroOutcomeKind, MicroReport};
