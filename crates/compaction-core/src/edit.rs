@@ -113,21 +113,31 @@ impl Edit {
         Ok(out)
     }
 
-    /// Applies the edit in place, keeping the token cache current. Splices are applied from
-    /// the back so earlier indices stay valid. Returns the removed messages, in order.
+    /// Applies the edit in place, keeping the token cache current: one splice shifts only what
+    /// follows it; several are applied in a single pass over the transcript
+    /// ([`Transcript::splice_many`]). Returns the removed messages, in order.
     pub fn apply_to(
         self,
         t: &mut Transcript,
         counter: &dyn TokenCounter,
     ) -> Result<Vec<Message>, EditError> {
         self.validate(t.len())?;
-        let mut removed = Vec::new();
-        for s in self.splices.into_iter().rev() {
-            let mut r = t.splice(s.range, s.replacement, counter);
-            r.append(&mut removed);
-            removed = r;
-        }
-        Ok(removed)
+        let mut splices: Vec<(Range<usize>, Vec<Message>)> = self
+            .splices
+            .into_iter()
+            .filter(|s| !(s.range.is_empty() && s.replacement.is_empty()))
+            .map(|s| (s.range, s.replacement))
+            .collect();
+        Ok(match splices.len() {
+            0 => Vec::new(),
+            // One splice: shift only what follows it.
+            1 => {
+                let (range, replacement) = splices.pop().expect("one splice");
+                t.splice(range, replacement, counter)
+            }
+            // Many: one pass over the transcript.
+            _ => t.splice_many(splices, counter),
+        })
     }
 }
 

@@ -676,6 +676,25 @@ impl Message {
         self.touch(Known::Content);
     }
 
+    /// A copy of this message with other content, without copying the old content first
+    /// (cheaper than `clone` then [`set_content`](Self::set_content) for large messages).
+    pub fn with_content(&self, content: Option<Content>) -> Message {
+        let mut m = Message {
+            role: self.role.clone(),
+            content: None,
+            tool_calls: self.tool_calls.clone(),
+            tool_call_id: self.tool_call_id.clone(),
+            name: self.name.clone(),
+            extra: self.extra.clone(),
+            order: self.order.clone(),
+            meta: self.meta.clone(),
+            raw: None,
+            tool_calls_null: self.tool_calls_null,
+        };
+        m.set_content(content);
+        m
+    }
+
     /// Replaces the content with a string.
     pub fn set_text(&mut self, text: impl Into<String>) {
         self.set_content(Some(Content::Text(text.into())));

@@ -77,13 +77,13 @@ pub fn plan_prune(
     let mut plan = PrunePlan::default();
 
     // Newest index of each large tool output, by content, for back-references.
-    let mut newest: HashMap<&str, usize> = HashMap::new();
+    let mut newest: HashMap<ContentKey<'_>, usize> = HashMap::new();
     for (i, m) in msgs.iter().enumerate() {
         if m.is_tool()
             && let Some(Content::Text(s)) = m.content()
             && t.tokens_of(i) > cfg.tool_output_min_tokens
         {
-            newest.insert(s.as_str(), i);
+            newest.insert(ContentKey(s.as_str()), i);
         }
     }
 
@@ -115,8 +115,12 @@ pub fn plan_prune(
 
 /// The informative one-line description of a tool output, as pruning writes it.
 pub fn describe_tool_output(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
-    let chars = output.chars().count();
-    let lines = output.lines().count();
+    let chars = if output.is_ascii() {
+        output.len()
+    } else {
+        output.chars().count()
+    };
+    let lines = count_lines(output);
     let exit = exit_status(output)
         .map(|c| format!(", exit {c}"))
         .unwrap_or_default();
@@ -236,11 +240,25 @@ pub fn is_protected(cfg: &PruneConfig, tool: &str) -> bool {
     cfg.protected_tools.iter().any(|p| p == tool)
 }
 
+/// A tool output as a map key: hashes its length and both ends only (equality still compares
+/// the whole text), so indexing megabytes of outputs costs little.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ContentKey<'a>(&'a str);
+
+impl std::hash::Hash for ContentKey<'_> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let b = self.0.as_bytes();
+        b.len().hash(h);
+        b[..b.len().min(64)].hash(h);
+        b[b.len().saturating_sub(64)..].hash(h);
+    }
+}
+
 fn prune_tool_output(
     t: &Transcript,
     i: usize,
     calls: &CallIndex<'_>,
-    newest: &HashMap<&str, usize>,
+    newest: &HashMap<ContentKey<'_>, usize>,
     cfg: &PruneConfig,
     plan: &mut PrunePlan,
 ) -> Option<Message> {
@@ -257,7 +275,7 @@ fn prune_tool_output(
         return None;
     }
     let line = match m.content() {
-        Some(Content::Text(s)) => match newest.get(s.as_str()) {
+        Some(Content::Text(s)) => match newest.get(&ContentKey(s.as_str())) {
             Some(&j) if j > i => {
                 plan.deduplicated += 1;
                 let name = info.map(|c| c.name).unwrap_or("tool");
@@ -276,9 +294,7 @@ fn prune_tool_output(
             describe_tool_output(info, &text)
         }
     };
-    let mut new = m.clone();
-    new.set_text(line);
-    Some(new)
+    Some(m.with_content(Some(Content::Text(line))))
 }
 
 fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
@@ -399,32 +415,29 @@ pub(crate) fn tool_family(lower: &str) -> Family {
 
 /// The exit status an output reports, if it shows one in a common form.
 pub fn exit_status(output: &str) -> Option<i64> {
+    static EXIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r#"(?i)(?:exit code|exit status|exit_code|returncode|exited with)[:= "]*(-?[0-9]+)"#,
+        )
+        .expect("valid exit-status pattern")
+    });
     // Look at the last few hundred bytes, where shells and harnesses print it.
     let start = output.len().saturating_sub(400);
     let start = (start..output.len())
         .find(|&i| output.is_char_boundary(i))
         .unwrap_or(output.len());
-    let tail = output[start..].to_ascii_lowercase();
-    for key in [
-        "exit code",
-        "exit status",
-        "exit_code",
-        "returncode",
-        "exited with",
-    ] {
-        if let Some(pos) = tail.rfind(key) {
-            let rest = &tail[pos + key.len()..];
-            let digits: String = rest
-                .trim_start_matches([':', '=', ' ', '"'])
-                .chars()
-                .take_while(|c| c.is_ascii_digit() || *c == '-')
-                .collect();
-            if let Ok(n) = digits.parse() {
-                return Some(n);
-            }
-        }
+    EXIT.captures_iter(&output[start..])
+        .last()
+        .and_then(|c| c[1].parse().ok())
+}
+
+/// Lines as `str::lines` counts them, by a vectorizable byte count.
+fn count_lines(s: &str) -> usize {
+    if s.is_empty() {
+        return 0;
     }
-    None
+    let newlines = s.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!s.ends_with('\n'))
 }
 
 fn clip(s: &str, max: usize) -> String {
