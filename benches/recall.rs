@@ -37,7 +37,7 @@ fn trim_plan(c: &mut Criterion) {
 }
 
 fn message(i: usize) -> Message {
-    let rare = if i % 100 == 0 { " numbat" } else { "" };
+    let rare = if i.is_multiple_of(100) { " numbat" } else { "" };
     Message::tool_result(
         format!("call_{i}"),
         format!(
