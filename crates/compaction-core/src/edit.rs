@@ -11,6 +11,9 @@ use crate::message::Message;
 use crate::tokens::TokenCounter;
 use crate::transcript::Transcript;
 
+/// Up to this many splices are applied one by one; more in a single pass.
+const FEW_SPLICES: usize = 8;
+
 /// Replace `range` of the planned-against transcript with `replacement`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Splice {
@@ -113,8 +116,8 @@ impl Edit {
         Ok(out)
     }
 
-    /// Applies the edit in place, keeping the token cache current: one splice shifts only what
-    /// follows it; several are applied in a single pass over the transcript
+    /// Applies the edit in place, keeping the token cache current: a few splices each shift
+    /// only what follows them; many are applied in a single pass over the transcript
     /// ([`Transcript::splice_many`]). Returns the removed messages, in order.
     pub fn apply_to(
         self,
@@ -128,15 +131,17 @@ impl Edit {
             .filter(|s| !(s.range.is_empty() && s.replacement.is_empty()))
             .map(|s| (s.range, s.replacement))
             .collect();
-        Ok(match splices.len() {
-            0 => Vec::new(),
-            // One splice: shift only what follows it.
-            1 => {
-                let (range, replacement) = splices.pop().expect("one splice");
-                t.splice(range, replacement, counter)
+        Ok(if splices.len() <= FEW_SPLICES {
+            // A few splices (a micro pass, a batch summary): shift only what follows each one,
+            // from the back so earlier indices stay valid.
+            let mut chunks: Vec<Vec<Message>> = Vec::with_capacity(splices.len());
+            while let Some((range, replacement)) = splices.pop() {
+                chunks.push(t.splice(range, replacement, counter));
             }
-            // Many: one pass over the transcript.
-            _ => t.splice_many(splices, counter),
+            chunks.into_iter().rev().flatten().collect()
+        } else {
+            // Many (a prune pass rewriting hundreds of outputs): one pass over the transcript.
+            t.splice_many(splices, counter)
         })
     }
 }
