@@ -166,6 +166,8 @@ pub struct Compressor {
     overflow_attempts: u32,
     /// Proactive prune stays disarmed until the transcript reaches this size again.
     proactive_rearm_at: Option<u64>,
+    /// When the last model request was made (unix ms), for the cache time-to-live rule.
+    last_request_ms: Option<u64>,
     clock: fn() -> u64,
     pub(crate) micro: crate::micro::MicroRuntime,
 }
@@ -211,6 +213,7 @@ impl Compressor {
             awaiting_effect: false,
             overflow_attempts: 0,
             proactive_rearm_at: None,
+            last_request_ms: None,
             clock: unix_ms,
             micro: Default::default(),
         }
@@ -255,6 +258,20 @@ impl Compressor {
         &self.config
     }
 
+    /// Seconds since the last model request, `None` before the first.
+    pub(crate) fn secs_since_last_request(&self) -> Option<u64> {
+        self.last_request_ms
+            .map(|at| (self.clock)().saturating_sub(at) / 1_000)
+    }
+
+    /// Whether passes are persisted (summaries then say that detail can be recalled).
+    pub(crate) fn has_store(&self) -> bool {
+        #[cfg(feature = "store")]
+        return self.persistence.is_some();
+        #[cfg(not(feature = "store"))]
+        return false;
+    }
+
     /// The summarizer.
     pub fn summarizer(&self) -> &dyn Summarizer {
         self.summarizer.as_ref()
@@ -296,6 +313,7 @@ impl Compressor {
         } else if self.config.compression.enabled && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
+        self.last_request_ms = Some((self.clock)());
         (
             RequestTicket {
                 epoch: self.epoch,
@@ -507,7 +525,10 @@ impl Compressor {
                 today(),
             )
             .with_messages(job.messages.clone());
-            req.previous_summary = job.previous_summary.clone();
+            req.previous_summary = job
+                .previous_summary
+                .as_deref()
+                .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
             req.focus = job.focus.clone();
             let resp = match self.summarizer.summarize(&req).await {
                 Ok(r) => r,
@@ -531,7 +552,12 @@ impl Compressor {
             if let Some(u) = resp.usage {
                 report.summary_tokens += u.prompt_tokens + u.completion_tokens;
             }
-            out.push(resp.text);
+            out.push(if self.has_store() {
+                // What was compacted stays in the store and can be recalled.
+                compaction_core::marker::with_recall_note(&resp.text)
+            } else {
+                resp.text
+            });
         }
         Ok(out)
     }
@@ -644,7 +670,13 @@ pub fn batch_config(config: &Config) -> BatchConfig {
         },
         material: MaterialConfig::default(),
         prune_minimum_tokens: c.prune_minimum_tokens,
-        prune_runway_ratio: c.prune_runway_ratio,
+        prune_runway_ratio: match config.cache_profile().filter(|_| c.cache_aware) {
+            // Prune-only must buy at least the runway the provider's cache economics justify.
+            Some(p) => c
+                .prune_runway_ratio
+                .max(compaction_core::cache::suggested_prune_runway_ratio(&p)),
+            None => c.prune_runway_ratio,
+        },
         summary_budget_tokens: u64::from(c.summary_max_tokens),
         strict_alternation: c.strict_alternation,
     }

@@ -89,6 +89,7 @@ pub struct CompressionConfig {
     pub insert_trim_tail_chars: usize,
     pub insert_trim_user_pastes: bool,
     pub cache_profile: String,
+    pub cache_aware: bool,
     pub cache_custom: CacheProfile,
 }
 
@@ -132,6 +133,7 @@ impl Default for CompressionConfig {
             insert_trim_tail_chars: 2_000,
             insert_trim_user_pastes: false,
             cache_profile: "auto".into(),
+            cache_aware: true,
             cache_custom: CacheProfile {
                 name: "custom".into(),
                 ..CacheProfile::local()

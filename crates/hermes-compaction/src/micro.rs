@@ -156,7 +156,10 @@ impl Compressor {
 
     async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> MicroReport {
         let started = Instant::now();
-        let cfg = micro_config(self.config());
+        let mut cfg = micro_config(self.config());
+        if cfg.min_reclaim_tokens == 0 {
+            cfg.min_reclaim_tokens = self.cache_gate(t);
+        }
         let compacted = self.state().compacted;
         let plan = match hook {
             Hook::Turn => micro::plan_micro(
@@ -237,13 +240,18 @@ impl Compressor {
         };
         let is_defrag = matches!(plan.step, MicroStep::Defrag(_));
         let mut req = SummaryRequest::new(kind, material, budget, today()).with_messages(messages);
-        req.previous_summary = previous;
+        req.previous_summary =
+            previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
         let summary = match self.summarizer().summarize(&req).await {
             Ok(r) => {
                 if let Some(u) = r.usage {
                     report.summary_tokens = u.prompt_tokens + u.completion_tokens;
                 }
-                r.text
+                if self.has_store() {
+                    compaction_core::marker::with_recall_note(&r.text)
+                } else {
+                    r.text
+                }
             }
             Err(e) => {
                 self.micro.state.record_failure(&plan);
@@ -318,6 +326,30 @@ impl Compressor {
             ),
         }
         self.micro_finish(report, started)
+    }
+
+    /// The reclaim gate the provider's cache economics suggest (spec: the rewrite must save
+    /// more than re-caching the prefix it invalidates costs), or 0 without a known cache
+    /// profile, with `cache_aware` off, or when the cache has already expired (a rewrite then
+    /// costs nothing extra).
+    fn cache_gate(&self, t: &Transcript) -> u64 {
+        let c = &self.config().compression;
+        let Some(profile) = self.config().cache_profile().filter(|_| c.cache_aware) else {
+            return 0;
+        };
+        if self
+            .secs_since_last_request()
+            .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s))
+        {
+            return 0;
+        }
+        // The prefix a pass invalidates runs from the cursor (or the start) to the end.
+        let from = self.micro.state.cursor.unwrap_or(0).min(t.len());
+        compaction_core::cache::suggested_micro_reclaim_gate(
+            &profile,
+            t.tokens_in(from..t.len()),
+            self.config().micro_every_n_turns(),
+        )
     }
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {

@@ -358,3 +358,22 @@ fn proactive_prune_commits_only_a_worthwhile_reclaim_and_rearms_after_growth() {
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert!(r.is_some(), "re-armed after growth");
 }
+
+#[test]
+fn a_known_cache_profile_raises_the_prune_runway() {
+    let mut cfg = config(128_000);
+    let plain = hermes_compaction::compressor::batch_config(&cfg);
+    assert_eq!(plain.prune_runway_ratio, 0.15);
+    cfg.compression.cache_profile = "anthropic".into();
+    let aware = hermes_compaction::compressor::batch_config(&cfg);
+    let suggested = compaction_core::cache::suggested_prune_runway_ratio(
+        &compaction_core::cache::CacheProfile::anthropic(),
+    );
+    assert!(suggested > 0.15);
+    assert_eq!(aware.prune_runway_ratio, suggested);
+    cfg.compression.cache_aware = false;
+    assert_eq!(
+        hermes_compaction::compressor::batch_config(&cfg).prune_runway_ratio,
+        0.15
+    );
+}

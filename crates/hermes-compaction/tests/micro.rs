@@ -254,3 +254,85 @@ fn long_turn_stays_under_the_threshold_without_batch_passes() {
     }
     eprintln!("long turn: peak {peak} of threshold {threshold}");
 }
+
+static CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(5_000_000);
+
+fn cache_clock() -> u64 {
+    CLOCK.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+#[test]
+fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
+    let rt = rt();
+    let mut cfg = micro_config(64_000);
+    cfg.compression.cache_profile = "anthropic".into();
+    let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new())).with_clock(cache_clock);
+    let mut t = c.transcript(session(80, 600));
+    // A request was just made: the cache is warm, one small exchange does not pay for
+    // re-caching everything after it.
+    let _ = rt.block_on(c.before_request(&mut t));
+    let before = t.messages().to_vec();
+    let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    assert_eq!(r.outcome, MicroOutcomeKind::Gated);
+    assert_eq!(t.messages(), &before[..]);
+    // Past the profile's time-to-live the prefix is gone anyway: the pass absorbs.
+    CLOCK.fetch_add(301_000, std::sync::atomic::Ordering::SeqCst);
+    let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+    // cache_aware = false turns the derived gate off.
+    let mut cfg = micro_config(64_000);
+    cfg.compression.cache_profile = "anthropic".into();
+    cfg.compression.cache_aware = false;
+    let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new())).with_clock(cache_clock);
+    let mut t = c.transcript(session(80, 600));
+    let _ = rt.block_on(c.before_request(&mut t));
+    let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+}
+
+#[test]
+fn summaries_mention_recall_when_a_store_keeps_what_was_compacted() {
+    use compaction_store::Store;
+    use hermes_compaction::Persistence;
+    let rt = rt();
+    rt.block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+        store.create_session("r").await.unwrap();
+        let s = Arc::new(ScriptedSummarizer::new());
+        let mut c = with_summarizer(micro_config(32_000), s.clone()).with_store(Persistence {
+            store,
+            session: "r".into(),
+            generation: 0,
+        });
+        let mut t = c.transcript(session(60, 600));
+        for i in 0..2 {
+            s.push_text(format!("summary {i}"));
+            c.finalize_turn(&mut t).await.unwrap();
+        }
+        let m = t
+            .messages()
+            .iter()
+            .find(|m| marker::classify(m) == Some(MarkerKind::Micro))
+            .unwrap();
+        let body = marker::parse_body(m).unwrap();
+        assert!(body.starts_with("summary 1"));
+        assert!(body.ends_with(marker::RECALL_NOTE));
+        // The summarizer sees the previous summary without the note.
+        assert_eq!(
+            s.requests()[1].previous_summary.as_deref(),
+            Some("summary 0")
+        );
+    });
+    // Without a store, no note.
+    let s = Arc::new(ScriptedSummarizer::new());
+    let mut c = with_summarizer(micro_config(32_000), s.clone());
+    let mut t = c.transcript(session(60, 600));
+    s.push_text("plain");
+    rt.block_on(c.finalize_turn(&mut t)).unwrap();
+    let m = t
+        .messages()
+        .iter()
+        .find(|m| marker::classify(m) == Some(MarkerKind::Micro))
+        .unwrap();
+    assert_eq!(marker::parse_body(m).as_deref(), Some("plain"));
+}
