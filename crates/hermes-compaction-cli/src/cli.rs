@@ -138,6 +138,25 @@ pub struct SimulateArgs {
     /// alike].
     #[arg(long, value_name = "FILE")]
     pub prices: Option<PathBuf>,
+    /// Price with a provider cache profile: anthropic, openai, openai-gpt5, google, local,
+    /// custom (the configuration's [compression.cache_custom]), prices (the price table) or
+    /// all (every named profile, one table each plus a cost-by-profile summary). A profile
+    /// applies its time-to-live, minimum cacheable prefix and cache-write premium, and the
+    /// replayed compressor uses it for its cache-aware decisions [default: the price table
+    /// when --prices is given, else compression.cache_profile of the configuration, else the
+    /// price table].
+    #[arg(long, value_name = "NAME")]
+    pub cache_profile: Option<String>,
+    /// Seconds between two requests when messages carry no `timestamp`; a request after the
+    /// profile's time-to-live gets no cache hits.
+    #[arg(long, value_name = "SECS", default_value_t = crate::simulate::DEFAULT_REQUEST_GAP_SECS)]
+    pub request_gap_secs: u64,
+    /// Trim limit of the batch+trim and micro+trim policies, tokens: larger tool results are
+    /// trimmed as they are appended (head and tail kept, the original in an in-memory store).
+    /// The other policies never trim [default: compression.insert_trim_tokens when set, else
+    /// 8000].
+    #[arg(long, value_name = "N")]
+    pub insert_trim_tokens: Option<u64>,
     /// Also write the rows and totals as JSON.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

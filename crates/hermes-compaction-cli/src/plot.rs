@@ -32,7 +32,13 @@ pub fn occupancy_svg(sim: &Simulation) -> String {
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     for (k, name) in transcripts.iter().enumerate() {
         let top = 20.0 + PANEL * k as f64;
-        let rows: Vec<_> = sim.rows.iter().filter(|r| r.transcript == *name).collect();
+        // Occupancy barely depends on the pricing: plot the first one.
+        let first = sim.pricings.first().map(|p| p.name());
+        let rows: Vec<_> = sim
+            .rows
+            .iter()
+            .filter(|r| r.transcript == *name && Some(r.profile.as_str()) == first)
+            .collect();
         let window = rows.first().map_or(1.0, |r| {
             r.context_length as f64 / r.threshold_tokens.max(1) as f64
         });

@@ -1,4 +1,6 @@
-//! The price table of the simulator's cost estimate, in dollars per million tokens.
+//! How the simulator prices a replay: the built-in price table (dollars per million tokens,
+//! every reused prefix token a cache hit), or a provider cache profile
+//! ([`CacheProfile`]: time-to-live, minimum cacheable prefix, explicit cache writes).
 
 use std::path::Path;
 
@@ -6,7 +8,33 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+use hermes_compaction::CacheProfile;
+
 use crate::{Error, Result};
+
+/// What a replay is priced with.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Pricing {
+    /// The price table: reused prefix tokens are always cache hits (no time-to-live, no
+    /// minimum prefix, no write premium); summary calls at the table's summary prices.
+    Table(Prices),
+    /// A provider cache profile, priced request by request with
+    /// [`price_request`](hermes_compaction::core::cache::price_request); summary calls at the
+    /// profile's input and output prices. The replay's compressor runs with this profile, so
+    /// its cache-aware decisions (prune runway, micro reclaim gate) follow it too.
+    Profile(CacheProfile),
+}
+
+impl Pricing {
+    /// The name in tables and JSON: `prices` for the table, else the profile's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Pricing::Table(_) => "prices",
+            Pricing::Profile(p) => &p.name,
+        }
+    }
+}
 
 /// Dollars per million tokens. The defaults are a typical provider's list prices with a 90%
 /// cached-input discount; the summarizer is priced like the main model unless set.

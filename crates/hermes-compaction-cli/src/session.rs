@@ -158,14 +158,11 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
         Policy::BatchNaive,
         Policy::Micro,
     ];
-    let sim = simulate(
-        &inputs,
-        &policies,
-        &config,
-        None,
-        &Default::default(),
-        std::io::IsTerminal::is_terminal(&std::io::stderr()),
-    )?;
+    let options = crate::simulate::Options {
+        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        ..Default::default()
+    };
+    let sim = simulate(&inputs, &policies, &config, &options)?;
     let rows: Vec<_> = sim.totals.iter().collect();
     write_out(
         out,

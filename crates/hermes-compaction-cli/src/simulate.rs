@@ -10,6 +10,7 @@
 //! The prefix-cache model: a request reuses the longest run of leading messages whose wire
 //! JSON is unchanged since the previous request; those tokens are cache hits, the rest misses.
 
+use std::cell::Cell;
 use std::collections::hash_map::DefaultHasher;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
@@ -21,13 +22,18 @@ use std::sync::{Arc, Mutex};
 use clap::ValueEnum;
 use serde::Serialize;
 
+use hermes_compaction::core::cache::{self, PROFILE_NAMES, RequestShape};
 use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript};
 use hermes_compaction::llm::Summarizer;
-use hermes_compaction::{BatchReport, Compressor, Config, MicroOutcomeKind, MicroReport, Outcome};
+use hermes_compaction::store::Store;
+use hermes_compaction::{
+    BatchReport, CacheProfile, Compressor, Config, MicroOutcomeKind, MicroReport, Outcome,
+    Persistence,
+};
 
 use crate::cli::SimulateArgs;
 use crate::input::{Input, Strictness};
-use crate::prices::Prices;
+use crate::prices::{Prices, Pricing};
 use crate::setup::{CountingSummarizer, SummarizerKind, build_summarizer, load_config};
 use crate::{Error, Result, write_atomically, write_out};
 
@@ -46,6 +52,16 @@ pub enum Policy {
     BatchNaive,
     /// Micro-compaction after every turn (and every tool round), batch as the safety net.
     Micro,
+    /// `batch` with insertion-time trimming: each tool result over the trim limit is trimmed
+    /// by [`Compressor::on_tool_result`] before it is appended (originals kept in an
+    /// in-memory store).
+    #[value(name = "batch+trim")]
+    #[serde(rename = "batch+trim")]
+    BatchTrim,
+    /// `micro` with insertion-time trimming.
+    #[value(name = "micro+trim")]
+    #[serde(rename = "micro+trim")]
+    MicroTrim,
 }
 
 impl Policy {
@@ -57,24 +73,36 @@ impl Policy {
             Policy::PruneFirst => "prune-first",
             Policy::BatchNaive => "batch-naive",
             Policy::Micro => "micro",
+            Policy::BatchTrim => "batch+trim",
+            Policy::MicroTrim => "micro+trim",
         }
     }
 
-    /// `base` changed as this policy says.
-    pub fn configure(self, base: &Config) -> Config {
+    /// Whether tool results are trimmed as they are appended.
+    pub fn trims(self) -> bool {
+        matches!(self, Policy::BatchTrim | Policy::MicroTrim)
+    }
+
+    /// `base` changed as this policy says. Trimming policies trim tool results over
+    /// `insert_trim_tokens`; the others never trim (`compression.insert_trim_tokens = 0`), so
+    /// the two can be compared.
+    pub fn configure(self, base: &Config, insert_trim_tokens: u64) -> Config {
         let mut c = base.clone();
+        c.compression.insert_trim_tokens = if self.trims() { insert_trim_tokens } else { 0 };
         match self {
             Policy::None => {
                 c.compression.enabled = false;
                 c.compression.micro_compact = false;
             }
-            Policy::Batch | Policy::PruneFirst => c.compression.micro_compact = false,
+            Policy::Batch | Policy::PruneFirst | Policy::BatchTrim => {
+                c.compression.micro_compact = false
+            }
             Policy::BatchNaive => {
                 c.compression.micro_compact = false;
                 c.compression.prune_minimum_tokens = 0;
                 c.compression.prune_runway_ratio = 0.0;
             }
-            Policy::Micro => {
+            Policy::Micro | Policy::MicroTrim => {
                 c.compression.micro_compact = true;
             }
         }
@@ -89,6 +117,8 @@ impl Policy {
 pub struct Row {
     /// Policy name.
     pub policy: String,
+    /// Pricing name: a cache profile, or `prices` for the price table.
+    pub profile: String,
     /// Transcript file name (`TOTAL` for totals).
     pub transcript: String,
     /// Transcripts summed in this row.
@@ -125,14 +155,35 @@ pub struct Row {
     pub cache_hit_tokens: u64,
     /// Prompt tokens not in the cache.
     pub cache_miss_tokens: u64,
+    /// Of the misses, tokens written to an explicit cache (charged the write premium).
+    pub cache_write_tokens: u64,
+    /// Prompt tokens identical to the previous request's leading messages (what a cache could
+    /// serve; hits are these minus expired caches and prefixes under the provider's minimum).
+    pub reused_prefix_tokens: u64,
+    /// Requests sent after the cache had expired (gap since the previous one >= TTL).
+    pub expired_requests: u64,
+    /// Tool results trimmed on insertion.
+    pub trimmed_results: u64,
+    /// Tokens insertion-time trimming kept out of the transcript (original minus compact).
+    pub trim_saved_tokens: u64,
     /// Estimated tokens of the assistant messages (the model's output).
     pub output_tokens: u64,
     /// Prompt tokens of summary calls.
     pub summary_prompt_tokens: u64,
     /// Output tokens of summary calls.
     pub summary_output_tokens: u64,
-    /// Estimated cost in dollars.
+    /// Estimated cost in dollars: the sum of the five parts below.
     pub cost_usd: f64,
+    /// Uncached prompt tokens at the input price.
+    pub cost_input_usd: f64,
+    /// Cached prompt tokens at the cached-input price.
+    pub cost_cache_read_usd: f64,
+    /// The cache-write premium: written tokens x input price x (write ratio - 1).
+    pub cost_cache_write_usd: f64,
+    /// Output tokens of the main model.
+    pub cost_output_usd: f64,
+    /// Summary calls (prompt and output).
+    pub cost_summary_usd: f64,
     /// Earliest changed message index of each event.
     pub earliest_changed: Vec<usize>,
     /// Wall time spent in compaction passes, milliseconds.
@@ -199,6 +250,7 @@ impl Row {
         let mut t = Row {
             policy: policy.into(),
             transcript: "TOTAL".into(),
+            profile: rows.first().map(|r| r.profile.clone()).unwrap_or_default(),
             ..Row::default()
         };
         for r in rows {
@@ -219,10 +271,20 @@ impl Row {
             t.prompt_tokens += r.prompt_tokens;
             t.cache_hit_tokens += r.cache_hit_tokens;
             t.cache_miss_tokens += r.cache_miss_tokens;
+            t.cache_write_tokens += r.cache_write_tokens;
+            t.reused_prefix_tokens += r.reused_prefix_tokens;
+            t.expired_requests += r.expired_requests;
+            t.trimmed_results += r.trimmed_results;
+            t.trim_saved_tokens += r.trim_saved_tokens;
             t.output_tokens += r.output_tokens;
             t.summary_prompt_tokens += r.summary_prompt_tokens;
             t.summary_output_tokens += r.summary_output_tokens;
             t.cost_usd += r.cost_usd;
+            t.cost_input_usd += r.cost_input_usd;
+            t.cost_cache_read_usd += r.cost_cache_read_usd;
+            t.cost_cache_write_usd += r.cost_cache_write_usd;
+            t.cost_output_usd += r.cost_output_usd;
+            t.cost_summary_usd += r.cost_summary_usd;
             t.earliest_changed.extend(&r.earliest_changed);
             t.compaction_ms += r.compaction_ms;
             t.threshold_tokens = r.threshold_tokens;
@@ -273,25 +335,67 @@ impl Row {
 }
 
 /// What one simulation produced.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Simulation {
     /// Policies in column order.
     pub policies: Vec<String>,
-    /// One row per policy and transcript, transcripts in input order.
+    /// The pricings, in order (one replay of every transcript and policy per pricing).
+    pub pricings: Vec<Pricing>,
+    /// One row per pricing, policy and transcript: pricings in order, then transcripts in
+    /// input order, then policies.
     pub rows: Vec<Row>,
-    /// One total per policy.
+    /// One total per pricing and policy, in the same order.
     pub totals: Vec<Row>,
-    /// The price table used.
-    pub prices: Prices,
 }
+
+impl Simulation {
+    /// The totals priced with `pricing` (by name), in policy order.
+    pub fn totals_of(&self, pricing: &str) -> Vec<&Row> {
+        self.totals
+            .iter()
+            .filter(|r| r.profile == pricing)
+            .collect()
+    }
+}
+
+/// How [`simulate`] runs, beyond the configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Each pricing replays every transcript under every policy (a cache profile also drives
+    /// the compressor's cache-aware decisions).
+    pub pricings: Vec<Pricing>,
+    /// Seconds assumed between two requests when the messages carry no timestamps.
+    pub request_gap_secs: u64,
+    /// The trim limit of the `+trim` policies, tokens.
+    pub insert_trim_tokens: u64,
+    /// The summarizer (`None`: the configuration's).
+    pub summarizer: Option<SummarizerKind>,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+}
+
+impl Default for Options {
+    /// The price table, 30 s between requests, trimming at 8,000 tokens.
+    fn default() -> Self {
+        Options {
+            pricings: vec![Pricing::Table(Prices::default())],
+            request_gap_secs: DEFAULT_REQUEST_GAP_SECS,
+            insert_trim_tokens: DEFAULT_INSERT_TRIM_TOKENS,
+            summarizer: None,
+            progress: false,
+        }
+    }
+}
+
+/// The assumed gap between requests without timestamps, seconds.
+pub const DEFAULT_REQUEST_GAP_SECS: u64 = 30;
+/// The `+trim` policies' limit when neither the flag nor the configuration sets one.
+pub const DEFAULT_INSERT_TRIM_TOKENS: u64 = 8_000;
 
 /// Runs `simulate`.
 pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
-    let prices = match &args.prices {
-        Some(p) => Prices::load(p)?,
-        None => Prices::default(),
-    };
+    let pricings = pricings(args, &config)?;
     let mut inputs = Vec::new();
     for path in &args.input {
         let input = Input::read(path, Strictness::COMPACTION)?;
@@ -303,14 +407,25 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
             policies.push(*p);
         }
     }
-    let sim = simulate(
-        &inputs,
-        &policies,
-        &config,
-        args.engine.summarizer,
-        &prices,
-        std::io::stderr().is_terminal(),
-    )?;
+    let insert_trim_tokens =
+        args.insert_trim_tokens
+            .unwrap_or(match config.compression.insert_trim_tokens {
+                0 => DEFAULT_INSERT_TRIM_TOKENS,
+                n => n,
+            });
+    if insert_trim_tokens == 0 {
+        return Err(Error::Config(
+            "--insert-trim-tokens must be more than 0".into(),
+        ));
+    }
+    let options = Options {
+        pricings,
+        request_gap_secs: args.request_gap_secs,
+        insert_trim_tokens,
+        summarizer: args.engine.summarizer,
+        progress: std::io::stderr().is_terminal(),
+    };
+    let sim = simulate(&inputs, &policies, &config, &options)?;
     if let Some(path) = &args.json {
         let json = serde_json::to_string_pretty(&to_json(&sim))
             .map_err(|e| Error::Config(format!("cannot render JSON: {e}")))?;
@@ -320,33 +435,79 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         write_atomically(path, crate::plot::occupancy_svg(&sim).as_bytes())?;
     }
     let mut text = String::new();
-    if args.per_transcript {
-        for (name, _) in &inputs {
-            let rows: Vec<&Row> = sim.rows.iter().filter(|r| &r.transcript == name).collect();
-            text.push_str(&table(name, &rows));
-            text.push('\n');
+    for pricing in &sim.pricings {
+        let name = pricing.name();
+        if args.per_transcript {
+            for (input, _) in &inputs {
+                let rows: Vec<&Row> = sim
+                    .rows
+                    .iter()
+                    .filter(|r| &r.transcript == input && r.profile == name)
+                    .collect();
+                text.push_str(&table(&format!("{input} [{name}]"), &rows));
+                text.push('\n');
+            }
         }
+        let title = format!("{} transcript(s), totals [{name}]", inputs.len());
+        text.push_str(&table(&title, &sim.totals_of(name)));
+        text.push('\n');
     }
-    let totals: Vec<&Row> = sim.totals.iter().collect();
-    let title = format!("{} transcript(s), totals", inputs.len());
-    text.push_str(&table(&title, &totals));
+    if sim.pricings.len() > 1 {
+        text.push_str(&cost_by_profile(&sim));
+    }
     write_out(out, &text)
 }
 
-/// Replays every transcript under every policy (in parallel over the available cores) and
-/// computes the totals. `progress` draws a bar on stderr.
+/// The pricings `simulate` was asked for: `--cache-profile NAME|custom|prices|all`, else the
+/// price table when `--prices` is given, else the configuration's cache profile, else the
+/// built-in price table.
+pub fn pricings(args: &SimulateArgs, config: &Config) -> Result<Vec<Pricing>> {
+    let table = || -> Result<Pricing> {
+        Ok(Pricing::Table(match &args.prices {
+            Some(p) => Prices::load(p)?,
+            None => Prices::default(),
+        }))
+    };
+    let Some(name) = args.cache_profile.as_deref() else {
+        if args.prices.is_some() {
+            return Ok(vec![table()?]);
+        }
+        return Ok(vec![match config.cache_profile() {
+            Some(p) => Pricing::Profile(p),
+            None => table()?,
+        }]);
+    };
+    Ok(match name {
+        "all" => CacheProfile::all()
+            .into_iter()
+            .map(Pricing::Profile)
+            .collect(),
+        "prices" => vec![table()?],
+        "custom" => vec![Pricing::Profile(config.compression.cache_custom.clone())],
+        _ => match CacheProfile::named(name) {
+            Some(p) => vec![Pricing::Profile(p)],
+            None => {
+                return Err(Error::Config(format!(
+                    "--cache-profile {name}: unknown (expected one of {}, custom, prices, all)",
+                    PROFILE_NAMES.join(", ")
+                )));
+            }
+        },
+    })
+}
+
+/// Replays every transcript under every policy and pricing (in parallel over the available
+/// cores) and computes the totals.
 pub fn simulate(
     inputs: &[(String, Vec<Message>)],
     policies: &[Policy],
     config: &Config,
-    summarizer: Option<SummarizerKind>,
-    prices: &Prices,
-    progress: bool,
+    options: &Options,
 ) -> Result<Simulation> {
     // Build once up front so a configuration error is reported before any work.
-    build_summarizer(config, summarizer)?;
-    let jobs: Vec<(usize, Policy)> = (0..inputs.len())
-        .flat_map(|i| policies.iter().map(move |&p| (i, p)))
+    build_summarizer(config, options.summarizer)?;
+    let jobs: Vec<(usize, usize, Policy)> = (0..options.pricings.len())
+        .flat_map(|k| (0..inputs.len()).flat_map(move |i| policies.iter().map(move |&p| (k, i, p))))
         .collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
@@ -363,24 +524,29 @@ pub fn simulate(
                     Err(_) => return,
                 };
                 loop {
-                    let k = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(&(i, policy)) = jobs.get(k) else {
+                    let j = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(k, i, policy)) = jobs.get(j) else {
                         break;
                     };
                     let (name, msgs) = &inputs[i];
-                    let row = build_summarizer(config, summarizer).map(|inner| {
-                        rt.block_on(replay(name, msgs, policy, config, inner, prices))
+                    let replay_options = ReplayOptions {
+                        pricing: options.pricings[k].clone(),
+                        request_gap_secs: options.request_gap_secs,
+                        insert_trim_tokens: options.insert_trim_tokens,
+                    };
+                    let row = build_summarizer(config, options.summarizer).and_then(|inner| {
+                        rt.block_on(replay(name, msgs, policy, config, inner, &replay_options))
                     });
                     if let Ok(mut r) = results.lock() {
-                        r[k] = Some(row);
+                        r[j] = Some(row);
                     }
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    progress_line(progress, n, jobs.len(), policy, name);
+                    progress_line(options.progress, n, jobs.len(), policy, name);
                 }
             });
         }
     });
-    if progress {
+    if options.progress {
         #[allow(clippy::print_stderr)]
         {
             eprintln!();
@@ -398,43 +564,90 @@ pub fn simulate(
             }
         }
     }
-    let totals = policies
-        .iter()
-        .map(|p| {
-            let of: Vec<&Row> = rows.iter().filter(|r| r.policy == p.name()).collect();
-            Row::total(p.name(), &of)
-        })
-        .collect();
+    let mut totals = Vec::new();
+    for pricing in &options.pricings {
+        for p in policies {
+            let of: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.policy == p.name() && r.profile == pricing.name())
+                .collect();
+            totals.push(Row::total(p.name(), &of));
+        }
+    }
     Ok(Simulation {
         policies: policies.iter().map(|p| p.name().to_owned()).collect(),
+        pricings: options.pricings.clone(),
         rows,
         totals,
-        prices: *prices,
     })
 }
 
+/// How one replay is priced and timed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayOptions {
+    /// The pricing.
+    pub pricing: Pricing,
+    /// Seconds between requests when the messages carry no timestamps.
+    pub request_gap_secs: u64,
+    /// The trim limit of the `+trim` policies.
+    pub insert_trim_tokens: u64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            pricing: Pricing::Table(Prices::default()),
+            request_gap_secs: DEFAULT_REQUEST_GAP_SECS,
+            insert_trim_tokens: DEFAULT_INSERT_TRIM_TOKENS,
+        }
+    }
+}
+
 /// Replays one transcript under one policy.
+///
+/// Time is simulated: a request happens at the latest `timestamp` (or `created_at`) a message
+/// since the previous request carries (unix seconds or milliseconds, or RFC 3339), else
+/// `request_gap_secs` after the previous request. The compressor's clock follows it, so its
+/// time-to-live rule sees the same gaps the pricing does.
 pub async fn replay(
     name: &str,
     msgs: &[Message],
     policy: Policy,
     base: &Config,
     summarizer: Arc<dyn Summarizer>,
-    prices: &Prices,
-) -> Row {
-    let config = policy.configure(base);
+    options: &ReplayOptions,
+) -> Result<Row> {
+    let mut config = policy.configure(base, options.insert_trim_tokens);
+    if let Pricing::Profile(p) = &options.pricing {
+        config.compression.cache_profile = "custom".into();
+        config.compression.cache_custom = p.clone();
+    }
     let counting = Arc::new(CountingSummarizer::new(summarizer));
     let counter = Estimator::default();
     let context_length = config.model.context_length;
+    let session = format!("sim-{}-{name}", policy.name());
     let mut c = Compressor::new(
         config,
         counting.clone(),
         Arc::new(Estimator::default()),
-        format!("sim-{}-{name}", policy.name()),
-    );
+        session.clone(),
+    )
+    .with_clock(sim_clock);
+    let persistence = if policy.trims() {
+        let store = Store::connect("sqlite::memory:").await?.into_dyn();
+        store.create_session(&session).await?;
+        Some(Persistence {
+            store,
+            session,
+            generation: 0,
+        })
+    } else {
+        None
+    };
     let threshold = c.threshold_tokens().max(1);
     let mut row = Row {
         policy: policy.name().into(),
+        profile: options.pricing.name().into(),
         transcript: name.into(),
         transcripts: 1,
         messages: msgs.len() as u64,
@@ -442,11 +655,19 @@ pub async fn replay(
         context_length,
         ..Row::default()
     };
+    let gap_ms = options.request_gap_secs.saturating_mul(1_000);
+    let mut requests: Vec<RequestShape> = Vec::new();
+    let mut last_request_ms: Option<u64> = None;
+    let mut seen_ms: Option<u64> = None;
+    set_sim_clock(0);
     let mut t = c.transcript(Vec::new());
     let mut hashes: Vec<u64> = Vec::with_capacity(msgs.len());
     let mut previous: Vec<u64> = Vec::new();
     let mut in_turn = false;
     for m in msgs {
+        if let Some(ts) = timestamp_ms(m) {
+            seen_ms = Some(seen_ms.map_or(ts, |s| s.max(ts)));
+        }
         if m.is_user() {
             if in_turn {
                 finalize(&mut c, &mut t, &mut row, &mut hashes).await;
@@ -455,6 +676,13 @@ pub async fn replay(
             row.turns += 1;
         }
         if m.is_assistant() {
+            let now = match (seen_ms.take(), last_request_ms) {
+                (Some(ts), Some(last)) => ts.max(last),
+                (Some(ts), None) => ts,
+                (None, Some(last)) => last.saturating_add(gap_ms),
+                (None, None) => 0,
+            };
+            set_sim_clock(now);
             if t.messages().last().is_some_and(Message::is_tool)
                 && let Some(r) = c.after_tool_round(&mut t).await
                 && (row.record_micro(&r) || r.messages_after != r.messages_before)
@@ -473,11 +701,18 @@ pub async fn replay(
                 .zip(&hashes)
                 .take_while(|(a, b)| a == b)
                 .count();
-            let hit = t.tokens_in(0..common).min(prompt);
+            let reused = t.tokens_in(0..common).min(prompt);
+            let output = counter.count_message(m);
+            requests.push(RequestShape {
+                prompt_tokens: prompt,
+                reused_prefix_tokens: reused,
+                output_tokens: output,
+                secs_since_previous: last_request_ms.map(|last| (now - last) / 1_000),
+            });
+            last_request_ms = Some(now);
             row.requests += 1;
             row.prompt_tokens += prompt;
-            row.cache_hit_tokens += hit;
-            row.cache_miss_tokens += prompt - hit;
+            row.reused_prefix_tokens += reused;
             let occ = prompt as f64 / threshold as f64;
             row.occupancy_sum += occ;
             row.peak_occupancy = row.peak_occupancy.max(occ);
@@ -487,10 +722,19 @@ pub async fn replay(
             }
             previous.clone_from(&hashes);
             c.after_response(&mut t, ticket, prompt);
-            row.output_tokens += counter.count_message(m);
+            row.output_tokens += output;
         }
-        hashes.push(wire_hash(m));
-        t.push(m.clone(), c.counter());
+        let mut m = m.clone();
+        if m.is_tool() && policy.trims() {
+            let (trimmed, status) = c.on_tool_result(&t, m, persistence.as_ref()).await;
+            if status.saved_tokens() > 0 {
+                row.trimmed_results += 1;
+                row.trim_saved_tokens += status.saved_tokens();
+            }
+            m = trimmed;
+        }
+        hashes.push(wire_hash(&m));
+        t.push(m, c.counter());
     }
     if in_turn {
         finalize(&mut c, &mut t, &mut row, &mut hashes).await;
@@ -500,14 +744,112 @@ pub async fn replay(
     row.summary_calls_estimated = usage.estimated_calls;
     row.summary_prompt_tokens = usage.prompt_tokens;
     row.summary_output_tokens = usage.output_tokens;
-    row.cost_usd = prices.cost(
-        row.cache_miss_tokens,
-        row.cache_hit_tokens,
-        row.output_tokens,
-        row.summary_prompt_tokens,
-        row.summary_output_tokens,
-    );
-    row
+    price(&mut row, &options.pricing, &requests);
+    Ok(row)
+}
+
+/// Fills the cache split and the cost of `row` from its requests and summary tokens.
+pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
+    let mtok = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
+    let (summary_in, summary_out) = (row.summary_prompt_tokens, row.summary_output_tokens);
+    match pricing {
+        Pricing::Table(p) => {
+            let hit: u64 = requests.iter().map(|r| r.reused_prefix_tokens).sum();
+            let prompt: u64 = requests.iter().map(|r| r.prompt_tokens).sum();
+            row.cache_hit_tokens = hit;
+            row.cache_miss_tokens = prompt - hit;
+            row.cache_write_tokens = 0;
+            row.expired_requests = 0;
+            row.cost_input_usd = mtok(row.cache_miss_tokens, p.input_per_mtok);
+            row.cost_cache_read_usd = mtok(hit, p.cached_input_per_mtok);
+            row.cost_cache_write_usd = 0.0;
+            row.cost_output_usd = mtok(row.output_tokens, p.output_per_mtok);
+            row.cost_summary_usd = mtok(summary_in, p.summary_input_per_mtok)
+                + mtok(summary_out, p.summary_output_per_mtok);
+        }
+        Pricing::Profile(p) => {
+            let total = cache::price_session(p, requests);
+            row.cache_hit_tokens = total.cached_tokens;
+            row.cache_miss_tokens = total.uncached_tokens;
+            row.cache_write_tokens = total.cache_write_tokens;
+            row.expired_requests = requests
+                .iter()
+                .filter(|r| {
+                    p.has_cache()
+                        && r.secs_since_previous
+                            .is_some_and(|s| cache::cache_expired(p, s))
+                })
+                .count() as u64;
+            row.cost_input_usd = mtok(total.uncached_tokens, p.input_price_per_mtok);
+            row.cost_cache_read_usd = mtok(total.cached_tokens, p.cached_input_price_per_mtok);
+            row.cost_cache_write_usd = mtok(total.cache_write_tokens, p.input_price_per_mtok)
+                * (p.cache_write_price_ratio - 1.0);
+            row.cost_output_usd = mtok(total.output_tokens, p.output_price_per_mtok);
+            row.cost_summary_usd = mtok(summary_in, p.input_price_per_mtok)
+                + mtok(summary_out, p.output_price_per_mtok);
+        }
+    }
+    row.cost_usd = row.cost_input_usd
+        + row.cost_cache_read_usd
+        + row.cost_cache_write_usd
+        + row.cost_output_usd
+        + row.cost_summary_usd;
+}
+
+/// One line per pricing, one column per policy: the total cost, the cheapest marked `*`.
+pub fn cost_by_profile(sim: &Simulation) -> String {
+    let mut s = String::from("estimated cost by cache profile (* = cheapest policy)\n");
+    let label_w = sim
+        .pricings
+        .iter()
+        .map(|p| p.name().len())
+        .max()
+        .unwrap_or(0)
+        .max("profile".len());
+    let cells: Vec<Vec<String>> = sim
+        .pricings
+        .iter()
+        .map(|p| {
+            let totals = sim.totals_of(p.name());
+            let best = totals
+                .iter()
+                .map(|r| r.cost_usd)
+                .fold(f64::INFINITY, f64::min);
+            totals
+                .iter()
+                .map(|r| {
+                    let mark = if r.cost_usd <= best { "*" } else { " " };
+                    format!("${:.2}{mark}", r.cost_usd)
+                })
+                .collect()
+        })
+        .collect();
+    let col_w: Vec<usize> = sim
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            cells
+                .iter()
+                .filter_map(|row| row.get(j).map(String::len))
+                .chain([p.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let _ = write!(s, "{:label_w$}", "profile");
+    for (p, w) in sim.policies.iter().zip(&col_w) {
+        let _ = write!(s, "  {p:>w$}");
+    }
+    s.push('\n');
+    for (pricing, row) in sim.pricings.iter().zip(&cells) {
+        let _ = write!(s, "{:label_w$}", pricing.name());
+        for (v, w) in row.iter().zip(&col_w) {
+            let _ = write!(s, "  {v:>w$}");
+        }
+        s.push('\n');
+    }
+    s
 }
 
 async fn finalize(c: &mut Compressor, t: &mut Transcript, row: &mut Row, hashes: &mut Vec<u64>) {
@@ -527,6 +869,95 @@ fn wire_hash(m: &Message) -> u64 {
     let mut h = DefaultHasher::new();
     m.to_wire_json().hash(&mut h);
     h.finish()
+}
+
+thread_local! {
+    /// The simulated time of the replay running on this thread (each worker thread runs one
+    /// replay at a time on its own current-thread runtime), unix milliseconds.
+    static SIM_NOW_MS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn sim_clock() -> u64 {
+    SIM_NOW_MS.with(Cell::get)
+}
+
+fn set_sim_clock(ms: u64) {
+    SIM_NOW_MS.with(|c| c.set(ms));
+}
+
+/// A message's `timestamp` (or `created_at`) in unix milliseconds: a number (seconds, or
+/// milliseconds when it is 10^11 or more), a numeric string, or an RFC 3339 string.
+pub fn timestamp_ms(m: &Message) -> Option<u64> {
+    let raw = m
+        .extra_fields()
+        .find(|(k, _)| *k == "timestamp" || *k == "created_at")?
+        .1;
+    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let number = match &v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => match s.trim().parse::<f64>() {
+            Ok(n) => Some(n),
+            Err(_) => return rfc3339_ms(s.trim()),
+        },
+        _ => None,
+    }?;
+    if !number.is_finite() || number < 0.0 {
+        return None;
+    }
+    Some(if number >= 1e11 {
+        number as u64
+    } else {
+        (number * 1e3) as u64
+    })
+}
+
+/// `YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|+HH:MM|-HH:MM]` in unix milliseconds (no zone: UTC).
+fn rfc3339_ms(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    let num = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(r)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    let (y, mo, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, mi, sec) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || sec > 60 {
+        return None;
+    }
+    let mut i = 19;
+    let mut millis = 0i64;
+    if b.get(i) == Some(&b'.') {
+        let start = i + 1;
+        i = start;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        let frac = s.get(start..i)?;
+        let digits: String = frac.chars().chain("000".chars()).take(3).collect();
+        millis = digits.parse().ok()?;
+    }
+    let offset_secs = match s.get(i..)? {
+        "" | "Z" | "z" => 0,
+        z if z.len() == 6 && matches!(&z[..1], "+" | "-") && &z[3..4] == ":" => {
+            let v = num(i + 1..i + 3)? * 3_600 + num(i + 4..i + 6)? * 60;
+            if z.starts_with('-') { -v } else { v }
+        }
+        _ => return None,
+    };
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if mo <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + h * 3_600 + mi * 60 + sec - offset_secs;
+    u64::try_from(secs * 1_000 + millis).ok()
 }
 
 fn display_name(path: &Path) -> String {
@@ -553,7 +984,9 @@ fn progress_line(tty: bool, done: usize, total: usize, policy: Policy, name: &st
     }
 }
 
-/// The simulation as JSON: rows and totals, each with its derived metrics.
+/// The simulation as JSON: rows and totals (each with its derived metrics and its `profile`),
+/// `prices` (the price table when one was used, else null), and `profiles`: per pricing its
+/// name, its settings, its totals and the cheapest policy.
 pub fn to_json(sim: &Simulation) -> serde_json::Value {
     let row = |r: &Row| {
         let mut v = serde_json::to_value(r).unwrap_or_default();
@@ -562,9 +995,31 @@ pub fn to_json(sim: &Simulation) -> serde_json::Value {
         }
         v
     };
+    let prices = sim.pricings.iter().find_map(|p| match p {
+        Pricing::Table(t) => Some(*t),
+        Pricing::Profile(_) => None,
+    });
+    let profiles: Vec<serde_json::Value> = sim
+        .pricings
+        .iter()
+        .map(|p| {
+            let totals = sim.totals_of(p.name());
+            let cheapest = totals
+                .iter()
+                .min_by(|a, b| a.cost_usd.total_cmp(&b.cost_usd))
+                .map(|r| r.policy.clone());
+            serde_json::json!({
+                "name": p.name(),
+                "pricing": p,
+                "cheapest": cheapest,
+                "totals": totals.into_iter().map(row).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
     serde_json::json!({
         "policies": sim.policies,
-        "prices": sim.prices,
+        "prices": prices,
+        "profiles": profiles,
         "rows": sim.rows.iter().map(row).collect::<Vec<_>>(),
         "totals": sim.totals.iter().map(row).collect::<Vec<_>>(),
     })
@@ -609,6 +1064,13 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     add("  hit rate", &|_, d| {
         format!("{:.1}%", d.cache_hit_rate * 100.0)
     });
+    add("  cache writes", &|r, _| r.cache_write_tokens.to_string());
+    add("  requests after cache expiry", &|r, _| {
+        r.expired_requests.to_string()
+    });
+    add("tool results trimmed on insert", &|r, _| {
+        format!("{} (-{} tok)", r.trimmed_results, r.trim_saved_tokens)
+    });
     add("summary tokens in / out", &|r, _| {
         let est = if r.summary_calls_estimated > 0 {
             " (est.)"
@@ -621,6 +1083,15 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
         )
     });
     add("estimated cost", &|r, _| format!("${:.2}", r.cost_usd));
+    add("  input / cache read / cache write", &|r, _| {
+        format!(
+            "{:.2} / {:.2} / {:.2}",
+            r.cost_input_usd, r.cost_cache_read_usd, r.cost_cache_write_usd
+        )
+    });
+    add("  output / summaries", &|r, _| {
+        format!("{:.2} / {:.2}", r.cost_output_usd, r.cost_summary_usd)
+    });
     add("earliest changed index min / median", &|_, d| {
         format!(
             "{} / {}",
@@ -668,6 +1139,10 @@ mod tests {
     use hermes_compaction::llm::ExtractiveSummarizer;
 
     fn replay_now(msgs: &[Message], policy: Policy) -> Row {
+        replay_with(msgs, policy, &ReplayOptions::default())
+    }
+
+    fn replay_with(msgs: &[Message], policy: Policy, options: &ReplayOptions) -> Row {
         let rt = crate::runtime().unwrap();
         let mut config = Config::default();
         config.model.context_length = 16_000;
@@ -677,8 +1152,9 @@ mod tests {
             policy,
             &config,
             Arc::new(ExtractiveSummarizer::default()),
-            &Prices::default(),
+            options,
         ))
+        .unwrap()
     }
 
     #[test]
@@ -709,6 +1185,50 @@ mod tests {
             0,
         );
         assert!((row.cost_usd - cost).abs() < 1e-12);
+    }
+
+    fn big_tool_session(turns: usize, output_chars: usize) -> Vec<Message> {
+        use hermes_compaction::core::ToolCall;
+        let mut msgs = vec![Message::system("You are a coding agent.")];
+        for i in 0..turns {
+            let id = format!("call_{i}");
+            msgs.push(Message::user(format!("request {i}: run the tests")));
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(
+                    &id,
+                    "run_shell",
+                    "{\"cmd\":\"cargo test\"}",
+                )],
+            ));
+            let line = format!("test case {i} line ok\n");
+            msgs.push(Message::tool_result(
+                &id,
+                line.repeat(output_chars / line.len()),
+            ));
+            msgs.push(Message::assistant(format!("request {i} done")));
+        }
+        msgs
+    }
+
+    #[test]
+    fn trimming_on_insert_shrinks_the_prompts_and_keeps_the_turns() {
+        let msgs = big_tool_session(12, 24_000);
+        let options = ReplayOptions {
+            insert_trim_tokens: 2_000,
+            ..ReplayOptions::default()
+        };
+        let plain = replay_with(&msgs, Policy::Batch, &options);
+        let trimmed = replay_with(&msgs, Policy::BatchTrim, &options);
+        assert_eq!(plain.trimmed_results, 0);
+        assert_eq!(trimmed.trimmed_results, 12);
+        assert!(trimmed.trim_saved_tokens > 12 * 3_000);
+        assert_eq!(
+            (trimmed.turns, trimmed.requests),
+            (plain.turns, plain.requests)
+        );
+        assert!(trimmed.prompt_tokens < plain.prompt_tokens);
+        assert!(trimmed.events <= plain.events);
     }
 
     #[test]
