@@ -1231,6 +1231,94 @@ mod tests {
         assert!(trimmed.events <= plain.events);
     }
 
+    fn stamped(raw: &str) -> Message {
+        Message::from_json(&format!(
+            r#"{{"role":"user","content":"x","timestamp":{raw}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn timestamps_in_seconds_milliseconds_and_rfc3339() {
+        let at = |raw: &str| timestamp_ms(&stamped(raw));
+        // 2026-01-01T00:00:00Z = 1767225600 s.
+        assert_eq!(at("1767225600"), Some(1_767_225_600_000));
+        assert_eq!(at("1767225600.5"), Some(1_767_225_600_500));
+        assert_eq!(at("1767225600123"), Some(1_767_225_600_123));
+        assert_eq!(at(r#""1767225600""#), Some(1_767_225_600_000));
+        assert_eq!(at(r#""2026-01-01T00:00:00Z""#), Some(1_767_225_600_000));
+        assert_eq!(at(r#""2026-01-01T00:00:00.25Z""#), Some(1_767_225_600_250));
+        assert_eq!(
+            at(r#""2026-01-01 02:00:00+02:00""#),
+            Some(1_767_225_600_000)
+        );
+        assert_eq!(at(r#""2024-02-29T12:00:00""#), Some(1_709_208_000_000));
+        for bad in [
+            r#""yesterday""#,
+            r#""2026-13-01T00:00:00Z""#,
+            "-5",
+            "null",
+            "true",
+        ] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+        assert_eq!(timestamp_ms(&Message::user("no stamp")), None);
+    }
+
+    #[test]
+    fn profile_pricing_splits_the_cost_of_core_price_session() {
+        let requests = [
+            RequestShape {
+                prompt_tokens: 20_000,
+                reused_prefix_tokens: 0,
+                output_tokens: 1_000,
+                secs_since_previous: None,
+            },
+            RequestShape {
+                prompt_tokens: 22_000,
+                reused_prefix_tokens: 20_000,
+                output_tokens: 500,
+                secs_since_previous: Some(30),
+            },
+            RequestShape {
+                prompt_tokens: 23_000,
+                reused_prefix_tokens: 22_000,
+                output_tokens: 500,
+                secs_since_previous: Some(400),
+            },
+        ];
+        for p in CacheProfile::all() {
+            let mut row = Row {
+                output_tokens: 2_000,
+                summary_prompt_tokens: 10_000,
+                summary_output_tokens: 1_000,
+                ..Row::default()
+            };
+            price(&mut row, &Pricing::Profile(p.clone()), &requests);
+            let core = cache::price_session(&p, &requests);
+            let summaries =
+                (10_000.0 * p.input_price_per_mtok + 1_000.0 * p.output_price_per_mtok) / 1e6;
+            assert!(
+                (row.cost_usd - core.dollars - summaries).abs() < 1e-12,
+                "{}",
+                p.name
+            );
+            assert!((row.cost_summary_usd - summaries).abs() < 1e-12);
+            assert_eq!(row.cache_hit_tokens + row.cache_miss_tokens, 65_000);
+            let expired = u64::from(p.has_cache());
+            assert_eq!(row.expired_requests, expired, "{}", p.name);
+        }
+        let mut row = Row::default();
+        price(
+            &mut row,
+            &Pricing::Profile(CacheProfile::anthropic()),
+            &requests,
+        );
+        // Only the second request reads the cache; the third comes after the 300 s TTL.
+        assert_eq!(row.cache_hit_tokens, 20_000);
+        assert_eq!(row.cache_write_tokens, 45_000);
+    }
+
     #[test]
     fn totals_weight_means_by_requests_and_turns() {
         let a = Row {

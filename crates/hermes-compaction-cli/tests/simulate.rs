@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::common::{fixtures, repo_root, run, s, texts};
+use crate::common::{fixtures, repo_root, run, s, texts, tool_session, write_jsonl};
 
 fn simulate_json(inputs: &[&str], context: u64, extra: &[&str]) -> Value {
     let dir = tempfile::tempdir().unwrap();
@@ -30,12 +30,32 @@ fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"))
 }
 
-/// Totals are the sums (and maxima) of the rows; derived means come from the sums.
+/// Totals are the sums (and maxima) of the rows of their pricing and policy; derived means come
+/// from the sums; each cost is the sum of its parts.
 fn check_totals(sim: &Value) {
     let rows = sim["rows"].as_array().unwrap();
+    for r in rows.iter().chain(sim["totals"].as_array().unwrap()) {
+        let parts: f64 = [
+            "cost_input_usd",
+            "cost_cache_read_usd",
+            "cost_cache_write_usd",
+            "cost_output_usd",
+            "cost_summary_usd",
+        ]
+        .iter()
+        .map(|k| f(r, k))
+        .sum();
+        assert!((f(r, "cost_usd") - parts).abs() <= 1e-9 * parts.max(1.0));
+        assert!(u(r, "cache_write_tokens") <= u(r, "cache_miss_tokens"));
+        assert!(u(r, "cache_hit_tokens") <= u(r, "reused_prefix_tokens"));
+    }
     for total in sim["totals"].as_array().unwrap() {
         let policy = total["policy"].as_str().unwrap();
-        let of: Vec<&Value> = rows.iter().filter(|r| r["policy"] == policy).collect();
+        let profile = total["profile"].as_str().unwrap();
+        let of: Vec<&Value> = rows
+            .iter()
+            .filter(|r| r["policy"] == policy && r["profile"] == profile)
+            .collect();
         assert!(!of.is_empty());
         for k in [
             "transcripts",
@@ -52,6 +72,11 @@ fn check_totals(sim: &Value) {
             "prompt_tokens",
             "cache_hit_tokens",
             "cache_miss_tokens",
+            "cache_write_tokens",
+            "reused_prefix_tokens",
+            "expired_requests",
+            "trimmed_results",
+            "trim_saved_tokens",
             "output_tokens",
             "summary_prompt_tokens",
             "summary_output_tokens",
@@ -59,7 +84,16 @@ fn check_totals(sim: &Value) {
             let sum: u64 = of.iter().map(|r| u(r, k)).sum();
             assert_eq!(u(total, k), sum, "{policy} {k}");
         }
-        for k in ["cost_usd", "occupancy_sum", "compaction_ms"] {
+        for k in [
+            "cost_usd",
+            "cost_input_usd",
+            "cost_cache_read_usd",
+            "cost_cache_write_usd",
+            "cost_output_usd",
+            "cost_summary_usd",
+            "occupancy_sum",
+            "compaction_ms",
+        ] {
             let sum: f64 = of.iter().map(|r| f(r, k)).sum();
             assert!(
                 (f(total, k) - sum).abs() <= 1e-6 * sum.max(1.0),
@@ -196,4 +230,159 @@ fn on_the_long_fixtures_at_64k_only_the_baseline_overflows() {
         long >= 2,
         "expected the long fixtures to overflow the 64K baseline"
     );
+}
+
+#[test]
+fn a_sweep_over_all_profiles_prices_each_and_local_costs_nothing() {
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let sim = simulate_json(
+        &[s(&example)],
+        32_000,
+        &["--cache-profile", "all", "--policies", "none,micro"],
+    );
+    check_totals(&sim);
+    let names = ["anthropic", "openai", "openai-gpt5", "google", "local"];
+    let profiles = sim["profiles"].as_array().unwrap();
+    let got: Vec<&str> = profiles
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(got, names);
+    assert_eq!(sim["totals"].as_array().unwrap().len(), 5 * 2);
+    assert_eq!(sim["rows"].as_array().unwrap().len(), 5 * 2);
+    assert_eq!(sim["prices"], Value::Null);
+    for p in profiles {
+        let totals = p["totals"].as_array().unwrap();
+        assert_eq!(totals.len(), 2);
+        assert!(totals.iter().all(|t| t["profile"] == p["name"]));
+        let cheapest = totals
+            .iter()
+            .min_by(|a, b| f(a, "cost_usd").total_cmp(&f(b, "cost_usd")))
+            .unwrap();
+        assert_eq!(p["cheapest"], cheapest["policy"]);
+        // Same replay inputs under every profile: the prompts only differ by policy.
+        assert_eq!(p["pricing"]["kind"], "profile");
+    }
+    let by = |profile: &str, policy: &str| {
+        sim["totals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["profile"] == profile && t["policy"] == policy)
+            .unwrap()
+            .clone()
+    };
+    for policy in ["none", "micro"] {
+        let local = by("local", policy);
+        for k in ["cost_cache_read_usd", "cost_cache_write_usd", "cost_usd"] {
+            assert_eq!(f(&local, k), 0.0, "local {policy} {k}");
+        }
+        assert_eq!(u(&local, "cache_write_tokens"), 0);
+        // Explicit caching writes what it does not read; automatic caching writes nothing.
+        assert!(u(&by("anthropic", policy), "cache_write_tokens") > 0);
+        assert!(f(&by("anthropic", policy), "cost_cache_write_usd") > 0.0);
+        assert_eq!(u(&by("openai", policy), "cache_write_tokens"), 0);
+        assert!(u(&by("openai", policy), "cache_hit_tokens") > 0);
+    }
+    // Without compaction the baseline overflows, and costs more than micro everywhere a price
+    // is charged.
+    for name in &names[..4] {
+        assert!(
+            f(&by(name, "none"), "cost_usd") > f(&by(name, "micro"), "cost_usd"),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn trimming_on_insert_sends_fewer_prompt_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = write_jsonl(dir.path(), "big.jsonl", &tool_session(10, 30_000));
+    let sim = simulate_json(
+        &[s(&session)],
+        32_000,
+        &[
+            "--cache-profile",
+            "anthropic",
+            "--policies",
+            "batch,batch+trim,micro,micro+trim",
+            "--insert-trim-tokens",
+            "2000",
+        ],
+    );
+    check_totals(&sim);
+    let totals = sim["totals"].as_array().unwrap();
+    let by = |p: &str| totals.iter().find(|t| t["policy"] == p).unwrap();
+    for (plain, trimmed) in [("batch", "batch+trim"), ("micro", "micro+trim")] {
+        assert_eq!(u(by(plain), "trimmed_results"), 0);
+        assert_eq!(u(by(trimmed), "trimmed_results"), 10, "{trimmed}");
+        assert!(u(by(trimmed), "trim_saved_tokens") > 10 * 5_000);
+        assert!(
+            u(by(trimmed), "prompt_tokens") <= u(by(plain), "prompt_tokens"),
+            "{trimmed}"
+        );
+        assert!(
+            f(by(trimmed), "cost_usd") <= f(by(plain), "cost_usd"),
+            "{trimmed}"
+        );
+        assert_eq!(u(by(trimmed), "overflows"), 0);
+    }
+}
+
+#[test]
+fn a_request_after_the_time_to_live_gets_no_cache_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let msgs = tool_session(6, 6_000);
+    let plain = write_jsonl(dir.path(), "plain.jsonl", &msgs);
+    let args = |gap: &'static str| {
+        [
+            "--cache-profile",
+            "anthropic",
+            "--policies",
+            "none",
+            "--request-gap-secs",
+            gap,
+        ]
+    };
+    let live = simulate_json(&[s(&plain)], 128_000, &args("30"));
+    let t = &live["totals"][0];
+    assert_eq!(u(t, "expired_requests"), 0);
+    assert!(u(t, "cache_hit_tokens") > 0);
+    // Ten minutes between requests: the 5-minute cache has always expired.
+    let late = simulate_json(&[s(&plain)], 128_000, &args("600"));
+    let t = &late["totals"][0];
+    assert_eq!(u(t, "expired_requests"), u(t, "requests") - 1);
+    assert_eq!(u(t, "cache_hit_tokens"), 0);
+    assert!(f(t, "cost_usd") > f(&live["totals"][0], "cost_usd"));
+    // Timestamps on the messages win over the assumed gap.
+    let jsonl: String = std::fs::read_to_string(&plain)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut v: Value = serde_json::from_str(line).unwrap();
+            v["timestamp"] = Value::from(1_767_225_600 + 600 * i as u64);
+            format!("{v}\n")
+        })
+        .collect();
+    let stamped = dir.path().join("stamped.jsonl");
+    std::fs::write(&stamped, jsonl).unwrap();
+    let sim = simulate_json(&[s(&stamped)], 128_000, &args("30"));
+    let t = &sim["totals"][0];
+    assert_eq!(u(t, "expired_requests"), u(t, "requests") - 1);
+    assert_eq!(u(t, "cache_hit_tokens"), 0);
+}
+
+#[test]
+fn an_unknown_cache_profile_is_refused() {
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let o = run(&[
+        "simulate",
+        "--cache-profile",
+        "azure",
+        "--input",
+        s(&example),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(texts(&o).1.contains("--cache-profile azure: unknown"));
 }
