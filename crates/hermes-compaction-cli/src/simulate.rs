@@ -162,6 +162,10 @@ pub struct Row {
     pub reused_prefix_tokens: u64,
     /// Requests sent after the cache had expired (gap since the previous one >= TTL).
     pub expired_requests: u64,
+    /// The prompts' cost in input-token equivalents (price-free: cached x cached ratio +
+    /// uncached + writes x (write ratio - 1)); what ranks policies for a profile without
+    /// prices, like `local`.
+    pub prompt_token_equivalents: f64,
     /// Tool results trimmed on insertion.
     pub trimmed_results: u64,
     /// Tokens insertion-time trimming kept out of the transcript (original minus compact).
@@ -274,6 +278,7 @@ impl Row {
             t.cache_write_tokens += r.cache_write_tokens;
             t.reused_prefix_tokens += r.reused_prefix_tokens;
             t.expired_requests += r.expired_requests;
+            t.prompt_token_equivalents += r.prompt_token_equivalents;
             t.trimmed_results += r.trimmed_results;
             t.trim_saved_tokens += r.trim_saved_tokens;
             t.output_tokens += r.output_tokens;
@@ -760,6 +765,12 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
             row.cache_miss_tokens = prompt - hit;
             row.cache_write_tokens = 0;
             row.expired_requests = 0;
+            row.prompt_token_equivalents = if p.input_per_mtok > 0.0 {
+                row.cache_miss_tokens as f64
+                    + hit as f64 * p.cached_input_per_mtok / p.input_per_mtok
+            } else {
+                prompt as f64
+            };
             row.cost_input_usd = mtok(row.cache_miss_tokens, p.input_per_mtok);
             row.cost_cache_read_usd = mtok(hit, p.cached_input_per_mtok);
             row.cost_cache_write_usd = 0.0;
@@ -780,6 +791,7 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
                             .is_some_and(|s| cache::cache_expired(p, s))
                 })
                 .count() as u64;
+            row.prompt_token_equivalents = total.input_token_equivalents(p);
             row.cost_input_usd = mtok(total.uncached_tokens, p.input_price_per_mtok);
             row.cost_cache_read_usd = mtok(total.cached_tokens, p.cached_input_price_per_mtok);
             row.cost_cache_write_usd = mtok(total.cache_write_tokens, p.input_price_per_mtok)
@@ -798,7 +810,10 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
 
 /// One line per pricing, one column per policy: the total cost, the cheapest marked `*`.
 pub fn cost_by_profile(sim: &Simulation) -> String {
-    let mut s = String::from("estimated cost by cache profile (* = cheapest policy)\n");
+    let mut s = String::from(
+        "estimated cost by cache profile (* = cheapest policy; a profile without prices shows \
+         prompt input-token equivalents in millions)\n",
+    );
     let label_w = sim
         .pricings
         .iter()
@@ -811,15 +826,24 @@ pub fn cost_by_profile(sim: &Simulation) -> String {
         .iter()
         .map(|p| {
             let totals = sim.totals_of(p.name());
-            let best = totals
-                .iter()
-                .map(|r| r.cost_usd)
-                .fold(f64::INFINITY, f64::min);
+            let priced = totals.iter().any(|r| r.cost_usd > 0.0);
+            let key = |r: &Row| {
+                if priced {
+                    r.cost_usd
+                } else {
+                    r.prompt_token_equivalents
+                }
+            };
+            let best = totals.iter().map(|r| key(r)).fold(f64::INFINITY, f64::min);
             totals
                 .iter()
                 .map(|r| {
-                    let mark = if r.cost_usd <= best { "*" } else { " " };
-                    format!("${:.2}{mark}", r.cost_usd)
+                    let mark = if key(r) <= best { "*" } else { " " };
+                    if priced {
+                        format!("${:.2}{mark}", r.cost_usd)
+                    } else {
+                        format!("{:.1}M{mark}", r.prompt_token_equivalents / 1e6)
+                    }
                 })
                 .collect()
         })
@@ -1083,6 +1107,9 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
         )
     });
     add("estimated cost", &|r, _| format!("${:.2}", r.cost_usd));
+    add("prompt input-token equivalents", &|r, _| {
+        format!("{:.0}", r.prompt_token_equivalents)
+    });
     add("  input / cache read / cache write", &|r, _| {
         format!(
             "{:.2} / {:.2} / {:.2}",

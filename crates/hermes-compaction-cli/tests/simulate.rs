@@ -86,6 +86,7 @@ fn check_totals(sim: &Value) {
         }
         for k in [
             "cost_usd",
+            "prompt_token_equivalents",
             "cost_input_usd",
             "cost_cache_read_usd",
             "cost_cache_write_usd",
@@ -278,6 +279,11 @@ fn a_sweep_over_all_profiles_prices_each_and_local_costs_nothing() {
             assert_eq!(f(&local, k), 0.0, "local {policy} {k}");
         }
         assert_eq!(u(&local, "cache_write_tokens"), 0);
+        // Without prices, the price-free measure still ranks policies: every token counts.
+        assert_eq!(
+            f(&local, "prompt_token_equivalents"),
+            u(&local, "prompt_tokens") as f64
+        );
         // Explicit caching writes what it does not read; automatic caching writes nothing.
         assert!(u(&by("anthropic", policy), "cache_write_tokens") > 0);
         assert!(f(&by("anthropic", policy), "cost_cache_write_usd") > 0.0);
