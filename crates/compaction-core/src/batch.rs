@@ -285,6 +285,29 @@ pub fn assemble(
     summaries: &[String],
     cfg: &BatchConfig,
 ) -> Result<Edit, PlanError> {
+    assemble_from(t, plan, plan.prune.edit.splices.clone(), summaries, cfg)
+}
+
+/// [`assemble`] without copying the prune edit: its splices are moved out of `plan` (which
+/// keeps everything else, e.g. for telemetry). For large prune passes this avoids cloning every
+/// rewritten message.
+pub fn assemble_taking_prune(
+    t: &Transcript,
+    plan: &mut BatchPlan,
+    summaries: &[String],
+    cfg: &BatchConfig,
+) -> Result<Edit, PlanError> {
+    let prune = std::mem::take(&mut plan.prune.edit.splices);
+    assemble_from(t, plan, prune, summaries, cfg)
+}
+
+fn assemble_from(
+    t: &Transcript,
+    plan: &BatchPlan,
+    prune: Vec<Splice>,
+    summaries: &[String],
+    cfg: &BatchConfig,
+) -> Result<Edit, PlanError> {
     if t.len() != plan.planned_len || t.estimated_total() != plan.planned_tokens {
         return Err(PlanError::StaleTranscript);
     }
@@ -300,15 +323,11 @@ pub fn assemble(
     }
     let msgs = t.messages();
     let mut splices: Vec<Splice> = Vec::new();
-    let mut prune_iter = plan.prune.edit.splices.iter().peekable();
+    let mut prune_iter = prune.into_iter().peekable();
     for (job, body) in jobs.iter().zip(summaries) {
         // Prune splices before this job's range pass through; those inside are subsumed.
-        while let Some(s) = prune_iter.peek() {
-            if s.range.start >= job.range.start {
-                break;
-            }
-            splices.push((*s).clone());
-            prune_iter.next();
+        while let Some(s) = prune_iter.next_if(|s| s.range.start < job.range.start) {
+            splices.push(s);
         }
         while prune_iter
             .peek()
@@ -318,7 +337,7 @@ pub fn assemble(
         }
         splices.extend(summary_splices(msgs, job, body, cfg));
     }
-    splices.extend(prune_iter.cloned());
+    splices.extend(prune_iter);
     let edit = Edit { splices };
     edit.validate(msgs.len())?;
     if breaks_pairs(msgs, &edit) {

@@ -414,7 +414,8 @@ impl Compressor {
             focus,
             compacted: self.state.compacted,
         };
-        let plan = batch::plan_batch(t, self.threshold, &self.batch, &req, self.counter.as_ref());
+        let mut plan =
+            batch::plan_batch(t, self.threshold, &self.batch, &req, self.counter.as_ref());
         report.demoted_tail_outputs = plan.demoted_tail_outputs;
         let summaries = match &plan.step {
             BatchStep::Nothing(reason) => {
@@ -451,7 +452,7 @@ impl Compressor {
                 }
             }
         };
-        let mut edit = match batch::assemble(t, &plan, &summaries, &self.batch) {
+        let mut edit = match batch::assemble_taking_prune(t, &mut plan, &summaries, &self.batch) {
             Ok(e) => e,
             Err(_) => {
                 report.outcome = Outcome::Failed;
