@@ -38,6 +38,7 @@ fn main() -> ExitCode {
 
 fn ci() -> Result<(), String> {
     let summary = ci_steps()?;
+    report_skips();
     // The closing line CI reads: the totals of every test binary and doctest run.
     println!(
         "xtask: {} passed, {} failed",
@@ -71,11 +72,33 @@ fn ci_steps() -> Result<TestSummary, String> {
 
 fn test() -> Result<(), String> {
     let summary = run_tests()?;
+    report_skips();
     println!(
         "xtask: {} passed, {} failed",
         summary.passed, summary.failed
     );
     Ok(())
+}
+
+/// Says plainly which groups of tests skipped themselves (each test also prints `skipped: …`
+/// to its captured stderr), so a run without PostgreSQL or the shared fixtures is not mistaken
+/// for full coverage. `.ci/run` sets `HERMES_REQUIRE_*`, which turns these skips into failures.
+fn report_skips() {
+    if std::env::var_os("HERMES_TEST_DATABASE_URL").is_none() {
+        println!("xtask: skipped: PostgreSQL tests (HERMES_TEST_DATABASE_URL not set; SQLite ran)");
+    }
+    let shared = std::env::var_os("HERMES_SHARED_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+        })
+        .join("fixtures/transcripts");
+    if !shared.is_dir() {
+        println!(
+            "xtask: skipped: tests over the shared fixture transcripts (not found at {})",
+            shared.display()
+        );
+    }
 }
 
 /// Totals over every `test result:` line of a `cargo test` run.
