@@ -6,31 +6,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use compaction_core::laws::{self, Pass, PassKind, Protected};
-use compaction_core::{Estimator, Message, ToolCall};
+use compaction_core::{Estimator, Message};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{Compressor, Failure, Outcome};
 use proptest::prelude::*;
 
 use crate::common::{config, rt, with_summarizer};
 
-/// A long tool-heavy session: `turns` user turns, each with one tool call of `chars` output.
 fn session(turns: usize, chars: usize) -> Vec<Message> {
-    let mut msgs = vec![Message::system("You are a coding agent.")];
-    for i in 0..turns {
-        let id = format!("call-{i}");
-        msgs.push(Message::user(format!("step {i}: keep going")));
-        msgs.push(Message::assistant_tool_calls(
-            "",
-            vec![ToolCall::function(
-                &id,
-                "bash",
-                r#"{"command":"make test"}"#,
-            )],
-        ));
-        msgs.push(Message::tool_result(&id, format!("{i} ").repeat(chars / 3)));
-        msgs.push(Message::assistant(format!("step {i} done")));
-    }
-    msgs
+    crate::common::tool_session(turns, chars / 3)
 }
 
 fn scripted(cfg: hermes_compaction::Config) -> (Compressor, Arc<ScriptedSummarizer>) {

@@ -63,3 +63,24 @@ pub fn rt() -> tokio::runtime::Runtime {
         .build()
         .expect("runtime")
 }
+
+/// A long tool-heavy session: `turns` user turns, each with one `bash` call whose output is the
+/// turn number repeated `repeat` times.
+pub fn tool_session(turns: usize, repeat: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        let id = format!("call-{i}");
+        msgs.push(Message::user(format!("step {i}: keep going")));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![compaction_core::ToolCall::function(
+                &id,
+                "bash",
+                r#"{"command":"make test"}"#,
+            )],
+        ));
+        msgs.push(Message::tool_result(&id, format!("{i} ").repeat(repeat)));
+        msgs.push(Message::assistant(format!("step {i} done")));
+    }
+    msgs
+}

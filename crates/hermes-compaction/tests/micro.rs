@@ -4,29 +4,14 @@
 use std::sync::Arc;
 
 use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
-use compaction_core::{Estimator, MarkerKind, Message, ToolCall, marker};
+use compaction_core::{Estimator, MarkerKind, Message, marker};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{MicroOutcomeKind, MicroReport, Outcome};
 
 use crate::common::{config, fixtures, rt, with_summarizer};
 
 fn session(turns: usize, chars: usize) -> Vec<Message> {
-    let mut msgs = vec![Message::system("You are a coding agent.")];
-    for i in 0..turns {
-        let id = format!("call-{i}");
-        msgs.push(Message::user(format!("step {i}: keep going")));
-        msgs.push(Message::assistant_tool_calls(
-            "",
-            vec![ToolCall::function(
-                &id,
-                "bash",
-                r#"{"command":"make test"}"#,
-            )],
-        ));
-        msgs.push(Message::tool_result(&id, format!("{i} ").repeat(chars / 2)));
-        msgs.push(Message::assistant(format!("step {i} done")));
-    }
-    msgs
+    crate::common::tool_session(turns, chars / 2)
 }
 
 fn micro_config(context: u64) -> hermes_compaction::Config {
