@@ -576,9 +576,15 @@ impl Compressor {
             return Ok(());
         };
         // Flush what the agent has not persisted yet, so every replaced row has an id.
-        let unstamped: Vec<usize> = (0..t.len())
-            .filter(|&i| t.messages()[i].row_id().is_none())
-            .collect();
+        // The agent appends at the end, so what is not persisted yet is the suffix after the
+        // last stamped message: the flush costs what was appended, not the transcript. (An
+        // unstamped message elsewhere makes the commit fail cleanly with a missing row id.)
+        let first_unstamped = t
+            .messages()
+            .iter()
+            .rposition(|m| m.row_id().is_some())
+            .map_or(0, |i| i + 1);
+        let unstamped: Vec<usize> = (first_unstamped..t.len()).collect();
         if !unstamped.is_empty() {
             let mut fresh: Vec<Message> =
                 unstamped.iter().map(|&i| t.messages()[i].clone()).collect();
