@@ -14,6 +14,9 @@ use crate::transcript::Transcript;
 /// Up to this many splices are applied one by one; more in a single pass.
 const FEW_SPLICES: usize = 8;
 
+/// Splices within this many messages of each other are applied as one.
+const MERGE_WINDOW: usize = 256;
+
 /// Replace `range` of the planned-against transcript with `replacement`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Splice {
@@ -131,7 +134,36 @@ impl Edit {
             .filter(|s| !(s.range.is_empty() && s.replacement.is_empty()))
             .map(|s| (s.range, s.replacement))
             .collect();
-        Ok(if splices.len() <= FEW_SPLICES {
+        let window = match (splices.first(), splices.last()) {
+            (Some(a), Some(b)) => b.0.end - a.0.start,
+            _ => 0,
+        };
+        Ok(if splices.len() > 1 && window <= MERGE_WINDOW {
+            // Splices close together (a micro pass drops the old marker and replaces the
+            // exchange a few messages later): one splice of the whole window, so what follows
+            // moves once. The untouched messages inside the window are carried over (cloned:
+            // the window is small) and not reported as removed.
+            let start = splices[0].0.start;
+            let end = splices[splices.len() - 1].0.end;
+            let mut combined = Vec::new();
+            let mut kept = Vec::new();
+            let mut at = start;
+            for (range, replacement) in splices {
+                combined.extend_from_slice(&t.messages()[at..range.start]);
+                kept.extend(at - start..range.start - start);
+                combined.extend(replacement);
+                at = range.end;
+            }
+            combined.extend_from_slice(&t.messages()[at..end]);
+            kept.extend(at - start..end - start);
+            let mut kept = kept.into_iter().peekable();
+            t.splice(start..end, combined, counter)
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| kept.next_if_eq(i).is_none())
+                .map(|(_, m)| m)
+                .collect()
+        } else if splices.len() <= FEW_SPLICES {
             // A few splices (a micro pass, a batch summary): shift only what follows each one,
             // from the back so earlier indices stay valid.
             let mut chunks: Vec<Vec<Message>> = Vec::with_capacity(splices.len());
@@ -204,5 +236,48 @@ mod tests {
             oob.apply(&msgs),
             Err(EditError::OutOfRange { .. })
         ));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn apply_to_matches_apply_on_every_path(
+            len in 0usize..600,
+            cuts in proptest::collection::vec((0usize..400, 0usize..4, 0usize..3), 0..12),
+        ) {
+            let e = Estimator::default();
+            let msgs: Vec<Message> = (0..len)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        Message::user(format!("u{i}"))
+                    } else {
+                        Message::assistant(format!("a{i} {}", "x".repeat(i % 17)))
+                    }
+                })
+                .collect();
+            let mut splices = Vec::new();
+            let mut at = 0;
+            for (gap, del, ins) in cuts {
+                let start = (at + gap).min(len);
+                let end = (start + del).min(len);
+                let replacement = (0..ins).map(|k| Message::assistant(format!("r{start}-{k}"))).collect();
+                splices.push(Splice { range: start..end, replacement });
+                at = end;
+            }
+            let edit = Edit { splices };
+            let expected = edit.apply(&msgs).unwrap();
+            let expected_removed: Vec<String> = edit
+                .splices
+                .iter()
+                .flat_map(|s| msgs[s.range.clone()].iter().map(Message::to_json))
+                .collect();
+            let mut t = Transcript::new(msgs.clone(), &e);
+            let removed = edit.apply_to(&mut t, &e).unwrap();
+            proptest::prop_assert_eq!(t.messages(), &expected[..]);
+            let removed: Vec<String> = removed.iter().map(Message::to_json).collect();
+            proptest::prop_assert_eq!(removed, expected_removed);
+            let fresh = Transcript::new(expected, &e);
+            proptest::prop_assert_eq!(t.estimated_total(), fresh.estimated_total());
+            proptest::prop_assert_eq!(t.last_real_user(), fresh.last_real_user());
+        }
     }
 }
