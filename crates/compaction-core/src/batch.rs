@@ -190,7 +190,23 @@ pub fn plan_batch(
 ) -> BatchPlan {
     let tokens_before = t.current_tokens();
     let low_water = cfg.low_water_mark(threshold_tokens);
-    let r = regions::partition(t, threshold_tokens, &cfg.regions, req.compacted);
+    // One measurement drives both the trigger and the plan: when the provider's count (the
+    // calibration) differs from the estimate, estimated sizes are scaled by their ratio before
+    // they are compared with the threshold, and the partition uses the threshold in estimate
+    // units.
+    let estimated = t.estimated_total();
+    let scale = if t.calibration().is_some() && estimated > 0 && tokens_before > 0 {
+        tokens_before as f64 / estimated as f64
+    } else {
+        1.0
+    };
+    let scaled = |est: u64| (est as f64 * scale).round() as u64;
+    let r = regions::partition(
+        t,
+        (threshold_tokens as f64 / scale) as u64,
+        &cfg.regions,
+        req.compacted,
+    );
     let mut plan = BatchPlan {
         regions: r.clone(),
         threshold_tokens,
@@ -217,14 +233,14 @@ pub fn plan_batch(
         .filter(|x| !x.is_empty())
         .collect();
     plan.prune = prune::plan_prune(t, &ranges, &cfg.prune, counter);
-    plan.tokens_after_prune = tokens_before.saturating_sub(plan.prune.reclaimed_tokens);
+    plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
     let has_prune = !plan.prune.edit.is_empty();
     if req.prune_only || ranges.is_empty() {
         // Last resort when the protected messages alone exceed the threshold.
-        let protected: u64 = r.protected().iter().map(|p| t.tokens_in(p.clone())).sum();
+        let protected: u64 = scaled(r.protected().iter().map(|p| t.tokens_in(p.clone())).sum());
         if !req.prune_only && protected > threshold_tokens {
-            demote_tail(t, &r, threshold_tokens, cfg, counter, &mut plan);
+            demote_tail(t, &r, threshold_tokens, scale, cfg, counter, &mut plan);
         }
         plan.step = if plan.prune.edit.is_empty() {
             BatchStep::Nothing(if protected > threshold_tokens {
@@ -252,7 +268,12 @@ pub fn plan_batch(
     let mut estimate = plan.tokens_after_prune;
     if let Some(middle) = batch_range(t, &r) {
         estimate = estimate
-            .saturating_sub(pruned_tokens(t, &plan.prune, middle.clone(), counter))
+            .saturating_sub(scaled(pruned_tokens(
+                t,
+                &plan.prune,
+                middle.clone(),
+                counter,
+            )))
             .saturating_add(cfg.summary_budget_tokens);
         jobs.push(job(
             t,
@@ -513,6 +534,7 @@ fn demote_tail(
     t: &Transcript,
     r: &Regions,
     threshold: u64,
+    scale: f64,
     cfg: &BatchConfig,
     counter: &dyn TokenCounter,
     plan: &mut BatchPlan,
@@ -532,6 +554,7 @@ fn demote_tail(
     // Largest first; among equals, older first so the newest output is demoted last.
     candidates.sort_by(|&a, &b| t.tokens_of(b).cmp(&t.tokens_of(a)).then(a.cmp(&b)));
     let mut tokens = plan.tokens_after_prune;
+    let mut saved_est = 0u64;
     let mut chosen = Vec::new();
     for i in candidates {
         if tokens <= threshold {
@@ -542,15 +565,16 @@ fn demote_tail(
             calls.for_result(&msgs[i]),
             &msgs[i].text(),
         ));
-        let after = counter.count_message(&new);
-        tokens = tokens.saturating_sub(t.tokens_of(i).saturating_sub(after));
+        let saved = t.tokens_of(i).saturating_sub(counter.count_message(&new));
+        saved_est += saved;
+        tokens = tokens.saturating_sub((saved as f64 * scale).round() as u64);
         chosen.push(Splice {
             range: i..i + 1,
             replacement: vec![new],
         });
     }
     plan.demoted_tail_outputs = chosen.len();
-    plan.prune.reclaimed_tokens += plan.tokens_after_prune - tokens;
+    plan.prune.reclaimed_tokens += saved_est;
     plan.tokens_after_prune = tokens;
     plan.prune.edit.splices.extend(chosen);
     plan.prune.edit.splices.sort_by_key(|s| s.range.start);

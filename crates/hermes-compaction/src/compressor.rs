@@ -6,7 +6,7 @@
 //! | moment | hook |
 //! |---|---|
 //! | before each model request (and before each call inside a tool loop) | [`Compressor::before_request`] |
-//! | after a response that carried usage | [`Compressor::after_response`] |
+//! | after a response that carried usage | [`Compressor::after_response`], then [`Compressor::check_usage`] |
 //! | the provider said the context window was exceeded | [`Compressor::on_context_overflow`] |
 //! | the user typed `/compress` | [`Compressor::compress`] |
 //!
@@ -351,6 +351,19 @@ impl Compressor {
                 self.state.ineffective = 0;
             }
         }
+    }
+
+    /// After [`after_response`](Self::after_response): when the real usage the provider just
+    /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
+    /// instead of waiting for the next request. Returns `None` when no pass was needed.
+    pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
+        if !self.config.compression.enabled
+            || t.calibration().is_none()
+            || t.current_tokens() < self.threshold
+        {
+            return None;
+        }
+        Some(self.run(t, Trigger::Usage, false, None).await)
     }
 
     /// The provider rejected a request as too large: compact (forced) and let the caller retry,

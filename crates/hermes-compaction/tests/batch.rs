@@ -361,3 +361,45 @@ fn a_known_cache_profile_raises_the_prune_runway() {
         0.15
     );
 }
+
+#[test]
+fn real_usage_over_the_threshold_compacts_at_once() {
+    let rt = rt();
+    let (mut c, _s) = scripted(config(64_000));
+    // Estimated just under the threshold (54,400).
+    let mut t = c.transcript(session(380, 300));
+    assert!(t.current_tokens() < c.threshold_tokens());
+    assert!(t.current_tokens() > c.threshold_tokens() * 3 / 4);
+    let (ticket, r) = rt.block_on(c.before_request(&mut t));
+    assert!(r.is_none(), "the estimate is below the threshold");
+    // Only the estimate: no calibration, no pass.
+    assert!(rt.block_on(c.check_usage(&mut t)).is_none());
+    // The provider counts far more than the estimate: compact now.
+    c.after_response(&mut t, ticket, c.threshold_tokens() + 10_000);
+    let r = rt.block_on(c.check_usage(&mut t)).expect("a pass ran");
+    assert_eq!(r.trigger, hermes_compaction::Trigger::Usage);
+    assert!(matches!(r.outcome, Outcome::Summarized | Outcome::Pruned));
+    // The rewrite dropped the calibration: no second pass from the same (stale) usage.
+    assert!(rt.block_on(c.check_usage(&mut t)).is_none());
+}
+
+#[test]
+fn when_the_estimate_undercounts_the_providers_count_drives_the_plan() {
+    // Spec 9: "one measurement must drive both the trigger and the did-it-work check".
+    let rt = rt();
+    let (mut c, _s) = scripted(config(64_000));
+    // ~5K estimated tokens, but the provider reports 70K (e.g. a tokenizer far from chars/4).
+    let mut t = c.transcript(session(40, 300));
+    let estimated = t.estimated_total();
+    assert!(estimated * 5 < c.threshold_tokens());
+    let (ticket, _) = rt.block_on(c.before_request(&mut t));
+    c.after_response(&mut t, ticket, 70_000);
+    let r = rt.block_on(c.check_usage(&mut t)).expect("a pass ran");
+    assert!(
+        matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
+        "{:?}",
+        r.outcome
+    );
+    // Scaled back to the provider's units, the result is under the threshold.
+    assert!(t.estimated_total() * 70_000 / estimated < c.threshold_tokens());
+}
