@@ -194,19 +194,9 @@ pub fn plan_batch(
     // calibration) differs from the estimate, estimated sizes are scaled by their ratio before
     // they are compared with the threshold, and the partition uses the threshold in estimate
     // units.
-    let estimated = t.estimated_total();
-    let scale = if t.calibration().is_some() && estimated > 0 && tokens_before > 0 {
-        tokens_before as f64 / estimated as f64
-    } else {
-        1.0
-    };
+    let scale = t.calibration_scale();
     let scaled = |est: u64| (est as f64 * scale).round() as u64;
-    let r = regions::partition(
-        t,
-        (threshold_tokens as f64 / scale) as u64,
-        &cfg.regions,
-        req.compacted,
-    );
+    let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, req.compacted);
     let mut plan = BatchPlan {
         regions: r.clone(),
         threshold_tokens,

@@ -518,7 +518,7 @@ pub fn plan_micro(
     compacted: bool,
     counter: &dyn TokenCounter,
 ) -> MicroPlan {
-    let r = regions::partition(t, threshold_tokens, &cfg.regions, compacted);
+    let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
     let summary_tokens = resolved
         .rolling_summary
@@ -641,7 +641,7 @@ pub fn plan_turn_progress(
     compacted: bool,
     counter: &dyn TokenCounter,
 ) -> MicroPlan {
-    let r = regions::partition(t, threshold_tokens, &cfg.regions, compacted);
+    let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let mut plan = MicroPlan {
         regions: r.clone(),
         threshold_tokens,

@@ -220,6 +220,19 @@ pub fn partition(
     regions
 }
 
+/// [`partition`] with the threshold converted into estimate units when the transcript carries
+/// a calibration ([`Transcript::calibration_scale`]): when the provider counts more than the
+/// estimator, the budgets shrink accordingly.
+pub fn partition_calibrated(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &RegionConfig,
+    compacted: bool,
+) -> Regions {
+    let threshold = (threshold_tokens as f64 / t.calibration_scale()) as u64;
+    partition(t, threshold, cfg, compacted)
+}
+
 /// When the tail starts exactly at the latest user message, also keep the assistant reply the
 /// user saw just before it.
 fn keep_previous_reply(t: &Transcript, r: &mut Regions, u: usize) {

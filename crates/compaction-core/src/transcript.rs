@@ -99,6 +99,19 @@ impl Transcript {
         }
     }
 
+    /// Provider tokens per estimated token: the calibrated size over the estimate, or 1 without
+    /// a calibration. Planners scale estimated sizes by it (or divide the threshold by it) so
+    /// that one measurement drives both the trigger and the plan.
+    pub fn calibration_scale(&self) -> f64 {
+        let estimated = self.estimated_total();
+        let current = self.current_tokens();
+        if self.calibration.is_some() && estimated > 0 && current > 0 {
+            current as f64 / estimated as f64
+        } else {
+            1.0
+        }
+    }
+
     /// Records the provider's reported `prompt_tokens` for a request that contained the first
     /// `messages` messages.
     pub fn calibrate(&mut self, prompt_tokens: u64, messages: usize) {
