@@ -151,17 +151,19 @@ impl Compressor {
         if *counter % every != 0 {
             return None;
         }
-        Some(self.micro_pass(t, hook).await)
+        self.micro_pass(t, hook).await
     }
 
-    async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> MicroReport {
+    async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         let started = Instant::now();
         let mut cfg = micro_config(self.config());
         if cfg.min_reclaim_tokens == 0 {
             cfg.min_reclaim_tokens = self.cache_gate(t);
         }
         let compacted = self.state().compacted;
-        let plan = match hook {
+        // Nothing in a micro pass may fail the turn: a bug in planning is caught, logged
+        // (without content) and the pass skipped.
+        let planned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match hook {
             Hook::Turn => micro::plan_micro(
                 t,
                 self.threshold_tokens(),
@@ -178,6 +180,10 @@ impl Compressor {
                 compacted,
                 self.counter(),
             ),
+        }));
+        let Ok(plan) = planned else {
+            tracing::error!("Micro-compaction: planning panicked; pass skipped");
+            return None;
         };
         let mut report = MicroReport {
             outcome: MicroOutcomeKind::Noop,
@@ -197,12 +203,12 @@ impl Compressor {
         let (kind, previous, material, messages, budget) = match &plan.step {
             MicroStep::Noop(_) => {
                 self.micro.state.record_plan(&plan);
-                return self.micro_finish(report, started);
+                return Some(self.micro_finish(report, started));
             }
             MicroStep::Gated { .. } => {
                 self.micro.state.record_plan(&plan);
                 report.outcome = MicroOutcomeKind::Gated;
-                return self.micro_finish(report, started);
+                return Some(self.micro_finish(report, started));
             }
             MicroStep::Skip { .. } => {
                 self.micro.state.record_plan(&plan);
@@ -211,7 +217,7 @@ impl Compressor {
                     cursor = self.micro.state.cursor,
                     "Micro-compaction: skipping exchange after consecutive failures"
                 );
-                return self.micro_finish(report, started);
+                return Some(self.micro_finish(report, started));
             }
             MicroStep::Defrag(job) => (
                 SummaryKind::Defrag,
@@ -265,23 +271,26 @@ impl Compressor {
                     class = e.class().as_str(),
                     "Micro-compaction: summarizer failed"
                 );
-                return self.micro_finish(report, started);
+                return Some(self.micro_finish(report, started));
             }
         };
-        let outcome = match micro::assemble_micro(t, &plan, &summary, &cfg, self.counter()) {
-            Ok(o) => o,
-            Err(_) => {
+        let assembled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            micro::assemble_micro(t, &plan, &summary, &cfg, self.counter())
+        }));
+        let outcome = match assembled {
+            Ok(Ok(o)) => o,
+            Ok(Err(_)) | Err(_) => {
                 self.micro.state.record_failure(&plan);
                 report.failure = Some(Failure::Plan);
                 report.outcome = MicroOutcomeKind::SummarizeFailed;
-                return self.micro_finish(report, started);
+                return Some(self.micro_finish(report, started));
             }
         };
         let Some(edit) = outcome.edit() else {
             // A defrag that did not shrink enough.
             self.micro.state.record_outcome(&outcome);
             report.outcome = MicroOutcomeKind::DefragFailed;
-            return self.micro_finish(report, started);
+            return Some(self.micro_finish(report, started));
         };
         let mut edit = edit.clone();
         if let Err(f) = self.persist_edit(t, &mut edit).await {
@@ -289,13 +298,13 @@ impl Compressor {
             report.failure = Some(f);
             report.outcome = MicroOutcomeKind::StoreFailed;
             tracing::warn!("Micro-compaction: store commit failed; transcript unchanged");
-            return self.micro_finish(report, started);
+            return Some(self.micro_finish(report, started));
         }
         report.earliest_changed_index = edit.earliest_changed_index();
         if edit.apply_to(t, self.counter()).is_err() {
             report.failure = Some(Failure::Plan);
             report.outcome = MicroOutcomeKind::SummarizeFailed;
-            return self.micro_finish(report, started);
+            return Some(self.micro_finish(report, started));
         }
         self.micro.state.record_outcome(&outcome);
         self.note_rewrite();
@@ -325,7 +334,7 @@ impl Compressor {
                 "Micro-compaction: messages before -> after"
             ),
         }
-        self.micro_finish(report, started)
+        Some(self.micro_finish(report, started))
     }
 
     /// The reclaim gate the provider's cache economics suggest (spec: the rewrite must save
