@@ -51,11 +51,6 @@ pub fn render_text(kind: MarkerKind, body: &str) -> String {
     s
 }
 
-/// Fixed scaffolding cost of a marker (everything but the body), as text.
-pub fn scaffolding_text(kind: MarkerKind) -> String {
-    render_text(kind, "")
-}
-
 /// A marker message with the given role, stamped with [`MarkerKind`] metadata.
 pub fn render(kind: MarkerKind, role: Role, body: &str) -> Message {
     let mut m = Message::new(role, render_text(kind, body));
