@@ -5,12 +5,18 @@
 //! characters, final assistant), including applying the edit to the transcript. Passes run
 //! back to back on one transcript with the state carried over, as in a session; the transcript
 //! is rebuilt (untimed) when a tenth of it has been absorbed. Group `micro_plan` times the pure
-//! part alone (plan and assemble, no splice) to show what the splice costs.
+//! part alone (plan and assemble, no splice) to show what the splice costs. Group `micro_turn`
+//! times the facade's whole `finalize_turn` on the same sessions: the hook, the (instant,
+//! asynchronous) summarizer call, the splice and the telemetry line, formatted by a `tracing`
+//! subscriber that writes to a sink.
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
 use compaction_core::{Estimator, Message, ToolCall, Transcript};
+use compaction_llm::{Summarizer, SummaryFuture, SummaryRequest, SummaryResponse};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use hermes_compaction::{Compressor, Config, MicroOutcomeKind};
 
 const THRESHOLD: u64 = 100_000;
 
@@ -114,5 +120,71 @@ fn micro_plan(c: &mut Criterion) {
     bench(c, "micro_plan", false);
 }
 
-criterion_group!(benches, micro_pass, micro_plan);
+/// Answers every request at once with a fixed summary.
+struct Instantly;
+
+impl Summarizer for Instantly {
+    fn name(&self) -> &str {
+        "instant"
+    }
+
+    fn summarize<'a>(&'a self, _req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        Box::pin(async {
+            Ok(SummaryResponse {
+                text: "Goal: keep the build green. Done: fixed the failing tests so far.".into(),
+                model: "instant".into(),
+                usage: None,
+                extractive: false,
+            })
+        })
+    }
+}
+
+fn micro_turn(c: &mut Criterion) {
+    // Telemetry lines are formatted and written (to a sink), as in a service that logs them.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let counter = Arc::new(Estimator::default());
+    let mut config = Config::default();
+    config.model.context_length = 2 * THRESHOLD;
+    config.compression.micro_compact = true;
+    let fresh = |base: &[Message]| {
+        let comp = Compressor::new(
+            config.clone(),
+            Arc::new(Instantly),
+            counter.clone(),
+            "bench",
+        );
+        (comp, Transcript::new(base.to_vec(), counter.as_ref()))
+    };
+    let mut g = c.benchmark_group("micro_turn");
+    for n in [1_000usize, 10_000, 100_000] {
+        let base = tool_heavy(n);
+        let (mut comp, mut t) = fresh(&base);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if t.len() * 10 < base.len() * 9 {
+                        (comp, t) = fresh(&base);
+                    }
+                    let start = Instant::now();
+                    let report = rt.block_on(comp.finalize_turn(&mut t));
+                    total += start.elapsed();
+                    let outcome = report.map(|r| r.outcome);
+                    assert_eq!(outcome, Some(MicroOutcomeKind::Absorbed));
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, micro_pass, micro_plan, micro_turn);
 criterion_main!(benches);

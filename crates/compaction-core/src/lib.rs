@@ -71,6 +71,7 @@
 
 pub mod batch;
 pub mod cache;
+mod devec;
 pub mod edit;
 pub mod exchange;
 pub mod laws;

@@ -324,8 +324,32 @@ enum Slot {
 }
 
 /// One chat message, lossless. See the [module docs](self).
+///
+/// The fields live behind one shared pointer, so a message is a single word: splicing a
+/// transcript moves words, not bodies, and a clone shares the body until one side writes.
 #[derive(Clone)]
 pub struct Message {
+    b: Arc<Body>,
+}
+
+/// The one shared body of [`Message::blank`].
+static BLANK: std::sync::LazyLock<Arc<Body>> = std::sync::LazyLock::new(|| {
+    Arc::new(Body {
+        role: Role::User,
+        content: None,
+        tool_calls: None,
+        tool_calls_null: false,
+        tool_call_id: None,
+        name: None,
+        extra: Vec::new(),
+        order: Vec::new(),
+        meta: None,
+        raw: None,
+    })
+});
+
+#[derive(Clone)]
+struct Body {
     role: Role,
     content: Option<Content>,
     tool_calls: Option<Vec<ToolCall>>,
@@ -337,7 +361,7 @@ pub struct Message {
     extra: Vec<(String, Box<RawValue>)>,
     order: Vec<Slot>,
     /// The message library metadata, held apart from the body.
-    pub meta: Option<Meta>,
+    meta: Option<Meta>,
     /// The original body text (without metadata), valid while the body is unmodified.
     raw: Option<Arc<str>>,
 }
@@ -346,16 +370,22 @@ impl fmt::Debug for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Content is summarised by size so that a Debug print never leaks transcript text.
         f.debug_struct("Message")
-            .field("role", &self.role)
+            .field("role", &self.b.role)
             .field("content_chars", &self.content_chars())
-            .field("tool_calls", &self.tool_calls.as_ref().map(Vec::len))
-            .field("tool_call_id", &self.tool_call_id.is_some())
+            .field("tool_calls", &self.b.tool_calls.as_ref().map(Vec::len))
+            .field("tool_call_id", &self.b.tool_call_id.is_some())
             .field(
                 "extra_keys",
-                &self.extra.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                &self.b.extra.iter().map(|(k, _)| k).collect::<Vec<_>>(),
             )
-            .field("meta", &self.meta)
+            .field("meta", &self.b.meta)
             .finish()
+    }
+}
+
+impl crate::devec::Placeholder for Message {
+    fn placeholder() -> Message {
+        Message::blank()
     }
 }
 
@@ -406,17 +436,25 @@ impl Message {
 
     fn empty(role: Role) -> Message {
         Message {
-            role,
-            content: None,
-            tool_calls: None,
-            tool_calls_null: false,
-            tool_call_id: None,
-            name: None,
-            extra: Vec::new(),
-            order: vec![Slot::Known(Known::Role)],
-            meta: None,
-            raw: None,
+            b: Arc::new(Body {
+                role,
+                order: vec![Slot::Known(Known::Role)],
+                ..Body::clone(&BLANK)
+            }),
         }
+    }
+
+    /// A message with no fields at all, not even its role slot: never serialized, it only
+    /// fills a free slot of the transcript's storage (allocates nothing: the body is shared).
+    fn blank() -> Message {
+        Message {
+            b: Arc::clone(&BLANK),
+        }
+    }
+
+    /// The body, for writing: unshared first if a clone still holds it.
+    fn body_mut(&mut self) -> &mut Body {
+        Arc::make_mut(&mut self.b)
     }
 
     /// Parses one message from JSON text.
@@ -427,8 +465,7 @@ impl Message {
             Fields::Other(found) => return Err(MessageError::NotAnObject { found }),
         };
         let mut role = None;
-        let mut msg = Message::empty(Role::User);
-        msg.order.clear();
+        let mut msg = Body::clone(&BLANK);
         let mut had_meta = false;
         for (key, raw) in fields {
             let known = match key.as_str() {
@@ -521,14 +558,14 @@ impl Message {
                 Arc::from(body)
             });
         }
-        Ok(msg)
+        Ok(Message { b: Arc::new(msg) })
     }
 
     /// The message as written to a transcript: the body, plus [`META_KEY`] as the last key
     /// when metadata is present.
     pub fn to_json(&self) -> String {
         let body = self.to_wire_json();
-        match &self.meta {
+        match &self.b.meta {
             Some(meta) if !meta.is_empty() => {
                 let meta_json = serde_json::to_string(meta).unwrap_or_else(|_| "{}".into());
                 let mut s = String::with_capacity(body.len() + meta_json.len() + 16);
@@ -550,7 +587,7 @@ impl Message {
     /// The message as sent to a model: the body without library metadata. Byte-identical to
     /// the parsed input while the body is unmodified.
     pub fn to_wire_json(&self) -> String {
-        if let Some(raw) = &self.raw {
+        if let Some(raw) = &self.b.raw {
             return raw.to_string();
         }
         self.serialize_body()
@@ -563,7 +600,7 @@ impl Message {
 
     /// Whether the body is still exactly what was parsed.
     pub fn is_pristine(&self) -> bool {
-        self.raw.is_some()
+        self.b.raw.is_some()
     }
 
     fn serialize_body(&self) -> String {
@@ -578,15 +615,15 @@ impl Message {
             out.push_str(&serde_json::to_string(key).unwrap_or_default());
             out.push(':');
         };
-        for slot in &self.order {
+        for slot in &self.b.order {
             match slot {
                 Slot::Known(k) => match k {
                     Known::Role => {
                         push_key(&mut out, "role");
-                        out.push_str(&json_string(self.role.as_str()));
+                        out.push_str(&json_string(self.b.role.as_str()));
                     }
                     Known::Content => {
-                        if let Some(c) = &self.content {
+                        if let Some(c) = &self.b.content {
                             push_key(&mut out, "content");
                             match c {
                                 Content::Text(s) => out.push_str(&json_string(s)),
@@ -597,9 +634,9 @@ impl Message {
                         }
                     }
                     Known::ToolCalls => {
-                        if let Some(calls) = &self.tool_calls {
+                        if let Some(calls) = &self.b.tool_calls {
                             push_key(&mut out, "tool_calls");
-                            if calls.is_empty() && self.tool_calls_null {
+                            if calls.is_empty() && self.b.tool_calls_null {
                                 out.push_str("null");
                             } else {
                                 out.push_str(&serde_json::to_string(calls).unwrap_or_default());
@@ -607,20 +644,20 @@ impl Message {
                         }
                     }
                     Known::ToolCallId => {
-                        if let Some(id) = &self.tool_call_id {
+                        if let Some(id) = &self.b.tool_call_id {
                             push_key(&mut out, "tool_call_id");
                             out.push_str(&json_string(id));
                         }
                     }
                     Known::Name => {
-                        if let Some(n) = &self.name {
+                        if let Some(n) = &self.b.name {
                             push_key(&mut out, "name");
                             out.push_str(&json_string(n));
                         }
                     }
                 },
                 Slot::Extra(i) => {
-                    let (k, v) = &self.extra[*i];
+                    let (k, v) = &self.b.extra[*i];
                     push_key(&mut out, k);
                     out.push_str(v.get());
                 }
@@ -631,35 +668,36 @@ impl Message {
     }
 
     fn touch(&mut self, k: Known) {
-        self.raw = None;
+        self.body_mut().raw = None;
         if !self
+            .b
             .order
             .iter()
             .any(|s| matches!(s, Slot::Known(x) if *x == k))
         {
-            self.order.push(Slot::Known(k));
+            self.body_mut().order.push(Slot::Known(k));
         }
     }
 
     /// The role.
     pub fn role(&self) -> &Role {
-        &self.role
+        &self.b.role
     }
 
     /// Replaces the role.
     pub fn set_role(&mut self, role: Role) {
-        self.role = role;
+        self.body_mut().role = role;
         self.touch(Known::Role);
     }
 
     /// The content, `None` when the key is absent.
     pub fn content(&self) -> Option<&Content> {
-        self.content.as_ref()
+        self.b.content.as_ref()
     }
 
     /// The visible text of the content (empty when absent or null).
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        match &self.content {
+        match &self.b.content {
             Some(c) => c.text(),
             None => "".into(),
         }
@@ -672,7 +710,7 @@ impl Message {
 
     /// Replaces the content (`None` removes the key).
     pub fn set_content(&mut self, content: Option<Content>) {
-        self.content = content;
+        self.body_mut().content = content;
         self.touch(Known::Content);
     }
 
@@ -680,16 +718,18 @@ impl Message {
     /// (cheaper than `clone` then [`set_content`](Self::set_content) for large messages).
     pub fn with_content(&self, content: Option<Content>) -> Message {
         let mut m = Message {
-            role: self.role.clone(),
-            content: None,
-            tool_calls: self.tool_calls.clone(),
-            tool_call_id: self.tool_call_id.clone(),
-            name: self.name.clone(),
-            extra: self.extra.clone(),
-            order: self.order.clone(),
-            meta: self.meta.clone(),
-            raw: None,
-            tool_calls_null: self.tool_calls_null,
+            b: Arc::new(Body {
+                role: self.b.role.clone(),
+                content: None,
+                tool_calls: self.b.tool_calls.clone(),
+                tool_call_id: self.b.tool_call_id.clone(),
+                name: self.b.name.clone(),
+                extra: self.b.extra.clone(),
+                order: self.b.order.clone(),
+                meta: self.b.meta.clone(),
+                raw: None,
+                tool_calls_null: self.b.tool_calls_null,
+            }),
         };
         m.set_content(content);
         m
@@ -702,7 +742,7 @@ impl Message {
 
     /// The tool calls (empty when none).
     pub fn tool_calls(&self) -> &[ToolCall] {
-        self.tool_calls.as_deref().unwrap_or(&[])
+        self.b.tool_calls.as_deref().unwrap_or(&[])
     }
 
     /// Whether this is an assistant message that calls tools.
@@ -712,62 +752,75 @@ impl Message {
 
     /// Replaces the tool calls (`None` removes the key).
     pub fn set_tool_calls(&mut self, calls: Option<Vec<ToolCall>>) {
-        self.tool_calls = calls;
-        self.tool_calls_null = false;
+        self.body_mut().tool_calls = calls;
+        self.body_mut().tool_calls_null = false;
         self.touch(Known::ToolCalls);
     }
 
     /// Mutable access to the tool calls; marks the body modified.
     pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
         self.touch(Known::ToolCalls);
-        self.tool_calls.as_mut()
+        self.body_mut().tool_calls.as_mut()
     }
 
     /// The id of the call a tool result answers.
     pub fn tool_call_id(&self) -> Option<&str> {
-        self.tool_call_id.as_deref()
+        self.b.tool_call_id.as_deref()
     }
 
     /// Replaces the tool call id.
     pub fn set_tool_call_id(&mut self, id: Option<String>) {
-        self.tool_call_id = id;
+        self.body_mut().tool_call_id = id;
         self.touch(Known::ToolCallId);
     }
 
     /// The `name` field.
     pub fn name(&self) -> Option<&str> {
-        self.name.as_deref()
+        self.b.name.as_deref()
     }
 
     /// Replaces the `name` field.
     pub fn set_name(&mut self, name: Option<String>) {
-        self.name = name;
+        self.body_mut().name = name;
         self.touch(Known::Name);
     }
 
     /// Unknown top-level fields, in order, as their exact JSON text.
     pub fn extra_fields(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.extra.iter().map(|(k, v)| (k.as_str(), v.get()))
+        self.b.extra.iter().map(|(k, v)| (k.as_str(), v.get()))
     }
 
     /// The library metadata marker kind, if this message is a marker the library stamped.
     pub fn marker_kind(&self) -> Option<MarkerKind> {
-        self.meta.as_ref().and_then(|m| m.marker)
+        self.b.meta.as_ref().and_then(|m| m.marker)
     }
 
     /// The store row id, if the message is stamped persisted.
     pub fn row_id(&self) -> Option<i64> {
-        self.meta.as_ref().and_then(|m| m.row_id)
+        self.b.meta.as_ref().and_then(|m| m.row_id)
+    }
+
+    /// The library metadata, if any.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.b.meta.as_ref()
+    }
+
+    /// Replaces the library metadata (`None` removes it). Metadata never reaches a model, so
+    /// the body (and its original text) stays as it is.
+    pub fn set_meta(&mut self, meta: Option<Meta>) {
+        if self.b.meta.is_some() || meta.is_some() {
+            self.body_mut().meta = meta;
+        }
     }
 
     /// Mutable metadata, created on first use.
     pub fn meta_mut(&mut self) -> &mut Meta {
-        self.meta.get_or_insert_with(Meta::default)
+        self.body_mut().meta.get_or_insert_with(Meta::default)
     }
 
     /// Total characters of visible content (for sizing, never for display).
     pub fn content_chars(&self) -> usize {
-        match &self.content {
+        match &self.b.content {
             Some(Content::Text(s)) => s.chars().count(),
             Some(c @ Content::Parts(_)) => c.text().chars().count(),
             _ => 0,
@@ -776,17 +829,17 @@ impl Message {
 
     /// Whether the role is `user`.
     pub fn is_user(&self) -> bool {
-        self.role == Role::User
+        self.b.role == Role::User
     }
 
     /// Whether the role is `assistant`.
     pub fn is_assistant(&self) -> bool {
-        self.role == Role::Assistant
+        self.b.role == Role::Assistant
     }
 
     /// Whether the role is `tool`.
     pub fn is_tool(&self) -> bool {
-        self.role == Role::Tool
+        self.b.role == Role::Tool
     }
 }
 

@@ -1070,8 +1070,8 @@ fn join_users(a: &Message, b: &Message) -> Message {
         }
     };
     joined.set_content(Some(content));
-    if let Some(meta) = joined.meta.as_mut() {
-        meta.row_id = None;
+    if joined.meta().is_some() {
+        joined.meta_mut().row_id = None;
     }
     joined
 }

@@ -11,7 +11,8 @@
 //! rewritten, so tool pairing is untouched. Pruning is idempotent: a one-liner is never pruned
 //! again.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
+use foldhash::HashMapExt;
 use std::ops::Range;
 
 use serde::{Deserialize, Serialize};

@@ -9,15 +9,24 @@
 
 use std::ops::Range;
 
+use crate::devec::DeVec;
 use crate::message::Message;
 use crate::tokens::TokenCounter;
 
 /// The messages of one session, with cached token counts.
+///
+/// Storage keeps free slots at both ends, so a splice moves whichever side of it is shorter:
+/// a micro pass that replaces an exchange just after the head costs the size of the head and
+/// the exchange, not the length of the transcript, and appends stay O(1).
 #[derive(Clone, Debug)]
 pub struct Transcript {
-    messages: Vec<Message>,
-    /// `prefix[i]` = tokens of `messages[..i]`; `prefix.len() == messages.len() + 1`.
-    prefix: Vec<u64>,
+    messages: DeVec<Message>,
+    /// Prefix sums with an offset: tokens of `messages[..i]` = `keys[i] + base`, and
+    /// `keys.len() == messages.len() + 1`. A splice that changes the token total adds the
+    /// difference either to the keys after it or (subtracting it from the keys before it) to
+    /// `base`, whichever side is shorter.
+    keys: DeVec<i64>,
+    base: i64,
     calibration: Option<Calibration>,
     /// Index of the last user message that is not a summary marker, kept current by every
     /// splice so [`Transcript::last_real_user`] is O(1). `None` when unknown: metadata of a
@@ -34,20 +43,26 @@ pub struct Calibration {
     pub messages: usize,
 }
 
+/// Token counts are far below `i64::MAX`; the conversion saturates rather than wraps.
+fn key(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
+}
+
 impl Transcript {
     /// Counts every message once with `counter`.
     pub fn new(messages: Vec<Message>, counter: &dyn TokenCounter) -> Transcript {
-        let mut prefix = Vec::with_capacity(messages.len() + 1);
-        let mut acc = 0u64;
-        prefix.push(0);
+        let mut keys = Vec::with_capacity(messages.len() + 1);
+        let mut acc = 0i64;
+        keys.push(0);
         for m in &messages {
-            acc += counter.count_message(m);
-            prefix.push(acc);
+            acc += key(counter.count_message(m));
+            keys.push(acc);
         }
         let last_user = Some(messages.iter().rposition(is_real_user));
         Transcript {
-            messages,
-            prefix,
+            messages: DeVec::from_vec(messages),
+            keys: DeVec::from_vec(keys),
+            base: 0,
             calibration: None,
             last_user,
         }
@@ -55,12 +70,12 @@ impl Transcript {
 
     /// The messages, in order.
     pub fn messages(&self) -> &[Message] {
-        &self.messages
+        self.messages.as_slice()
     }
 
     /// Gives the messages back.
     pub fn into_messages(self) -> Vec<Message> {
-        self.messages
+        self.messages.into_vec()
     }
 
     /// Number of messages.
@@ -70,22 +85,28 @@ impl Transcript {
 
     /// Whether there are no messages.
     pub fn is_empty(&self) -> bool {
-        self.messages.is_empty()
+        self.len() == 0
+    }
+
+    /// Tokens of `messages[..i]`.
+    fn prefix(&self, i: usize) -> u64 {
+        (self.keys.as_slice()[i] + self.base) as u64
     }
 
     /// Estimated tokens of message `i`.
     pub fn tokens_of(&self, i: usize) -> u64 {
-        self.prefix[i + 1] - self.prefix[i]
+        self.tokens_in(i..i + 1)
     }
 
     /// Estimated tokens of a range of messages. O(1).
     pub fn tokens_in(&self, range: Range<usize>) -> u64 {
-        self.prefix[range.end] - self.prefix[range.start]
+        let keys = self.keys.as_slice();
+        (keys[range.end] - keys[range.start]) as u64
     }
 
     /// Estimated tokens of the whole transcript (ignores calibration).
     pub fn estimated_total(&self) -> u64 {
-        *self.prefix.last().unwrap_or(&0)
+        self.prefix(self.len())
     }
 
     /// The best current size: the calibrated figure plus the estimated delta since, or the
@@ -128,37 +149,40 @@ impl Transcript {
 
     /// The smallest `start` such that `tokens_in(start..end) <= budget`. O(log n).
     pub fn suffix_start_within(&self, end: usize, budget: u64) -> usize {
-        let target = self.prefix[end].saturating_sub(budget);
-        // First index i in 0..=end with prefix[i] >= target.
-        self.prefix[..=end].partition_point(|&p| p < target)
+        let keys = self.keys.as_slice();
+        let target = keys[end].saturating_sub(key(budget));
+        // First index i in 0..=end with keys[i] >= target.
+        keys[..=end].partition_point(|&k| k < target)
     }
 
     /// Appends one message.
     pub fn push(&mut self, m: Message, counter: &dyn TokenCounter) {
-        let t = counter.count_message(&m);
-        let last = self.estimated_total();
+        let t = key(counter.count_message(&m));
+        let last = self.keys.as_slice()[self.len()];
         if is_real_user(&m) {
-            self.last_user = Some(Some(self.messages.len()));
+            self.last_user = Some(Some(self.len()));
         }
         self.messages.push(m);
-        self.prefix.push(last + t);
+        self.keys.push(last + t);
     }
 
     /// Replaces `range` with `replacement`, returning the removed messages. Counts only the
-    /// new messages; prefix sums after the splice point are shifted. Drops the calibration if
-    /// the splice touches a message the calibrated request contained.
+    /// new messages. Moves the shorter side: the messages (and prefix sums) before the splice
+    /// point or those after it. Drops the calibration if the splice touches a message the
+    /// calibrated request contained.
     pub fn splice(
         &mut self,
         range: Range<usize>,
         replacement: Vec<Message>,
         counter: &dyn TokenCounter,
     ) -> Vec<Message> {
-        let old_tokens = self.tokens_in(range.clone());
-        let new_counts: Vec<u64> = replacement
+        let n = self.len();
+        let old_tokens = key(self.tokens_in(range.clone()));
+        let new_counts: Vec<i64> = replacement
             .iter()
-            .map(|m| counter.count_message(m))
+            .map(|m| key(counter.count_message(m)))
             .collect();
-        let new_tokens: u64 = new_counts.iter().sum();
+        let new_tokens: i64 = new_counts.iter().sum();
         let added_len = replacement.len();
         if let Some(c) = self.calibration
             && range.start < c.messages
@@ -166,38 +190,49 @@ impl Transcript {
             self.calibration = None;
         }
         let user_in_replacement = replacement.iter().rposition(is_real_user);
-        let removed: Vec<Message> = self.messages.splice(range.clone(), replacement).collect();
+        let removed = self.messages.splice(range.clone(), replacement);
         let last_user = match self.last_user {
             // Unknown: find it again.
-            None => self.messages.iter().rposition(is_real_user),
+            None => self.messages().iter().rposition(is_real_user),
             // The latest user message lies after the splice: it only moves.
             Some(Some(u)) if u >= range.end => Some(u + added_len - removed.len()),
             // Otherwise the replacement's own latest user message wins, if it has one.
             _ if user_in_replacement.is_some() => user_in_replacement.map(|p| range.start + p),
             Some(Some(u)) if u < range.start => Some(u),
             // It was removed: look again before the splice (rare, and bounded by the gap).
-            Some(Some(_)) => self.messages[..range.start].iter().rposition(is_real_user),
+            Some(Some(_)) => self.messages()[..range.start]
+                .iter()
+                .rposition(is_real_user),
             Some(None) => None,
         };
         self.last_user = Some(last_user);
-        let mut acc = self.prefix[range.start];
-        let new_prefix_part: Vec<u64> = new_counts
+        // Shift the token total on the shorter side (`keys` has one more entry than messages:
+        // `keys[range.start]` stays, `keys[range.start + 1..=range.end]` are replaced).
+        let delta = new_tokens - old_tokens;
+        if delta != 0 {
+            let keys = self.keys.as_mut_slice();
+            if range.start < n - range.end {
+                for k in &mut keys[..=range.start] {
+                    *k -= delta;
+                }
+                self.base += delta;
+            } else {
+                for k in &mut keys[range.end + 1..] {
+                    *k += delta;
+                }
+            }
+        }
+        let mut acc = self.keys.as_slice()[range.start];
+        let new_keys: Vec<i64> = new_counts
             .iter()
             .map(|t| {
                 acc += t;
                 acc
             })
             .collect();
-        self.prefix
-            .splice(range.start + 1..range.end + 1, new_prefix_part);
-        let tail_from = range.start + 1 + added_len;
-        if new_tokens != old_tokens {
-            for p in &mut self.prefix[tail_from..] {
-                *p = *p + new_tokens - old_tokens;
-            }
-        }
+        self.keys.splice(range.start + 1..range.end + 1, new_keys);
         // A surviving calibration covers only messages before `range.start`, which did not
-        // move: messages inserted at or after its boundary were not in the measured request.
+        // change: messages inserted at or after its boundary were not in the measured request.
         removed
     }
 
@@ -215,13 +250,15 @@ impl Transcript {
         {
             self.calibration = None;
         }
-        let old_prefix = std::mem::take(&mut self.prefix);
-        let old = std::mem::take(&mut self.messages);
-        let mut messages = Vec::with_capacity(old.len());
-        let mut prefix = Vec::with_capacity(old.len() + 1);
-        prefix.push(0u64);
+        let n = self.len();
+        let old_keys = std::mem::replace(&mut self.keys, DeVec::from_vec(Vec::new()));
+        let old_keys = old_keys.as_slice();
+        let old = std::mem::replace(&mut self.messages, DeVec::from_vec(Vec::new())).into_vec();
+        let mut messages = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n + 1);
+        keys.push(0i64);
         let mut removed = Vec::new();
-        let mut acc = 0u64;
+        let mut acc = 0i64;
         let mut splices = splices.into_iter().peekable();
         let mut removing: Option<usize> = None;
         for (i, m) in old.into_iter().enumerate() {
@@ -232,9 +269,9 @@ impl Transcript {
                 }
                 let (range, replacement) = splices.next().expect("peeked");
                 for r in replacement {
-                    acc += counter.count_message(&r);
+                    acc += key(counter.count_message(&r));
                     messages.push(r);
-                    prefix.push(acc);
+                    keys.push(acc);
                 }
                 if !range.is_empty() {
                     // Put the range back so the removal below sees it.
@@ -246,20 +283,21 @@ impl Transcript {
                 continue;
             }
             removing = None;
-            acc += old_prefix[i + 1] - old_prefix[i];
+            acc += old_keys[i + 1] - old_keys[i];
             messages.push(m);
-            prefix.push(acc);
+            keys.push(acc);
         }
         // Splices at the very end (pure appends).
         for (_, replacement) in splices {
             for r in replacement {
-                acc += counter.count_message(&r);
+                acc += key(counter.count_message(&r));
                 messages.push(r);
-                prefix.push(acc);
+                keys.push(acc);
             }
         }
-        self.messages = messages;
-        self.prefix = prefix;
+        self.messages = DeVec::from_vec(messages);
+        self.keys = DeVec::from_vec(keys);
+        self.base = 0;
         self.last_user = None;
         removed
     }
@@ -274,11 +312,12 @@ impl Transcript {
     /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
     /// sent to a model, so token counts are unaffected.
     pub fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
-        if self.messages[i].is_user() {
+        let m = &mut self.messages.as_mut_slice()[i];
+        if m.is_user() {
             // Its marker kind may change, and with it which user message is the latest real one.
             self.last_user = None;
         }
-        self.messages[i].meta_mut()
+        m.meta_mut()
     }
 
     /// Index of the last user message that is not a summary marker, if any. O(1): the index
@@ -287,7 +326,7 @@ impl Transcript {
     pub fn last_real_user(&self) -> Option<usize> {
         match self.last_user {
             Some(known) => known,
-            None => self.messages.iter().rposition(is_real_user),
+            None => self.messages().iter().rposition(is_real_user),
         }
     }
 }
@@ -494,6 +533,49 @@ mod tests {
         assert_eq!(groups::align_back(&m, 3), 2);
         assert_eq!(groups::align_forward(&m, 3), 4);
         assert_eq!(groups::units(&m, 0..5), vec![0..1, 1..2, 2..4, 4..5]);
+    }
+
+    proptest::proptest! {
+        /// Whichever side a splice moves, every prefix sum, the suffix search and the latest
+        /// user index agree with a transcript counted from scratch.
+        #[test]
+        fn token_cache_survives_any_sequence_of_splices_and_pushes(
+            len in 0usize..200,
+            ops in proptest::collection::vec((0usize..260, 0usize..6, 0usize..4, 0u8..5), 1..40),
+        ) {
+            let e = Estimator::default();
+            let text = |i: usize| format!("m{i} {}", "x".repeat(i % 23 * 9));
+            let msg = |i: usize| if i.is_multiple_of(4) { Message::user(text(i)) } else { Message::assistant(text(i)) };
+            let mut t = Transcript::new((0..len).map(msg).collect(), &e);
+            let mut next = len;
+            for (at, del, ins, kind) in ops {
+                if kind == 0 {
+                    t.push(msg(next), &e);
+                    next += 1;
+                } else {
+                    let start = at.min(t.len());
+                    let end = (start + del).min(t.len());
+                    let replacement = (0..ins).map(|k| msg(next + k)).collect();
+                    next += ins;
+                    t.splice(start..end, replacement, &e);
+                }
+                let fresh = Transcript::new(t.messages().to_vec(), &e);
+                for i in 0..=t.len() {
+                    proptest::prop_assert_eq!(t.tokens_in(0..i), fresh.tokens_in(0..i));
+                    proptest::prop_assert_eq!(t.tokens_in(i..t.len()), fresh.tokens_in(i..t.len()));
+                }
+                proptest::prop_assert_eq!(t.estimated_total(), fresh.estimated_total());
+                for budget in [0u64, 7, 40, 300, 5_000] {
+                    proptest::prop_assert_eq!(
+                        t.suffix_start_within(t.len(), budget),
+                        fresh.suffix_start_within(t.len(), budget)
+                    );
+                }
+                proptest::prop_assert_eq!(t.last_real_user(), fresh.last_real_user());
+            }
+            let fresh = Transcript::new(t.messages().to_vec(), &e);
+            proptest::prop_assert_eq!(t.into_messages(), fresh.into_messages());
+        }
     }
 
     proptest::proptest! {

@@ -42,7 +42,7 @@
 //! assert!(text.starts_with("[trimmed] bash `cargo test`:"));
 //! assert!(text.ends_with("test result: FAILED\nexit code: 101"));
 //! assert_eq!(trimmed.message.tool_call_id(), Some("call_1"));
-//! assert_eq!(trimmed.message.meta.as_ref().unwrap().trimmed_handle.as_deref(), Some(trimmed.handle.as_str()));
+//! assert_eq!(trimmed.message.meta().unwrap().trimmed_handle.as_deref(), Some(trimmed.handle.as_str()));
 //! // Idempotent: the compact form is never trimmed again.
 //! assert!(plan_trim(&trimmed.message, Some(&tool), &cfg, &Estimator::default()).is_none());
 //! ```
@@ -228,10 +228,7 @@ pub fn handle_for(message: &Message) -> String {
 
 /// Whether a message is a compact form written by [`plan_trim`] (by metadata or by its text).
 pub fn is_trimmed(message: &Message) -> bool {
-    message
-        .meta
-        .as_ref()
-        .is_some_and(|m| m.trimmed_handle.is_some())
+    message.meta().is_some_and(|m| m.trimmed_handle.is_some())
         || matches!(message.content(), Some(Content::Text(s)) if s.starts_with(TRIMMED_PREFIX))
 }
 

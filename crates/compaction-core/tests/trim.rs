@@ -227,7 +227,7 @@ proptest! {
         prop_assert_eq!(without_content(&t.message), without_content(&m));
         prop_assert_eq!(t.message.role(), m.role());
         // Metadata carries the handle; the handle is the content's.
-        prop_assert_eq!(t.message.meta.as_ref().unwrap().trimmed_handle.as_deref(), Some(t.handle.as_str()));
+        prop_assert_eq!(t.message.meta().unwrap().trimmed_handle.as_deref(), Some(t.handle.as_str()));
         prop_assert_eq!(&t.handle, &trim::handle_for(&m));
         prop_assert!(trim::is_handle(&t.handle));
         // Smaller, labelled, and honest about what it left out.
@@ -246,7 +246,7 @@ proptest! {
         // Idempotent, also when the metadata is lost (text prefix).
         prop_assert!(plan_trim(&t.message, Some(&info), &cfg, &e).is_none());
         let mut bare = t.message.clone();
-        bare.meta = None;
+        bare.set_meta(None);
         prop_assert!(plan_trim(&bare, Some(&info), &cfg, &e).is_none());
         // Deterministic.
         let again = plan_trim(&m.clone(), Some(&info), &cfg, &e).unwrap();

@@ -30,7 +30,7 @@ pub(crate) struct Prepared {
 /// Column values of a message: the wire body, the kind, and whatever metadata is left once
 /// row id and marker kind (held in their own columns) are taken out.
 pub(crate) fn prepare(m: &Message) -> Result<Prepared> {
-    let meta = match &m.meta {
+    let meta = match m.meta() {
         Some(meta) => {
             let mut rest = meta.clone();
             rest.row_id = None;
@@ -65,7 +65,7 @@ pub(crate) fn decode(
     if let Some(meta) = meta {
         let meta: Meta =
             serde_json::from_str(&meta).map_err(|_| corrupt("metadata is not valid".into()))?;
-        m.meta = Some(meta);
+        m.set_meta(Some(meta));
     }
     let stamp = m.meta_mut();
     stamp.row_id = Some(id);
@@ -337,10 +337,7 @@ mod tests {
         let (back, kind) = decode(9, p.kind, p.body, p.meta).unwrap();
         assert_eq!(kind, Some(MarkerKind::Micro));
         assert_eq!(back.row_id(), Some(9));
-        assert_eq!(
-            back.meta.as_ref().unwrap().trimmed_handle.as_deref(),
-            Some("h1")
-        );
+        assert_eq!(back.meta().unwrap().trimmed_handle.as_deref(), Some("h1"));
         assert_eq!(back.to_wire_json(), m.to_wire_json());
         assert!(matches!(
             decode(4, "weird", b"{}".to_vec(), None),

@@ -66,7 +66,7 @@ on_both_backends! {
             s.store_original("o", &handle, &m).await.unwrap();
             let back = s.load_original("o", &handle).await.unwrap().expect("stored");
             assert!(back.to_wire_json() == m.to_wire_json(), "original {i} differs");
-            assert!(back.meta.is_none());
+            assert!(back.meta().is_none());
         }
         let other = Message::tool_result("c9", "something else");
         let err = s.store_original("o", "trim-0000000000000000", &other).await.unwrap_err();

@@ -84,7 +84,7 @@ on_both_backends! {
             kinds,
             [None, Some(MarkerKind::Batch), Some(MarkerKind::Micro), Some(MarkerKind::Progress), None]
         );
-        assert_eq!(loaded[4].meta.as_ref().unwrap().trimmed_handle.as_deref(), Some("blob-17"));
+        assert_eq!(loaded[4].meta().unwrap().trimmed_handle.as_deref(), Some("blob-17"));
         // The loaded messages equal the stamped originals, metadata included.
         assert_eq!(loaded, messages);
         let all = b.store.load_all("kinds").await.unwrap();

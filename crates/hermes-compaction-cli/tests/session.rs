@@ -77,7 +77,7 @@ fn round_trip(db: &str) {
     assert!(active.len() < msgs.len());
     let all = export(true);
     assert!(all.len() > active.len());
-    let flag = |m: &Message, k: &str| m.meta.as_ref().and_then(|x| x.extra.get(k)).cloned();
+    let flag = |m: &Message, k: &str| m.meta().and_then(|x| x.extra.get(k)).cloned();
     let archived = all
         .iter()
         .filter(|m| flag(m, "active") == Some(false.into()))

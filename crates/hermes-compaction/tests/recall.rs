@@ -101,7 +101,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             assert_eq!(compact.tool_call_id(), Some("call_1"));
             assert!(compact.to_wire_json().ends_with(r#","ts":1.50}"#));
             assert_eq!(
-                compact.meta.as_ref().unwrap().trimmed_handle.as_ref(),
+                compact.meta().unwrap().trimmed_handle.as_ref(),
                 Some(handle)
             );
 
