@@ -1,6 +1,6 @@
 //! Validation: a report of what is imperfect in a transcript. It informs; callers decide.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use crate::message::{Message, Role};
 
@@ -123,9 +123,11 @@ pub fn validate(messages: &[Message]) -> Report {
     if messages.is_empty() {
         issues.push(Issue::Empty);
     }
-    // call id -> (assistant index, call position, answered)
-    let mut calls: HashMap<&str, (usize, usize, bool)> = HashMap::new();
-    let mut seen_ids: HashSet<&str> = HashSet::new();
+    // Every call as (assistant index, call position, answered), and the latest call of each
+    // id. A repeated id does not hide the earlier call: if nothing answered it, it is still
+    // reported as unanswered.
+    let mut calls: Vec<(usize, usize, bool)> = Vec::new();
+    let mut latest: HashMap<&str, usize> = HashMap::new();
     // Index of the assistant whose results may follow now, if we are in its group.
     let mut open_group: Option<usize> = None;
     for (index, m) in messages.iter().enumerate() {
@@ -138,7 +140,7 @@ pub fn validate(messages: &[Message]) -> Report {
         if m.is_tool() {
             match m.tool_call_id() {
                 None => issues.push(Issue::ToolResultWithoutId { index }),
-                Some(id) => match calls.get_mut(id) {
+                Some(id) => match latest.get(id).map(|&k| &mut calls[k]) {
                     None => issues.push(Issue::OrphanToolResult { index }),
                     Some((call_index, _, answered)) => {
                         if *answered {
@@ -159,10 +161,10 @@ pub fn validate(messages: &[Message]) -> Report {
         if m.has_tool_calls() {
             let mut dup = false;
             for (pos, call) in m.tool_calls().iter().enumerate() {
-                if !seen_ids.insert(call.id.as_str()) {
+                if latest.insert(call.id.as_str(), calls.len()).is_some() {
                     dup = true;
                 }
-                calls.insert(call.id.as_str(), (index, pos, false));
+                calls.push((index, pos, false));
             }
             if dup {
                 issues.push(Issue::DuplicateToolCallId { index });
@@ -171,7 +173,7 @@ pub fn validate(messages: &[Message]) -> Report {
         }
     }
     let mut unanswered: Vec<(usize, usize)> = calls
-        .values()
+        .iter()
         .filter(|(_, _, answered)| !answered)
         .map(|(i, p, _)| (*i, *p))
         .collect();
@@ -241,5 +243,45 @@ mod tests {
             ]
         );
         assert!(!r.tool_pairing_ok());
+    }
+
+    #[test]
+    fn a_repeated_call_id_does_not_hide_an_unanswered_call() {
+        // Call `a` at 1 never gets a result; a later call reuses the id and is answered.
+        let msgs = [
+            Message::user("u"),
+            call("a"),
+            Message::user("interrupt"),
+            call("a"),
+            Message::tool_result("a", "r"),
+        ];
+        assert_eq!(
+            validate(&msgs).issues,
+            vec![
+                Issue::UnansweredToolCall { index: 1, call: 0 },
+                Issue::DuplicateToolCallId { index: 3 },
+            ]
+        );
+        // Ids reused turn after turn, each answered in place: only the reuse is reported.
+        let reused = [
+            call("a"),
+            Message::tool_result("a", "1"),
+            call("a"),
+            Message::tool_result("a", "2"),
+        ];
+        assert_eq!(
+            validate(&reused).issues,
+            vec![Issue::DuplicateToolCallId { index: 2 }]
+        );
+        // Two results for the latest call of an id: the second is a duplicate.
+        let twice = [
+            call("a"),
+            Message::tool_result("a", "1"),
+            Message::tool_result("a", "2"),
+        ];
+        assert_eq!(
+            validate(&twice).issues,
+            vec![Issue::DuplicateToolResult { index: 2 }]
+        );
     }
 }
