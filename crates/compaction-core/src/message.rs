@@ -710,6 +710,11 @@ impl Message {
 
     /// Replaces the content (`None` removes the key).
     pub fn set_content(&mut self, content: Option<Content>) {
+        if Arc::get_mut(&mut self.b).is_none() {
+            // Shared with a clone: unshare without copying the content about to be replaced.
+            *self = self.with_content(content);
+            return;
+        }
         self.body_mut().content = content;
         self.touch(Known::Content);
     }
@@ -1062,6 +1067,40 @@ mod tests {
             Message::from_json(r#"{"role":"us"#).unwrap_err(),
             MessageError::Json { .. }
         ));
+    }
+
+    #[test]
+    fn clones_share_until_written_and_a_write_never_reaches_the_other() {
+        let line = r#"{"role":"assistant","content":"original","x-extra":{"a":1}}"#;
+        let original = Message::from_json(line).unwrap();
+        let edits: [fn(&mut Message); 6] = [
+            |m| m.set_text("changed"),
+            |m| m.set_content(None),
+            |m| m.set_role(Role::User),
+            |m| m.set_tool_calls(Some(vec![ToolCall::function("c", "f", "{}")])),
+            |m| m.meta_mut().row_id = Some(7),
+            |m| {
+                m.set_meta(Some(Meta {
+                    row_id: Some(1),
+                    ..Meta::default()
+                }))
+            },
+        ];
+        for edit in edits {
+            let mut copy = original.clone();
+            assert!(Arc::ptr_eq(&copy.b, &original.b), "a clone shares the body");
+            edit(&mut copy);
+            assert_ne!(copy.to_json(), original.to_json());
+            assert_eq!(original.to_json(), line, "the original is untouched");
+            assert_eq!(original.meta(), None);
+        }
+        // An unshared message is written in place.
+        let mut alone = original.clone();
+        drop(original);
+        let before = Arc::as_ptr(&alone.b);
+        alone.set_text("in place");
+        assert_eq!(Arc::as_ptr(&alone.b), before);
+        assert_eq!(alone.text(), "in place");
     }
 
     #[test]
