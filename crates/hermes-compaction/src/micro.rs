@@ -185,6 +185,20 @@ impl Compressor {
             tracing::error!("Micro-compaction: planning panicked; pass skipped");
             return None;
         };
+        if let Some(micro::Resolved {
+            cursor,
+            source: micro::CursorSource::Marker { index, kind },
+            ..
+        }) = &plan.resolved
+            && self.micro.state.cursor.is_none()
+        {
+            tracing::info!(
+                cursor,
+                marker_index = index,
+                marker_kind = kind.as_str(),
+                "Micro-compaction: cursor and rolling summary rehydrated from the transcript"
+            );
+        }
         let mut report = MicroReport {
             outcome: MicroOutcomeKind::Noop,
             failure: None,
