@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use compaction_core::Message as EngineMessage;
 
 use crate::rows::{
-    DOC_CHUNK, Doc, INSERT_CHUNK, Prepared, STRIDE, check_handle, check_session_id, decode, insert_sql, now_ms,
-    placeholders, prepare, search_terms, search_text, spread, to_i64,
+    DOC_CHUNK, Doc, INSERT_CHUNK, Prepared, STRIDE, check_handle, check_session_id, decode,
+    insert_sql, now_ms, placeholders, prepare, search_terms, search_text, spread, to_i64,
 };
 use crate::{
     Backend, BoxFuture, Commit, CompactionState, FaultPoint, HitSource, Result, RowId, SearchHit,
@@ -110,7 +110,9 @@ impl TranscriptStore for StoreImpl {
     fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
         Box::pin(async move {
             check_session_id(session)?;
-            let sql = format!("SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 ORDER BY pos, id");
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 ORDER BY pos, id"
+            );
             let rows: Vec<FullRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(session)
                 .fetch_all(&self.pool)
@@ -653,8 +655,8 @@ async fn store_original(
         return Err(unknown(session));
     }
     let done = sqlx::query(
-        "INSERT INTO hermes_originals (session_id, handle, body, created_at) \
-         VALUES ($1, $2, $3, $4) ON CONFLICT (session_id, handle) DO NOTHING",
+        "INSERT INTO hermes_originals (session_id, handle, body, created_at, search_indexed) \
+         VALUES ($1, $2, $3, $4, TRUE) ON CONFLICT (session_id, handle) DO NOTHING",
     )
     .bind(session)
     .bind(handle)
@@ -749,15 +751,25 @@ async fn search_archived(
     Ok(hits)
 }
 
-/// Indexes the session's archived rows that are not in the search index yet.
+/// Indexes what of the session is not in the search index yet: rows archived since the last
+/// search, and trimmed originals stored before the index was last rebuilt (an original is
+/// indexed when stored; migration 3 emptied the index).
 async fn catch_up_index(store: &StoreImpl, session: &str) -> Result<()> {
-    let pending: Option<(i64,)> = sqlx::query_as(SQL_FIRST_UNINDEXED)
+    let (rows, originals): (bool, bool) = sqlx::query_as(SQL_PENDING_INDEX)
         .bind(session)
-        .fetch_optional(&store.pool)
+        .fetch_one(&store.pool)
         .await?;
-    if pending.is_none() {
-        return Ok(());
+    if rows {
+        catch_up_rows(store, session).await?;
     }
+    if originals {
+        catch_up_originals(store, session).await?;
+    }
+    Ok(())
+}
+
+/// Indexes the session's archived rows that are not in the search index yet.
+async fn catch_up_rows(store: &StoreImpl, session: &str) -> Result<()> {
     loop {
         let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
         // The claim re-checks `NOT search_indexed` on each row it updates, so two searches
@@ -782,6 +794,46 @@ async fn catch_up_index(store: &StoreImpl, session: &str) -> Result<()> {
                     row_id: Some(id),
                     handle: None,
                     text: search_text(&message),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        for chunk in docs.chunks(DOC_CHUNK) {
+            index_docs(&mut tx, session, chunk).await?;
+        }
+        tx.commit().await?;
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+/// Trimmed originals indexed per catch-up statement (each may be megabytes).
+const ORIGINAL_CHUNK: i64 = 20;
+
+/// Indexes the session's trimmed originals that are not in the search index yet.
+async fn catch_up_originals(store: &StoreImpl, session: &str) -> Result<()> {
+    loop {
+        let mut tx: Tx = store.pool.begin_with(BEGIN_WRITE).await?;
+        // Claimed like archived rows: two searches at once never index an original twice.
+        let claimed: Vec<(String, Vec<u8>)> = sqlx::query_as(
+            "UPDATE hermes_originals SET search_indexed = TRUE \
+             WHERE session_id = $1 AND NOT search_indexed AND handle IN \
+             (SELECT handle FROM hermes_originals WHERE session_id = $1 \
+              AND NOT search_indexed ORDER BY handle LIMIT $2) \
+             RETURNING handle, body",
+        )
+        .bind(session)
+        .bind(ORIGINAL_CHUNK)
+        .fetch_all(&mut *tx)
+        .await?;
+        let done = (claimed.len() as i64) < ORIGINAL_CHUNK;
+        let docs = claimed
+            .into_iter()
+            .map(|(handle, body)| {
+                Ok(Doc {
+                    row_id: None,
+                    text: search_text(&decode_original(body)?),
+                    handle: Some(handle),
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -21,6 +21,14 @@
 //! ([`TranscriptStore::search_archived`]: SQLite FTS5, PostgreSQL `tsvector` with a GIN
 //! index), never across sessions.
 //!
+//! Search text is split into words by the store itself, the same way for both backends:
+//! every character that is not a letter or digit separates words, and runs of Chinese,
+//! Japanese or Korean characters (Han, kana, Hangul), written without spaces, are indexed
+//! and queried as overlapping pairs of characters (`数据库迁移` as `数据 据库 库迁 迁移`), so
+//! any two or more consecutive characters of such a run find it. Schema migration 3 rebuilt
+//! the index of databases written before this splitting (lazily, at the next search of each
+//! session).
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> compaction_store::Result<()> {
@@ -172,9 +180,14 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
 
     /// Full-text search over what compaction removed from this session: its archived rows and
     /// its trimmed originals, best match first, at most `limit` hits. Every word of `query`
-    /// (letters and digits; at most 16) must occur. Archived rows are indexed on the first
-    /// search after they were archived, so work is proportional to what changed since the
-    /// last search. Never returns another session's content.
+    /// (letters and digits, case-insensitive) must occur. A run of CJK characters in the query
+    /// counts as its overlapping character pairs, so `数据库` finds text containing `数据库`
+    /// (and, rarely, text holding `数据` and `据库` apart); a single CJK character finds only
+    /// text where it stands alone. At most 16 terms (words and pairs) are used, the first
+    /// ones: a CJK run longer than 17 characters narrows the search by its first 17 only.
+    /// Archived rows are indexed on the first search after they were archived, so work is
+    /// proportional to what changed since the last search. Never returns another session's
+    /// content.
     fn search_archived<'a>(
         &'a self,
         session: &'a str,

@@ -126,6 +126,11 @@ fn migrator() -> sqlx::migrate::Migrator {
             "recall: originals and search index",
             include_str!("../migrations/postgres/0002_recall.sql"),
         ),
+        (
+            3,
+            "search: CJK bigrams, index rebuilt",
+            include_str!("../migrations/postgres/0003_cjk_bigrams.sql"),
+        ),
     ])
 }
 
@@ -144,8 +149,11 @@ const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
 const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
      WHERE session_id = $1 AND active ORDER BY pos";
 
-const SQL_FIRST_UNINDEXED: &str = "SELECT id FROM hermes_messages \
-     WHERE session_id = $1 AND NOT active AND NOT search_indexed LIMIT 1";
+/// Whether the session has archived rows, and trimmed originals, not in the search index yet.
+const SQL_PENDING_INDEX: &str = "SELECT \
+     EXISTS (SELECT 1 FROM hermes_messages \
+             WHERE session_id = $1 AND NOT active AND NOT search_indexed), \
+     EXISTS (SELECT 1 FROM hermes_originals WHERE session_id = $1 AND NOT search_indexed)";
 const SQL_SEARCH: &str = "SELECT row_id, handle FROM hermes_search \
      WHERE session_id = $1 AND tsv @@ plainto_tsquery('simple', $2) \
      ORDER BY ts_rank(tsv, plainto_tsquery('simple', $2)) DESC, id LIMIT $3";

@@ -183,8 +183,12 @@ pub(crate) fn migrator(steps: &[(i64, &'static str, &'static str)]) -> sqlx::mig
     m
 }
 
-/// Longest prefix of a message's text the search index reads, in characters. PostgreSQL
-/// refuses a tsvector over 1 MB; the full text stays retrievable by row id or handle.
+/// Most characters of index text written for one message (separating spaces included). Text
+/// outside CJK runs maps one to one, so this is the longest prefix read of ordinary text; a
+/// CJK run takes about three characters per source character as bigrams. PostgreSQL refuses
+/// a tsvector whose distinct words exceed 1 MB: a word of `k` characters and its separator
+/// cost at most `4k + 5` bytes there, 4.5 bytes per character of this budget at worst. The
+/// full text stays retrievable by row id or handle.
 pub(crate) const SEARCH_TEXT_MAX_CHARS: usize = 200_000;
 
 /// One document for the search index: an archived row or a trimmed original.
@@ -197,46 +201,193 @@ pub(crate) struct Doc {
 /// Documents per multi-row INSERT into the search index.
 pub(crate) const DOC_CHUNK: usize = 100;
 
-/// Most query words a search uses.
+/// Most query terms a search uses (words, and bigrams of CJK runs), the first ones of the
+/// query: a CJK run of more than 17 characters only narrows the search by its first 17.
 pub(crate) const SEARCH_MAX_TERMS: usize = 16;
+
+/// Longest query word outside CJK runs, in characters (longer words are cut).
+const SEARCH_TERM_MAX_CHARS: usize = 64;
 
 /// What the search index reads of a message: its visible text and its tool calls (name and
 /// arguments), with every character that is not a letter or digit turned into a space, so
 /// both backends split words the same way (paths, URLs and identifiers become their parts).
-/// At most [`SEARCH_TEXT_MAX_CHARS`] characters.
+///
+/// Scripts written without spaces between words (see [`is_cjk`]) are indexed as overlapping
+/// bigrams: a run `数据库` becomes `数据 据库`, a run of one character stays itself, and a
+/// run is separated from letters or digits of other scripts next to it (`test数据库` becomes
+/// `test 数据 据库`). Text without CJK characters comes out as before bigrams existed.
+/// At most [`SEARCH_TEXT_MAX_CHARS`] characters; a bigram that does not fit whole is left
+/// out with everything after it.
 pub(crate) fn search_text(m: &Message) -> String {
-    let mut out = String::new();
-    let mut budget = SEARCH_TEXT_MAX_CHARS;
-    let mut push = |s: &str, out: &mut String| {
-        for c in s.chars() {
-            if budget == 0 {
-                return;
-            }
-            budget -= 1;
-            out.push(if c.is_alphanumeric() { c } else { ' ' });
-        }
-        if budget > 0 {
-            budget -= 1;
-            out.push(' ');
-        }
+    let mut out = IndexText {
+        text: String::new(),
+        budget: SEARCH_TEXT_MAX_CHARS,
     };
-    push(&m.text(), &mut out);
+    out.segment(&m.text());
     for call in m.tool_calls() {
-        push(&call.function.name, &mut out);
-        push(&call.function.arguments, &mut out);
+        out.segment(&call.function.name);
+        out.segment(&call.function.arguments);
     }
-    out
+    out.text
 }
 
-/// The words of a search query (letters and digits, lower-cased), at most
-/// [`SEARCH_MAX_TERMS`], each at most 64 characters.
+/// The terms of a search query, lower-cased: its words (letters and digits, each at most
+/// 64 characters) with CJK runs split into bigrams the way [`search_text`] splits them, so a
+/// query matches any text holding the query's characters in that order (`数据库` finds
+/// `数据库迁移`). At most [`SEARCH_MAX_TERMS`], the first ones. A query of a single CJK
+/// character finds it only where it stands alone.
 pub(crate) fn search_terms(query: &str) -> Vec<String> {
-    query
+    let mut terms = Vec::new();
+    let words = query
         .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(|w| w.chars().take(64).collect::<String>().to_lowercase())
-        .take(SEARCH_MAX_TERMS)
-        .collect()
+        .filter(|w| !w.is_empty());
+    for word in words {
+        for (class, run) in runs(word) {
+            match class {
+                Class::Plain => terms.push(
+                    run.chars()
+                        .take(SEARCH_TERM_MAX_CHARS)
+                        .collect::<String>()
+                        .to_lowercase(),
+                ),
+                Class::Cjk => terms.extend(cjk_terms(run)),
+                Class::Separator => {}
+            }
+            if terms.len() >= SEARCH_MAX_TERMS {
+                terms.truncate(SEARCH_MAX_TERMS);
+                return terms;
+            }
+        }
+    }
+    terms
+}
+
+/// Whether `c` belongs to a script written without spaces between words: Han ideographs
+/// (unified, extensions A to I, compatibility), Hiragana, Katakana (also halfwidth), Bopomofo,
+/// Hangul syllables and jamo, and the CJK symbols block (iteration marks such as `々`,
+/// ideographic numerals). Only letters and digits among them are indexed: CJK punctuation is
+/// a separator like any other.
+pub(crate) fn is_cjk(c: char) -> bool {
+    matches!(
+        u32::from(c),
+        0x1100..=0x11FF // Hangul jamo
+            | 0x3000..=0x303F // CJK symbols and punctuation
+            | 0x3040..=0x30FF // Hiragana, Katakana
+            | 0x3100..=0x312F // Bopomofo
+            | 0x3130..=0x318F // Hangul compatibility jamo
+            | 0x31A0..=0x31BF // Bopomofo extended
+            | 0x31F0..=0x31FF // Katakana phonetic extensions
+            | 0x3400..=0x4DBF // Han extension A
+            | 0x4E00..=0x9FFF // Han unified ideographs
+            | 0xA960..=0xA97F // Hangul jamo extended A
+            | 0xAC00..=0xD7FF // Hangul syllables, jamo extended B
+            | 0xF900..=0xFAFF // Han compatibility ideographs
+            | 0xFF66..=0xFFDC // halfwidth Katakana and Hangul
+            | 0x1AFF0..=0x1B16F // Kana extended B, supplement, extended A, small kana
+            | 0x20000..=0x2FA1F // Han extensions B to F and I, compatibility supplement
+            | 0x30000..=0x323AF // Han extensions G and H
+    )
+}
+
+/// How the search index treats a character.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// Neither letter nor digit: a space in the index.
+    Separator,
+    /// A letter or digit of a script that separates words.
+    Plain,
+    /// A letter or digit of a CJK script: indexed as bigrams.
+    Cjk,
+}
+
+fn class(c: char) -> Class {
+    if !c.is_alphanumeric() {
+        Class::Separator
+    } else if is_cjk(c) {
+        Class::Cjk
+    } else {
+        Class::Plain
+    }
+}
+
+/// The maximal runs of characters of one class in `s`, in order.
+fn runs(s: &str) -> impl Iterator<Item = (Class, &str)> {
+    let mut rest = s;
+    std::iter::from_fn(move || {
+        let first = rest.chars().next()?;
+        let kind = class(first);
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| class(c) != kind)
+            .map_or(rest.len(), |(i, _)| i);
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some((kind, run))
+    })
+}
+
+/// The overlapping bigrams of a CJK run (the run itself when it is one character).
+fn cjk_terms(run: &str) -> Vec<String> {
+    let chars: Vec<char> = run.chars().collect();
+    if chars.len() < 2 {
+        return vec![run.to_owned()];
+    }
+    chars.windows(2).map(|w| w.iter().collect()).collect()
+}
+
+/// Index text being written, with the characters it may still take.
+struct IndexText {
+    text: String,
+    budget: usize,
+}
+
+impl IndexText {
+    /// Writes one part of a message (its text, a tool name, tool arguments) and a space.
+    fn segment(&mut self, s: &str) {
+        let mut prev = Class::Separator;
+        for (class, run) in runs(s) {
+            if prev != Class::Separator && class != Class::Separator {
+                // A CJK run next to letters of another script: split them.
+                self.push(' ');
+            }
+            match class {
+                Class::Separator => run.chars().for_each(|_| self.push(' ')),
+                Class::Plain => run.chars().for_each(|c| self.push(c)),
+                Class::Cjk => self.bigrams(run),
+            }
+            prev = class;
+        }
+        self.push(' ');
+    }
+
+    fn push(&mut self, c: char) {
+        if self.budget > 0 {
+            self.budget -= 1;
+            self.text.push(c);
+        }
+    }
+
+    /// Writes a CJK run as space-separated bigrams; the first one that does not fit whole
+    /// ends the text.
+    fn bigrams(&mut self, run: &str) {
+        let chars: Vec<char> = run.chars().collect();
+        if chars.len() < 2 {
+            chars.iter().for_each(|&c| self.push(c));
+            return;
+        }
+        for (i, pair) in chars.windows(2).enumerate() {
+            let need = if i == 0 { 2 } else { 3 };
+            if self.budget < need {
+                self.budget = 0;
+                return;
+            }
+            if i > 0 {
+                self.push(' ');
+            }
+            self.push(pair[0]);
+            self.push(pair[1]);
+        }
+    }
 }
 
 /// A handle is 1-128 bytes without control characters.
@@ -312,6 +463,127 @@ mod tests {
         assert_eq!(search_text(&long).chars().count(), SEARCH_TEXT_MAX_CHARS);
         assert!(check_handle("trim-0011").is_ok());
         assert!(check_handle("").is_err() && check_handle("a\nb").is_err());
+    }
+
+    /// What the old tokenizer wrote for one part of a message: every character that is not a
+    /// letter or digit as a space, then a space.
+    fn mapped(s: &str) -> String {
+        let mut out: String = s
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .collect();
+        out.push(' ');
+        out
+    }
+
+    #[test]
+    fn text_without_cjk_is_indexed_as_before() {
+        for s in [
+            "plain ascii, with punctuation: a/b.c",
+            "École naïve ÀÉÎ ß ﬁ",
+            "Привет мир; مرحبا بالعالم; שלום; नमस्ते दुनिया; ไทย",
+            "fullwidth ＡＢＣ１２３ and emoji 🦀 and ①②",
+            "",
+        ] {
+            assert_eq!(search_text(&Message::user(s)), mapped(s), "{s}");
+            let words: Vec<String> = s
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_lowercase)
+                .take(SEARCH_MAX_TERMS)
+                .collect();
+            assert_eq!(search_terms(s), words, "{s}");
+        }
+        let long = "x".repeat(100);
+        assert_eq!(search_terms(&long), ["x".repeat(64)]);
+    }
+
+    #[test]
+    fn cjk_runs_become_bigrams() {
+        let check = |text: &str, expected: &str| {
+            assert_eq!(search_text(&Message::user(text)), expected, "{text}");
+        };
+        check("数据库迁移失败", "数据 据库 库迁 迁移 移失 失败 ");
+        check("数", "数 ");
+        check("好的", "好的 ");
+        check("test数据库", "test 数据 据库 ");
+        check("数据库test 2", "数据 据库 test 2 ");
+        check("版本2更新", "版本 2 更新 ");
+        // CJK punctuation separates like any other: the run after it is a unigram.
+        check("数据，库。", "数据 库  ");
+        // Kana and kanji form one run; the prolonged sound mark belongs to it.
+        check("データの移行", "デー ータ タの の移 移行 ");
+        check("데이터베이스 실패", "데이 이터 터베 베이 이스 실패 ");
+        check("人々〇", "人々 々〇 ");
+        check("ﾃﾞｰﾀ", "ﾃﾞ ﾞｰ ｰﾀ ");
+        check("𠀀𠀁㐀", "𠀀𠀁 𠀁㐀 ");
+        // Each part of a message is its own run.
+        let m = Message::assistant_tool_calls(
+            "日本",
+            vec![compaction_core::ToolCall::function(
+                "c",
+                "検索",
+                r#"{"q":"東京"}"#,
+            )],
+        );
+        assert_eq!(search_text(&m), "日本 検索   q   東京   ");
+    }
+
+    #[test]
+    fn cjk_query_terms_match_the_index() {
+        assert_eq!(search_terms("数据库"), ["数据", "据库"]);
+        assert_eq!(search_terms("数"), ["数"]);
+        assert_eq!(
+            search_terms("Test数据库, OK"),
+            ["test", "数据", "据库", "ok"]
+        );
+        assert_eq!(search_terms("실패"), ["실패"]);
+        assert_eq!(search_terms("「移行」"), ["移行"]);
+        // A long run keeps its first bigrams only.
+        let run: String = ('一'..).take(40).collect();
+        let terms = search_terms(&run);
+        assert_eq!(terms.len(), SEARCH_MAX_TERMS);
+        assert_eq!(terms[0], "一丁");
+        let chars: Vec<char> = run.chars().collect();
+        assert_eq!(terms[15], chars[15..17].iter().collect::<String>());
+        assert_eq!(search_terms(&format!("ab {run}"))[..2], ["ab", "一丁"]);
+        // Every term of any substring of two or more characters is a word of the index text.
+        let text = "数据库迁移失败：连接超时 データベースの移行 데이터베이스";
+        let indexed = search_text(&Message::user(text));
+        let words: Vec<&str> = indexed.split(' ').collect();
+        let chars: Vec<char> = text.chars().collect();
+        for i in 0..chars.len() {
+            for j in i + 2..=chars.len() {
+                let sub: String = chars[i..j].iter().collect();
+                for term in search_terms(&sub) {
+                    if term.chars().count() == 2 {
+                        assert!(words.contains(&term.as_str()), "{sub}: {term}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn cjk_index_text_stays_within_budget() {
+        let run: String = ('一'..='龥').cycle().take(SEARCH_TEXT_MAX_CHARS).collect();
+        let text = search_text(&Message::user(run));
+        assert!(text.chars().count() <= SEARCH_TEXT_MAX_CHARS);
+        assert!(text.chars().count() > SEARCH_TEXT_MAX_CHARS - 3);
+        // Only whole bigrams, no fragment at the cut.
+        assert!(
+            text.split(' ')
+                .all(|w| w.is_empty() || w.chars().count() == 2)
+        );
+        let cut = |room: usize| {
+            let a = "a".repeat(SEARCH_TEXT_MAX_CHARS - room);
+            let text = search_text(&Message::user(format!("{a}数据库")));
+            (text.chars().count(), text[a.len()..].to_owned())
+        };
+        assert_eq!(cut(7), (SEARCH_TEXT_MAX_CHARS, " 数据 据库 ".to_owned()));
+        assert_eq!(cut(6), (SEARCH_TEXT_MAX_CHARS, " 数据 据库".to_owned()));
+        assert_eq!(cut(5), (SEARCH_TEXT_MAX_CHARS - 2, " 数据".to_owned()));
+        assert!(is_cjk('가') && is_cjk('ア') && is_cjk('豈') && !is_cjk('a') && !is_cjk('Ａ'));
     }
 
     #[test]

@@ -91,6 +91,11 @@ fn migrator() -> sqlx::migrate::Migrator {
             "recall: originals and search index",
             include_str!("../migrations/sqlite/0002_recall.sql"),
         ),
+        (
+            3,
+            "search: CJK bigrams, index rebuilt",
+            include_str!("../migrations/sqlite/0003_cjk_bigrams.sql"),
+        ),
     ])
 }
 
@@ -111,9 +116,12 @@ const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
 const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos WHERE session_id = $1 AND active ORDER BY pos";
 
-const SQL_FIRST_UNINDEXED: &str = "SELECT id FROM hermes_messages \
-     INDEXED BY hermes_messages_unindexed \
-     WHERE session_id = $1 AND NOT active AND NOT search_indexed LIMIT 1";
+/// Whether the session has archived rows, and trimmed originals, not in the search index yet.
+const SQL_PENDING_INDEX: &str = "SELECT \
+     EXISTS (SELECT 1 FROM hermes_messages INDEXED BY hermes_messages_unindexed \
+             WHERE session_id = $1 AND NOT active AND NOT search_indexed), \
+     EXISTS (SELECT 1 FROM hermes_originals INDEXED BY hermes_originals_unindexed \
+             WHERE session_id = $1 AND NOT search_indexed)";
 // CROSS JOIN keeps the full-text lookup as the outer loop (SQLite does not reorder it).
 const SQL_SEARCH: &str = "SELECT d.row_id, d.handle FROM hermes_search \
      CROSS JOIN hermes_search_docs d ON d.id = hermes_search.rowid \

@@ -4,6 +4,7 @@
 #[macro_use]
 mod common;
 
+mod cjk;
 mod compact;
 mod concurrency;
 mod errors;

@@ -1,0 +1,454 @@
+//! Search over Chinese, Japanese and Korean text: runs of CJK characters are indexed and
+//! queried as overlapping bigrams, so any two or more consecutive characters find the text.
+
+#![allow(clippy::print_stderr)]
+
+use compaction_core::{Edit, MarkerKind, Message, Role, ToolCall, marker};
+use std::slice::from_ref;
+
+use compaction_store::{Commit, HitSource, Store, TranscriptStore};
+
+use crate::common::conversation;
+
+const CHINESE: &str = "pg_dump 数据库迁移失败：连接超时（错误码 57P01）。结论：慢";
+const JAPANESE: &str = "データベースの移行に失敗しました。再試行してください";
+const KOREAN: &str = "데이터베이스 마이그레이션 실패: 연결 시간 초과";
+
+/// A session whose tool turns (Chinese, Japanese, Korean output) are archived behind a micro
+/// marker; the last message, Chinese too, stays active. Returns the archived outputs' row
+/// ids in that order.
+async fn cjk_session(store: &dyn TranscriptStore, session: &str, tag: &str) -> Vec<i64> {
+    store.create_session(session).await.unwrap();
+    let mut messages = conversation(1);
+    for (i, output) in [CHINESE, JAPANESE, KOREAN].iter().enumerate() {
+        let id = format!("t{i}");
+        messages.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(&id, "bash", r#"{"command":"migrate"}"#)],
+        ));
+        messages.push(Message::tool_result(id, format!("{output} {tag}")));
+    }
+    messages.push(Message::user("下一步计划"));
+    store.append(session, &mut messages).await.unwrap();
+    let edit = Edit::single(
+        5..11,
+        vec![marker::render(
+            MarkerKind::Micro,
+            Role::Assistant,
+            "summary",
+        )],
+    );
+    let generation = store.generation(session).await.unwrap();
+    let mut commit = Commit::from_edit(generation, &edit, &messages).unwrap();
+    store
+        .archive_and_compact(session, &mut commit)
+        .await
+        .unwrap();
+    [6, 8, 10]
+        .iter()
+        .map(|&i| messages[i].row_id().unwrap())
+        .collect()
+}
+
+/// The sources of a search's hits.
+async fn sources(store: &dyn TranscriptStore, session: &str, query: &str) -> Vec<HitSource> {
+    let hits = store.search_archived(session, query, 10).await.unwrap();
+    hits.into_iter().map(|h| h.source).collect()
+}
+
+on_both_backends! {
+    /// Any two or more consecutive characters of an archived CJK text find it, in each of the
+    /// three languages; characters not in that order do not; results stay in their session;
+    /// ASCII words next to CJK text are found as before.
+    async fn cjk_substrings_find_archived_text(b) {
+        let s = &b.store;
+        let ids = cjk_session(s, "zh", "alpha").await;
+        let other = cjk_session(s, "other", "beta").await;
+        let (zh, ja, ko) = (HitSource::Row(ids[0]), HitSource::Row(ids[1]), HitSource::Row(ids[2]));
+
+        for query in ["数据库", "迁移失败", "库迁", "连接超时", "数据库迁移失败：连接超时", "失败", "57P01"] {
+            assert_eq!(sources(s, "zh", query).await, from_ref(&zh), "{query}");
+        }
+        for query in ["データベース", "移行", "失敗", "再試行", "データベースの移行", "ベー"] {
+            assert_eq!(sources(s, "zh", query).await, from_ref(&ja), "{query}");
+        }
+        for query in ["마이그레이션", "실패", "데이터", "시간 초과", "이터베"] {
+            assert_eq!(sources(s, "zh", query).await, from_ref(&ko), "{query}");
+        }
+        // Characters that are not consecutive in the text, or not there at all.
+        for query in ["数据表", "失败了", "迁失", "移動", "성공", "데베", "计划"] {
+            assert!(sources(s, "zh", query).await.is_empty(), "{query}");
+        }
+        // A CJK run glued to ASCII, ASCII alone, a run of one character standing alone.
+        assert_eq!(sources(s, "zh", "pg_dump数据库").await, from_ref(&zh));
+        assert_eq!(sources(s, "zh", "PG_DUMP").await, from_ref(&zh));
+        assert_eq!(sources(s, "zh", "慢").await, from_ref(&zh));
+        assert_eq!(sources(s, "zh", "alpha 失败").await, from_ref(&zh));
+        // A single character inside a longer run is not a word of the index.
+        assert!(sources(s, "zh", "失").await.is_empty());
+        assert_eq!(sources(s, "zh", "migrate").await.len(), 3, "the three tool calls");
+        // The same text in another session is never returned.
+        assert_eq!(sources(s, "other", "数据库").await, [HitSource::Row(other[0])]);
+        assert!(sources(s, "zh", "beta").await.is_empty());
+        assert!(sources(s, "other", "alpha").await.is_empty());
+
+        // A trimmed original in Japanese is found as soon as it is stored, and only once.
+        let original = Message::tool_result("t9", "ログ：インデックスの再構築が完了");
+        s.store_original("zh", "trim-00000000000000c1", &original).await.unwrap();
+        let handle = HitSource::Original("trim-00000000000000c1".into());
+        assert_eq!(sources(s, "zh", "再構築").await, from_ref(&handle));
+        assert_eq!(sources(s, "zh", "インデックス").await, [handle]);
+        assert!(sources(s, "other", "再構築").await.is_empty());
+    }
+}
+
+/// The words a backend's search index holds for the session, sorted, each once.
+async fn index_words(store: &Store, session: &str) -> Vec<String> {
+    let mut words: Vec<String> = match store {
+        Store::Sqlite(sq) => {
+            let mut conn = sq.pool().acquire().await.unwrap();
+            sqlx::query(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.hermes_words \
+                 USING fts5vocab(main, hermes_search, instance)",
+            )
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+            sqlx::query_scalar(
+                "SELECT w.term FROM temp.hermes_words w \
+                 JOIN hermes_search_docs d ON d.id = w.doc WHERE d.session_id = $1",
+            )
+            .bind(session)
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap()
+        }
+        Store::Postgres(pg) => sqlx::query_scalar(
+            "SELECT u.lexeme FROM hermes_search s, unnest(s.tsv) u WHERE s.session_id = $1",
+        )
+        .bind(session)
+        .fetch_all(pg.pool())
+        .await
+        .unwrap(),
+        _ => unreachable!("only two backends"),
+    };
+    words.sort();
+    words.dedup();
+    words
+}
+
+on_both_backends! {
+    /// Each bigram the store writes is one word of the backend's index, unchanged (FTS5
+    /// `unicode61 remove_diacritics 2`, PostgreSQL `to_tsvector('simple')`), and each query
+    /// bigram one query word (FTS5 phrase, `plainto_tsquery`): over Han (unified, extensions
+    /// A, B, E, G, compatibility), kana with voiced marks and the prolonged sound mark
+    /// (halfwidth too), Hangul syllables and jamo, iteration marks, ideographic numerals.
+    async fn backends_keep_each_bigram_one_word(b) {
+        let s = &b.store;
+        s.create_session("w").await.unwrap();
+        let text = "数据 㐀㐁 豈更 𠀀𠀁 𫝀𫝁 𰀀𰀁 鿕鿖 データ ガギ ﾃﾞｰ 데이 ᄀᄁ ㄱㄲ 人々 〇一 ㄅㄆ 〡〢 ABC";
+        let original = Message::tool_result("c", text);
+        s.store_original("w", "trim-0000000000000077", &original).await.unwrap();
+        // "データ" is written as "デー ータ", "ﾃﾞｰ" as "ﾃﾞ ﾞｰ".
+        let mut expected: Vec<String> = [
+            "abc", "〇一", "〡〢", "ガギ", "デー", "ータ", "ㄅㄆ", "ㄱㄲ", "㐀㐁", "人々", "数据",
+            "豈更", "鿕鿖", "데이", "ᄀᄁ", "ﾃﾞ", "ﾞｰ", "𠀀𠀁", "𫝀𫝁", "𰀀𰀁",
+        ]
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+        expected.sort();
+        assert_eq!(index_words(s, "w").await, expected);
+        let handle = HitSource::Original("trim-0000000000000077".into());
+        for word in expected.iter().filter(|w| w.as_str() != "abc") {
+            assert_eq!(sources(s, "w", word).await, from_ref(&handle), "{word}");
+            // Neither character alone is a word of the index.
+            for c in word.chars() {
+                assert!(sources(s, "w", &c.to_string()).await.is_empty(), "{word}: {c}");
+            }
+        }
+    }
+}
+
+/// Fills a database at schema version 2 (`$pool`) the way that version left it: sessions
+/// `old` and `next`, archived rows and a trimmed original marked indexed, and their index
+/// documents written with `$index` from schema 2's text (each CJK run one word). Closes the
+/// pool; returns the row ids and the original.
+macro_rules! old_index_fixture {
+    ($pool:expr, $index:ident) => {{
+        let pool = $pool;
+        sqlx::query(
+            "INSERT INTO hermes_sessions (id, created_at, updated_at) \
+             VALUES ('old', 0, 0), ('next', 0, 0)",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        let rows = [
+            ("old", Message::tool_result("c1", OLD_ROW), false),
+            ("old", Message::user("live 数据库 okapi"), true),
+            ("next", Message::tool_result("c2", OLD_ROW), false),
+        ];
+        let mut ids = Vec::new();
+        for (pos, (session, m, active)) in rows.iter().enumerate() {
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO hermes_messages (session_id, pos, role, kind, body, active, \
+                 compacted, generation, created_at, search_indexed) \
+                 VALUES ($1, $2, $3, 'normal', $4, $5, $6, 0, 0, $6) RETURNING id",
+            )
+            .bind(*session)
+            .bind(pos as i64)
+            .bind(m.role().as_str())
+            .bind(m.to_wire_json().into_bytes())
+            .bind(*active)
+            .bind(!*active)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+            ids.push(id);
+        }
+        let original = Message::tool_result("c3", OLD_ORIGINAL);
+        sqlx::query(
+            "INSERT INTO hermes_originals (session_id, handle, body, created_at) \
+             VALUES ('old', 'trim-00000000000000d0', $1, 0)",
+        )
+        .bind(original.to_wire_json().into_bytes())
+        .execute(&pool)
+        .await
+        .unwrap();
+        // What schema 2 indexed: each CJK run as one word.
+        let old_text = |s: &str| -> String {
+            s.chars()
+                .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+                .collect()
+        };
+        $index(&pool, "old", Some(ids[0]), None, &old_text(OLD_ROW)).await;
+        $index(&pool, "next", Some(ids[2]), None, &old_text(OLD_ROW)).await;
+        $index(
+            &pool,
+            "old",
+            None,
+            Some("trim-00000000000000d0"),
+            &old_text(OLD_ORIGINAL),
+        )
+        .await;
+        pool.close().await;
+        (ids, original)
+    }};
+}
+
+const OLD_ROW: &str = "okapi 数据库迁移失败";
+const OLD_ORIGINAL: &str = "okapi 索引重建完成";
+
+/// Schema versions 1 and 2 of one backend, as recorded before migration 3 existed.
+fn migrator_v2(sql: [&'static str; 2]) -> sqlx::migrate::Migrator {
+    use sqlx::SqlSafeStr;
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    let names = [
+        "sessions and messages",
+        "recall: originals and search index",
+    ];
+    let steps = sql
+        .into_iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (sql, name))| {
+            Migration::new(
+                i as i64 + 1,
+                name.into(),
+                MigrationType::Simple,
+                sql.into_sql_str(),
+                false,
+            )
+        })
+        .collect();
+    let mut m = Migrator::with_migrations(steps);
+    m.dangerous_set_table_name("hermes_schema_migrations");
+    m
+}
+
+async fn sqlite_index(
+    pool: &sqlx::SqlitePool,
+    session: &str,
+    row: Option<i64>,
+    handle: Option<&str>,
+    text: &str,
+) {
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO hermes_search_docs (session_id, row_id, handle) VALUES ($1, $2, $3) \
+         RETURNING id",
+    )
+    .bind(session)
+    .bind(row)
+    .bind(handle)
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO hermes_search (rowid, body_text) VALUES ($1, $2)")
+        .bind(id)
+        .bind(text)
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+async fn postgres_index(
+    pool: &sqlx::PgPool,
+    session: &str,
+    row: Option<i64>,
+    handle: Option<&str>,
+    text: &str,
+) {
+    sqlx::query(
+        "INSERT INTO hermes_search (session_id, row_id, handle, tsv) \
+         VALUES ($1, $2, $3, to_tsvector('simple', $4))",
+    )
+    .bind(session)
+    .bind(row)
+    .bind(handle)
+    .bind(text)
+    .execute(pool)
+    .await
+    .unwrap();
+}
+
+/// How many index documents a session has.
+async fn doc_count(store: &Store, session: &str) -> i64 {
+    match store {
+        Store::Sqlite(sq) => {
+            sqlx::query_scalar("SELECT COUNT(*) FROM hermes_search_docs WHERE session_id = $1")
+                .bind(session)
+                .fetch_one(sq.pool())
+                .await
+                .unwrap()
+        }
+        Store::Postgres(pg) => {
+            sqlx::query_scalar("SELECT COUNT(*) FROM hermes_search WHERE session_id = $1")
+                .bind(session)
+                .fetch_one(pg.pool())
+                .await
+                .unwrap()
+        }
+        _ => unreachable!("only two backends"),
+    }
+}
+
+/// A database whose search index was written before migration 3 (CJK runs as single words,
+/// archived rows and originals marked indexed) is rebuilt: after the upgrade, the next search
+/// of each session indexes its archived rows and trimmed originals again, each once, with
+/// bigrams, and finds them by a CJK substring. Runs on SQLite, and on PostgreSQL when
+/// `HERMES_TEST_DATABASE_URL` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn index_written_before_migration_3_is_rebuilt() {
+    let mut upgraded = Vec::new();
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("v2.db");
+    let connect = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(&file)
+        .create_if_missing(true);
+    let pool = sqlx::SqlitePool::connect_with(connect).await.unwrap();
+    migrator_v2([
+        include_str!("../migrations/sqlite/0001_init.sql"),
+        include_str!("../migrations/sqlite/0002_recall.sql"),
+    ])
+    .run(&pool)
+    .await
+    .unwrap();
+    let (ids, original) = old_index_fixture!(pool.clone(), sqlite_index);
+    let url = format!("sqlite:{}", file.display());
+    let store = Store::connect(&url).await.unwrap();
+    upgraded.push((store, ids, original));
+
+    match std::env::var("HERMES_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            let schema = format!("hermes_t_premigration3_{}", std::process::id());
+            let admin = sqlx::PgPool::connect(&url).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+            )))
+            .execute(&admin)
+            .await
+            .unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+                .execute(&admin)
+                .await
+                .unwrap();
+            admin.close().await;
+            let connect = url
+                .parse::<sqlx::postgres::PgConnectOptions>()
+                .unwrap()
+                .options([("search_path", schema.as_str())]);
+            let pool = sqlx::PgPool::connect_with(connect).await.unwrap();
+            migrator_v2([
+                include_str!("../migrations/postgres/0001_init.sql"),
+                include_str!("../migrations/postgres/0002_recall.sql"),
+            ])
+            .run(&pool)
+            .await
+            .unwrap();
+            let (ids, original) = old_index_fixture!(pool.clone(), postgres_index);
+            let options = compaction_store::StoreOptions {
+                postgres_schema: Some(schema),
+                ..Default::default()
+            };
+            let store = Store::connect_with(&url, &options).await.unwrap();
+            upgraded.push((store, ids, original));
+        }
+        _ => {
+            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
+            }
+            eprintln!(
+                "skipped: HERMES_TEST_DATABASE_URL not set \
+                 (index_written_before_migration_3_is_rebuilt: PostgreSQL part)"
+            );
+        }
+    }
+
+    for (store, ids, original) in upgraded {
+        eprintln!(
+            "index_written_before_migration_3_is_rebuilt: checking {:?}",
+            store.backend()
+        );
+        assert_eq!(
+            doc_count(&store, "old").await,
+            0,
+            "migration 3 empties the index"
+        );
+        let row = HitSource::Row(ids[0]);
+        let trimmed = HitSource::Original("trim-00000000000000d0".into());
+        assert_eq!(sources(&store, "old", "数据库").await, from_ref(&row));
+        assert_eq!(sources(&store, "old", "迁移失败").await, from_ref(&row));
+        let hits = store.search_archived("old", "索引重建", 10).await.unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].source, trimmed);
+        assert_eq!(hits[0].message.to_wire_json(), original.to_wire_json());
+        // ASCII words still match; each document is in the index once.
+        let mut both = sources(&store, "old", "okapi").await;
+        both.sort_by_key(|h| matches!(h, HitSource::Original(_)));
+        assert_eq!(both, [row.clone(), trimmed.clone()]);
+        assert_eq!(doc_count(&store, "old").await, 2);
+        assert_eq!(sources(&store, "old", "okapi").await.len(), 2);
+        assert_eq!(doc_count(&store, "old").await, 2);
+        // The other session is rebuilt by its own search, and keeps to itself.
+        assert_eq!(doc_count(&store, "next").await, 0);
+        assert_eq!(
+            sources(&store, "next", "数据库").await,
+            [HitSource::Row(ids[2])]
+        );
+        assert_eq!(store.load_active("old").await.unwrap().len(), 1);
+        // An original stored after the upgrade is indexed at once, and not again later.
+        let fresh = Message::tool_result("c4", "新しい原本");
+        store
+            .store_original("old", "trim-00000000000000d1", &fresh)
+            .await
+            .unwrap();
+        assert_eq!(doc_count(&store, "old").await, 3);
+        assert_eq!(sources(&store, "old", "原本").await.len(), 1);
+        assert_eq!(doc_count(&store, "old").await, 3);
+        if let Store::Postgres(pg) = &store {
+            pg.drop_schema().await.unwrap();
+        }
+    }
+}
