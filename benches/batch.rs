@@ -14,6 +14,26 @@ use compaction_core::{Estimator, Message, ToolCall, Transcript};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hermes_compaction::{Compressor, Config};
 
+/// A synthetic tool-heavy session of about `n` messages.
+fn session(n: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    let mut i = 0;
+    while msgs.len() < n {
+        msgs.push(Message::user(format!("task {i}: fix the failing test")));
+        let calls: Vec<ToolCall> = (0..3)
+            .map(|k| ToolCall::function(format!("c{i}-{k}"), "bash", r#"{"command":"cargo test"}"#))
+            .collect();
+        msgs.push(Message::assistant_tool_calls("", calls));
+        for k in 0..3 {
+            let out = format!("test output line {k} {i}\n").repeat(80);
+            msgs.push(Message::tool_result(format!("c{i}-{k}"), out));
+        }
+        msgs.push(Message::assistant(format!("task {i} is done")));
+        i += 1;
+    }
+    msgs
+}
+
 fn batch_pass(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

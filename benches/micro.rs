@@ -122,5 +122,51 @@ fn micro_plan(c: &mut Criterion) {
     bench(c, "micro_plan", false);
 }
 
+fn micro_turn(c: &mut Criterion) {
+    // Telemetry lines are formatted and written (to a sink), as in a service that logs them.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let counter = Arc::new(Estimator::default());
+    let mut config = Config::default();
+    config.model.context_length = 2 * THRESHOLD;
+    config.compression.micro_compact = true;
+    let fresh = |base: &[Message]| {
+        let comp = Compressor::new(
+            config.clone(),
+            Arc::new(InstantSummarizer),
+            counter.clone(),
+            "bench",
+        );
+        (comp, Transcript::new(base.to_vec(), counter.as_ref()))
+    };
+    let mut g = c.benchmark_group("micro_turn");
+    for n in [1_000usize, 10_000, 100_000] {
+        let base = tool_heavy(n);
+        let (mut comp, mut t) = fresh(&base);
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    if t.len() * 10 < base.len() * 9 {
+                        (comp, t) = fresh(&base);
+                    }
+                    let start = Instant::now();
+                    let report = rt.block_on(comp.finalize_turn(&mut t));
+                    total += start.elapsed();
+                    let outcome = report.map(|r| r.outcome);
+                    assert_eq!(outcome, Some(MicroOutcomeKind::Absorbed));
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(benches, micro_pass, micro_plan, micro_turn);
 criterion_main!(benches);
