@@ -48,8 +48,21 @@ impl SqliteStore {
         } else {
             pool.max_connections(options.max_connections.max(1))
         };
-        let pool = pool.connect_with(connect).await?;
-        migrator().run(&pool).await?;
+        // Two processes creating the same new file race on switching it to WAL, and SQLite
+        // may answer "busy" at once rather than wait: retry within the busy timeout.
+        let deadline = std::time::Instant::now() + options.busy_timeout;
+        let mut pause = std::time::Duration::from_millis(5);
+        let pool = loop {
+            match pool.clone().connect_with(connect.clone()).await {
+                Ok(p) => break p,
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        migrate(&pool, options.busy_timeout).await?;
         Ok(SqliteStore {
             pool,
             faults: Faults::default(),
@@ -77,6 +90,64 @@ impl Inner for SqliteStore {
     fn inject_fault(&self, point: FaultPoint) {
         self.faults.arm(point)
     }
+}
+
+/// Runs the embedded migrations, tolerating other processes migrating the same file at the
+/// same moment. SQLite has no advisory lock for sqlx to take (PostgreSQL has one), so two
+/// first opens can both see a migration as pending; the slower one then fails on the faster
+/// one's work (a duplicate version row, an added column already there, a busy database). Each
+/// migration runs in its own transaction, so a failed attempt leaves nothing behind and is
+/// retried, as long as someone is making progress (more migrations recorded than before the
+/// attempt) or the database was busy, until `patience` runs out. Any other failure is returned
+/// at once.
+async fn migrate(pool: &SqlitePool, patience: std::time::Duration) -> Result<()> {
+    let deadline = std::time::Instant::now() + patience;
+    let mut pause = std::time::Duration::from_millis(5);
+    let mut recorded = applied_migrations(pool).await;
+    loop {
+        let Err(e) = migrator().run(pool).await else {
+            return Ok(());
+        };
+        let now = applied_migrations(pool).await;
+        let raced = now > recorded || is_busy(&e);
+        if !raced || std::time::Instant::now() >= deadline {
+            return Err(e.into());
+        }
+        recorded = now;
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Migrations recorded as applied (0 before the first one creates the table).
+async fn applied_migrations(pool: &SqlitePool) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM hermes_schema_migrations")
+        .fetch_one(pool)
+        .await
+        .unwrap_or(0)
+}
+
+/// Whether an error (or one of its causes) is SQLite's "busy" or "locked" from another
+/// connection holding the database.
+fn is_busy(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(err) = source {
+        if let Some(db) = err
+            .downcast_ref::<sqlx::Error>()
+            .and_then(sqlx::Error::as_database_error)
+        {
+            // SQLITE_BUSY, SQLITE_LOCKED and their extended codes (the low byte is the primary).
+            let primary = db
+                .code()
+                .and_then(|c| c.parse::<i64>().ok())
+                .map(|c| c & 0xff);
+            if matches!(primary, Some(5 | 6)) {
+                return true;
+            }
+        }
+        source = err.source();
+    }
+    false
 }
 
 fn migrator() -> sqlx::migrate::Migrator {

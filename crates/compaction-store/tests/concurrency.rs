@@ -138,3 +138,44 @@ on_both_backends! {
         }
     }
 }
+
+/// Several processes opening the same new SQLite file at once (separate pools behave like
+/// separate processes for SQLite's locks): every one of them connects, the schema is migrated
+/// once, and each can use the store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_first_opens_of_one_sqlite_file_all_succeed() {
+    for round in 0..6 {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("fresh.db").display());
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move { compaction_store::SqliteStore::connect(&url).await })
+            })
+            .collect();
+        let mut stores = Vec::new();
+        for (i, open) in opens.into_iter().enumerate() {
+            match open.await.unwrap() {
+                Ok(s) => stores.push(s),
+                Err(e) => panic!("round {round}: open {i} failed: {e} ({e:?})"),
+            }
+        }
+        for (i, s) in stores.iter().enumerate() {
+            let session = format!("s{i}");
+            s.create_session(&session).await.unwrap();
+            let mut messages = conversation(2);
+            s.append(&session, &mut messages).await.unwrap();
+            assert_eq!(s.load_active(&session).await.unwrap().len(), messages.len());
+        }
+        let applied: Vec<(i64,)> =
+            sqlx::query_as("SELECT version FROM hermes_schema_migrations ORDER BY version")
+                .fetch_all(stores[0].pool())
+                .await
+                .unwrap();
+        assert_eq!(
+            applied,
+            vec![(1,), (2,), (3,)],
+            "round {round}: each migration once"
+        );
+    }
+}
