@@ -221,15 +221,15 @@ struct Collector {
 
 impl Collector {
     fn feed(&mut self, record: Record) {
-        let id = match &record {
-            Record::Micro(r) => &r.session,
-            Record::Batch(r) => &r.session,
-            Record::Turn(r) => &r.session,
-        };
-        let (chart, last_turn, seen) = self.sessions.entry(id.clone()).or_insert_with(|| {
+        // Insertion-time trims change no occupancy curve and mark no compaction.
+        if matches!(record, Record::Trim(_)) {
+            return;
+        }
+        let id = record.session();
+        let (chart, last_turn, seen) = self.sessions.entry(id.to_owned()).or_insert_with(|| {
             (
                 SessionChart {
-                    session_id: id.clone(),
+                    session_id: id.to_owned(),
                     ..SessionChart::default()
                 },
                 0,

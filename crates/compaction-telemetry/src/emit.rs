@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use tracing_subscriber::EnvFilter;
 
 use crate::error::{Error, Result};
-use crate::event::{BatchAttempt, MicroPass, TelemetryEvent, Turn};
+use crate::event::{BatchAttempt, MicroPass, TelemetryEvent, Trim, Turn};
 
 /// The `tracing` target every telemetry line is logged under.
 pub const TARGET: &str = "hermes_compaction::telemetry";
@@ -63,6 +63,11 @@ pub fn emit_batch(attempt: &BatchAttempt) {
 /// Logs a turn: `compaction turn telemetry: {json}`.
 pub fn emit_turn(turn: &Turn) {
     emit(turn);
+}
+
+/// Logs an insertion-time trim that was due: `insert trim telemetry: {json}`.
+pub fn emit_trim(trim: &Trim) {
+    emit(trim);
 }
 
 /// Output format of [`init_subscriber`].

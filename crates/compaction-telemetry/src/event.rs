@@ -471,6 +471,128 @@ impl TelemetryEvent for Turn {
     const PREFIX: &'static str = "compaction turn telemetry: ";
 }
 
+/// What an insertion-time trim that was due ended as. A message that did not need trimming
+/// has no event at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TrimOutcome {
+    /// The message was replaced by its compact form; the original is in the store.
+    #[default]
+    Trimmed,
+    /// No store was configured to keep the original, so the message was kept whole.
+    KeptNoStore,
+    /// The store failed to write the original, so the message was kept whole.
+    KeptStoreFailed,
+}
+
+impl TrimOutcome {
+    /// The snake_case name used in the telemetry line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrimOutcome::Trimmed => "trimmed",
+            TrimOutcome::KeptNoStore => "kept_no_store",
+            TrimOutcome::KeptStoreFailed => "kept_store_failed",
+        }
+    }
+}
+
+/// Which hook a trimmed (or kept) message came through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TrimSource {
+    /// A tool result about to be appended.
+    #[default]
+    ToolResult,
+    /// A user message (a large paste) about to be appended.
+    UserPaste,
+}
+
+impl TrimSource {
+    /// The snake_case name used in the telemetry line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrimSource::ToolResult => "tool_result",
+            TrimSource::UserPaste => "user_paste",
+        }
+    }
+}
+
+/// One insertion-time trim that was due: a message over the trim limit, trimmed or kept whole.
+///
+/// Counts only. The stored original's handle is left out on purpose (it is derived from the
+/// content), and so is the tool's name: no other event names tools, and the content-free
+/// tests treat a tool call's name as message content. Build it with [`Trim::new`] and
+/// [`Trim::tokens`], then let [`TrimAccumulator::record`] fill the session totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Trim {
+    /// Opaque session id.
+    pub session_id: String,
+    /// How the trim ended.
+    pub outcome: TrimOutcome,
+    /// Which hook the message came through.
+    pub source: TrimSource,
+    /// Tokens of the message as it arrived.
+    pub original_tokens: u64,
+    /// Tokens of the message appended: the compact form when trimmed, the original (equal to
+    /// `original_tokens`) when kept whole.
+    pub trimmed_tokens: u64,
+    /// `original_tokens - trimmed_tokens`: 0 unless trimmed.
+    pub tokens_saved: u64,
+    /// Trims that were due so far in this session, this one included (every outcome counts,
+    /// as every outcome counts in `passes_total`).
+    pub trims_total: u64,
+    /// Tokens saved by trimming so far in this session: the sum of `tokens_saved`.
+    pub tokens_saved_total: u64,
+}
+
+impl Trim {
+    /// A trim of `session_id` through `source` that ended with `outcome`, every count at zero.
+    pub fn new(session_id: impl Into<String>, outcome: TrimOutcome, source: TrimSource) -> Trim {
+        Trim {
+            session_id: session_id.into(),
+            outcome,
+            source,
+            ..Trim::default()
+        }
+    }
+
+    /// Sets the token counts and the saving (`original - trimmed`, never negative).
+    pub fn tokens(mut self, original: u64, trimmed: u64) -> Trim {
+        self.original_tokens = original;
+        self.trimmed_tokens = trimmed;
+        self.tokens_saved = original.saturating_sub(trimmed);
+        self
+    }
+}
+
+impl TelemetryEvent for Trim {
+    const EVENT: &'static str = "insert_trim";
+    const PREFIX: &'static str = "insert trim telemetry: ";
+}
+
+/// Per-session running totals carried by every trim line, the counterpart of
+/// [`SessionAccumulator`] for insertion-time trimming. The facade owns one per session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrimAccumulator {
+    /// Trims recorded so far (every outcome counts).
+    pub trims_total: u64,
+    /// Tokens saved so far: the sum of `tokens_saved`.
+    pub tokens_saved_total: u64,
+}
+
+impl TrimAccumulator {
+    /// Counts `trim` and writes the updated totals into it.
+    pub fn record(&mut self, trim: &mut Trim) {
+        self.trims_total += 1;
+        self.tokens_saved_total = self.tokens_saved_total.saturating_add(trim.tokens_saved);
+        trim.trims_total = self.trims_total;
+        trim.tokens_saved_total = self.tokens_saved_total;
+    }
+}
+
 fn signed_delta(before: u64, after: u64) -> i64 {
     let d = i128::from(after) - i128::from(before);
     d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
@@ -522,6 +644,22 @@ mod tests {
                 tokens_saved_total: 300
             }
         );
+    }
+
+    #[test]
+    fn trim_accumulator_counts_every_outcome_and_sums_savings() {
+        let mut acc = TrimAccumulator::default();
+        let mut first =
+            Trim::new("s", TrimOutcome::Trimmed, TrimSource::ToolResult).tokens(900, 100);
+        acc.record(&mut first);
+        assert_eq!(first.tokens_saved, 800);
+        assert_eq!((first.trims_total, first.tokens_saved_total), (1, 800));
+        let mut kept =
+            Trim::new("s", TrimOutcome::KeptNoStore, TrimSource::UserPaste).tokens(700, 700);
+        acc.record(&mut kept);
+        assert_eq!((kept.trims_total, kept.tokens_saved_total), (2, 800));
+        // A compact form larger than the original never counts as a negative saving.
+        assert_eq!(Trim::default().tokens(10, 20).tokens_saved, 0);
     }
 
     #[test]

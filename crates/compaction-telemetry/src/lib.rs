@@ -4,17 +4,21 @@
 //! line of counts in the log and [`report`] turns logs back into numbers.
 //!
 //! - [`event`]: typed events for a micro pass ([`MicroPass`]), a batch attempt
-//!   ([`BatchAttempt`]) and a turn ([`Turn`]), plus the per-session [`SessionAccumulator`].
+//!   ([`BatchAttempt`]), a turn ([`Turn`]) and an insertion-time trim that was due ([`Trim`]:
+//!   trimmed, or kept whole for want of a store or after a failed store write), plus the
+//!   per-session running totals [`SessionAccumulator`] and [`TrimAccumulator`].
 //!   They hold counts, durations, model names, an opaque session id and closed vocabularies,
-//!   never transcript text. `occupancy_pct` and `threshold_tokens` are `None` unless the
-//!   caller passes a [`Window`] it already knows: nothing here looks a window up.
+//!   never transcript text, trim handles or tool names. `occupancy_pct` and
+//!   `threshold_tokens` are `None` unless the caller passes a [`Window`] it already knows:
+//!   nothing here looks a window up.
 //! - [`emit`](mod@emit): one INFO line per event under the `tracing` target
 //!   [`TARGET`], in the forms existing tooling reads (keys sorted, compact separators):
-//!   `micro compaction telemetry: {json}`, `context compression attempt telemetry: {json}` and
-//!   `compaction turn telemetry: {json}`; [`init_subscriber`] for binaries.
+//!   `micro compaction telemetry: {json}`, `context compression attempt telemetry: {json}`,
+//!   `compaction turn telemetry: {json}` and `insert trim telemetry: {json}`;
+//!   [`init_subscriber`] for binaries.
 //! - [`report`]: streams plain, tracing-JSON or gzip logs (ours or Hermes Agent's) in bounded
-//!   memory and prints the outcome mix, tokens saved, durations, occupancy, batch counts and
-//!   the session-economics metrics, as a table or JSON.
+//!   memory and prints the outcome mix, tokens saved, durations, occupancy, batch counts,
+//!   insertion-time trims and the session-economics metrics, as a table or JSON.
 //! - `chart` (feature `svg`): occupancy over turns per session as a standalone SVG.
 //!
 //! ```
@@ -42,12 +46,14 @@ mod scan;
 mod stats;
 
 pub use emit::{
-    LogFormat, TARGET, emit, emit_batch, emit_micro, emit_turn, format_line, init_subscriber,
+    LogFormat, TARGET, emit, emit_batch, emit_micro, emit_trim, emit_turn, format_line,
+    init_subscriber,
 };
 pub use error::{Error, Result};
 pub use event::{
     BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, SessionAccumulator,
-    TelemetryEvent, TriggerSource, Turn, Window, occupancy_pct,
+    TelemetryEvent, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window,
+    occupancy_pct,
 };
 pub use report::{Report, ReportBuilder, ReportOptions};
 pub use scan::MAX_LINE_BYTES;

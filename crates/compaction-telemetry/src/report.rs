@@ -22,6 +22,15 @@
 //! - *turns between compressions*: the number of turn lines between consecutive compression
 //!   events of one session, averaged over sessions that log turns.
 //! - *tokens reclaimed*: `tokens_before - tokens_after` of a compression event.
+//! - *insert trims*: insertion-time trims that were due (`trimmed`, `kept_no_store`,
+//!   `kept_store_failed`); *tokens saved by trimming* sums `tokens_saved` of the `trimmed`
+//!   ones (a message kept whole saved nothing, whatever its line says).
+//!
+//! Trimming is reported on its own and folded into no other figure. `net tokens saved` is
+//! documented as the micro passes' sum of `-tokens_delta`, not as a total over mechanisms, and
+//! a trim is not a compression event: it shortens a message before the message joins the
+//! transcript, so it breaks no prompt cache and reclaims nothing from the transcript. The
+//! economics (events, tokens reclaimed per event, cache-break depth) therefore leave it out.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,7 +40,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
-use crate::scan::{self, BatchRec, MicroRec, Record, TurnRec};
+use crate::scan::{self, BatchRec, MicroRec, Record, TrimRec, TurnRec};
 use crate::stats::Counts;
 
 /// What [`run`] prints.
@@ -185,6 +194,8 @@ pub struct Summary {
     pub batch: BatchStats,
     /// Turns.
     pub turns: TurnStats,
+    /// Insertion-time trims.
+    pub trims: TrimStats,
     /// The session-economics metrics of the cache-aware compaction note.
     pub economics: Economics,
 }
@@ -232,6 +243,19 @@ pub struct TurnStats {
     pub turns: u64,
     /// Occupancy at the end of each turn.
     pub occupancy_pct: Option<Spread>,
+}
+
+/// Insertion-time trim numbers.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TrimStats {
+    /// Trim lines (trims that were due, whatever their outcome).
+    pub trims: u64,
+    /// Trims per outcome (`trimmed`, `kept_no_store`, `kept_store_failed`).
+    pub outcomes: BTreeMap<String, u64>,
+    /// Trims per source (`tool_result`, `user_paste`); lines without one are not counted here.
+    pub sources: BTreeMap<String, u64>,
+    /// Sum of `tokens_saved` over `trimmed` trims.
+    pub tokens_saved: u64,
 }
 
 /// Session economics (how often the cache broke, what it cost).
@@ -350,6 +374,12 @@ impl Summary {
                 turns: acc.turns,
                 occupancy_pct: spread(&acc.turn_occupancy),
             },
+            trims: TrimStats {
+                trims: acc.trims,
+                outcomes: acc.trim_outcomes.clone(),
+                sources: acc.trim_sources.clone(),
+                tokens_saved: acc.trim_saved,
+            },
             economics: Economics {
                 compression_events: events,
                 compression_events_per_100_turns: ratio(events * 100, acc.turns),
@@ -375,6 +405,7 @@ impl Summary {
 
     fn write_table(&self, f: &mut fmt::Formatter<'_>, overall: bool) -> fmt::Result {
         let (m, b, t, e) = (&self.micro, &self.batch, &self.turns, &self.economics);
+        let tr = &self.trims;
         row(
             f,
             "micro passes",
@@ -404,6 +435,15 @@ impl Summary {
         row(f, "batch fallback summaries", b.fallback_used)?;
         row(f, "batch duration ms", med_max(b.duration_ms))?;
         row(f, "micro passes per batch", num(b.micro_passes_per_batch))?;
+        row(
+            f,
+            "insert trims",
+            format!("{}{}", tr.trims, mix(&tr.outcomes)),
+        )?;
+        if !tr.sources.is_empty() {
+            row(f, "insert trim sources", mix_list(&tr.sources))?;
+        }
+        row(f, "tokens saved by trimming", tr.tokens_saved)?;
         row(f, "turns", t.turns)?;
         row(f, "occupancy % (turns)", spread_text(t.occupancy_pct))?;
         row(f, "compression events", e.compression_events)?;
@@ -490,6 +530,11 @@ struct Acc {
     turn_occupancy: Counts,
     prompt_tokens: u64,
 
+    trims: u64,
+    trim_outcomes: BTreeMap<String, u64>,
+    trim_sources: BTreeMap<String, u64>,
+    trim_saved: u64,
+
     events: u64,
     reclaimed: i64,
     reclaimed_sized: u64,
@@ -503,19 +548,16 @@ struct Acc {
 }
 
 fn feed(sessions: &mut BTreeMap<String, Acc>, record: Record) {
-    let id = match &record {
-        Record::Micro(r) => &r.session,
-        Record::Batch(r) => &r.session,
-        Record::Turn(r) => &r.session,
-    };
+    let id = record.session();
     if !sessions.contains_key(id) {
-        sessions.insert(id.clone(), Acc::default());
+        sessions.insert(id.to_owned(), Acc::default());
     }
     if let Some(acc) = sessions.get_mut(id) {
         match &record {
             Record::Micro(r) => acc.micro(r),
             Record::Batch(r) => acc.batch(r),
             Record::Turn(r) => acc.turn(r),
+            Record::Trim(r) => acc.trim(r),
         }
     }
 }
@@ -595,6 +637,15 @@ impl Acc {
         }
     }
 
+    fn trim(&mut self, r: &TrimRec) {
+        self.trims += 1;
+        *self.trim_outcomes.entry(r.outcome.clone()).or_insert(0) += 1;
+        if let Some(source) = &r.source {
+            *self.trim_sources.entry(source.clone()).or_insert(0) += 1;
+        }
+        self.trim_saved = self.trim_saved.saturating_add(r.saved());
+    }
+
     fn compression_event(&mut self, reclaimed: Option<i64>, earliest: Option<u64>) {
         self.events += 1;
         if let Some(r) = reclaimed {
@@ -633,6 +684,10 @@ impl Acc {
         self.turns += o.turns;
         self.turn_occupancy.merge(&o.turn_occupancy);
         self.prompt_tokens = self.prompt_tokens.saturating_add(o.prompt_tokens);
+        self.trims += o.trims;
+        add_mix(&mut self.trim_outcomes, &o.trim_outcomes);
+        add_mix(&mut self.trim_sources, &o.trim_sources);
+        self.trim_saved = self.trim_saved.saturating_add(o.trim_saved);
         self.events += o.events;
         self.reclaimed = self.reclaimed.saturating_add(o.reclaimed);
         self.reclaimed_sized += o.reclaimed_sized;

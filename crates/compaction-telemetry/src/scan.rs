@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::event::{BatchAttempt, MicroPass, TelemetryEvent, Turn};
+use crate::event::{BatchAttempt, MicroPass, TelemetryEvent, Trim, Turn};
 use crate::report::InputStats;
 
 /// Longest line the reader accepts; longer lines are skipped and counted as overlong.
@@ -25,6 +25,19 @@ pub(crate) enum Record {
     Micro(MicroRec),
     Batch(BatchRec),
     Turn(TurnRec),
+    Trim(TrimRec),
+}
+
+impl Record {
+    /// The session id the record belongs to (`""` when the line had none).
+    pub fn session(&self) -> &str {
+        match self {
+            Record::Micro(r) => &r.session,
+            Record::Batch(r) => &r.session,
+            Record::Turn(r) => &r.session,
+            Record::Trim(r) => &r.session,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -80,6 +93,31 @@ pub(crate) struct TurnRec {
     pub turn: Option<u64>,
     pub prompt_tokens: Option<u64>,
     pub occupancy_pct: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct TrimRec {
+    pub session: String,
+    pub outcome: String,
+    pub source: Option<String>,
+    pub original_tokens: Option<u64>,
+    pub trimmed_tokens: Option<u64>,
+    pub tokens_saved: Option<u64>,
+}
+
+impl TrimRec {
+    /// Tokens the trim kept out of the transcript: `tokens_saved`, else the difference of the
+    /// two counts; 0 for a message that was kept whole, whatever the line says.
+    pub fn saved(&self) -> u64 {
+        if self.outcome != "trimmed" {
+            return 0;
+        }
+        match (self.tokens_saved, self.original_tokens, self.trimmed_tokens) {
+            (Some(s), _, _) => s,
+            (None, Some(o), Some(t)) => o.saturating_sub(t),
+            _ => 0,
+        }
+    }
 }
 
 /// What one line turned out to be.
@@ -285,6 +323,7 @@ fn parse_text(text: &str) -> Parsed {
         (Kind::Micro, MicroPass::PREFIX),
         (Kind::Batch, BatchAttempt::PREFIX),
         (Kind::Turn, Turn::PREFIX),
+        (Kind::Trim, Trim::PREFIX),
     ] {
         let Some(at) = text.find(prefix) else {
             continue;
@@ -304,6 +343,7 @@ enum Kind {
     Micro,
     Batch,
     Turn,
+    Trim,
 }
 
 impl Kind {
@@ -344,6 +384,14 @@ impl Kind {
                 turn: unsigned(o, &["turn"]),
                 prompt_tokens: unsigned(o, &["prompt_tokens"]),
                 occupancy_pct: percent(o),
+            }),
+            Kind::Trim => Record::Trim(TrimRec {
+                session,
+                outcome: string(o, &["outcome"]).unwrap_or_else(|| "unknown".into()),
+                source: string(o, &["source"]),
+                original_tokens: unsigned(o, &["original_tokens"]),
+                trimmed_tokens: unsigned(o, &["trimmed_tokens"]),
+                tokens_saved: unsigned(o, &["tokens_saved"]),
             }),
         }
     }
@@ -459,6 +507,28 @@ mod tests {
         }
         let other = r#"{"fields":{"message":"failed to emit compression attempt telemetry: x"}}"#;
         assert_eq!(parse_line(other), Parsed::Unrelated);
+    }
+
+    #[test]
+    fn trim_lines_in_text_and_json_formatter_forms() {
+        let text = r#"INFO hermes_compaction::telemetry: insert trim telemetry: {"event":"insert_trim","original_tokens":900,"outcome":"trimmed","session_id":"s","source":"tool_result","tokens_saved":800,"trimmed_tokens":100}"#;
+        let json = r#"{"fields":{"message":"insert trim telemetry: {\"outcome\":\"trimmed\",\"session_id\":\"s\",\"original_tokens\":900,\"trimmed_tokens\":100}"}}"#;
+        for line in [text, json] {
+            let Parsed::Record(Record::Trim(t)) = parse_line(line) else {
+                panic!("not a trim: {:?}", parse_line(line));
+            };
+            assert_eq!((t.session.as_str(), t.outcome.as_str()), ("s", "trimmed"));
+            assert_eq!(t.saved(), 800, "{line}");
+        }
+        let kept = "insert trim telemetry: {\"outcome\":\"kept_no_store\",\"tokens_saved\":5}";
+        let Parsed::Record(Record::Trim(k)) = parse_line(kept) else {
+            panic!("not a trim: {:?}", parse_line(kept));
+        };
+        assert_eq!((k.session.as_str(), k.saved()), ("", 0));
+        assert_eq!(
+            parse_line("insert trim telemetry: {\"outcome\":\"trim"),
+            Parsed::Malformed
+        );
     }
 
     #[test]

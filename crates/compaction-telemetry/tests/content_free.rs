@@ -17,8 +17,9 @@ use compaction_core::parse::parse_transcript;
 use compaction_core::regions::{RegionConfig, WindowConfig, partition};
 use compaction_core::{Estimator, Message, Transcript};
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, MicroOutcome, MicroPass, SessionAccumulator, TriggerSource, Turn,
-    Window, emit_batch, emit_micro, emit_turn, format_line,
+    BatchAttempt, BatchOutcome, MicroOutcome, MicroPass, SessionAccumulator, TriggerSource, Trim,
+    TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch, emit_micro, emit_trim,
+    emit_turn, format_line,
 };
 
 use crate::common::{capture, shared_transcripts};
@@ -71,6 +72,11 @@ fn skeleton() -> Vec<u8> {
         messages.push(Message::assistant(format!("a{i}")));
         messages.push(Message::user(format!("q{}", i + 1)));
     }
+    messages.push(Message::assistant_tool_calls(
+        "",
+        vec![compaction_core::ToolCall::function("c0", "f", "{}")],
+    ));
+    messages.push(Message::tool_result("c0", "r0"));
     let mut lines = Vec::new();
     emit_for("fixture-0", messages, &mut lines);
     lines.push(format_line(&Turn::new("fixture-0", 0, None, 1, None)));
@@ -87,8 +93,9 @@ fn contents(m: &Message) -> Vec<String> {
     out
 }
 
-/// Telemetry of synthetic passes over one transcript: a turn per user message, a micro pass
-/// per exchange, a batch attempt for the whole middle.
+/// Telemetry of synthetic passes over one transcript: a turn per user message, an insertion
+/// trim per user message and tool result (outcomes in turn), a micro pass per exchange, a
+/// batch attempt for the whole middle.
 fn emit_for(session: &str, messages: Vec<Message>, out: &mut Vec<String>) {
     let estimator = Estimator::default();
     let t = Transcript::new(messages, &estimator);
@@ -112,6 +119,32 @@ fn emit_for(session: &str, messages: Vec<Message>, out: &mut Vec<String>) {
             emit_turn(&ev);
             turn += 1;
         }
+    }
+
+    let mut trims = TrimAccumulator::default();
+    let outcomes = [
+        TrimOutcome::Trimmed,
+        TrimOutcome::KeptNoStore,
+        TrimOutcome::KeptStoreFailed,
+    ];
+    for (i, m) in msgs.iter().enumerate() {
+        let source = if m.is_user() {
+            TrimSource::UserPaste
+        } else if m.tool_call_id().is_some() {
+            TrimSource::ToolResult
+        } else {
+            continue;
+        };
+        let outcome = outcomes[i % outcomes.len()];
+        let original = t.tokens_in(i..i + 1);
+        let appended = match outcome {
+            TrimOutcome::Trimmed => original.min(200),
+            _ => original,
+        };
+        let mut trim = Trim::new(session, outcome, source).tokens(original, appended);
+        trims.record(&mut trim);
+        out.push(format_line(&trim));
+        emit_trim(&trim);
     }
 
     let mut acc = SessionAccumulator::default();

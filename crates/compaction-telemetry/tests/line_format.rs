@@ -2,8 +2,9 @@
 
 use compaction_telemetry::{
     BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroOutcome, MicroPass, Report,
-    ReportOptions, SessionAccumulator, TARGET, TriggerSource, Turn, Window, emit_batch, emit_micro,
-    emit_turn, format_line, init_subscriber,
+    ReportOptions, SessionAccumulator, TARGET, TriggerSource, Trim, TrimAccumulator, TrimOutcome,
+    TrimSource, Turn, Window, emit_batch, emit_micro, emit_trim, emit_turn, format_line,
+    init_subscriber,
 };
 
 use crate::common::capture;
@@ -45,6 +46,18 @@ fn batch() -> BatchAttempt {
     a.summarize_ms = 850;
     a.total_duration_ms = 860;
     a
+}
+
+/// The second trim of a session: one earlier trim saved 2,000 tokens.
+fn trim() -> Trim {
+    let mut acc = TrimAccumulator {
+        trims_total: 1,
+        tokens_saved_total: 2_000,
+    };
+    let mut t =
+        Trim::new("sess-1", TrimOutcome::Trimmed, TrimSource::ToolResult).tokens(9_120, 410);
+    acc.record(&mut t);
+    t
 }
 
 #[test]
@@ -115,6 +128,29 @@ fn turn_line_is_exact() {
 }
 
 #[test]
+fn trim_line_is_exact() {
+    assert_eq!(
+        format_line(&trim()),
+        concat!(
+            "insert trim telemetry: {",
+            r#""event":"insert_trim","original_tokens":9120,"outcome":"trimmed","#,
+            r#""session_id":"sess-1","source":"tool_result","tokens_saved":8710,"#,
+            r#""tokens_saved_total":10710,"trimmed_tokens":410,"trims_total":2}"#
+        )
+    );
+    let kept = Trim::new("s", TrimOutcome::KeptStoreFailed, TrimSource::UserPaste).tokens(700, 700);
+    assert_eq!(
+        format_line(&kept),
+        concat!(
+            "insert trim telemetry: {",
+            r#""event":"insert_trim","original_tokens":700,"outcome":"kept_store_failed","#,
+            r#""session_id":"s","source":"user_paste","tokens_saved":0,"#,
+            r#""tokens_saved_total":0,"trimmed_tokens":700,"trims_total":0}"#
+        )
+    );
+}
+
+#[test]
 fn every_enum_value_has_the_documented_name() {
     let outcomes = [
         (MicroOutcome::Absorbed, "absorbed"),
@@ -154,6 +190,21 @@ fn every_enum_value_has_the_documented_name() {
         serde_json::to_value(FailureClass::StaleGeneration).unwrap(),
         "stale_generation"
     );
+    for (o, name) in [
+        (TrimOutcome::Trimmed, "trimmed"),
+        (TrimOutcome::KeptNoStore, "kept_no_store"),
+        (TrimOutcome::KeptStoreFailed, "kept_store_failed"),
+    ] {
+        assert_eq!(o.as_str(), name);
+        assert_eq!(serde_json::to_value(o).unwrap(), name);
+    }
+    for (s, name) in [
+        (TrimSource::ToolResult, "tool_result"),
+        (TrimSource::UserPaste, "user_paste"),
+    ] {
+        assert_eq!(s.as_str(), name);
+        assert_eq!(serde_json::to_value(s).unwrap(), name);
+    }
 }
 
 #[test]
@@ -168,6 +219,10 @@ fn events_round_trip_through_serde() {
         .unwrap();
     let back: BatchAttempt = serde_json::from_str(json).unwrap();
     assert_eq!(back, batch());
+    let line = format_line(&trim());
+    let back: Trim =
+        serde_json::from_str(line.strip_prefix("insert trim telemetry: ").unwrap()).unwrap();
+    assert_eq!(back, trim());
 }
 
 #[test]
@@ -176,11 +231,13 @@ fn emission_writes_exactly_one_line_per_event_with_the_target() {
         emit_micro(&micro());
         emit_batch(&batch());
         emit_turn(&Turn::new("sess-1", 0, Some(10), 9, None));
+        emit_trim(&trim());
     });
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(lines.len(), 4, "{text}");
     assert!(lines[0].contains(&format!(" INFO {TARGET}: {}", format_line(&micro()))));
     assert!(lines[1].ends_with(&format_line(&batch())));
+    assert!(lines[3].contains(&format!(" INFO {TARGET}: {}", format_line(&trim()))));
     assert!(lines[2].ends_with("compaction turn telemetry: {\"context_limit\":null,\"estimated_tokens\":9,\"event\":\"compaction_turn\",\"occupancy_pct\":null,\"prompt_tokens\":10,\"session_id\":\"sess-1\",\"threshold_tokens\":null,\"turn\":0}"));
 }
 
@@ -190,6 +247,7 @@ fn emitted_lines_read_back_in_both_formatters() {
         emit_micro(&micro());
         emit_batch(&batch());
         emit_turn(&Turn::new("sess-1", 0, Some(10), 9, Some(WINDOW)));
+        emit_trim(&trim());
     };
     for json in [false, true] {
         let text = capture(json, emit_all);
@@ -200,12 +258,14 @@ fn emitted_lines_read_back_in_both_formatters() {
             );
         }
         let report = Report::from_readers([text.as_bytes()], ReportOptions::default()).unwrap();
-        assert_eq!(report.input.events, 3, "json={json}: {text}");
+        assert_eq!(report.input.events, 4, "json={json}: {text}");
         assert_eq!(report.input.skipped_lines(), 0);
         assert_eq!(report.overall.micro.passes, 1);
         assert_eq!(report.overall.micro.net_tokens_saved, 679);
         assert_eq!(report.overall.batch.failure_classes["rate_limited"], 1);
         assert_eq!(report.overall.turns.turns, 1);
+        assert_eq!(report.overall.trims.outcomes["trimmed"], 1);
+        assert_eq!(report.overall.trims.tokens_saved, 8_710);
     }
 }
 

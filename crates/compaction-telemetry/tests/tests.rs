@@ -5,6 +5,7 @@ mod content_free;
 mod line_format;
 mod report;
 mod robustness;
+mod trim;
 
 #[cfg(feature = "svg")]
 mod chart;

@@ -170,6 +170,9 @@ pub struct Compressor {
     last_request_ms: Option<u64>,
     clock: fn() -> u64,
     pub(crate) micro: crate::micro::MicroRuntime,
+    /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
+    #[cfg(all(feature = "store", feature = "telemetry"))]
+    pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
 }
 
 impl std::fmt::Debug for Compressor {
@@ -216,6 +219,8 @@ impl Compressor {
             last_request_ms: None,
             clock: unix_ms,
             micro: Default::default(),
+            #[cfg(all(feature = "store", feature = "telemetry"))]
+            trim_totals: Default::default(),
         }
     }
 

@@ -7,6 +7,11 @@
 //! succeeded. Without a store, or when the write fails, the original is returned unchanged, so
 //! nothing is ever lost. The agent appends whatever the hook returns.
 //!
+//! The compressor's hooks (`on_tool_result`, `on_user_message`) also leave one content-free
+//! `insert trim telemetry: {json}` line per trim that was due (trimmed, kept for want of a
+//! store, kept after a failed store write; none when no trim was needed), with the session's
+//! running totals (feature `telemetry`). [`trim_for_insert`] itself emits nothing.
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
@@ -123,13 +128,17 @@ pub fn find_call<'a>(t: &'a Transcript, result: &Message) -> Option<ToolInfo<'a>
 mod hooks {
     use super::*;
     use crate::compressor::{Compressor, Persistence};
+    #[cfg(feature = "telemetry")]
+    use compaction_telemetry::TrimSource;
 
     impl Compressor {
         /// The tool-result hook: call it with the result the agent is about to append to `t`
         /// (the assistant message with the call already in `t`) and the session's
         /// [`Persistence`] (the same value given to
         /// [`with_store`](Compressor::with_store)); append the message it returns. Trims
-        /// per `compression.insert_trim_*`; see the [module docs](crate::trim).
+        /// per `compression.insert_trim_*`; see the [module docs](crate::trim). A trim that
+        /// was due (whatever its outcome) leaves one `insert trim telemetry` line (feature
+        /// `telemetry`).
         pub async fn on_tool_result(
             &self,
             t: &Transcript,
@@ -138,18 +147,22 @@ mod hooks {
         ) -> (Message, TrimStatus) {
             let cfg = self.config().trim();
             let tool = find_call(t, &message);
-            trim_for_insert(
+            let (message, status) = trim_for_insert(
                 persistence.map(|p| (&*p.store, p.session.as_str())),
                 &cfg,
                 self.counter(),
                 tool.as_ref(),
                 message,
             )
-            .await
+            .await;
+            #[cfg(feature = "telemetry")]
+            self.trim_telemetry(TrimSource::ToolResult, &status, &message);
+            (message, status)
         }
 
         /// The user-message hook: trims a giant paste when `compression.insert_trim_user_pastes`
         /// is on (otherwise returns the message unchanged with [`TrimStatus::NotNeeded`]).
+        /// Telemetry as for [`on_tool_result`](Compressor::on_tool_result).
         pub async fn on_user_message(
             &self,
             message: Message,
@@ -159,14 +172,30 @@ mod hooks {
                 return (message, TrimStatus::NotNeeded);
             }
             let cfg = self.config().trim();
-            trim_for_insert(
+            let (message, status) = trim_for_insert(
                 persistence.map(|p| (&*p.store, p.session.as_str())),
                 &cfg,
                 self.counter(),
                 None,
                 message,
             )
-            .await
+            .await;
+            #[cfg(feature = "telemetry")]
+            self.trim_telemetry(TrimSource::UserPaste, &status, &message);
+            (message, status)
+        }
+
+        /// Emits the trim line for `status` (none when no trim was due) with this session's
+        /// running totals; `appended` is the message the hook returns.
+        #[cfg(feature = "telemetry")]
+        fn trim_telemetry(&self, source: TrimSource, status: &TrimStatus, appended: &Message) {
+            crate::events::emit_trim(
+                self.session_id(),
+                source,
+                status,
+                || self.counter().count_message(appended),
+                &self.trim_totals,
+            );
         }
     }
 }

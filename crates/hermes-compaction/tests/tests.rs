@@ -6,3 +6,4 @@ mod common;
 mod micro;
 mod recall;
 mod replay;
+mod trim_telemetry;
