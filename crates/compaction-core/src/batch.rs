@@ -284,7 +284,17 @@ pub fn plan_batch(
             cfg,
         ));
     }
-    plan.step = BatchStep::Summarize(jobs);
+    plan.step = if !jobs.is_empty() {
+        BatchStep::Summarize(jobs)
+    } else if has_prune {
+        // No span of the middle can take a summary marker (no role fits between its
+        // neighbours): what the prune reclaims is all this pass can do.
+        BatchStep::PruneOnly {
+            reached_low_water: plan.tokens_after_prune <= low_water,
+        }
+    } else {
+        BatchStep::Nothing(NothingReason::NothingToCompact)
+    };
     plan
 }
 
@@ -637,6 +647,29 @@ mod tests {
         let t = Transcript::new(msgs, &e);
         let plan = plan_batch(&t, threshold, cfg, &BatchRequest::default(), &e);
         (t, plan)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, .. Default::default() })]
+
+        /// A plan never asks for a summary without a span to summarize, and never reports a
+        /// prune-only pass without a prune: the caller would otherwise commit (and label) a
+        /// pass that did something else.
+        #[test]
+        fn every_step_has_the_work_it_names(
+            msgs in crate::strategies::transcript(),
+            threshold in 2_000u64..40_000,
+        ) {
+            let e = Estimator::default();
+            let t = Transcript::new(msgs, &e);
+            let req = BatchRequest { force: true, ..BatchRequest::default() };
+            let plan = plan_batch(&t, threshold, &BatchConfig::default(), &req, &e);
+            match &plan.step {
+                BatchStep::Summarize(jobs) => proptest::prop_assert!(!jobs.is_empty()),
+                BatchStep::PruneOnly { .. } => proptest::prop_assert!(!plan.prune.edit.is_empty()),
+                BatchStep::Nothing(_) => {}
+            }
+        }
     }
 
     #[test]

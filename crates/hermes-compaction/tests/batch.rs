@@ -292,7 +292,7 @@ proptest! {
             _ => PassKind::Unchanged,
         };
         if fail {
-            prop_assert!(matches!(kind, PassKind::Failed | PassKind::Prune | PassKind::Unchanged));
+            prop_assert!(matches!(kind, PassKind::Failed | PassKind::Prune | PassKind::Unchanged), "{:?}", r);
         }
         let protected = r.regions.as_ref().map(Protected::from_regions).unwrap_or_default();
         let pass = Pass::new(kind, protected).with_options(laws::LawOptions {
