@@ -3,7 +3,8 @@
 //!
 //! The facade composes the layers; each adapter is behind a cargo feature (`llm`, `store`,
 //! `telemetry`, all on by default; `openai` for the OpenAI-compatible summarizer; `tiktoken`
-//! for exact token counts). The [`Compressor`] is what an agent framework calls.
+//! for exact token counts). The `Compressor` (feature `llm`) is what an agent framework calls.
+#![cfg_attr(feature = "llm", doc = "See [`Compressor`].")]
 //!
 //! ```
 //! use std::sync::Arc;
