@@ -1,11 +1,15 @@
 //! Test helpers: locating the shared fixtures, building compressors.
 
+use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use compaction_core::{Estimator, Message, parse};
 use compaction_llm::{ExtractiveSummarizer, Summarizer};
 use hermes_compaction::{Compressor, Config};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing::{Event, Metadata, Subscriber};
 
 /// The shared fixture transcripts, or `None` (after saying so) when they are absent.
 pub fn fixtures() -> Option<Vec<(String, Vec<Message>)>> {
@@ -83,4 +87,66 @@ pub fn tool_session(turns: usize, repeat: usize) -> Vec<Message> {
         msgs.push(Message::assistant(format!("step {i} done")));
     }
     msgs
+}
+
+/// Collects the (target, message) of every event.
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<(String, String)>>>);
+
+struct MessageField(Option<String>);
+
+impl Visit for MessageField {
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        if field.name() == "message" {
+            self.0 = Some(format!("{value:?}"));
+        }
+    }
+}
+
+impl Subscriber for Lines {
+    fn enabled(&self, _: &Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &Attributes<'_>) -> Id {
+        Id::from_u64(1)
+    }
+    fn record(&self, _: &Id, _: &Record<'_>) {}
+    fn record_follows_from(&self, _: &Id, _: &Id) {}
+    fn event(&self, event: &Event<'_>) {
+        let mut message = MessageField(None);
+        event.record(&mut message);
+        if let Some(m) = message.0 {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((event.metadata().target().to_owned(), m));
+        }
+    }
+    fn enter(&self, _: &Id) {}
+    fn exit(&self, _: &Id) {}
+}
+
+/// Runs `f` on a current-thread runtime with a minimal capturing `tracing` subscriber (this
+/// crate has no tracing-subscriber), scoped to the test's thread, which is where the hooks
+/// log; returns its value and the (target, message) of every event logged meanwhile.
+///
+/// `tracing` caches each callsite's interest process-wide, and while at most one dispatcher is
+/// registered it computes that interest from the *registering* thread's default: a sibling
+/// test thread without a subscriber reaching the emit callsite first would cache "never" and
+/// blind this capture. A second live dispatcher (the anchor, which sees nothing) makes the
+/// cache consult every registered dispatcher instead, and rebuilding it inside the scope
+/// repairs whatever was cached before.
+pub fn capture_logs<T>(f: impl AsyncFnOnce() -> T) -> (T, Vec<(String, String)>) {
+    let lines = Lines::default();
+    let _anchor = tracing::Dispatch::new(Lines::default());
+    let value = tracing::subscriber::with_default(lines.clone(), || {
+        tracing::callsite::rebuild_interest_cache();
+        rt().block_on(f())
+    });
+    let out = lines
+        .0
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    (value, out)
 }

@@ -321,3 +321,38 @@ fn summaries_mention_recall_when_a_store_keeps_what_was_compacted() {
         .unwrap();
     assert_eq!(marker::parse_body(m).as_deref(), Some("plain"));
 }
+
+/// The human-readable lines: an absorb says messages before -> after; a fresh compressor
+/// that finds the rolling marker says it rehydrated from it (once, not on later passes).
+#[test]
+fn absorb_and_rehydration_are_logged_in_words() {
+    use crate::common::capture_logs;
+    let said = |logs: &[(String, String)], text: &str| {
+        logs.iter().filter(|(_, m)| m.contains(text)).count()
+    };
+    let s = Arc::new(ScriptedSummarizer::new());
+    let mut c = with_summarizer(micro_config(32_000), s.clone());
+    let mut t = c.transcript(session(60, 600));
+    let ((), logs) = capture_logs(async || {
+        s.push_text("summary 0");
+        let r = c.finalize_turn(&mut t).await.unwrap();
+        assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+    });
+    assert_eq!(said(&logs, "messages before -> after"), 1, "{logs:?}");
+    assert_eq!(said(&logs, "rehydrated"), 0, "{logs:?}");
+
+    let s2 = Arc::new(ScriptedSummarizer::new());
+    let mut fresh = with_summarizer(micro_config(32_000), s2.clone());
+    let mut t2 = fresh.transcript(t.messages().to_vec());
+    let ((), logs) = capture_logs(async || {
+        for i in 1..3 {
+            s2.push_text(format!("summary {i}"));
+            let r = fresh.finalize_turn(&mut t2).await.unwrap();
+            assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+        }
+    });
+    assert_eq!(said(&logs, "rehydrated from the transcript"), 1, "{logs:?}");
+    assert_eq!(said(&logs, "messages before -> after"), 2, "{logs:?}");
+    // Content never reaches these lines.
+    assert!(logs.iter().all(|(_, m)| !m.contains("summary 0")));
+}

@@ -1,14 +1,13 @@
 //! Telemetry of the insertion-time trimming hooks: one content-free `insert trim telemetry`
 //! line per trim that was due, with the session's running totals; none when no trim was due.
 //!
-//! The lines are captured with a minimal `tracing` subscriber (this crate has no
-//! tracing-subscriber), scoped to the test's thread, which is where the hooks emit; see
-//! [`captured`] for why it is safe beside tests that emit with no subscriber.
+//! The lines are captured with the minimal `tracing` subscriber of
+//! [`capture_logs`](crate::common::capture_logs).
 
 use std::collections::HashSet;
-use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
+use crate::common::{capture_logs, config, extractive};
 use compaction_core::{Estimator, Message, TokenCounter, ToolCall};
 use compaction_store::{Store, TranscriptStore};
 use hermes_compaction::compressor::Persistence;
@@ -16,76 +15,18 @@ use hermes_compaction::telemetry::TARGET;
 use hermes_compaction::trim::TrimStatus;
 use hermes_compaction::{Compressor, Config};
 use serde_json::Value;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing::{Event, Metadata, Subscriber};
-
-use crate::common::{config, extractive, rt};
 
 const PREFIX: &str = "insert trim telemetry: ";
 
-/// Collects the messages of events logged under the telemetry target.
-#[derive(Clone, Default)]
-struct Lines(Arc<Mutex<Vec<String>>>);
-
-struct MessageField(Option<String>);
-
-impl Visit for MessageField {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        if field.name() == "message" {
-            self.0 = Some(format!("{value:?}"));
-        }
-    }
-}
-
-impl Subscriber for Lines {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &Attributes<'_>) -> Id {
-        Id::from_u64(1)
-    }
-    fn record(&self, _: &Id, _: &Record<'_>) {}
-    fn record_follows_from(&self, _: &Id, _: &Id) {}
-    fn event(&self, event: &Event<'_>) {
-        if event.metadata().target() != TARGET {
-            return;
-        }
-        let mut message = MessageField(None);
-        event.record(&mut message);
-        if let Some(m) = message.0 {
-            self.0
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(m);
-        }
-    }
-    fn enter(&self, _: &Id) {}
-    fn exit(&self, _: &Id) {}
-}
-
-/// Runs `f` on a current-thread runtime with the capturing subscriber; returns its value and
-/// the telemetry lines logged meanwhile.
-///
-/// `tracing` caches each callsite's interest process-wide, and while at most one dispatcher is
-/// registered it computes that interest from the *registering* thread's default: a sibling
-/// test thread without a subscriber reaching the emit callsite first would cache "never" and
-/// blind this capture. A second live dispatcher (the anchor, which sees nothing) makes the
-/// cache consult every registered dispatcher instead, and rebuilding it inside the scope
-/// repairs whatever was cached before.
+/// The telemetry lines logged while `f` runs (see [`capture_logs`]).
 fn captured<T>(f: impl AsyncFnOnce() -> T) -> (T, Vec<String>) {
-    let lines = Lines::default();
-    let _anchor = tracing::Dispatch::new(Lines::default());
-    let value = tracing::subscriber::with_default(lines.clone(), || {
-        tracing::callsite::rebuild_interest_cache();
-        rt().block_on(f())
-    });
-    let out = lines
-        .0
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clone();
-    (value, out)
+    let (value, logs) = capture_logs(f);
+    let lines = logs
+        .into_iter()
+        .filter(|(target, _)| target == TARGET)
+        .map(|(_, message)| message)
+        .collect();
+    (value, lines)
 }
 
 /// The JSON objects of the trim lines among `lines`, checking there is nothing else.
