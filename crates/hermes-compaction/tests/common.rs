@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use compaction_core::{Estimator, Message, parse};
 use compaction_llm::{ExtractiveSummarizer, Summarizer};
+use compaction_store::{Store, StoreOptions};
 use hermes_compaction::{Compressor, Config};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -149,4 +150,35 @@ pub fn capture_logs<T>(f: impl AsyncFnOnce() -> T) -> (T, Vec<(String, String)>)
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     (value, out)
+}
+
+/// SQLite in memory, plus a throw-away PostgreSQL schema when `HERMES_TEST_DATABASE_URL` is
+/// set (required with `HERMES_REQUIRE_POSTGRES=1`; otherwise the skip is said).
+pub async fn stores(test: &str) -> Vec<Store> {
+    let mut out = vec![Store::connect("sqlite::memory:").await.unwrap()];
+    match std::env::var("HERMES_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => {
+            let schema = format!("hermes_fr_{test}_{}", std::process::id());
+            let options = StoreOptions {
+                postgres_schema: Some(schema),
+                ..StoreOptions::default()
+            };
+            out.push(Store::connect_with(&url, &options).await.unwrap());
+        }
+        _ => {
+            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
+            }
+            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
+        }
+    }
+    out
+}
+
+/// Drops the PostgreSQL schema of a store from [`stores`].
+pub async fn finish(store: Store) {
+    #[allow(irrefutable_let_patterns)]
+    if let Store::Postgres(pg) = &store {
+        pg.drop_schema().await.unwrap();
+    }
 }

@@ -145,47 +145,69 @@ fn batch_then_micro_and_micro_then_batch() {
     assert_eq!(markers(t.messages(), MarkerKind::Micro), 1);
 }
 
+/// Cursor recovery through each store backend (SQLite in memory; PostgreSQL when configured):
+/// a fresh compressor given only what `load_active` returns continues from the rolling
+/// summary without re-summarizing absorbed work.
 #[test]
 fn a_fresh_compressor_resumes_from_what_the_store_loads() {
-    use compaction_store::Store;
+    use crate::common::{finish, stores};
     use hermes_compaction::compressor::Persistence;
     let rt = rt();
     rt.block_on(async {
-        let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
-        store.create_session("s").await.unwrap();
-        let s = Arc::new(ScriptedSummarizer::new());
-        let mut c = with_summarizer(micro_config(32_000), s.clone()).with_store(Persistence {
-            store: store.clone(),
-            session: "s".into(),
-            generation: 0,
-        });
-        let mut t = c.transcript(session(60, 600));
-        for i in 0..3 {
-            s.push_text(format!("summary {i}"));
-            let r = c.finalize_turn(&mut t).await.unwrap();
-            assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+        for store in stores("micro_resume").await {
+            let backend = match &store {
+                compaction_store::Store::Sqlite(_) => "sqlite",
+                _ => "postgres",
+            };
+            let dyn_store = store.clone().into_dyn();
+            dyn_store.create_session("s").await.unwrap();
+            let s = Arc::new(ScriptedSummarizer::new());
+            let mut c = with_summarizer(micro_config(32_000), s.clone()).with_store(Persistence {
+                store: dyn_store.clone(),
+                session: "s".into(),
+                generation: 0,
+            });
+            let mut t = c.transcript(session(60, 600));
+            for i in 0..3 {
+                s.push_text(format!("summary {i}"));
+                let r = c.finalize_turn(&mut t).await.unwrap();
+                assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{backend}");
+            }
+            let cursor = c.micro_state().cursor;
+            // Resume: a new process loads the active rows and continues.
+            let loaded = dyn_store.load_active("s").await.unwrap();
+            let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
+            assert_eq!(wire(&loaded), wire(t.messages()), "{backend}");
+            let generation = dyn_store.generation("s").await.unwrap();
+            let s2 = Arc::new(ScriptedSummarizer::new());
+            let mut fresh =
+                with_summarizer(micro_config(32_000), s2.clone()).with_store(Persistence {
+                    store: dyn_store.clone(),
+                    session: "s".into(),
+                    generation,
+                });
+            let mut t2 = fresh.transcript(loaded);
+            s2.push_text("summary 3");
+            let r = fresh.finalize_turn(&mut t2).await.unwrap();
+            assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{backend}");
+            // It merged into the rehydrated summary and did not re-summarize absorbed work.
+            let req = &s2.requests()[0];
+            assert_eq!(
+                req.previous_summary.as_deref(),
+                Some("summary 2"),
+                "{backend}"
+            );
+            assert!(
+                r.earliest_changed_index.unwrap() + 1 >= cursor.unwrap(),
+                "{backend}"
+            );
+            assert_eq!(markers(t2.messages(), MarkerKind::Micro), 1, "{backend}");
+            // And what it committed is what the store now holds.
+            let reloaded = dyn_store.load_active("s").await.unwrap();
+            assert_eq!(wire(&reloaded), wire(t2.messages()), "{backend}");
+            drop(dyn_store);
+            finish(store).await;
         }
-        let cursor = c.micro_state().cursor;
-        // Resume: a new process loads the active rows and continues.
-        let loaded = store.load_active("s").await.unwrap();
-        let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
-        assert_eq!(wire(&loaded), wire(t.messages()));
-        let generation = store.generation("s").await.unwrap();
-        let s2 = Arc::new(ScriptedSummarizer::new());
-        let mut fresh = with_summarizer(micro_config(32_000), s2.clone()).with_store(Persistence {
-            store: store.clone(),
-            session: "s".into(),
-            generation,
-        });
-        let mut t2 = fresh.transcript(loaded);
-        s2.push_text("summary 3");
-        let r = fresh.finalize_turn(&mut t2).await.unwrap();
-        assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
-        // It merged into the rehydrated summary and did not re-summarize absorbed work.
-        let req = &s2.requests()[0];
-        assert_eq!(req.previous_summary.as_deref(), Some("summary 2"));
-        assert!(r.earliest_changed_index.unwrap() + 1 >= cursor.unwrap());
-        assert_eq!(markers(t2.messages(), MarkerKind::Micro), 1);
     });
 }
 

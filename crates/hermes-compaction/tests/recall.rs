@@ -5,42 +5,13 @@ use std::sync::Arc;
 
 use compaction_core::trim::{TRIMMED_PREFIX, TrimConfig};
 use compaction_core::{Edit, Estimator, MarkerKind, Message, Role, ToolCall, marker};
-use compaction_store::{Commit, Store, StoreOptions, TranscriptStore};
+use compaction_store::{Commit, Store, TranscriptStore};
 use hermes_compaction::Config;
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 use hermes_compaction::trim::{TrimStatus, trim_for_insert};
 
-use crate::common::{config, extractive, fixtures, rt};
-
-/// SQLite in memory, plus a throw-away PostgreSQL schema when the URL is set.
-async fn stores(test: &str) -> Vec<Store> {
-    let mut out = vec![Store::connect("sqlite::memory:").await.unwrap()];
-    match std::env::var("HERMES_TEST_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            let schema = format!("hermes_fr_{test}_{}", std::process::id());
-            let options = StoreOptions {
-                postgres_schema: Some(schema),
-                ..StoreOptions::default()
-            };
-            out.push(Store::connect_with(&url, &options).await.unwrap());
-        }
-        _ => {
-            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
-            }
-            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
-        }
-    }
-    out
-}
-
-async fn finish(store: Store) {
-    #[allow(irrefutable_let_patterns)]
-    if let Store::Postgres(pg) = &store {
-        pg.drop_schema().await.unwrap();
-    }
-}
+use crate::common::{config, extractive, finish, fixtures, rt, stores};
 
 fn trim_config() -> Config {
     let mut c = config(64_000);
