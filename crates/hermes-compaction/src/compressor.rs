@@ -611,6 +611,9 @@ impl Compressor {
                 .append(&p.session, &mut fresh)
                 .await
                 .map_err(|_| Failure::Store)?;
+            // The copies share their bodies with the transcript's messages until dropped;
+            // stamping the transcript while they live would copy every body.
+            drop(fresh);
             if ids.len() != unstamped.len() {
                 return Err(Failure::Store);
             }
