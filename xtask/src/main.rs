@@ -63,6 +63,20 @@ fn ci_steps() -> Result<TestSummary, String> {
     )?;
     layering()?;
     let summary = run_tests()?;
+    // The agent-loop example asserts what it shows (no request over the window, the store
+    // holds the transcript): run it, not only build it.
+    step(
+        "example",
+        &[
+            "run",
+            "-q",
+            "-p",
+            "hermes-compaction",
+            "--all-features",
+            "--example",
+            "agent_loop",
+        ],
+    )?;
     let mut doc = Command::new(cargo());
     doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings");
