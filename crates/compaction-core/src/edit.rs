@@ -119,9 +119,10 @@ impl Edit {
         Ok(out)
     }
 
-    /// Applies the edit in place, keeping the token cache current: a few splices each shift
-    /// only what follows them; many are applied in a single pass over the transcript
-    /// ([`Transcript::splice_many`]). Returns the removed messages, in order.
+    /// Applies the edit in place, keeping the token cache current: a few splices each move
+    /// only the shorter side of the transcript (see [`Transcript::splice`]); many are applied
+    /// in a single pass over the transcript ([`Transcript::splice_many`]). Returns the removed
+    /// messages, in order.
     pub fn apply_to(
         self,
         t: &mut Transcript,
@@ -164,7 +165,7 @@ impl Edit {
                 .map(|(_, m)| m)
                 .collect()
         } else if splices.len() <= FEW_SPLICES {
-            // A few splices (a micro pass, a batch summary): shift only what follows each one,
+            // A few splices (a micro pass, a batch summary): each moves only its shorter side,
             // from the back so earlier indices stay valid.
             let mut chunks: Vec<Vec<Message>> = Vec::with_capacity(splices.len());
             while let Some((range, replacement)) = splices.pop() {
