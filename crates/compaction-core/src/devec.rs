@@ -24,10 +24,17 @@ impl Placeholder for i64 {
 }
 
 /// Elements live in `buf[start..]`; `buf[..start]` are placeholders.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub(crate) struct DeVec<T> {
     buf: Vec<T>,
     start: usize,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for DeVec<T> {
+    /// The elements only, as a list: the free slots are an implementation detail.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.buf[self.start..]).finish()
+    }
 }
 
 impl<T: Placeholder> DeVec<T> {
@@ -163,5 +170,12 @@ mod tests {
         d.splice(0..0, vec![-2; 6]);
         assert_eq!(&d.as_slice()[..7], &[-2, -2, -2, -2, -2, -2, 0]);
         assert_eq!(d.len(), 10_002);
+        // Debug shows the elements, not the free slots.
+        let small = {
+            let mut s = DeVec::from_vec(vec![1i64, 2, 3, 4]);
+            s.splice(0..2, vec![9]);
+            s
+        };
+        assert_eq!(format!("{small:?}"), "[9, 3, 4]");
     }
 }
