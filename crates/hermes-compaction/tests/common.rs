@@ -182,3 +182,21 @@ pub async fn finish(store: Store) {
         pg.drop_schema().await.unwrap();
     }
 }
+
+/// A configuration that trims tool results over 500 tokens to 400-character ends.
+pub fn trim_config() -> Config {
+    let mut c = config(64_000);
+    c.compression.insert_trim_tokens = 500;
+    c.compression.insert_trim_head_chars = 400;
+    c.compression.insert_trim_tail_chars = 400;
+    c
+}
+
+/// An assistant message calling the `bash` tool with `command`.
+pub fn shell_call(id: &str, command: &str) -> Message {
+    let args = serde_json::json!({ "command": command }).to_string();
+    Message::assistant_tool_calls(
+        "",
+        vec![compaction_core::ToolCall::function(id, "bash", args)],
+    )
+}

@@ -6,31 +6,11 @@ use std::sync::Arc;
 use compaction_core::trim::{TRIMMED_PREFIX, TrimConfig};
 use compaction_core::{Edit, Estimator, MarkerKind, Message, Role, ToolCall, marker};
 use compaction_store::{Commit, Store, TranscriptStore};
-use hermes_compaction::Config;
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 use hermes_compaction::trim::{TrimStatus, trim_for_insert};
 
-use crate::common::{config, extractive, finish, fixtures, rt, stores};
-
-fn trim_config() -> Config {
-    let mut c = config(64_000);
-    c.compression.insert_trim_tokens = 500;
-    c.compression.insert_trim_head_chars = 400;
-    c.compression.insert_trim_tail_chars = 400;
-    c
-}
-
-fn shell_call(id: &str) -> Message {
-    Message::assistant_tool_calls(
-        "",
-        vec![ToolCall::function(
-            id,
-            "bash",
-            r#"{"command":"cargo test"}"#,
-        )],
-    )
-}
+use crate::common::{config, extractive, finish, fixtures, rt, shell_call, stores, trim_config};
 
 fn big_log() -> String {
     let mut s: String = (0..600)
@@ -53,7 +33,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             };
             let mut c = extractive(trim_config());
             let mut t = c.transcript(vec![Message::system("sys"), Message::user("run the tests")]);
-            t.push(shell_call("call_1"), &Estimator::default());
+            t.push(shell_call("call_1", "cargo test"), &Estimator::default());
             let result = Message::from_json(&format!(
                 r#"{{"role":"tool","tool_call_id":"call_1","content":{},"ts":1.50}}"#,
                 serde_json::to_string(&big_log()).unwrap()
@@ -126,7 +106,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
     rt().block_on(async {
         let mut c = extractive(trim_config());
         let mut t = c.transcript(vec![Message::user("go")]);
-        t.push(shell_call("c"), &Estimator::default());
+        t.push(shell_call("c", "cargo test"), &Estimator::default());
         let result = Message::tool_result("c", big_log());
         // No store.
         let (m, status) = c.on_tool_result(&t, result.clone(), None).await;

@@ -7,13 +7,13 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::common::{capture_logs, config, extractive};
-use compaction_core::{Estimator, Message, TokenCounter, ToolCall};
+use crate::common::{capture_logs, config, extractive, shell_call, trim_config};
+use compaction_core::{Estimator, Message, TokenCounter};
 use compaction_store::{Store, TranscriptStore};
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::telemetry::TARGET;
 use hermes_compaction::trim::TrimStatus;
-use hermes_compaction::{Compressor, Config};
+use hermes_compaction::Compressor;
 use serde_json::Value;
 
 const PREFIX: &str = "insert trim telemetry: ";
@@ -40,25 +40,6 @@ fn trim_lines(lines: &[String]) -> Vec<Value> {
             serde_json::from_str(json).unwrap()
         })
         .collect()
-}
-
-fn trim_config() -> Config {
-    let mut c = config(64_000);
-    c.compression.insert_trim_tokens = 500;
-    c.compression.insert_trim_head_chars = 400;
-    c.compression.insert_trim_tail_chars = 400;
-    c
-}
-
-fn shell_call(id: &str) -> Message {
-    Message::assistant_tool_calls(
-        "",
-        vec![ToolCall::function(
-            id,
-            "bash",
-            r#"{"command":"cargo test --workspace"}"#,
-        )],
-    )
 }
 
 /// A tool output of distinct lines, so any 16-character window of it is recognisable.
@@ -98,7 +79,10 @@ fn a_trimmed_tool_result_emits_one_content_free_line_with_running_totals() {
         let p = sqlite_persistence("s").await;
         let mut c: Compressor = extractive(trim_config());
         let mut t = c.transcript(vec![Message::system("sys"), Message::user("run the tests")]);
-        t.push(shell_call("call_1"), &Estimator::default());
+        t.push(
+            shell_call("call_1", "cargo test --workspace"),
+            &Estimator::default(),
+        );
         let (_, first) = c
             .on_tool_result(
                 &t,
@@ -106,7 +90,10 @@ fn a_trimmed_tool_result_emits_one_content_free_line_with_running_totals() {
                 Some(&p),
             )
             .await;
-        t.push(shell_call("call_2"), &Estimator::default());
+        t.push(
+            shell_call("call_2", "cargo test --workspace"),
+            &Estimator::default(),
+        );
         let (_, next) = c
             .on_tool_result(&t, Message::tool_result("call_2", second.clone()), Some(&p))
             .await;
@@ -177,7 +164,10 @@ fn kept_results_say_why_and_save_nothing() {
     let (statuses, lines) = captured(async || {
         let c = extractive(trim_config());
         let mut t = c_transcript();
-        t.push(shell_call("c"), &Estimator::default());
+        t.push(
+            shell_call("c", "cargo test --workspace"),
+            &Estimator::default(),
+        );
         let result = Message::tool_result("c", log.clone());
         // No store.
         let (_, no_store) = c.on_tool_result(&t, result.clone(), None).await;
@@ -223,7 +213,10 @@ fn nothing_is_emitted_when_no_trim_was_due() {
         let p = sqlite_persistence("n").await;
         let c = extractive(trim_config());
         let mut t = c_transcript();
-        t.push(shell_call("c"), &Estimator::default());
+        t.push(
+            shell_call("c", "cargo test --workspace"),
+            &Estimator::default(),
+        );
         // Under the limit.
         let (_, small) = c
             .on_tool_result(&t, Message::tool_result("c", "ok"), Some(&p))
