@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use compaction_core::Message as EngineMessage;
 
 use crate::rows::{
-    DOC_CHUNK, Doc, INSERT_CHUNK, Prepared, STRIDE, check_handle, check_session_id, decode,
+    DOC_CHUNK, Doc, INSERT_CHUNK, Prepared, STRIDE, Term, check_handle, check_session_id, decode,
     insert_sql, now_ms, placeholders, prepare, search_terms, search_text, spread, to_i64,
 };
 use crate::{

@@ -24,10 +24,12 @@
 //! Search text is split into words by the store itself, the same way for both backends:
 //! every character that is not a letter or digit separates words, and runs of Chinese,
 //! Japanese or Korean characters (Han, kana, Hangul), written without spaces, are indexed
-//! and queried as overlapping pairs of characters (`数据库迁移` as `数据 据库 库迁 迁移`), so
-//! any two or more consecutive characters of such a run find it. Schema migration 3 rebuilt
-//! the index of databases written before this splitting (lazily, at the next search of each
-//! session).
+//! as overlapping pairs of characters followed by each character alone (`数据库` as
+//! `数据 据库 数 据 库`). A query run of two or more characters is the phrase of its pairs
+//! (they must stand next to each other, in order) and a single character is one word, so a
+//! query finds exactly the texts holding its characters consecutively, whatever their
+//! number. Schema migration 3 rebuilt the index of databases written before this splitting
+//! (lazily, at the next search of each session).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -181,10 +183,14 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
     /// Full-text search over what compaction removed from this session: its archived rows and
     /// its trimmed originals, best match first, at most `limit` hits. Every word of `query`
     /// (letters and digits, case-insensitive) must occur. A run of CJK characters in the query
-    /// counts as its overlapping character pairs, so `数据库` finds text containing `数据库`
-    /// (and, rarely, text holding `数据` and `据库` apart); a single CJK character finds only
-    /// text where it stands alone. At most 16 terms (words and pairs) are used, the first
-    /// ones: a CJK run longer than 17 characters narrows the search by its first 17 only.
+    /// must occur as it is: `数据库` finds text containing `数据库`, not text holding `数据`
+    /// and `据库` apart, and a single CJK character finds it anywhere. At most 16 index words
+    /// are used, the first ones (a word or a lone CJK character counts one, a CJK run of
+    /// `n > 1` characters `n - 1`): a CJK run longer than 17 characters narrows the search
+    /// by its first 17 only, and what follows a run cut that way is not used. On PostgreSQL,
+    /// a CJK run of three or more characters is not found where it stands only past the
+    /// 16,383rd word of a long text, or past the 256th occurrence there of one of its pairs
+    /// (a tsvector keeps no more positions); SQLite has no such limit.
     /// Archived rows are indexed on the first search after they were archived, so work is
     /// proportional to what changed since the last search. Never returns another session's
     /// content.

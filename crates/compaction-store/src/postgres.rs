@@ -155,12 +155,27 @@ const SQL_PENDING_INDEX: &str = "SELECT \
              WHERE session_id = $1 AND NOT active AND NOT search_indexed), \
      EXISTS (SELECT 1 FROM hermes_originals WHERE session_id = $1 AND NOT search_indexed)";
 const SQL_SEARCH: &str = "SELECT row_id, handle FROM hermes_search \
-     WHERE session_id = $1 AND tsv @@ plainto_tsquery('simple', $2) \
-     ORDER BY ts_rank(tsv, plainto_tsquery('simple', $2)) DESC, id LIMIT $3";
+     WHERE session_id = $1 AND tsv @@ to_tsquery('simple', $2) \
+     ORDER BY ts_rank(tsv, to_tsquery('simple', $2)) DESC, id LIMIT $3";
 
-/// A `plainto_tsquery` input requiring every term (terms are letters and digits only).
-fn fts_query(terms: &[String]) -> String {
-    terms.join(" ")
+/// A `to_tsquery` input requiring every term (`&`); the words of a phrase are joined by
+/// `<->` (next position) and parenthesized: `ok & (数据 <-> 据库)`. Words are letters and
+/// digits only (`char::is_alphanumeric`, which no ASCII punctuation or space satisfies), so
+/// none holds a tsquery operator (`& | ! ( ) < - > : * '`, backslash) or a space and none
+/// needs quoting.
+///
+/// PostgreSQL keeps at most 256 positions per word of a tsvector and none past 16,383
+/// (later words share that last position), so in a very long document a phrase standing
+/// only past those limits is not found; SQLite keeps every position.
+fn fts_query(terms: &[Term]) -> String {
+    terms
+        .iter()
+        .map(|t| match t.as_slice() {
+            [word] => word.clone(),
+            words => format!("({})", words.join(" <-> ")),
+        })
+        .collect::<Vec<_>>()
+        .join(" & ")
 }
 
 /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search

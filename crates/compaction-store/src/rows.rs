@@ -185,10 +185,14 @@ pub(crate) fn migrator(steps: &[(i64, &'static str, &'static str)]) -> sqlx::mig
 
 /// Most characters of index text written for one message (separating spaces included). Text
 /// outside CJK runs maps one to one, so this is the longest prefix read of ordinary text; a
-/// CJK run takes about three characters per source character as bigrams. PostgreSQL refuses
-/// a tsvector whose distinct words exceed 1 MB: a word of `k` characters and its separator
-/// cost at most `4k + 5` bytes there, 4.5 bytes per character of this budget at worst. The
-/// full text stays retrievable by row id or handle.
+/// CJK run takes about five characters per source character (three for its bigram, two for
+/// its unigram). PostgreSQL refuses a tsvector whose words take more than 1 MB: each
+/// distinct word of `k` characters costs at most `4k` bytes of UTF-8, one byte of alignment
+/// and two for its position count, and each occurrence two more for its position, so a word
+/// costs at most `4k + 5` bytes for the `k + 1` characters (separator included) it takes of
+/// this budget. That is 4.5 bytes per character at worst (a unigram: 9 bytes for 2
+/// characters), 900,000 bytes for the whole budget. The full text stays retrievable by row
+/// id or handle.
 pub(crate) const SEARCH_TEXT_MAX_CHARS: usize = 200_000;
 
 /// One document for the search index: an archived row or a trimmed original.
@@ -201,8 +205,10 @@ pub(crate) struct Doc {
 /// Documents per multi-row INSERT into the search index.
 pub(crate) const DOC_CHUNK: usize = 100;
 
-/// Most query terms a search uses (words, and bigrams of CJK runs), the first ones of the
-/// query: a CJK run of more than 17 characters only narrows the search by its first 17.
+/// Most index words a search query uses (its words, the bigrams of its CJK runs and its
+/// single CJK characters), the first ones of the query. A phrase that would go past the limit
+/// is cut to its first bigrams: a CJK run of more than 17 characters only narrows the search
+/// by its first 17 (fewer when words come before it), and the terms after it are dropped.
 pub(crate) const SEARCH_MAX_TERMS: usize = 16;
 
 /// Longest query word outside CJK runs, in characters (longer words are cut).
@@ -213,11 +219,14 @@ const SEARCH_TERM_MAX_CHARS: usize = 64;
 /// both backends split words the same way (paths, URLs and identifiers become their parts).
 ///
 /// Scripts written without spaces between words (see [`is_cjk`]) are indexed as overlapping
-/// bigrams: a run `数据库` becomes `数据 据库`, a run of one character stays itself, and a
-/// run is separated from letters or digits of other scripts next to it (`test数据库` becomes
-/// `test 数据 据库`). Text without CJK characters comes out as before bigrams existed.
-/// At most [`SEARCH_TEXT_MAX_CHARS`] characters; a bigram that does not fit whole is left
-/// out with everything after it.
+/// bigrams at consecutive positions, followed by each character of the run alone: a run
+/// `数据库` becomes `数据 据库 数 据 库`, a run of one character stays itself, and a run is
+/// separated from letters or digits of other scripts next to it (`test数据库` becomes
+/// `test 数据 据库 数 据 库`). A query phrase of the bigrams then finds exactly the runs
+/// holding that substring, and a unigram any character of a run. Text without CJK
+/// characters comes out as before bigrams existed. At most [`SEARCH_TEXT_MAX_CHARS`]
+/// characters; a bigram or unigram that does not fit whole is left out with everything after
+/// it.
 pub(crate) fn search_text(m: &Message) -> String {
     let mut out = IndexText {
         text: String::new(),
@@ -231,30 +240,42 @@ pub(crate) fn search_text(m: &Message) -> String {
     out.text
 }
 
-/// The terms of a search query, lower-cased: its words (letters and digits, each at most
-/// 64 characters) with CJK runs split into bigrams the way [`search_text`] splits them, so a
-/// query matches any text holding the query's characters in that order (`数据库` finds
-/// `数据库迁移`). At most [`SEARCH_MAX_TERMS`], the first ones. A query of a single CJK
-/// character finds it only where it stands alone.
-pub(crate) fn search_terms(query: &str) -> Vec<String> {
-    let mut terms = Vec::new();
+/// One term of a search query: index words that must appear at consecutive positions, in
+/// this order. A word outside CJK runs and a single CJK character are one-word terms; a CJK
+/// run of two or more characters is the phrase of its bigrams. Every word consists of letters
+/// and digits only (see [`search_terms`]).
+pub(crate) type Term = Vec<String>;
+
+/// The terms of a search query, lower-cased, all of which must match: its words (letters and
+/// digits, each at most 64 characters), and each CJK run split the way [`search_text`]
+/// splits it. A run of two or more characters becomes the phrase of its bigrams, so it
+/// matches exactly the text holding those characters consecutively (`数据库` finds
+/// `数据库迁移`, not `数据` and `据库` apart); a single CJK character matches it anywhere
+/// in a run. At most [`SEARCH_MAX_TERMS`] words in all, the first ones: a phrase that would
+/// exceed them is cut to its first bigrams and nothing after it is used.
+pub(crate) fn search_terms(query: &str) -> Vec<Term> {
+    let mut terms: Vec<Term> = Vec::new();
+    let mut room = SEARCH_MAX_TERMS;
     let words = query
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty());
     for word in words {
         for (class, run) in runs(word) {
-            match class {
-                Class::Plain => terms.push(
+            let mut term = match class {
+                Class::Plain => vec![
                     run.chars()
                         .take(SEARCH_TERM_MAX_CHARS)
                         .collect::<String>()
                         .to_lowercase(),
-                ),
-                Class::Cjk => terms.extend(cjk_terms(run)),
-                Class::Separator => {}
-            }
-            if terms.len() >= SEARCH_MAX_TERMS {
-                terms.truncate(SEARCH_MAX_TERMS);
+                ],
+                Class::Cjk => cjk_terms(run),
+                Class::Separator => continue,
+            };
+            let cut = term.len() > room;
+            term.truncate(room);
+            room -= term.len();
+            terms.push(term);
+            if cut || room == 0 {
                 return terms;
             }
         }
@@ -296,7 +317,7 @@ enum Class {
     Separator,
     /// A letter or digit of a script that separates words.
     Plain,
-    /// A letter or digit of a CJK script: indexed as bigrams.
+    /// A letter or digit of a CJK script: indexed as bigrams and unigrams.
     Cjk,
 }
 
@@ -326,7 +347,7 @@ fn runs(s: &str) -> impl Iterator<Item = (Class, &str)> {
     })
 }
 
-/// The overlapping bigrams of a CJK run (the run itself when it is one character).
+/// The overlapping bigrams of a CJK run, in order (the run itself when it is one character).
 fn cjk_terms(run: &str) -> Vec<String> {
     let chars: Vec<char> = run.chars().collect();
     if chars.len() < 2 {
@@ -353,7 +374,7 @@ impl IndexText {
             match class {
                 Class::Separator => run.chars().for_each(|_| self.push(' ')),
                 Class::Plain => run.chars().for_each(|c| self.push(c)),
-                Class::Cjk => self.bigrams(run),
+                Class::Cjk => self.cjk_run(run),
             }
             prev = class;
         }
@@ -367,16 +388,20 @@ impl IndexText {
         }
     }
 
-    /// Writes a CJK run as space-separated bigrams; the first one that does not fit whole
-    /// ends the text.
-    fn bigrams(&mut self, run: &str) {
+    /// Writes a CJK run as space-separated bigrams (consecutive words, so a query phrase can
+    /// require them in order) and then each of its characters alone; a run of one character
+    /// is that character. The first word that does not fit whole ends the text.
+    fn cjk_run(&mut self, run: &str) {
         let chars: Vec<char> = run.chars().collect();
         if chars.len() < 2 {
             chars.iter().for_each(|&c| self.push(c));
             return;
         }
-        for (i, pair) in chars.windows(2).enumerate() {
-            let need = if i == 0 { 2 } else { 3 };
+        let bigrams = chars.windows(2);
+        let unigrams = chars.chunks(1);
+        for (i, word) in bigrams.chain(unigrams).enumerate() {
+            // A space before every word but the first.
+            let need = word.len() + usize::from(i > 0);
             if self.budget < need {
                 self.budget = 0;
                 return;
@@ -384,8 +409,7 @@ impl IndexText {
             if i > 0 {
                 self.push(' ');
             }
-            self.push(pair[0]);
-            self.push(pair[1]);
+            word.iter().for_each(|&c| self.push(c));
         }
     }
 }
@@ -442,6 +466,11 @@ mod tests {
         assert!(wide[0] < wide[1]);
     }
 
+    /// Each term as its words joined by spaces.
+    fn flat(terms: Vec<Term>) -> Vec<String> {
+        terms.iter().map(|t| t.join(" ")).collect()
+    }
+
     #[test]
     fn search_text_and_terms_split_alike() {
         let m = Message::assistant_tool_calls(
@@ -456,7 +485,10 @@ mod tests {
             search_text(&m),
             "see src main rs 12 read file   path   a b rs   "
         );
-        assert_eq!(search_terms("Main.RS, \"a_b\"!"), ["main", "rs", "a", "b"]);
+        assert_eq!(
+            search_terms("Main.RS, \"a_b\"!"),
+            [["main"], ["rs"], ["a"], ["b"]]
+        );
         assert!(search_terms(" -- ").is_empty());
         assert_eq!(search_terms(&"w ".repeat(40)).len(), SEARCH_MAX_TERMS);
         let long = Message::user("x".repeat(SEARCH_TEXT_MAX_CHARS + 10));
@@ -492,76 +524,113 @@ mod tests {
                 .map(str::to_lowercase)
                 .take(SEARCH_MAX_TERMS)
                 .collect();
-            assert_eq!(search_terms(s), words, "{s}");
+            assert_eq!(flat(search_terms(s)), words, "{s}");
+            assert!(search_terms(s).iter().all(|t| t.len() == 1), "{s}");
         }
         let long = "x".repeat(100);
-        assert_eq!(search_terms(&long), ["x".repeat(64)]);
+        assert_eq!(search_terms(&long), [["x".repeat(64)]]);
     }
 
     #[test]
-    fn cjk_runs_become_bigrams() {
+    fn cjk_runs_become_bigrams_then_unigrams() {
         let check = |text: &str, expected: &str| {
             assert_eq!(search_text(&Message::user(text)), expected, "{text}");
         };
-        check("数据库迁移失败", "数据 据库 库迁 迁移 移失 失败 ");
+        check(
+            "数据库迁移失败",
+            "数据 据库 库迁 迁移 移失 失败 数 据 库 迁 移 失 败 ",
+        );
         check("数", "数 ");
-        check("好的", "好的 ");
-        check("test数据库", "test 数据 据库 ");
-        check("数据库test 2", "数据 据库 test 2 ");
-        check("版本2更新", "版本 2 更新 ");
+        check("好的", "好的 好 的 ");
+        check("test数据库", "test 数据 据库 数 据 库 ");
+        check("数据库test 2", "数据 据库 数 据 库 test 2 ");
+        check("版本2更新", "版本 版 本 2 更新 更 新 ");
         // CJK punctuation separates like any other: the run after it is a unigram.
-        check("数据，库。", "数据 库  ");
+        check("数据，库。", "数据 数 据 库  ");
         // Kana and kanji form one run; the prolonged sound mark belongs to it.
-        check("データの移行", "デー ータ タの の移 移行 ");
-        check("데이터베이스 실패", "데이 이터 터베 베이 이스 실패 ");
-        check("人々〇", "人々 々〇 ");
-        check("ﾃﾞｰﾀ", "ﾃﾞ ﾞｰ ｰﾀ ");
-        check("𠀀𠀁㐀", "𠀀𠀁 𠀁㐀 ");
+        check(
+            "データの移行",
+            "デー ータ タの の移 移行 デ ー タ の 移 行 ",
+        );
+        check("실패 성공", "실패 실 패 성공 성 공 ");
+        check("人々〇", "人々 々〇 人 々 〇 ");
+        check("ﾃﾞｰﾀ", "ﾃﾞ ﾞｰ ｰﾀ ﾃ ﾞ ｰ ﾀ ");
+        check("𠀀𠀁㐀", "𠀀𠀁 𠀁㐀 𠀀 𠀁 㐀 ");
         // Each part of a message is its own run.
         let m = Message::assistant_tool_calls(
             "日本",
             vec![compaction_core::ToolCall::function(
                 "c",
                 "検索",
-                r#"{"q":"東京"}"#,
+                r#"{"q":"東"}"#,
             )],
         );
-        assert_eq!(search_text(&m), "日本 検索   q   東京   ");
+        assert_eq!(search_text(&m), "日本 日 本 検索 検 索   q   東   ");
     }
 
     #[test]
-    fn cjk_query_terms_match_the_index() {
-        assert_eq!(search_terms("数据库"), ["数据", "据库"]);
-        assert_eq!(search_terms("数"), ["数"]);
+    fn cjk_query_runs_become_phrases() {
+        assert_eq!(search_terms("数据库"), [["数据", "据库"]]);
+        assert_eq!(search_terms("数"), [["数"]]);
         assert_eq!(
-            search_terms("Test数据库, OK"),
-            ["test", "数据", "据库", "ok"]
+            flat(search_terms("Test数据库, OK 库")),
+            ["test", "数据 据库", "ok", "库"]
         );
-        assert_eq!(search_terms("실패"), ["실패"]);
-        assert_eq!(search_terms("「移行」"), ["移行"]);
-        // A long run keeps its first bigrams only.
+        assert_eq!(search_terms("실패"), [["실패"]]);
+        assert_eq!(search_terms("「移行」"), [["移行"]]);
+        // A long run keeps its first bigrams only, and nothing after it is used.
         let run: String = ('一'..).take(40).collect();
-        let terms = search_terms(&run);
-        assert_eq!(terms.len(), SEARCH_MAX_TERMS);
-        assert_eq!(terms[0], "一丁");
         let chars: Vec<char> = run.chars().collect();
-        assert_eq!(terms[15], chars[15..17].iter().collect::<String>());
-        assert_eq!(search_terms(&format!("ab {run}"))[..2], ["ab", "一丁"]);
-        // Every term of any substring of two or more characters is a word of the index text.
+        let terms = search_terms(&format!("{run} zz"));
+        assert_eq!(terms.len(), 1);
+        assert_eq!(terms[0].len(), SEARCH_MAX_TERMS);
+        assert_eq!(terms[0][0], "一丁");
+        assert_eq!(terms[0][15], chars[15..17].iter().collect::<String>());
+        let terms = search_terms(&format!("ab {run}"));
+        assert_eq!(terms.len(), 2);
+        assert_eq!(terms[0], ["ab"]);
+        assert_eq!(terms[1].len(), SEARCH_MAX_TERMS - 1);
+        // Words count one each, a phrase its bigrams: 14 words and a phrase of two fill it.
+        let query = format!("{}数据库 zz", "w ".repeat(14));
+        let terms = search_terms(&query);
+        assert_eq!(terms.len(), 15);
+        assert_eq!(terms[14], ["数据", "据库"]);
+        // Words are letters and digits only: nothing a query syntax would read as an operator.
+        let all = "数据库 ﾃﾞｰﾀ ガギグ 데이터 ᄀᄁ 人々 〇一 A-b_c ＡＢ１ 57P01";
+        for word in search_terms(all).iter().flatten() {
+            assert!(word.chars().all(char::is_alphanumeric), "{word}");
+        }
+    }
+
+    /// Whether `phrase` appears in `words` at consecutive positions, in order.
+    fn has_phrase(words: &[&str], phrase: &[String]) -> bool {
+        words.windows(phrase.len()).any(|w| w == phrase)
+    }
+
+    #[test]
+    fn cjk_query_matches_exactly_the_substrings() {
         let text = "数据库迁移失败：连接超时 データベースの移行 데이터베이스";
         let indexed = search_text(&Message::user(text));
         let words: Vec<&str> = indexed.split(' ').collect();
         let chars: Vec<char> = text.chars().collect();
+        // Every substring of one or more characters: each term is in the index.
         for i in 0..chars.len() {
-            for j in i + 2..=chars.len() {
+            for j in i + 1..=chars.len() {
                 let sub: String = chars[i..j].iter().collect();
                 for term in search_terms(&sub) {
-                    if term.chars().count() == 2 {
-                        assert!(words.contains(&term.as_str()), "{sub}: {term}");
-                    }
+                    assert!(has_phrase(&words, &term), "{sub}: {term:?}");
                 }
             }
         }
+        // The bigrams of 数据库 apart, and the characters of a run out of order, do not.
+        let apart = search_text(&Message::user("数据表 证据库"));
+        let words: Vec<&str> = apart.split(' ').collect();
+        let terms = search_terms("数据库");
+        assert!(terms[0].iter().all(|w| words.contains(&w.as_str())));
+        assert!(!has_phrase(&words, &terms[0]));
+        assert!(has_phrase(&words, &search_terms("据")[0]));
+        // A unigram never sits between the bigrams of its run.
+        assert!(!has_phrase(&words, &search_terms("据表证")[0]));
     }
 
     #[test]
@@ -570,17 +639,48 @@ mod tests {
         let text = search_text(&Message::user(run));
         assert!(text.chars().count() <= SEARCH_TEXT_MAX_CHARS);
         assert!(text.chars().count() > SEARCH_TEXT_MAX_CHARS - 3);
-        // Only whole bigrams, no fragment at the cut.
+        // Only whole bigrams, no fragment at the cut: the run is cut within its bigrams.
         assert!(
             text.split(' ')
                 .all(|w| w.is_empty() || w.chars().count() == 2)
         );
+        // Many shorter runs, each bigrams then unigrams: still whole words only.
+        let runs: String = ('一'..='龥')
+            .take(50)
+            .collect::<String>()
+            .repeat(SEARCH_TEXT_MAX_CHARS / 100);
+        let runs = runs
+            .chars()
+            .collect::<Vec<_>>()
+            .chunks(50)
+            .map(|c| c.iter().collect::<String>())
+            .collect::<Vec<_>>()
+            .join(" ");
+        let text = search_text(&Message::user(runs));
+        assert!(text.chars().count() <= SEARCH_TEXT_MAX_CHARS);
+        assert!(text.split(' ').all(|w| w.chars().count() <= 2));
         let cut = |room: usize| {
             let a = "a".repeat(SEARCH_TEXT_MAX_CHARS - room);
             let text = search_text(&Message::user(format!("{a}数据库")));
             (text.chars().count(), text[a.len()..].to_owned())
         };
-        assert_eq!(cut(7), (SEARCH_TEXT_MAX_CHARS, " 数据 据库 ".to_owned()));
+        assert_eq!(
+            cut(13),
+            (SEARCH_TEXT_MAX_CHARS, " 数据 据库 数 据 库 ".to_owned())
+        );
+        assert_eq!(
+            cut(12),
+            (SEARCH_TEXT_MAX_CHARS, " 数据 据库 数 据 库".to_owned())
+        );
+        assert_eq!(
+            cut(11),
+            (SEARCH_TEXT_MAX_CHARS - 1, " 数据 据库 数 据".to_owned())
+        );
+        assert_eq!(
+            cut(10),
+            (SEARCH_TEXT_MAX_CHARS, " 数据 据库 数 据".to_owned())
+        );
+        assert_eq!(cut(7), (SEARCH_TEXT_MAX_CHARS - 1, " 数据 据库".to_owned()));
         assert_eq!(cut(6), (SEARCH_TEXT_MAX_CHARS, " 数据 据库".to_owned()));
         assert_eq!(cut(5), (SEARCH_TEXT_MAX_CHARS - 2, " 数据".to_owned()));
         assert!(is_cjk('가') && is_cjk('ア') && is_cjk('豈') && !is_cjk('a') && !is_cjk('Ａ'));

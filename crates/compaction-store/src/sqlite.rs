@@ -199,11 +199,13 @@ const SQL_SEARCH: &str = "SELECT d.row_id, d.handle FROM hermes_search \
      WHERE hermes_search MATCH $2 AND d.session_id = $1 \
      ORDER BY hermes_search.rank, d.id LIMIT $3";
 
-/// An FTS5 query requiring every term: each term quoted (terms are letters and digits only).
-fn fts_query(terms: &[String]) -> String {
+/// An FTS5 query requiring every term (juxtaposed strings are ANDed). Each term is one
+/// quoted string, an FTS5 phrase: its space-separated words must appear as consecutive
+/// tokens in that order. Words are letters and digits only, so they hold no `"` to escape.
+fn fts_query(terms: &[Term]) -> String {
     terms
         .iter()
-        .map(|t| format!("\"{t}\""))
+        .map(|t| format!("\"{}\"", t.join(" ")))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -1,5 +1,7 @@
-//! Search over Chinese, Japanese and Korean text: runs of CJK characters are indexed and
-//! queried as overlapping bigrams, so any two or more consecutive characters find the text.
+//! Search over Chinese, Japanese and Korean text: runs of CJK characters are indexed as
+//! overlapping bigrams followed by their single characters, and a query run is the phrase of
+//! its bigrams (or one character), so exactly the texts holding a query's characters
+//! consecutively are found, whatever the number of characters.
 
 #![allow(clippy::print_stderr)]
 
@@ -56,39 +58,83 @@ async fn sources(store: &dyn TranscriptStore, session: &str, query: &str) -> Vec
     hits.into_iter().map(|h| h.source).collect()
 }
 
+/// The texts of the archived tool outputs of [`cjk_session`], in that order.
+const TEXTS: [&str; 3] = [CHINESE, JAPANESE, KOREAN];
+
+/// Every substring (one or more characters) of the runs of non-ASCII letters and digits of
+/// `text`: the CJK runs of this file's texts.
+fn cjk_substrings(text: &str) -> Vec<String> {
+    let mut subs = Vec::new();
+    let runs = text
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && !w.contains(|c: char| c.is_ascii()));
+    for run in runs {
+        let chars: Vec<char> = run.chars().collect();
+        for i in 0..chars.len() {
+            for j in i + 1..=chars.len() {
+                subs.push(chars[i..j].iter().collect());
+            }
+        }
+    }
+    subs
+}
+
+/// The sources of a search's hits, sorted.
+async fn sorted_sources(store: &dyn TranscriptStore, session: &str, query: &str) -> Vec<HitSource> {
+    let mut found = sources(store, session, query).await;
+    found.sort_by_key(|h| format!("{h:?}"));
+    found
+}
+
 on_both_backends! {
-    /// Any two or more consecutive characters of an archived CJK text find it, in each of the
-    /// three languages; characters not in that order do not; results stay in their session;
-    /// ASCII words next to CJK text are found as before.
+    /// Every substring of one or more characters of an archived CJK text finds exactly the
+    /// texts holding it, in each of the three languages; characters not in that order do not;
+    /// results stay in their session; ASCII words next to CJK text are found as before.
     async fn cjk_substrings_find_archived_text(b) {
         let s = &b.store;
         let ids = cjk_session(s, "zh", "alpha").await;
         let other = cjk_session(s, "other", "beta").await;
         let (zh, ja, ko) = (HitSource::Row(ids[0]), HitSource::Row(ids[1]), HitSource::Row(ids[2]));
+        let rows = [zh.clone(), ja.clone(), ko.clone()];
 
-        for query in ["数据库", "迁移失败", "库迁", "连接超时", "数据库迁移失败：连接超时", "失败", "57P01"] {
-            assert_eq!(sources(s, "zh", query).await, from_ref(&zh), "{query}");
+        let mut checked = 0;
+        for text in TEXTS {
+            for sub in cjk_substrings(text) {
+                let mut expected: Vec<HitSource> = TEXTS
+                    .iter()
+                    .zip(&rows)
+                    .filter(|(t, _)| t.contains(sub.as_str()))
+                    .map(|(_, row)| row.clone())
+                    .collect();
+                expected.sort_by_key(|h| format!("{h:?}"));
+                assert_eq!(sorted_sources(s, "zh", &sub).await, expected, "{sub}");
+                checked += 1;
+            }
         }
-        for query in ["データベース", "移行", "失敗", "再試行", "データベースの移行", "ベー"] {
-            assert_eq!(sources(s, "zh", query).await, from_ref(&ja), "{query}");
+        assert!(checked > 250, "{checked} substrings");
+        for query in ["数据库迁移失败：连接超时", "57P01", "시간 초과", "データベースの移行"] {
+            let expected = rows.iter().zip(TEXTS).find(|(_, t)| t.contains(query)).unwrap().0;
+            assert_eq!(sources(s, "zh", query).await, from_ref(expected), "{query}");
         }
-        for query in ["마이그레이션", "실패", "데이터", "시간 초과", "이터베"] {
-            assert_eq!(sources(s, "zh", query).await, from_ref(&ko), "{query}");
-        }
+        // A character of a longer run, found in every text holding it.
+        assert_eq!(sources(s, "zh", "慢").await, from_ref(&zh));
+        assert_eq!(sources(s, "zh", "库").await, from_ref(&zh));
+        assert_eq!(sources(s, "zh", "베").await, from_ref(&ko));
+        assert_eq!(sorted_sources(s, "zh", "失").await, [zh.clone(), ja.clone()]);
         // Characters that are not consecutive in the text, or not there at all.
-        for query in ["数据表", "失败了", "迁失", "移動", "성공", "데베", "计划"] {
+        for query in ["数据表", "失败了", "迁失", "移動", "성공", "데베", "计划", "划", "据迁"] {
             assert!(sources(s, "zh", query).await.is_empty(), "{query}");
         }
-        // A CJK run glued to ASCII, ASCII alone, a run of one character standing alone.
+        // A CJK run glued to ASCII, ASCII alone, ASCII and CJK together.
         assert_eq!(sources(s, "zh", "pg_dump数据库").await, from_ref(&zh));
         assert_eq!(sources(s, "zh", "PG_DUMP").await, from_ref(&zh));
-        assert_eq!(sources(s, "zh", "慢").await, from_ref(&zh));
         assert_eq!(sources(s, "zh", "alpha 失败").await, from_ref(&zh));
-        // A single character inside a longer run is not a word of the index.
-        assert!(sources(s, "zh", "失").await.is_empty());
+        assert_eq!(sources(s, "zh", "alpha 败").await, from_ref(&zh));
+        assert!(sources(s, "zh", "beta 败").await.is_empty());
         assert_eq!(sources(s, "zh", "migrate").await.len(), 3, "the three tool calls");
         // The same text in another session is never returned.
         assert_eq!(sources(s, "other", "数据库").await, [HitSource::Row(other[0])]);
+        assert_eq!(sources(s, "other", "慢").await, [HitSource::Row(other[0])]);
         assert!(sources(s, "zh", "beta").await.is_empty());
         assert!(sources(s, "other", "alpha").await.is_empty());
 
@@ -97,8 +143,29 @@ on_both_backends! {
         s.store_original("zh", "trim-00000000000000c1", &original).await.unwrap();
         let handle = HitSource::Original("trim-00000000000000c1".into());
         assert_eq!(sources(s, "zh", "再構築").await, from_ref(&handle));
-        assert_eq!(sources(s, "zh", "インデックス").await, [handle]);
+        assert_eq!(sources(s, "zh", "インデックス").await, from_ref(&handle));
+        assert_eq!(sources(s, "zh", "築").await, [handle]);
         assert!(sources(s, "other", "再構築").await.is_empty());
+    }
+}
+
+on_both_backends! {
+    /// A query's bigrams standing apart in a text (`数据` and `据库`, never `数据库`) do not
+    /// find it: the bigrams of a run must appear consecutively, in order.
+    async fn cjk_bigrams_apart_do_not_match(b) {
+        let s = &b.store;
+        s.create_session("apart").await.unwrap();
+        let original = Message::tool_result("c", "数据表已更新，证据库为空。데이 이터");
+        s.store_original("apart", "trim-00000000000000a1", &original).await.unwrap();
+        let handle = HitSource::Original("trim-00000000000000a1".into());
+        for query in ["数据库", "据库数", "表已证", "데이터", "이이"] {
+            assert!(sources(s, "apart", query).await.is_empty(), "{query}");
+        }
+        for query in ["数据", "据库", "证据库", "数据表", "据", "데이", "이터", "이"] {
+            assert_eq!(sources(s, "apart", query).await, from_ref(&handle), "{query}");
+        }
+        // Each half alone still finds it, and both together as two words.
+        assert_eq!(sources(s, "apart", "数据 据库").await, [handle]);
     }
 }
 
@@ -138,35 +205,42 @@ async fn index_words(store: &Store, session: &str) -> Vec<String> {
 }
 
 on_both_backends! {
-    /// Each bigram the store writes is one word of the backend's index, unchanged (FTS5
-    /// `unicode61 remove_diacritics 2`, PostgreSQL `to_tsvector('simple')`), and each query
-    /// bigram one query word (FTS5 phrase, `plainto_tsquery`): over Han (unified, extensions
-    /// A, B, E, G, compatibility), kana with voiced marks and the prolonged sound mark
-    /// (halfwidth too), Hangul syllables and jamo, iteration marks, ideographic numerals.
-    async fn backends_keep_each_bigram_one_word(b) {
+    /// Each bigram and each unigram the store writes is one word of the backend's index,
+    /// unchanged (FTS5 `unicode61 remove_diacritics 2`, PostgreSQL `to_tsvector('simple')`),
+    /// and each query bigram or character one query word (an FTS5 phrase, a `to_tsquery`
+    /// operand): over Han (unified, extensions A, B, E, G, compatibility), kana with voiced
+    /// marks and the prolonged sound mark (halfwidth too), Hangul syllables and jamo,
+    /// iteration marks, ideographic numerals, Bopomofo.
+    async fn backends_keep_each_bigram_and_unigram_one_word(b) {
         let s = &b.store;
         s.create_session("w").await.unwrap();
         let text = "数据 㐀㐁 豈更 𠀀𠀁 𫝀𫝁 𰀀𰀁 鿕鿖 データ ガギ ﾃﾞｰ 데이 ᄀᄁ ㄱㄲ 人々 〇一 ㄅㄆ 〡〢 ABC";
         let original = Message::tool_result("c", text);
         s.store_original("w", "trim-0000000000000077", &original).await.unwrap();
-        // "データ" is written as "デー ータ", "ﾃﾞｰ" as "ﾃﾞ ﾞｰ".
-        let mut expected: Vec<String> = [
-            "abc", "〇一", "〡〢", "ガギ", "デー", "ータ", "ㄅㄆ", "ㄱㄲ", "㐀㐁", "人々", "数据",
+        // "データ" is written as "デー ータ デ ー タ", "ﾃﾞｰ" as "ﾃﾞ ﾞｰ ﾃ ﾞ ｰ".
+        let bigrams = [
+            "〇一", "〡〢", "ガギ", "デー", "ータ", "ㄅㄆ", "ㄱㄲ", "㐀㐁", "人々", "数据",
             "豈更", "鿕鿖", "데이", "ᄀᄁ", "ﾃﾞ", "ﾞｰ", "𠀀𠀁", "𫝀𫝁", "𰀀𰀁",
-        ]
-        .iter()
-        .map(|w| w.to_string())
-        .collect();
+        ];
+        let unigrams: Vec<String> = text
+            .chars()
+            .filter(|c| c.is_alphanumeric() && !c.is_ascii())
+            .map(String::from)
+            .collect();
+        let mut expected: Vec<String> = bigrams.iter().map(|w| w.to_string()).collect();
+        expected.extend(unigrams.iter().cloned());
+        expected.push("abc".into());
         expected.sort();
+        expected.dedup();
+        assert_eq!(expected.len(), bigrams.len() + 1 + 36);
         assert_eq!(index_words(s, "w").await, expected);
         let handle = HitSource::Original("trim-0000000000000077".into());
         for word in expected.iter().filter(|w| w.as_str() != "abc") {
             assert_eq!(sources(s, "w", word).await, from_ref(&handle), "{word}");
-            // Neither character alone is a word of the index.
-            for c in word.chars() {
-                assert!(sources(s, "w", &c.to_string()).await.is_empty(), "{word}: {c}");
-            }
         }
+        // A phrase of two bigrams from different runs is not there.
+        assert!(sources(s, "w", "数据㐀").await.is_empty());
+        assert_eq!(sources(s, "w", "データ").await, [handle]);
     }
 }
 
@@ -336,7 +410,7 @@ async fn doc_count(store: &Store, session: &str) -> i64 {
 /// A database whose search index was written before migration 3 (CJK runs as single words,
 /// archived rows and originals marked indexed) is rebuilt: after the upgrade, the next search
 /// of each session indexes its archived rows and trimmed originals again, each once, with
-/// bigrams, and finds them by a CJK substring. Runs on SQLite, and on PostgreSQL when
+/// bigrams and unigrams, and finds them by a CJK substring. Runs on SQLite, and on PostgreSQL when
 /// `HERMES_TEST_DATABASE_URL` is set.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn index_written_before_migration_3_is_rebuilt() {
@@ -420,6 +494,7 @@ async fn index_written_before_migration_3_is_rebuilt() {
         let trimmed = HitSource::Original("trim-00000000000000d0".into());
         assert_eq!(sources(&store, "old", "数据库").await, from_ref(&row));
         assert_eq!(sources(&store, "old", "迁移失败").await, from_ref(&row));
+        assert_eq!(sources(&store, "old", "败").await, from_ref(&row));
         let hits = store.search_archived("old", "索引重建", 10).await.unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].source, trimmed);
