@@ -187,10 +187,10 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
     /// and `据库` apart, and a single CJK character finds it anywhere. At most 16 index words
     /// are used, the first ones (a word or a lone CJK character counts one, a CJK run of
     /// `n > 1` characters `n - 1`): a CJK run longer than 17 characters narrows the search
-    /// by its first 17 only, and what follows a run cut that way is not used. On PostgreSQL,
-    /// a CJK run of three or more characters is not found where it stands only past the
-    /// 16,383rd word of a long text, or past the 256th occurrence there of one of its pairs
-    /// (a tsvector keeps no more positions); SQLite has no such limit.
+    /// by its first 17 only, and what follows a run cut that way is not used. On PostgreSQL, a
+    /// text longer than a tsvector keeps positions for (past its 16,383rd word, or with a word
+    /// occurring more than 255 times) matches a CJK run when all its pairs occur, adjacent or
+    /// not; SQLite keeps every position.
     /// Archived rows are indexed on the first search after they were archived, so work is
     /// proportional to what changed since the last search. Never returns another session's
     /// content.

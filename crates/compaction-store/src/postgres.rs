@@ -154,8 +154,16 @@ const SQL_PENDING_INDEX: &str = "SELECT \
      EXISTS (SELECT 1 FROM hermes_messages \
              WHERE session_id = $1 AND NOT active AND NOT search_indexed), \
      EXISTS (SELECT 1 FROM hermes_originals WHERE session_id = $1 AND NOT search_indexed)";
+/// Every word of the query must be in the document (`$2` with each `<->` read as `&`, which
+/// the GIN index answers); a phrase must also stand at consecutive positions, unless the
+/// document is too long for PostgreSQL to have kept its positions (some word at the last
+/// position it records, 16,383, or with the most positions it keeps per word, 255): there
+/// every word present is the best the index can tell.
 const SQL_SEARCH: &str = "SELECT row_id, handle FROM hermes_search \
-     WHERE session_id = $1 AND tsv @@ to_tsquery('simple', $2) \
+     WHERE session_id = $1 AND tsv @@ to_tsquery('simple', replace($2, '<->', '&')) \
+       AND (tsv @@ to_tsquery('simple', $2) \
+            OR EXISTS (SELECT 1 FROM unnest(tsv) AS u \
+                       WHERE cardinality(u.positions) >= 255 OR 16383 = ANY (u.positions))) \
      ORDER BY ts_rank(tsv, to_tsquery('simple', $2)) DESC, id LIMIT $3";
 
 /// A `to_tsquery` input requiring every term (`&`); the words of a phrase are joined by
@@ -164,9 +172,9 @@ const SQL_SEARCH: &str = "SELECT row_id, handle FROM hermes_search \
 /// none holds a tsquery operator (`& | ! ( ) < - > : * '`, backslash) or a space and none
 /// needs quoting.
 ///
-/// PostgreSQL keeps at most 256 positions per word of a tsvector and none past 16,383
-/// (later words share that last position), so in a very long document a phrase standing
-/// only past those limits is not found; SQLite keeps every position.
+/// PostgreSQL keeps at most 255 positions per word of a tsvector and none past 16,383
+/// (later words share that last position), so in a document past those limits a phrase is
+/// matched as its words alone (see `SQL_SEARCH`); SQLite keeps every position.
 fn fts_query(terms: &[Term]) -> String {
     terms
         .iter()

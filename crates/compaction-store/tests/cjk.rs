@@ -527,3 +527,35 @@ async fn index_written_before_migration_3_is_rebuilt() {
         }
     }
 }
+
+on_both_backends! {
+    /// A CJK run standing far into a long text (past the positions a PostgreSQL tsvector
+    /// keeps: 16,383 words, 255 occurrences of one word) is still found, and a short text
+    /// still needs the run itself, not its pairs apart.
+    async fn a_run_far_into_a_long_text_is_found(b) {
+        let s = &b.store;
+        s.create_session("long").await.unwrap();
+        // 20,000 distinct words, then the run: its pairs sit past position 16,383.
+        let filler: String = (0..20_000).map(|i| format!("w{i} ")).collect();
+        let long = Message::tool_result("c1", format!("{filler}迁移数据库失败"));
+        s.store_original("long", "trim-00000000000000a1", &long).await.unwrap();
+        // One word 300 times, then the run.
+        let repeated = Message::tool_result("c2", format!("{}据库 数据库迁移", "数据 ".repeat(300)));
+        s.store_original("long", "trim-00000000000000a2", &repeated).await.unwrap();
+        // Short: the pairs of 数据库 apart, never the run.
+        let apart = Message::tool_result("c3", "数据表 证据库");
+        s.store_original("long", "trim-00000000000000a3", &apart).await.unwrap();
+        let handle = |h: &str| HitSource::Original(h.into());
+        assert_eq!(
+            sorted_sources(s, "long", "数据库失败").await,
+            [handle("trim-00000000000000a1")]
+        );
+        assert_eq!(
+            sorted_sources(s, "long", "数据库迁移").await,
+            [handle("trim-00000000000000a2")]
+        );
+        let found = sorted_sources(s, "long", "数据库").await;
+        assert!(!found.contains(&handle("trim-00000000000000a3")), "{found:?}");
+        assert!(found.contains(&handle("trim-00000000000000a1")), "{found:?}");
+    }
+}
