@@ -10,10 +10,10 @@ use std::sync::Arc;
 use crate::common::{capture_logs, config, extractive, shell_call, trim_config};
 use compaction_core::{Estimator, Message, TokenCounter};
 use compaction_store::{Store, TranscriptStore};
+use hermes_compaction::Compressor;
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::telemetry::TARGET;
 use hermes_compaction::trim::TrimStatus;
-use hermes_compaction::Compressor;
 use serde_json::Value;
 
 const PREFIX: &str = "insert trim telemetry: ";
