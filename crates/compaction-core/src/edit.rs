@@ -14,9 +14,6 @@ use crate::transcript::Transcript;
 /// Up to this many splices are applied one by one; more in a single pass.
 const FEW_SPLICES: usize = 8;
 
-/// Splices within this many messages of each other are applied as one.
-const MERGE_WINDOW: usize = 256;
-
 /// Replace `range` of the planned-against transcript with `replacement`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Splice {
@@ -135,36 +132,7 @@ impl Edit {
             .filter(|s| !(s.range.is_empty() && s.replacement.is_empty()))
             .map(|s| (s.range, s.replacement))
             .collect();
-        let window = match (splices.first(), splices.last()) {
-            (Some(a), Some(b)) => b.0.end - a.0.start,
-            _ => 0,
-        };
-        Ok(if splices.len() > 1 && window <= MERGE_WINDOW {
-            // Splices close together (a micro pass drops the old marker and replaces the
-            // exchange a few messages later): one splice of the whole window, so what follows
-            // moves once. The untouched messages inside the window are carried over (cloned:
-            // the window is small) and not reported as removed.
-            let start = splices[0].0.start;
-            let end = splices[splices.len() - 1].0.end;
-            let mut combined = Vec::new();
-            let mut kept = Vec::new();
-            let mut at = start;
-            for (range, replacement) in splices {
-                combined.extend_from_slice(&t.messages()[at..range.start]);
-                kept.extend(at - start..range.start - start);
-                combined.extend(replacement);
-                at = range.end;
-            }
-            combined.extend_from_slice(&t.messages()[at..end]);
-            kept.extend(at - start..end - start);
-            let mut kept = kept.into_iter().peekable();
-            t.splice(start..end, combined, counter)
-                .into_iter()
-                .enumerate()
-                .filter(|(i, _)| kept.next_if_eq(i).is_none())
-                .map(|(_, m)| m)
-                .collect()
-        } else if splices.len() <= FEW_SPLICES {
+        Ok(if splices.len() <= FEW_SPLICES {
             // A few splices (a micro pass, a batch summary): each moves only its shorter side,
             // from the back so earlier indices stay valid.
             let mut chunks: Vec<Vec<Message>> = Vec::with_capacity(splices.len());
