@@ -797,14 +797,20 @@ async fn catch_up_rows(store: &StoreImpl, session: &str) -> Result<()> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        for chunk in docs.chunks(DOC_CHUNK) {
-            index_docs(&mut tx, session, chunk).await?;
-        }
-        tx.commit().await?;
+        index_and_commit(tx, session, &docs).await?;
         if done {
             return Ok(());
         }
     }
+}
+
+/// Writes claimed documents to the search index and commits the claim with them.
+async fn index_and_commit(mut tx: Tx, session: &str, docs: &[Doc]) -> Result<()> {
+    for chunk in docs.chunks(DOC_CHUNK) {
+        index_docs(&mut tx, session, chunk).await?;
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 /// Trimmed originals indexed per catch-up statement (each may be megabytes).
@@ -837,10 +843,7 @@ async fn catch_up_originals(store: &StoreImpl, session: &str) -> Result<()> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        for chunk in docs.chunks(DOC_CHUNK) {
-            index_docs(&mut tx, session, chunk).await?;
-        }
-        tx.commit().await?;
+        index_and_commit(tx, session, &docs).await?;
         if done {
             return Ok(());
         }

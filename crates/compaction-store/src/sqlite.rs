@@ -50,15 +50,11 @@ impl SqliteStore {
         };
         // Two processes creating the same new file race on switching it to WAL, and SQLite
         // may answer "busy" at once rather than wait: retry within the busy timeout.
-        let deadline = std::time::Instant::now() + options.busy_timeout;
-        let mut pause = std::time::Duration::from_millis(5);
+        let mut backoff = Backoff::new(options.busy_timeout);
         let pool = loop {
             match pool.clone().connect_with(connect.clone()).await {
                 Ok(p) => break p,
-                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(std::time::Duration::from_millis(200));
-                }
+                Err(e) if is_busy(&e) && backoff.wait().await => {}
                 Err(e) => return Err(e.into()),
             }
         };
@@ -101,8 +97,7 @@ impl Inner for SqliteStore {
 /// attempt) or the database was busy, until `patience` runs out. Any other failure is returned
 /// at once.
 async fn migrate(pool: &SqlitePool, patience: std::time::Duration) -> Result<()> {
-    let deadline = std::time::Instant::now() + patience;
-    let mut pause = std::time::Duration::from_millis(5);
+    let mut backoff = Backoff::new(patience);
     let mut recorded = applied_migrations(pool).await;
     loop {
         let Err(e) = migrator().run(pool).await else {
@@ -110,12 +105,35 @@ async fn migrate(pool: &SqlitePool, patience: std::time::Duration) -> Result<()>
         };
         let now = applied_migrations(pool).await;
         let raced = now > recorded || is_busy(&e);
-        if !raced || std::time::Instant::now() >= deadline {
+        if !raced || !backoff.wait().await {
             return Err(e.into());
         }
         recorded = now;
-        tokio::time::sleep(pause).await;
-        pause = (pause * 2).min(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Growing pauses (5 ms doubling up to 200 ms) until a deadline.
+struct Backoff {
+    deadline: std::time::Instant,
+    pause: std::time::Duration,
+}
+
+impl Backoff {
+    fn new(patience: std::time::Duration) -> Backoff {
+        Backoff {
+            deadline: std::time::Instant::now() + patience,
+            pause: std::time::Duration::from_millis(5),
+        }
+    }
+
+    /// Sleeps the next pause and returns true, or returns false at once past the deadline.
+    async fn wait(&mut self) -> bool {
+        if std::time::Instant::now() >= self.deadline {
+            return false;
+        }
+        tokio::time::sleep(self.pause).await;
+        self.pause = (self.pause * 2).min(std::time::Duration::from_millis(200));
+        true
     }
 }
 

@@ -5,12 +5,12 @@
 
 #![allow(clippy::print_stderr)]
 
-use compaction_core::{Edit, MarkerKind, Message, Role, ToolCall, marker};
+use compaction_core::Message;
 use std::slice::from_ref;
 
-use compaction_store::{Commit, HitSource, Store, TranscriptStore};
+use compaction_store::{HitSource, Store, TranscriptStore};
 
-use crate::common::conversation;
+use crate::common::{archived_session, conversation, tool_turn};
 
 const CHINESE: &str = "pg_dump 数据库迁移失败：连接超时（错误码 57P01）。结论：慢";
 const JAPANESE: &str = "データベースの移行に失敗しました。再試行してください";
@@ -20,32 +20,16 @@ const KOREAN: &str = "데이터베이스 마이그레이션 실패: 연결 시�
 /// marker; the last message, Chinese too, stays active. Returns the archived outputs' row
 /// ids in that order.
 async fn cjk_session(store: &dyn TranscriptStore, session: &str, tag: &str) -> Vec<i64> {
-    store.create_session(session).await.unwrap();
     let mut messages = conversation(1);
     for (i, output) in [CHINESE, JAPANESE, KOREAN].iter().enumerate() {
-        let id = format!("t{i}");
-        messages.push(Message::assistant_tool_calls(
-            "",
-            vec![ToolCall::function(&id, "bash", r#"{"command":"migrate"}"#)],
+        messages.extend(tool_turn(
+            &format!("t{i}"),
+            "migrate",
+            &format!("{output} {tag}"),
         ));
-        messages.push(Message::tool_result(id, format!("{output} {tag}")));
     }
     messages.push(Message::user("下一步计划"));
-    store.append(session, &mut messages).await.unwrap();
-    let edit = Edit::single(
-        5..11,
-        vec![marker::render(
-            MarkerKind::Micro,
-            Role::Assistant,
-            "summary",
-        )],
-    );
-    let generation = store.generation(session).await.unwrap();
-    let mut commit = Commit::from_edit(generation, &edit, &messages).unwrap();
-    store
-        .archive_and_compact(session, &mut commit)
-        .await
-        .unwrap();
+    let messages = archived_session(store, session, messages, 5..11).await;
     [6, 8, 10]
         .iter()
         .map(|&i| messages[i].row_id().unwrap())

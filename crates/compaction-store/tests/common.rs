@@ -150,3 +150,43 @@ pub fn snapshot(rows: &[StoredRow]) -> Vec<(i64, bool, bool, String)> {
         .map(|r| (r.id, r.active, r.compacted, r.message.to_wire_json()))
         .collect()
 }
+
+/// Appends `messages` to a new session and archives `range` behind a micro marker.
+pub async fn archived_session(
+    store: &dyn compaction_store::TranscriptStore,
+    session: &str,
+    mut messages: Vec<Message>,
+    range: std::ops::Range<usize>,
+) -> Vec<Message> {
+    store.create_session(session).await.unwrap();
+    store.append(session, &mut messages).await.unwrap();
+    let edit = compaction_core::Edit::single(
+        range,
+        vec![compaction_core::marker::render(
+            compaction_core::MarkerKind::Micro,
+            compaction_core::Role::Assistant,
+            "summary",
+        )],
+    );
+    let generation = store.generation(session).await.unwrap();
+    let mut commit = compaction_store::Commit::from_edit(generation, &edit, &messages).unwrap();
+    store
+        .archive_and_compact(session, &mut commit)
+        .await
+        .unwrap();
+    messages
+}
+
+pub fn tool_turn(id: &str, command: &str, output: &str) -> Vec<Message> {
+    vec![
+        Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                id,
+                "bash",
+                format!(r#"{{"command":"{command}"}}"#),
+            )],
+        ),
+        Message::tool_result(id, output),
+    ]
+}

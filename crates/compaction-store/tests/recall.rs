@@ -1,50 +1,10 @@
 //! Recall: trimmed originals by handle, rows by id, full-text search over what compaction
 //! removed. Results never cross sessions.
 
-use compaction_core::{Edit, MarkerKind, Message, Role, ToolCall, marker};
+use compaction_core::{Edit, Message};
 use compaction_store::{Commit, HitSource, StoreError, TranscriptStore};
 
-use crate::common::conversation;
-
-/// Appends `messages` to a new session and archives `range` behind a micro marker.
-async fn archived_session(
-    store: &dyn TranscriptStore,
-    session: &str,
-    mut messages: Vec<Message>,
-    range: std::ops::Range<usize>,
-) -> Vec<Message> {
-    store.create_session(session).await.unwrap();
-    store.append(session, &mut messages).await.unwrap();
-    let edit = Edit::single(
-        range,
-        vec![marker::render(
-            MarkerKind::Micro,
-            Role::Assistant,
-            "summary",
-        )],
-    );
-    let generation = store.generation(session).await.unwrap();
-    let mut commit = Commit::from_edit(generation, &edit, &messages).unwrap();
-    store
-        .archive_and_compact(session, &mut commit)
-        .await
-        .unwrap();
-    messages
-}
-
-fn tool_turn(id: &str, command: &str, output: &str) -> Vec<Message> {
-    vec![
-        Message::assistant_tool_calls(
-            "",
-            vec![ToolCall::function(
-                id,
-                "bash",
-                format!(r#"{{"command":"{command}"}}"#),
-            )],
-        ),
-        Message::tool_result(id, output),
-    ]
-}
+use crate::common::{archived_session, conversation, tool_turn};
 
 on_both_backends! {
     /// The stored original comes back byte-identical, also for NUL escapes, any Unicode,
