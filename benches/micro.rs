@@ -125,38 +125,34 @@ fn micro_plan(c: &mut Criterion) {
     bench(c, "micro_plan", false);
 }
 
-fn micro_turn(c: &mut Criterion) {
-    // Telemetry lines are formatted and written (to a sink), as in a service that logs them.
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::sink)
-        .with_max_level(tracing::Level::INFO)
-        .try_init();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .expect("runtime");
-    let counter = Arc::new(Estimator::default());
+/// The configuration of the facade groups: micro on, a window whose threshold is `THRESHOLD`.
+fn turn_config() -> Config {
     let mut config = Config::default();
     config.model.context_length = 2 * THRESHOLD;
     config.compression.micro_compact = true;
-    let fresh = |base: &[Message]| {
-        let comp = Compressor::new(
-            config.clone(),
-            Arc::new(InstantSummarizer),
-            counter.clone(),
-            "bench",
-        );
-        (comp, Transcript::new(base.to_vec(), counter.as_ref()))
-    };
-    let mut g = c.benchmark_group("micro_turn");
-    for n in [1_000usize, 10_000, 100_000] {
+    config
+}
+
+/// Times `finalize_turn` back to back, one session per size; `fresh` builds a session
+/// (untimed), again when a tenth of it has been absorbed. `K` is whatever must outlive the
+/// session's passes (a temporary directory).
+fn time_turns<K>(
+    c: &mut Criterion,
+    group: &str,
+    sizes: &[usize],
+    rt: &tokio::runtime::Runtime,
+    fresh: impl Fn(&[Message]) -> (K, Compressor, Transcript),
+) {
+    let mut g = c.benchmark_group(group);
+    for &n in sizes {
         let base = tool_heavy(n);
-        let (mut comp, mut t) = fresh(&base);
+        let (mut keep, mut comp, mut t) = fresh(&base);
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
                     if t.len() * 10 < base.len() * 9 {
-                        (comp, t) = fresh(&base);
+                        (keep, comp, t) = fresh(&base);
                     }
                     let start = Instant::now();
                     let report = rt.block_on(comp.finalize_turn(&mut t));
@@ -167,8 +163,32 @@ fn micro_turn(c: &mut Criterion) {
                 total
             })
         });
+        drop(keep);
     }
     g.finish();
+}
+
+fn micro_turn(c: &mut Criterion) {
+    // Telemetry lines are formatted and written (to a sink), as in a service that logs them.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::sink)
+        .with_max_level(tracing::Level::INFO)
+        .try_init();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let counter = Arc::new(Estimator::default());
+    let config = turn_config();
+    let fresh = |base: &[Message]| {
+        let comp = Compressor::new(
+            config.clone(),
+            Arc::new(InstantSummarizer),
+            counter.clone(),
+            "bench",
+        );
+        ((), comp, Transcript::new(base.to_vec(), counter.as_ref()))
+    };
+    time_turns(c, "micro_turn", &[1_000, 10_000, 100_000], &rt, fresh);
 }
 
 fn micro_turn_store(c: &mut Criterion) {
@@ -179,9 +199,7 @@ fn micro_turn_store(c: &mut Criterion) {
         .build()
         .expect("runtime");
     let counter = Arc::new(Estimator::default());
-    let mut config = Config::default();
-    config.model.context_length = 2 * THRESHOLD;
-    config.compression.micro_compact = true;
+    let config = turn_config();
     // A new database holding the session, appended (untimed), and a compressor bound to it.
     let fresh = |base: &[Message]| {
         rt.block_on(async {
@@ -207,29 +225,7 @@ fn micro_turn_store(c: &mut Criterion) {
             (dir, comp, t)
         })
     };
-    let mut g = c.benchmark_group("micro_turn_store");
-    for n in [2_400usize, 100_000] {
-        let base = tool_heavy(n);
-        let (mut dir, mut comp, mut t) = fresh(&base);
-        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
-            b.iter_custom(|iters| {
-                let mut total = Duration::ZERO;
-                for _ in 0..iters {
-                    if t.len() * 10 < base.len() * 9 {
-                        (dir, comp, t) = fresh(&base);
-                    }
-                    let start = Instant::now();
-                    let report = rt.block_on(comp.finalize_turn(&mut t));
-                    total += start.elapsed();
-                    let outcome = report.map(|r| r.outcome);
-                    assert_eq!(outcome, Some(MicroOutcomeKind::Absorbed));
-                }
-                total
-            })
-        });
-        drop(dir);
-    }
-    g.finish();
+    time_turns(c, "micro_turn_store", &[2_400, 100_000], &rt, fresh);
 }
 
 criterion_group!(
