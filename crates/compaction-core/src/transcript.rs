@@ -309,6 +309,12 @@ impl Transcript {
             .expect("one message removed")
     }
 
+    /// Stamps message `i` with its store row id. Metadata only, and not the marker kind, so
+    /// counts and the latest-user index stay as they are (unlike [`meta_mut`](Self::meta_mut)).
+    pub fn set_row_id(&mut self, i: usize, id: i64) {
+        self.messages.as_mut_slice()[i].meta_mut().row_id = Some(id);
+    }
+
     /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
     /// sent to a model, so token counts are unaffected.
     pub fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
@@ -510,6 +516,10 @@ mod tests {
         t.meta_mut(last).marker = None;
         t.splice(0..0, vec![], &e);
         assert_eq!(t.last_real_user(), Some(last));
+        // A row id stamp keeps the index known.
+        t.set_row_id(last, 42);
+        assert_eq!(t.last_user, Some(Some(last)));
+        assert_eq!(t.messages()[last].row_id(), Some(42));
     }
 
     #[test]

@@ -618,7 +618,7 @@ impl Compressor {
                 return Err(Failure::Store);
             }
             for (&i, id) in unstamped.iter().zip(ids) {
-                t.meta_mut(i).row_id = Some(id);
+                t.set_row_id(i, id);
             }
         }
         let mut commit =
