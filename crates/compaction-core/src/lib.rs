@@ -78,6 +78,7 @@ pub mod laws;
 pub mod marker;
 pub mod material;
 pub mod message;
+pub mod message_serde;
 pub mod micro;
 pub mod parse;
 pub mod prune;
