@@ -7,6 +7,8 @@
 
 use std::process::{Command, ExitCode};
 
+mod features;
+
 /// Crates that must never appear in compaction-core's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 5] = ["tokio", "sqlx", "reqwest", "hyper", "async-openai"];
 
@@ -18,11 +20,13 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("layering") => layering(),
+        Some("features") => features::check(),
         Some("test") => test(),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering|test>");
+            eprintln!("usage: cargo xtask <ci|layering|features|test>");
             eprintln!("  ci        fmt check, clippy -D warnings, layering, tests, docs");
             eprintln!("  layering  the dependency-direction checks alone");
+            eprintln!("  features  what each feature set must and must not compile");
             eprintln!("  test      the tests alone");
             return ExitCode::from(2);
         }
@@ -62,6 +66,7 @@ fn ci_steps() -> Result<TestSummary, String> {
         ],
     )?;
     layering()?;
+    features::check()?;
     let summary = run_tests()?;
     // The agent-loop example asserts what it shows (no request over the window, the store
     // holds the transcript): run it, not only build it.

@@ -1,10 +1,13 @@
 //! Configuration with figment: defaults, then a TOML file, then `HERMES_COMPACTION__*`
 //! environment variables. `config/default.toml` in the repository documents every key.
 
+#[cfg(feature = "config")]
 use std::path::Path;
 
+#[cfg(feature = "config")]
 use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Toml};
+#[cfg(feature = "config")]
+use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use compaction_core::cache::{self, CacheProfile};
@@ -205,6 +208,7 @@ impl Default for StoreConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file or environment could not be read or has the wrong shape (figment names the key).
+    #[cfg(feature = "config")]
     #[error("configuration: {0}")]
     Load(#[from] Box<figment::Error>),
     /// A value is outside its allowed range.
@@ -221,22 +225,25 @@ pub enum ConfigError {
 
 impl Config {
     /// Defaults, then `file` (if given), then the environment.
+    #[cfg(feature = "config")]
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = file {
             fig = fig.merge(Toml::file_exact(path));
         }
-        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
         Config::from_figment(fig)
     }
 
     /// Defaults, then a TOML string (for tests and embedding), then nothing else.
+    #[cfg(feature = "config")]
     pub fn from_toml_str(toml: &str) -> Result<Config, ConfigError> {
         Config::from_figment(
             Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
         )
     }
 
+    #[cfg(feature = "config")]
     fn from_figment(fig: Figment) -> Result<Config, ConfigError> {
         let cfg: Config = fig.extract().map_err(Box::new)?;
         cfg.validate()?;
@@ -415,7 +422,7 @@ fn invalid(
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "config"))]
 mod tests {
     use super::*;
 

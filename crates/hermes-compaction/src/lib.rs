@@ -36,6 +36,8 @@ pub use compaction_telemetry as telemetry;
 #[cfg(feature = "llm")]
 pub mod compressor;
 pub mod config;
+#[cfg(feature = "config")]
+mod config_env;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]
