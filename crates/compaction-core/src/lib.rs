@@ -68,6 +68,7 @@
 //! });
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod batch;
 pub mod cache;

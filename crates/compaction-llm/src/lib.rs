@@ -36,6 +36,7 @@
 //! assert!(out.extractive);
 //! assert!(out.text.contains("please fix the build"));
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod chat;
 pub mod error;

@@ -52,6 +52,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 use std::fmt;
 use std::future::Future;

@@ -37,6 +37,7 @@
 //! let (_ticket, report) = rt.block_on(c.before_request(&mut t));
 //! assert!(report.is_none()); // far below the threshold
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use compaction_core as core;
 #[cfg(feature = "llm")]
