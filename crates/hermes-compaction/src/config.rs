@@ -20,6 +20,24 @@ pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+///
+/// ```
+/// use hermes_compaction::Config;
+///
+/// // Plain data: build it in code...
+/// let mut config = Config::default();
+/// config.model.context_length = 32_000;
+/// config.compression.threshold = 0.6;
+/// assert!(config.validate().is_ok());
+/// config.compression.threshold = 1.5;
+/// assert!(config.validate().unwrap_err().to_string().contains("compression.threshold"));
+///
+/// // ...or (feature `config`) load it: defaults, then a TOML file, then `HERMES_COMPACTION__*`.
+/// # #[cfg(feature = "config")] {
+/// let config = Config::from_toml_str("[model]\ncontext_length = 32000\n").unwrap();
+/// assert_eq!(config.model.context_length, 32_000);
+/// # }
+/// ```
 pub struct Config {
     /// The main model.
     pub model: ModelConfig,
