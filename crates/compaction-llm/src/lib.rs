@@ -15,7 +15,7 @@
 //!   engine);
 //! - the deterministic [extractive summarizer](extractive): no network, the embedded default and
 //!   the fallback when a model fails;
-//! - the [scripted summarizer](scripted) for tests (feature `testing`);
+//! - the scripted summarizer `scripted` for tests (feature `testing`);
 //! - the [prompts] and the [output guards](guard).
 //!
 //! No feature is on by default: without one the crate has no HTTP client in its tree.
