@@ -139,6 +139,39 @@ mod hooks {
         /// per `compression.insert_trim_*`; see the [module docs](crate::trim). A trim that
         /// was due (whatever its outcome) leaves one `insert trim telemetry` line (feature
         /// `telemetry`).
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use hermes_compaction::compressor::Persistence;
+        /// use hermes_compaction::core::{Estimator, Message, ToolCall};
+        /// use hermes_compaction::llm::ExtractiveSummarizer;
+        /// use hermes_compaction::store::Store;
+        /// use hermes_compaction::trim::TrimStatus;
+        /// use hermes_compaction::{Compressor, Config};
+        ///
+        /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+        /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+        /// store.create_session("s1").await.unwrap();
+        /// let p = Persistence { store: store.clone(), session: "s1".into(), generation: 0 };
+        /// let mut config = Config::default();
+        /// config.compression.insert_trim_tokens = 500;
+        /// let mut c = Compressor::new(
+        ///     config,
+        ///     Arc::new(ExtractiveSummarizer::default()),
+        ///     Arc::new(Estimator::default()),
+        ///     "s1",
+        /// )
+        /// .with_store(p.clone());
+        /// let mut t = c.transcript(vec![Message::user("run the tests")]);
+        /// let call = ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#);
+        /// t.push(Message::assistant_tool_calls("", vec![call]), c.counter());
+        /// let result = Message::tool_result("c1", "test case ... ok\n".repeat(2_000));
+        /// // The original goes to the store first; the compact form is what the agent appends.
+        /// let (result, status) = c.on_tool_result(&t, result, Some(&p)).await;
+        /// assert!(matches!(status, TrimStatus::Trimmed { .. }));
+        /// t.push(result, c.counter());
+        /// # });
+        /// ```
         pub async fn on_tool_result(
             &self,
             t: &Transcript,
