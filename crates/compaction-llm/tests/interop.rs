@@ -343,6 +343,27 @@ async fn auth_and_quota_are_fatal_and_not_retried() {
 }
 
 #[tokio::test]
+async fn rate_limits_are_retried_by_the_client_and_arrive_without_retry_after() {
+    let server = MockServer::start().await;
+    let body = json!({"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded", "param": null}});
+    mount(
+        &server,
+        ResponseTemplate::new(429).set_body_json(body),
+        None,
+    )
+    .await;
+    let err = summarizer(&server, options())
+        .summarize(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::RateLimited { retry_after: None });
+    assert!(err.is_retryable() && !err.is_fatal_for_batch());
+    // async-openai's own 3 retries, none of ours (the default adds none).
+    assert_eq!(server.received_requests().await.unwrap().len(), 4);
+    assert_eq!(AsyncOpenAiOptions::new("m").retry.max_retries, 0);
+}
+
+#[tokio::test]
 async fn server_errors_are_transient_and_fall_back_to_extractive() {
     let server = MockServer::start().await;
     mount(
