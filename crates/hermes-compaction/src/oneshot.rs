@@ -156,13 +156,15 @@ impl Compressor {
         report
     }
 
-    /// Micro passes as the agent-loop micro policy makes them, until nothing is absorbable or
-    /// `max_passes` passes changed the transcript: each round first tries
-    /// [`finalize_turn`](Self::finalize_turn) (the oldest whole exchange of the middle into
-    /// the rolling summary), then [`after_tool_round`](Self::after_tool_round) (the oldest
-    /// tool group of a long current turn into its progress marker). Stops at the first failed
-    /// pass, which the report names. Needs `compression.micro_compact` (see
-    /// [`OneShot::configure`]).
+    /// Micro passes as the agent-loop micro policy makes them, at most `max_passes` that
+    /// change the transcript. The transcript is replayed as an agent lives it: before each
+    /// user message that ends a turn, [`finalize_turn`](Self::finalize_turn) (the oldest whole
+    /// exchange of the middle into the rolling summary); before each assistant message that
+    /// follows a tool round, [`after_tool_round`](Self::after_tool_round) (the oldest tool
+    /// group of a long current turn into its progress marker). Then passes go on over the
+    /// whole transcript until nothing is absorbable. The first failed pass ends the passes
+    /// (the rest of the transcript is appended unchanged) and the report names it. Needs
+    /// `compression.micro_compact` (see [`OneShot::configure`]).
     pub async fn micro_run(
         &mut self,
         t: &mut Transcript,
@@ -175,40 +177,80 @@ impl Compressor {
             report.outcome = "disabled";
             return report.end(t, started);
         }
+        report.outcome = "noop";
         // Without a limit, stop at the latest when every message could have been absorbed.
         let limit = max_passes
             .unwrap_or(u32::MAX)
             .min((t.len() as u32).saturating_mul(2).saturating_add(4));
+        let messages =
+            std::mem::replace(t, Transcript::new(Vec::new(), self.counter())).into_messages();
+        let mut in_turn = false;
+        let mut going = limit > 0;
+        for m in messages {
+            let moment = if m.is_user() {
+                std::mem::replace(&mut in_turn, true).then_some(false)
+            } else if m.is_assistant() && t.messages().last().is_some_and(|l| l.is_tool()) {
+                Some(true)
+            } else {
+                None
+            };
+            if going && let Some(in_turn) = moment {
+                going = self
+                    .micro_step(t, in_turn, limit, &mut report)
+                    .await
+                    .is_some();
+            }
+            t.push(m, self.counter());
+        }
+        // What the next turns of an agent loop would still absorb.
         let mut rounds = 0u32;
-        'run: while report.passes < limit && rounds < limit.saturating_mul(2) {
+        while going && rounds < limit.saturating_mul(2) {
             rounds += 1;
             let mut again = false;
             for in_turn in [false, true] {
-                let Some(r) = self.micro_due(t, in_turn).await else {
-                    continue;
-                };
-                report.outcome = r.outcome.as_str();
-                if r.failure.is_some() {
-                    report.failure = r.failure;
-                    break 'run;
+                match self.micro_step(t, in_turn, limit, &mut report).await {
+                    None => going = false,
+                    Some(true) => again = true,
+                    Some(false) => continue,
                 }
-                if r.earliest_changed_index.is_some() {
-                    report.passes += 1;
-                    report.changed_at(r.earliest_changed_index);
-                    again = true;
-                    break;
-                }
-                if !matches!(r.outcome, MicroOutcomeKind::Noop | MicroOutcomeKind::Gated) {
-                    // A skipped exchange or a rejected defrag: the next round moves on.
-                    again = true;
-                    break;
-                }
-            }
-            if !again {
                 break;
             }
+            going &= again;
         }
         report.end(t, started)
+    }
+
+    /// One due micro hook: `None` when passes must stop (a failure, or the limit reached),
+    /// else whether the run should go on trying (`false`: nothing absorbable here).
+    async fn micro_step(
+        &mut self,
+        t: &mut Transcript,
+        in_turn: bool,
+        limit: u32,
+        report: &mut OneShotReport,
+    ) -> Option<bool> {
+        let Some(r) = self.micro_due(t, in_turn).await else {
+            return Some(false);
+        };
+        if r.failure.is_some() {
+            report.outcome = r.outcome.as_str();
+            report.failure = r.failure;
+            return None;
+        }
+        if r.earliest_changed_index.is_some() {
+            report.outcome = r.outcome.as_str();
+            report.passes += 1;
+            report.changed_at(r.earliest_changed_index);
+            return (report.passes < limit).then_some(true);
+        }
+        if report.passes == 0 {
+            report.outcome = r.outcome.as_str();
+        }
+        // A skipped exchange or a rejected defrag: the next attempt moves on.
+        Some(!matches!(
+            r.outcome,
+            MicroOutcomeKind::Noop | MicroOutcomeKind::Gated
+        ))
     }
 
     /// Runs the hook once it is due (the cadence counter advances on every call).
