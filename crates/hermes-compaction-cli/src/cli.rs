@@ -109,7 +109,7 @@ pub struct CompactArgs {
     /// What kind of pass.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
-    /// Micro mode: at most this many passes.
+    /// Micro mode: at most this many passes that change the transcript (micro only).
     #[arg(long, value_name = "N")]
     pub passes: Option<u32>,
     /// Write the run's telemetry lines to this file (one event per pass); it must not be the
@@ -228,7 +228,7 @@ pub enum SessionCommand {
         /// What kind of pass.
         #[arg(long, value_enum, default_value_t = Mode::Batch)]
         mode: Mode,
-        /// Micro mode: at most this many passes.
+        /// Micro mode: at most this many passes that change the transcript (micro only).
         #[arg(long, value_name = "N")]
         passes: Option<u32>,
         /// Engine options.

@@ -12,12 +12,16 @@ use crate::setup::{build_summarizer, load_config, telemetry_to_file};
 use crate::{Error, Result, runtime, write_atomically, write_out};
 
 impl Mode {
-    /// The facade's one-shot run for this mode (`passes` limits micro runs).
-    pub fn one_shot(self, passes: Option<u32>) -> OneShot {
-        match self {
-            Mode::Batch => OneShot::Batch,
-            Mode::Prune => OneShot::Prune,
-            Mode::Micro => OneShot::Micro { max_passes: passes },
+    /// The facade's one-shot run for this mode; `passes` limits micro runs and is a usage
+    /// error (exit 2) with the other modes.
+    pub fn one_shot(self, passes: Option<u32>) -> Result<OneShot> {
+        match (self, passes) {
+            (Mode::Micro, _) => Ok(OneShot::Micro { max_passes: passes }),
+            (_, Some(_)) => Err(Error::Config(
+                "--passes applies to --mode micro only".into(),
+            )),
+            (Mode::Batch, None) => Ok(OneShot::Batch),
+            (Mode::Prune, None) => Ok(OneShot::Prune),
         }
     }
 }
@@ -77,7 +81,7 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
 /// Runs `compact`: reads, compacts, writes the output atomically and prints the
 /// [`summary_line`] to `out`. Nothing is written when a pass fails.
 pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let mode = args.mode.one_shot(args.passes);
+    let mode = args.mode.one_shot(args.passes)?;
     let mut config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
     mode.configure(&mut config);
     let summarizer = build_summarizer(&config, args.engine.summarizer)?;

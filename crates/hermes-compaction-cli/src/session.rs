@@ -38,7 +38,7 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             passes,
             engine,
         } => {
-            let mode = mode.one_shot(passes);
+            let mode = mode.one_shot(passes)?;
             let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
             mode.configure(&mut config);
             let summarizer = build_summarizer(&config, engine.summarizer)?;

@@ -269,3 +269,17 @@ fn a_prune_pass_is_one_telemetry_event() {
     assert!(events[0].contains("\"prune_only\""), "{}", events[0]);
     assert!(!text.contains("run the tests"));
 }
+
+#[test]
+fn passes_outside_micro_mode_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let out = dir.path().join("o.jsonl");
+    for mode in ["batch", "prune"] {
+        let o = compact_to(&input, &out, &["--mode", mode, "--passes", "3"]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(stderr.contains("--passes"), "{stderr}");
+        assert!(!out.exists());
+    }
+}
