@@ -44,15 +44,10 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             let summarizer = build_summarizer(&config, engine.summarizer)?;
             let line = rt.block_on(async {
                 let store = connect(&db).await?;
-                let messages = store.load_active(&session).await?;
-                let generation = store.generation(&session).await?;
                 // One persistence for the session: the compressor commits every pass and
                 // advances the generation it names.
-                let persistence = Persistence {
-                    store: store.clone(),
-                    session: session.clone(),
-                    generation,
-                };
+                let (persistence, messages) = Persistence::load(store.clone(), &session).await?;
+                let generation = persistence.generation;
                 let mut c = Compressor::new(
                     config,
                     summarizer,

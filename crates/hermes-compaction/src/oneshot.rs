@@ -132,6 +132,32 @@ impl OneShotReport {
     }
 }
 
+#[cfg(feature = "store")]
+impl crate::compressor::Persistence {
+    /// Opens stored session `session` for compaction: its active messages (row ids stamped)
+    /// and the persistence naming the generation they reflect, to give the compressor with
+    /// [`Compressor::with_store`].
+    pub async fn load(
+        store: std::sync::Arc<dyn compaction_store::TranscriptStore>,
+        session: &str,
+    ) -> Result<
+        (
+            crate::compressor::Persistence,
+            Vec<compaction_core::Message>,
+        ),
+        compaction_store::StoreError,
+    > {
+        let messages = store.load_active(session).await?;
+        let generation = store.generation(session).await?;
+        let persistence = crate::compressor::Persistence {
+            store,
+            session: session.to_owned(),
+            generation,
+        };
+        Ok((persistence, messages))
+    }
+}
+
 /// The snake-case name of a batch outcome.
 fn outcome_name(o: Outcome) -> &'static str {
     match o {
