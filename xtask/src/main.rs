@@ -7,6 +7,8 @@
 
 use std::process::{Command, ExitCode};
 
+mod measure;
+
 /// Crates that must never appear in compaction-core's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 5] = ["tokio", "sqlx", "reqwest", "hyper", "async-openai"];
 
@@ -19,11 +21,13 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("layering") => layering(),
         Some("test") => test(),
+        Some("measure") => measure::measure(&workspace_root()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering|test>");
+            eprintln!("usage: cargo xtask <ci|layering|test|measure>");
             eprintln!("  ci        fmt check, clippy -D warnings, layering, tests, docs");
             eprintln!("  layering  the dependency-direction checks alone");
             eprintln!("  test      the tests alone");
+            eprintln!("  measure   lines per crate, largest files, import cycles inside crates");
             return ExitCode::from(2);
         }
     };
@@ -233,6 +237,14 @@ fn run(name: &str, mut cmd: Command) -> Result<(), String> {
     } else {
         Err(format!("{name} failed ({status})"))
     }
+}
+
+/// The workspace root (xtask sits one level below it).
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits inside the workspace")
+        .to_path_buf()
 }
 
 fn cargo() -> String {
