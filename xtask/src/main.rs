@@ -66,6 +66,7 @@ fn ci_steps() -> Result<TestSummary, String> {
         ],
     )?;
     layering()?;
+    config_keys()?;
     let summary = run_tests()?;
     // The agent-loop example asserts what it shows (no request over the window, the store
     // holds the transcript): run it, not only build it.
@@ -189,8 +190,57 @@ fn layering() -> Result<(), String> {
             }
         }
     }
+    // Emitting telemetry must not compile the log reader (feature `report`) or its gzip support.
+    let out = Command::new(cargo())
+        .args([
+            "tree",
+            "-p",
+            "compaction-telemetry",
+            "--no-default-features",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .output()
+        .map_err(|e| format!("cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo tree -p compaction-telemetry --no-default-features failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if tree_contains(&String::from_utf8_lossy(&out.stdout), "flate2") {
+        return Err(
+            "layering: compaction-telemetry without features depends on `flate2` (the log reader belongs behind `report`)".into(),
+        );
+    }
     eprintln!("xtask: layering ok");
     Ok(())
+}
+
+/// Every key in `config/default.toml` is read into the facade's `Config`, and every `Config`
+/// field is documented there. The check is a test of the root package (`tests/config_keys.rs`):
+/// it lets serde decide, deserializing the file with `deny_unknown_fields` and comparing the
+/// key paths of the file with those of `Config::default()` serialized, which a text scan of
+/// the sources could only approximate (renames, nested tables, fields named like others).
+/// Run here as its own step so a drift is reported as such, not as one failure among many.
+fn config_keys() -> Result<(), String> {
+    step(
+        "config keys",
+        &[
+            "test",
+            "-q",
+            "-p",
+            "hermes-compaction-suite",
+            "--test",
+            "tests",
+            "--",
+            "config_keys::",
+        ],
+    )
 }
 
 fn tree(package: &str) -> Result<String, String> {

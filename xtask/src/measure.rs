@@ -139,7 +139,9 @@ fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, String
             let Some(path) = stmt.rsplit_once("pub use ").map(|(_, p)| p) else {
                 continue;
             };
-            let path = path.trim_start_matches("crate::").trim_start_matches("self::");
+            let path = path
+                .trim_start_matches("crate::")
+                .trim_start_matches("self::");
             let Some((module, names)) = path.split_once("::") else {
                 continue;
             };
