@@ -1,7 +1,7 @@
 //! Content-free compaction telemetry for hermes-compaction.
 //!
 //! Compaction is judged on a session's trajectory, not on one turn, so every pass leaves one
-//! line of counts in the log and [`report`] turns logs back into numbers.
+//! line of counts in the log and `report` (feature `report`) turns logs back into numbers.
 //!
 //! - [`event`]: typed events for a micro pass ([`MicroPass`]), a batch attempt
 //!   ([`BatchAttempt`]), a turn ([`Turn`]) and an insertion-time trim that was due ([`Trim`]:
