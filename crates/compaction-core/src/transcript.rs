@@ -515,6 +515,43 @@ mod tests {
     }
 
     #[test]
+    fn the_stamp_changes_with_content_and_only_with_content() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(sample(), &e);
+        let same = Transcript::new(sample(), &e);
+        assert_ne!(
+            t.stamp(),
+            same.stamp(),
+            "separately built transcripts differ"
+        );
+        let clone = t.clone();
+        assert_eq!(clone.stamp(), t.stamp(), "an unchanged clone is the same");
+        let mut seen = vec![t.stamp()];
+        let mut changed = |t: &Transcript, what: &str| {
+            assert!(!seen.contains(&t.stamp()), "{what} kept or reused a stamp");
+            seen.push(t.stamp());
+        };
+        t.push(Message::user("more"), &e);
+        changed(&t, "push");
+        t.splice(1..2, vec![Message::user("other")], &e);
+        changed(&t, "splice");
+        t.replace(1, Message::user("again"), &e);
+        changed(&t, "replace");
+        t.splice_many(vec![(0..0, vec![]), (2..3, vec![])], &e);
+        changed(&t, "splice_many");
+        t.meta_mut(0);
+        changed(&t, "meta_mut");
+        let before = t.stamp();
+        t.set_row_id(0, 9);
+        t.calibrate(100, 1);
+        assert_eq!(
+            t.stamp(),
+            before,
+            "a row id or a calibration is not a content change"
+        );
+    }
+
+    #[test]
     fn latest_user_index_follows_every_mutation() {
         let e = Estimator::default();
         let fresh = |t: &Transcript| Transcript::new(t.messages().to_vec(), &e).last_real_user();
