@@ -60,6 +60,8 @@ use std::pin::Pin;
 use compaction_core::{MarkerKind, Message};
 
 mod commit;
+mod dialect;
+mod engine;
 mod error;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -69,11 +71,13 @@ mod sqlite;
 mod store;
 
 pub use commit::{Commit, CommitSplice, stamp_edit};
+pub use dialect::Dialect;
+pub use engine::SqlStore;
 pub use error::{Result, StoreError};
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresDialect, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteDialect, SqliteStore};
 pub use store::{Store, StoreOptions};
 
 /// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
