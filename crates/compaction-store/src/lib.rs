@@ -53,6 +53,12 @@
 //! # }
 //! ```
 
+// Without a backend only the types, `Commit` and `Store::connect`'s error remain.
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, unused_imports)
+)]
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -60,7 +66,9 @@ use std::pin::Pin;
 use compaction_core::{MarkerKind, Message};
 
 mod commit;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod dialect;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod engine;
 mod error;
 #[cfg(feature = "postgres")]
@@ -71,7 +79,9 @@ mod sqlite;
 mod store;
 
 pub use commit::{Commit, CommitSplice, stamp_edit};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use dialect::Dialect;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use engine::SqlStore;
 pub use error::{Result, StoreError};
 #[cfg(feature = "postgres")]

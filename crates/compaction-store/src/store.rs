@@ -53,6 +53,8 @@ impl Store {
 
     /// Connects and runs the embedded migrations.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
+        #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+        let _ = options;
         let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
         match scheme {
             "sqlite" => {
@@ -91,11 +93,11 @@ impl Store {
     }
 
     fn inner(&self) -> &dyn Inner {
-        match self {
+        match *self {
             #[cfg(feature = "sqlite")]
-            Store::Sqlite(s) => s,
+            Store::Sqlite(ref s) => s,
             #[cfg(feature = "postgres")]
-            Store::Postgres(s) => s,
+            Store::Postgres(ref s) => s,
         }
     }
 }

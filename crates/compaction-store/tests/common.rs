@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
+#[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compaction_core::{Message, ToolCall};
@@ -26,14 +27,34 @@ impl TestBackend {
 
     /// Drops the per-test PostgreSQL schema.
     pub async fn finish(self) {
-        #[allow(irrefutable_let_patterns)]
+        #[cfg(feature = "postgres")]
         if let Store::Postgres(pg) = &self.store {
             pg.drop_schema().await.unwrap();
         }
     }
 }
 
+#[cfg(feature = "postgres")]
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The PostgreSQL database to test against (`HERMES_TEST_DATABASE_URL`), or `None` after
+/// saying why there is none: the variable is unset, or the `postgres` feature is off. With
+/// `HERMES_REQUIRE_POSTGRES=1` a missing database fails the test instead.
+pub fn postgres_url(test: &str) -> Option<String> {
+    let why = if cfg!(feature = "postgres") {
+        match std::env::var("HERMES_TEST_DATABASE_URL") {
+            Ok(url) if !url.trim().is_empty() => return Some(url),
+            _ => "HERMES_TEST_DATABASE_URL not set",
+        }
+    } else {
+        "the `postgres` feature is off"
+    };
+    if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+        panic!("{why} (HERMES_REQUIRE_POSTGRES=1)");
+    }
+    eprintln!("skipped: {why} ({test}: PostgreSQL part)");
+    None
+}
 
 /// SQLite on a temporary file, plus PostgreSQL when `HERMES_TEST_DATABASE_URL` is set.
 pub async fn backends(test: &str) -> Vec<TestBackend> {
@@ -48,33 +69,28 @@ pub async fn backends(test: &str) -> Vec<TestBackend> {
         options,
         _dir: Some(dir),
     });
-    match std::env::var("HERMES_TEST_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            let short: String = test.chars().take(30).collect();
-            let schema = format!(
-                "hermes_t_{short}_{}_{}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::SeqCst)
-            );
-            let options = StoreOptions {
-                postgres_schema: Some(schema),
-                ..StoreOptions::default()
-            };
-            out.push(TestBackend {
-                store: Store::connect_with(&url, &options).await.unwrap(),
-                name: "postgres",
-                url,
-                options,
-                _dir: None,
-            });
-        }
-        _ => {
-            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
-            }
-            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
-        }
+    #[cfg(feature = "postgres")]
+    if let Some(url) = postgres_url(test) {
+        let short: String = test.chars().take(30).collect();
+        let schema = format!(
+            "hermes_t_{short}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        let options = StoreOptions {
+            postgres_schema: Some(schema),
+            ..StoreOptions::default()
+        };
+        out.push(TestBackend {
+            store: Store::connect_with(&url, &options).await.unwrap(),
+            name: "postgres",
+            url,
+            options,
+            _dir: None,
+        });
     }
+    #[cfg(not(feature = "postgres"))]
+    let _ = postgres_url(test);
     out
 }
 
