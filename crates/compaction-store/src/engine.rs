@@ -152,6 +152,21 @@ where
         Box::pin(self.append_fresh(session, messages))
     }
 
+    fn import_session<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(self.import(session, messages))
+    }
+
+    fn load_active_with_generation<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>> {
+        Box::pin(self.load_active_snapshot(session))
+    }
+
     fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
         Box::pin(async move {
             check_session_id(session)?;
@@ -413,13 +428,60 @@ where
             .iter()
             .map(|&i| prepare(&messages[i]))
             .collect::<Result<Vec<_>>>()?;
-        let span = (fresh.len() as i64)
+        let now = now_ms();
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_WRITE).await?;
+        let ids = Self::append_rows(&mut tx, session, &prepared, now).await?;
+        tx.commit().await?;
+        for (&i, &id) in fresh.iter().zip(&ids) {
+            messages[i].meta_mut().row_id = Some(id);
+        }
+        Ok(ids)
+    }
+
+    /// Creates the session and appends every message in one transaction.
+    async fn import(&self, session: &str, messages: &mut [Message]) -> Result<Vec<RowId>> {
+        check_session_id(session)?;
+        let prepared = messages.iter().map(prepare).collect::<Result<Vec<_>>>()?;
+        let now = now_ms();
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_WRITE).await?;
+        let created = sqlx::query(
+            "INSERT INTO hermes_sessions (id, created_at, updated_at) VALUES ($1, $2, $2) \
+             ON CONFLICT (id) DO NOTHING",
+        )
+        .bind(session)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        if D::rows_affected(&created) == 0 {
+            return Err(StoreError::SessionExists {
+                session: session.to_owned(),
+            });
+        }
+        let ids = if prepared.is_empty() {
+            Vec::new()
+        } else {
+            Self::append_rows(&mut tx, session, &prepared, now).await?
+        };
+        self.faults.check(FaultPoint::BeforeImportCommit)?;
+        tx.commit().await?;
+        for (m, &id) in messages.iter_mut().zip(&ids) {
+            m.meta_mut().row_id = Some(id);
+        }
+        Ok(ids)
+    }
+
+    /// Inserts rows after every active row of the session; returns their ids in order.
+    async fn append_rows(
+        tx: &mut Tx<D>,
+        session: &str,
+        prepared: &[Prepared],
+        now: i64,
+    ) -> Result<Vec<RowId>> {
+        let span = (prepared.len() as i64)
             .checked_mul(STRIDE)
             .ok_or(StoreError::OutOfRange {
                 what: "append size",
             })?;
-        let now = now_ms();
-        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_WRITE).await?;
         // Reserving the keys locks the session row: appenders of one session queue here.
         let reserved: Option<(i64, i64)> = sqlx::query_as(
             "UPDATE hermes_sessions SET last_pos = last_pos + $2, updated_at = $3 WHERE id = $1 \
@@ -428,20 +490,36 @@ where
         .bind(session)
         .bind(span)
         .bind(now)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?;
         let (last, generation) = reserved.ok_or_else(|| unknown(session))?;
         let first = last - span + STRIDE;
-        let positions: Vec<i64> = (0..fresh.len() as i64)
+        let positions: Vec<i64> = (0..prepared.len() as i64)
             .map(|i| first + i * STRIDE)
             .collect();
-        let ids =
-            Self::insert_rows(&mut tx, session, generation, now, &prepared, &positions).await?;
+        Self::insert_rows(tx, session, generation, now, prepared, &positions).await
+    }
+
+    /// The active messages and the generation, read from one snapshot.
+    async fn load_active_snapshot(&self, session: &str) -> Result<(Vec<Message>, u64)> {
+        check_session_id(session)?;
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_READ).await?;
+        let generation: Option<(i64,)> =
+            sqlx::query_as("SELECT generation FROM hermes_sessions WHERE id = $1")
+                .bind(session)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let (generation,) = generation.ok_or_else(|| unknown(session))?;
+        let rows: Vec<(i64, String, Vec<u8>, Option<String>)> = sqlx::query_as(D::SQL_LOAD_ACTIVE)
+            .bind(session)
+            .fetch_all(&mut *tx)
+            .await?;
         tx.commit().await?;
-        for (&i, &id) in fresh.iter().zip(&ids) {
-            messages[i].meta_mut().row_id = Some(id);
-        }
-        Ok(ids)
+        let messages = rows
+            .into_iter()
+            .map(|(id, kind, body, meta)| Ok(decode(id, &kind, body, meta)?.0))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((messages, generation as u64))
     }
 
     async fn commit_pass(&self, session: &str, commit: &mut Commit) -> Result<Vec<RowId>> {

@@ -41,11 +41,27 @@ impl PostgresStore {
             }
             connect = connect.options([("search_path", schema.as_str())]);
         }
-        let pool = PgPoolOptions::new()
+        let pool = match PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.busy_timeout.max(std::time::Duration::from_secs(1)))
-            .connect_with(connect)
-            .await?;
+            .connect_with(connect.clone())
+            .await
+        {
+            Ok(pool) => pool,
+            // The pool retries a refused or unreachable server until its timeout and then
+            // says only that it timed out: one direct attempt tells why.
+            Err(sqlx::Error::PoolTimedOut) => {
+                use sqlx::Connection;
+                return Err(match sqlx::PgConnection::connect_with(&connect).await {
+                    Err(cause) => cause.into(),
+                    Ok(conn) => {
+                        let _ = conn.close().await;
+                        sqlx::Error::PoolTimedOut.into()
+                    }
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
         if let Some(schema) = &options.postgres_schema {
             // Two processes creating the same schema at once would race on the catalog.
             let mut tx = pool.begin().await?;

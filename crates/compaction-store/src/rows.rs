@@ -433,23 +433,26 @@ pub(crate) fn check_handle(handle: &str) -> Result<()> {
     Ok(())
 }
 
+fn fault_code(point: FaultPoint) -> u8 {
+    match point {
+        FaultPoint::AfterArchive => 1,
+        FaultPoint::BeforeImportCommit => 2,
+    }
+}
+
 /// One-shot fault injection shared by clones of a store.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Faults(Arc<AtomicU8>);
 
 impl Faults {
     pub fn arm(&self, point: FaultPoint) {
-        let code = match point {
-            FaultPoint::AfterArchive => 1,
-        };
+        let code = fault_code(point);
         self.0.store(code, Ordering::SeqCst);
     }
 
     /// Fails (once) if `point` is armed.
     pub fn check(&self, point: FaultPoint) -> Result<()> {
-        let code = match point {
-            FaultPoint::AfterArchive => 1,
-        };
+        let code = fault_code(point);
         match self
             .0
             .compare_exchange(code, 0, Ordering::SeqCst, Ordering::SeqCst)

@@ -140,8 +140,23 @@ impl TranscriptStore for Store {
         self.inner().append(session, messages)
     }
 
+    fn import_session<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        self.inner().import_session(session, messages)
+    }
+
     fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
         self.inner().load_active(session)
+    }
+
+    fn load_active_with_generation<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>> {
+        self.inner().load_active_with_generation(session)
     }
 
     fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
