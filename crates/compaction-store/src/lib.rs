@@ -14,6 +14,9 @@
 //! against a stale generation is refused with [`StoreError::StaleGeneration`] and changes
 //! nothing.
 //!
+//! Both backends are one engine, `SqlStore`, generic over a sealed `Dialect`. Cargo
+//! features: `sqlite` (default), `postgres`, `tls` (TLS for PostgreSQL; implies `postgres`).
+//!
 //! Nothing is ever deleted, so what compaction removed stays recoverable: rows by id
 //! ([`TranscriptStore::load_rows`]), the full originals of messages trimmed at insertion time
 //! by handle ([`TranscriptStore::store_original`], [`TranscriptStore::load_original`]), and a
