@@ -66,6 +66,10 @@ impl<D: Dialect> SqlStore<D> {
     }
 }
 
+// The bounds below are what the engine asks of a driver: executors, arguments, and the column
+// types it binds and decodes. Rust does not carry where-clauses on other types (`i64: Encode<..>`)
+// from a trait to its users, so they are written on the two impl blocks that need them, the
+// same list twice; both drivers satisfy them.
 impl<D: Dialect> TranscriptStore for SqlStore<D>
 where
     for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
