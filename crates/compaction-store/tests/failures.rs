@@ -60,6 +60,78 @@ on_both_backends! {
     }
 }
 
+/// Makes the database refuse to insert tool results: SQLite aborts (a constraint failure),
+/// PostgreSQL raises SQLSTATE 53100, what a full disk gives. Returns the class to expect.
+async fn reject_tool_rows(store: &Store) -> DatabaseFailure {
+    match store {
+        Store::Sqlite(sq) => {
+            sqlx::query(
+                "CREATE TRIGGER hermes_test_reject BEFORE INSERT ON hermes_messages \
+                 WHEN NEW.role = 'tool' BEGIN SELECT RAISE(ABORT, 'rejected'); END",
+            )
+            .execute(sq.pool())
+            .await
+            .unwrap();
+            DatabaseFailure::Constraint
+        }
+        #[cfg(feature = "postgres")]
+        Store::Postgres(pg) => {
+            sqlx::query(
+                "CREATE FUNCTION hermes_test_reject() RETURNS trigger AS $$ BEGIN \
+                 RAISE EXCEPTION 'rejected' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql",
+            )
+            .execute(pg.pool())
+            .await
+            .unwrap();
+            sqlx::query(
+                "CREATE TRIGGER hermes_test_reject BEFORE INSERT ON hermes_messages \
+                 FOR EACH ROW WHEN (NEW.role = 'tool') EXECUTE FUNCTION hermes_test_reject()",
+            )
+            .execute(pg.pool())
+            .await
+            .unwrap();
+            DatabaseFailure::DiskFull
+        }
+        _ => unreachable!("only two backends"),
+    }
+}
+
+async fn accept_tool_rows(store: &Store) {
+    let sql = match store {
+        Store::Sqlite(_) => "DROP TRIGGER hermes_test_reject",
+        _ => "DROP TRIGGER hermes_test_reject ON hermes_messages",
+    };
+    match store {
+        Store::Sqlite(sq) => {
+            sqlx::query(sql).execute(sq.pool()).await.unwrap();
+        }
+        #[cfg(feature = "postgres")]
+        Store::Postgres(pg) => {
+            sqlx::query(sql).execute(pg.pool()).await.unwrap();
+        }
+        _ => unreachable!("only two backends"),
+    }
+}
+
+on_both_backends! {
+    /// The database refuses a message in the middle of an import (after the session row and
+    /// the messages before it were written in the same transaction): the error says what the
+    /// database said, by class, and no session is left; once the database accepts the
+    /// messages again, the same import succeeds.
+    async fn import_refused_mid_way_leaves_nothing(b) {
+        let st = &b.store;
+        let expected = reject_tool_rows(st).await;
+        let mut messages = conversation(2);
+        let e = st.import_session("imp", &mut messages).await.unwrap_err();
+        assert_eq!(e.database_failure(), Some(expected), "{e:?}");
+        assert!(!format!("{e} {e:?}").contains("rejected"), "the database's message is not kept");
+        no_session(st, "imp").await;
+        accept_tool_rows(st).await;
+        st.import_session("imp", &mut messages).await.unwrap();
+        assert_eq!(wire(&st.load_active("imp").await.unwrap()), wire(&conversation(2)));
+    }
+}
+
 on_both_backends! {
     /// Messages and generation come from one snapshot; an unknown session says so.
     async fn load_active_with_generation_matches_the_separate_reads(b) {
