@@ -33,7 +33,9 @@ impl Default for StoreOptions {
 }
 
 /// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
-/// `sqlite::memory:`, or `postgres://` / `postgresql://`. Clones share the pool.
+/// `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose backend's cargo feature
+/// (`sqlite`, `postgres`) is off fails with [`StoreError::BackendDisabled`], which names the
+/// feature. Clones share the pool.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
