@@ -55,6 +55,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Without a backend only the types, `Commit` and `Store::connect`'s error remain.
 #![cfg_attr(
