@@ -89,6 +89,12 @@ const SETS: &[FeatureSet] = &[
         package: "hermes-compaction",
         features: Some("postgres"),
         present: &["compaction-store", "sqlx-postgres"],
+        absent: &["reqwest", "hyper", "compaction-llm", "aws-lc-sys"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("tls"),
+        present: &["compaction-store", "sqlx-postgres", "rustls"],
         absent: &["reqwest", "hyper", "compaction-llm"],
     },
     FeatureSet {

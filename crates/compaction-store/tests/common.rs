@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
+#[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compaction_core::{Message, ToolCall};
@@ -26,14 +27,31 @@ impl TestBackend {
 
     /// Drops the per-test PostgreSQL schema.
     pub async fn finish(self) {
-        #[allow(irrefutable_let_patterns)]
+        #[cfg(feature = "postgres")]
         if let Store::Postgres(pg) = &self.store {
             pg.drop_schema().await.unwrap();
         }
     }
 }
 
+#[cfg(feature = "postgres")]
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The PostgreSQL database to test against (`HERMES_TEST_DATABASE_URL`, looked up by
+/// `test_support`), or `None` after saying why there is none: the variable is unset, or the
+/// `postgres` feature is off. With `HERMES_REQUIRE_POSTGRES=1` a missing database fails the
+/// test instead.
+pub fn postgres_url(test: &str) -> Option<String> {
+    if cfg!(feature = "postgres") {
+        return test_support::postgres_url(test);
+    }
+    let why = "the `postgres` feature is off";
+    if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+        panic!("{why} (HERMES_REQUIRE_POSTGRES=1)");
+    }
+    eprintln!("skipped: {why} ({test}: PostgreSQL part)");
+    None
+}
 
 /// SQLite on a temporary file, plus PostgreSQL when `HERMES_TEST_DATABASE_URL` is set.
 pub async fn backends(test: &str) -> Vec<TestBackend> {
@@ -48,33 +66,28 @@ pub async fn backends(test: &str) -> Vec<TestBackend> {
         options,
         _dir: Some(dir),
     });
-    match std::env::var("HERMES_TEST_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            let short: String = test.chars().take(30).collect();
-            let schema = format!(
-                "hermes_t_{short}_{}_{}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::SeqCst)
-            );
-            let options = StoreOptions {
-                postgres_schema: Some(schema),
-                ..StoreOptions::default()
-            };
-            out.push(TestBackend {
-                store: Store::connect_with(&url, &options).await.unwrap(),
-                name: "postgres",
-                url,
-                options,
-                _dir: None,
-            });
-        }
-        _ => {
-            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
-            }
-            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
-        }
+    #[cfg(feature = "postgres")]
+    if let Some(url) = postgres_url(test) {
+        let short: String = test.chars().take(30).collect();
+        let schema = format!(
+            "hermes_t_{short}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        let options = StoreOptions {
+            postgres_schema: Some(schema),
+            ..StoreOptions::default()
+        };
+        out.push(TestBackend {
+            store: Store::connect_with(&url, &options).await.unwrap(),
+            name: "postgres",
+            url,
+            options,
+            _dir: None,
+        });
     }
+    #[cfg(not(feature = "postgres"))]
+    let _ = postgres_url(test);
     out
 }
 
@@ -98,20 +111,7 @@ macro_rules! on_both_backends {
 
 /// The shared fixtures directory, or `None` (after saying why) when it is missing.
 pub fn fixtures_dir() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shared = std::env::var_os("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared"));
-    let dir = shared.join("fixtures/transcripts");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-    if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-        panic!("{msg}");
-    }
-    eprintln!("{msg}");
-    None
+    test_support::fixtures_dir()
 }
 
 /// The wire JSON of each message.

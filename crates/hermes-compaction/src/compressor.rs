@@ -248,6 +248,8 @@ pub struct Compressor {
     /// When the last model request was made (unix ms), for the cache time-to-live rule.
     last_request_ms: Option<u64>,
     clock: fn() -> u64,
+    /// The next manual pass is prune-only (set by `Compressor::prune_only`).
+    pub(crate) prune_only_once: bool,
     pub(crate) micro: crate::micro::MicroRuntime,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
@@ -297,6 +299,7 @@ impl Compressor {
             proactive_rearm_at: None,
             last_request_ms: None,
             clock: unix_ms,
+            prune_only_once: false,
             micro: Default::default(),
             #[cfg(all(feature = "store", feature = "telemetry"))]
             trim_totals: Default::default(),
@@ -507,7 +510,8 @@ impl Compressor {
 
         let req = BatchRequest {
             force: force || matches!(trigger, Trigger::Proactive),
-            prune_only: matches!(trigger, Trigger::Proactive),
+            prune_only: matches!(trigger, Trigger::Proactive)
+                || std::mem::take(&mut self.prune_only_once),
             focus,
             compacted: self.state.compacted,
         };

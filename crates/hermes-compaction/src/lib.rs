@@ -12,6 +12,7 @@
 //! | `store` | the session store with SQLite | yes |
 //! | `sqlite` | SQLite (on with `store`) | with `store` |
 //! | `postgres` | PostgreSQL as well | no |
+//! | `tls` | TLS for PostgreSQL connections (rustls, aws-lc; SQLite needs none) | no |
 //! | `telemetry` | content-free pass events through `tracing` | yes |
 //! | `config` | `Config::load` / `Config::from_toml_str` (figment, TOML, environment) | yes |
 //! | `tiktoken` | exact token counts (o200k, cl100k) | no |
@@ -56,8 +57,12 @@ mod config_env;
 mod events;
 #[cfg(feature = "llm")]
 pub mod micro;
+#[cfg(feature = "llm")]
+pub mod oneshot;
 #[cfg(feature = "store")]
 pub mod recall;
+#[cfg(feature = "llm")]
+pub mod setup;
 #[cfg(feature = "store")]
 pub mod trim;
 
@@ -71,7 +76,11 @@ pub use compressor::{
 pub use config::{Config, ConfigError};
 #[cfg(feature = "llm")]
 pub use micro::{MicroOutcomeKind, MicroReport};
+#[cfg(feature = "llm")]
+pub use oneshot::{OneShot, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
+#[cfg(feature = "llm")]
+pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]
 pub use trim::{TrimStatus, trim_for_insert};
