@@ -7,8 +7,8 @@
 
 use std::process::{Command, ExitCode};
 
-mod measure;
 mod features;
+mod measure;
 
 /// Crates that must never appear in compaction-core's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 5] = ["tokio", "sqlx", "reqwest", "hyper", "async-openai"];

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 use std::io;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,40 +28,20 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 // ---------------------------------------------------------------------------------------------
 // Conversions
 
-/// The example session and every shared fixture transcript, as `(name, messages)`.
+/// The example session and every shared fixture transcript (when present), as
+/// `(name, messages)`.
 fn corpora() -> Vec<(String, Vec<Message>)> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let example = std::fs::read_to_string(root.join("examples/sessions/coding-agent.jsonl"))
-        .expect("example session");
+    let example = std::fs::read_to_string(
+        test_support::workspace_root().join("examples/sessions/coding-agent.jsonl"),
+    )
+    .expect("example session");
     let mut out = vec![(
         "coding-agent.jsonl".to_owned(),
         parse::parse_jsonl(&example).expect("example parses"),
     )];
-    let shared = std::env::var("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("../shared"));
-    let dir = shared.join("fixtures/transcripts");
-    if !dir.is_dir() {
-        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("{msg}");
-        }
-        return out;
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("fixture dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("jsonl"))
-        .collect();
-    files.sort();
-    for p in files {
-        let text = std::fs::read_to_string(&p).expect("fixture");
-        let name = p.file_name().unwrap().to_string_lossy().into_owned();
-        let msgs = parse::parse_jsonl(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for (name, bytes) in test_support::fixture_bytes().unwrap_or_default() {
+        let text = std::str::from_utf8(&bytes).expect("fixtures are UTF-8");
+        let msgs = parse::parse_jsonl(text).unwrap_or_else(|e| panic!("{name}: {e}"));
         out.push((name, msgs));
     }
     out

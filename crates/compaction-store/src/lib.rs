@@ -56,7 +56,6 @@
 //! # }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
-
 // Without a backend only the types, `Commit` and `Store::connect`'s error remain.
 #![cfg_attr(
     not(any(feature = "sqlite", feature = "postgres")),
