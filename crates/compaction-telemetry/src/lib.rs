@@ -20,6 +20,8 @@
 //!   memory and prints the outcome mix, tokens saved, durations, occupancy, batch counts,
 //!   insertion-time trims and the session-economics metrics, as a table or JSON.
 //! - `chart` (feature `svg`): occupancy over turns per session as a standalone SVG.
+//! - `svg` (feature `svg`): the one SVG writer (line and scatter charts) the charts and the
+//!   simulator draw with.
 //!
 //! ```
 //! use compaction_telemetry::{format_line, MicroOutcome, MicroPass, SessionAccumulator, Window};
@@ -44,6 +46,8 @@ pub mod report;
 pub mod chart;
 mod scan;
 mod stats;
+#[cfg(feature = "svg")]
+pub mod svg;
 
 pub use emit::{
     LogFormat, TARGET, emit, emit_batch, emit_micro, emit_trim, emit_turn, format_line,
