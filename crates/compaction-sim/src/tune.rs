@@ -34,6 +34,9 @@ use crate::{Result, SummarizerFactory};
 pub struct Knobs {
     /// `compression.threshold`.
     pub threshold: f64,
+    /// `compression.small_window_min_threshold` (the search moves it with `threshold`, so
+    /// the threshold it picks applies below `small_window_tokens` too).
+    pub small_window_min_threshold: f64,
     /// `compression.threshold_floor_tokens`.
     pub threshold_floor_tokens: u64,
     /// `compression.target_ratio` (the tail budget, a fraction of the threshold).
@@ -70,6 +73,7 @@ impl Knobs {
         let c = &config.compression;
         Knobs {
             threshold: c.threshold,
+            small_window_min_threshold: c.small_window_min_threshold,
             threshold_floor_tokens: c.threshold_floor_tokens,
             target_ratio: c.target_ratio,
             prune_runway_ratio: c.prune_runway_ratio,
@@ -88,6 +92,7 @@ impl Knobs {
         let c = &mut config.compression;
         c.enabled = true;
         c.threshold = self.threshold;
+        c.small_window_min_threshold = self.small_window_min_threshold;
         c.threshold_floor_tokens = self.threshold_floor_tokens;
         c.target_ratio = self.target_ratio;
         c.prune_runway_ratio = self.prune_runway_ratio;
@@ -102,8 +107,13 @@ impl Knobs {
 
     /// A short stable name, for tables and rows.
     pub fn name(&self) -> String {
+        let small = if self.small_window_min_threshold == self.threshold {
+            String::new()
+        } else {
+            format!("/{:.2}", self.small_window_min_threshold)
+        };
         let mut s = format!(
-            "t{:.2}-f{}k-r{:.2}-w{:.2}-m{}k-p{}k",
+            "t{:.2}{small}-f{}k-r{:.2}-w{:.2}-m{}k-p{}k",
             self.threshold,
             self.threshold_floor_tokens / 1_000,
             self.target_ratio,
@@ -128,8 +138,9 @@ impl Knobs {
     /// The configuration keys these knobs set, as TOML `[compression]` lines.
     pub fn toml_lines(&self) -> String {
         format!(
-            "threshold = {}\nthreshold_floor_tokens = {}\ntarget_ratio = {}\nprune_runway_ratio = {}\nprune_minimum_tokens = {}\nproactive_prune_tokens = {}\nmicro_compact = {}\nmicro_compact_every_n_turns = {}\nmicro_compact_min_reclaim_tokens = {}\ninsert_trim_tokens = {}\n",
+            "threshold = {}\nsmall_window_min_threshold = {}\nthreshold_floor_tokens = {}\ntarget_ratio = {}\nprune_runway_ratio = {}\nprune_minimum_tokens = {}\nproactive_prune_tokens = {}\nmicro_compact = {}\nmicro_compact_every_n_turns = {}\nmicro_compact_min_reclaim_tokens = {}\ninsert_trim_tokens = {}\n",
             float(self.threshold),
+            float(self.small_window_min_threshold),
             self.threshold_floor_tokens,
             float(self.target_ratio),
             float(self.prune_runway_ratio),
@@ -147,10 +158,12 @@ impl Knobs {
     }
 
     /// A random point of the space.
-    fn random(rng: &mut Rng, micro: bool) -> Knobs {
+    fn random(rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
         let micro = micro && rng.below(2) == 1;
+        let threshold = rng.pick(&THRESHOLD);
         Knobs {
-            threshold: rng.pick(&THRESHOLD),
+            threshold,
+            small_window_min_threshold: threshold,
             threshold_floor_tokens: rng.pick(&FLOOR),
             target_ratio: rng.pick(&TARGET),
             prune_runway_ratio: rng.pick(&RUNWAY),
@@ -159,16 +172,26 @@ impl Knobs {
             micro_compact: micro,
             micro_compact_every_n_turns: if micro { rng.pick(&EVERY) } else { 1 },
             micro_compact_min_reclaim_tokens: if micro { rng.pick(&RECLAIM) } else { 0 },
-            insert_trim_tokens: rng.pick(&TRIM),
+            insert_trim_tokens: if trim { rng.pick(&TRIM) } else { 0 },
         }
     }
 
     /// This point with one knob moved to a neighbouring value.
-    fn neighbour(&self, rng: &mut Rng, micro: bool) -> Knobs {
+    fn neighbour(&self, rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
         let mut k = *self;
         let knobs = if micro { 10 } else { 7 };
         match rng.below(knobs) {
-            0 => k.threshold = step(&THRESHOLD, k.threshold, rng),
+            0 | 6 if k.small_window_min_threshold != k.threshold => {
+                k.small_window_min_threshold = k.threshold;
+            }
+            0 => {
+                k.threshold = step(&THRESHOLD, k.threshold, rng);
+                k.small_window_min_threshold = k.threshold;
+            }
+            6 if !trim => {
+                k.threshold = step(&THRESHOLD, k.threshold, rng);
+                k.small_window_min_threshold = k.threshold;
+            }
             1 => k.threshold_floor_tokens = step(&FLOOR, k.threshold_floor_tokens, rng),
             2 => k.target_ratio = step(&TARGET, k.target_ratio, rng),
             3 => k.prune_runway_ratio = step(&RUNWAY, k.prune_runway_ratio, rng),
@@ -316,6 +339,8 @@ pub struct TuneOptions {
     pub seed: u64,
     /// Whether micro-compaction is part of the space.
     pub micro: bool,
+    /// Whether insertion-time trimming is part of the space.
+    pub trim: bool,
     /// The recommendation keeps at least this mean retention (`None`: the starting
     /// configuration's).
     pub min_retention: Option<f64>,
@@ -334,6 +359,7 @@ impl Default for TuneOptions {
             explore: 0.5,
             seed: 13,
             micro: true,
+            trim: true,
             min_retention: None,
             max_summary_calls: None,
             threads: 0,
@@ -425,7 +451,7 @@ pub fn tune(
     let mut tries = 0;
     while first.len() < explore.min(budget) && tries < 100 * budget {
         tries += 1;
-        let k = Knobs::random(&mut rng, options.micro);
+        let k = Knobs::random(&mut rng, options.micro, options.trim);
         if seen.insert(k.key()) {
             first.push(k);
         }
@@ -446,7 +472,7 @@ pub fn tune(
         while batch.len() < want && tries < 100 * want {
             tries += 1;
             let parent = parents[rng.below(parents.len() as u64) as usize];
-            let k = parent.neighbour(&mut rng, options.micro);
+            let k = parent.neighbour(&mut rng, options.micro, options.trim);
             if seen.insert(k.key()) {
                 batch.push(k);
             }

@@ -208,6 +208,9 @@ pub struct TuneArgs {
     /// Leave micro-compaction out of the search.
     #[arg(long)]
     pub no_micro: bool,
+    /// Leave insertion-time trimming out of the search.
+    #[arg(long)]
+    pub no_trim: bool,
     /// The recommendation keeps at least this mean retention, 0 to 1 [default: the starting
     /// configuration's].
     #[arg(long, value_name = "SHARE")]

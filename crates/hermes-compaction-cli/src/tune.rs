@@ -39,6 +39,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
         budget: args.budget,
         seed: args.seed,
         micro: !args.no_micro,
+        trim: !args.no_trim,
         min_retention: args.min_retention,
         max_summary_calls: args.max_summary_calls,
         ..TuneOptions::default()
