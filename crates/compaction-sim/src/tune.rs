@@ -355,7 +355,7 @@ impl Default for TuneOptions {
         TuneOptions {
             pricing: Pricing::Table(crate::Prices::default()),
             request_gap_secs: crate::replay::DEFAULT_REQUEST_GAP_SECS,
-            budget: 64,
+            budget: 48,
             explore: 0.5,
             seed: 13,
             micro: true,
