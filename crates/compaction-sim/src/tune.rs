@@ -550,7 +550,7 @@ impl Tuning {
     /// The front and every other feasible point as a scatter plot (cost against mean
     /// retention), the baseline and the recommendation marked.
     pub fn svg(&self) -> String {
-        let pt = |p: &Point| (p.cost, p.mean_retention * 100.0);
+        let pt = |p: &Point| (p.cost / 1e6, p.mean_retention * 100.0);
         let title = |p: &Point| {
             format!(
                 "{}: cost {:.0}, retention {:.1}%, {} summary calls",
@@ -573,9 +573,19 @@ impl Tuning {
             points: ps.iter().map(|p| pt(p)).collect(),
             titles: ps.iter().map(|p| title(p)).collect(),
         };
+        let costs = self
+            .points
+            .iter()
+            .chain([&self.baseline, &self.recommended])
+            .map(|p| p.cost / 1e6);
+        let (lo, hi) = costs.fold((f64::INFINITY, 0.0_f64), |(lo, hi), c| {
+            (lo.min(c), hi.max(c))
+        });
+        let pad = ((hi - lo) * 0.05).max(1e-6);
         let chart = Chart {
             title: "policy search: cost against retention".into(),
-            x_label: "cost".into(),
+            x_label: "cost (millions)".into(),
+            x_range: lo.is_finite().then_some((lo - pad, hi + pad)),
             y_label: "mean retention (%)".into(),
             y_unit: "%".into(),
             size: (900.0, 500.0),
