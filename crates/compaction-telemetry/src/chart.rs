@@ -1,4 +1,4 @@
-//! Occupancy-over-turns charts as hand-written SVG (feature `svg`, no dependencies).
+//! Occupancy-over-turns charts per session (feature `svg`), drawn with [`svg`](crate::svg).
 //!
 //! One chart per session: occupancy at the end of each turn (from `compaction turn
 //! telemetry` lines) as a line, the threshold as a dashed line at 100%, and a marker at the
@@ -7,7 +7,6 @@
 //! chart's own size; the rest of the input is streamed like the report.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
 
@@ -15,6 +14,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::scan::{self, InputStats, Record};
+use crate::svg;
 
 /// The data of one session's chart.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -77,15 +77,9 @@ pub fn charts_from_readers<R: Read>(
     Ok(collector.finish())
 }
 
-const WIDTH: f64 = 800.0;
-const HEIGHT: f64 = 400.0;
-const LEFT: f64 = 60.0;
-const RIGHT: f64 = 20.0;
-const TOP: f64 = 40.0;
-const BOTTOM: f64 = 50.0;
-
 impl SessionChart {
-    /// A standalone SVG document of the chart.
+    /// A standalone SVG document of the chart (drawn with [`svg`](crate::svg)): occupancy
+    /// as a line, the threshold dashed at 100%, a marker per compression event.
     pub fn to_svg(&self) -> String {
         let max_turn = self
             .points
@@ -102,113 +96,54 @@ impl SessionChart {
             .fold(100.0_f64, f64::max);
         // Headroom above the threshold line, rounded up to a multiple of 25%.
         let y_max = ((max_pct * 1.1) / 25.0).ceil() * 25.0;
-        let plot_w = WIDTH - LEFT - RIGHT;
-        let plot_h = HEIGHT - TOP - BOTTOM;
-        let x = |turn: u64| LEFT + turn as f64 / max_turn as f64 * plot_w;
-        let y = |pct: f64| TOP + plot_h - pct.clamp(0.0, y_max) / y_max * plot_h;
-        let bottom = TOP + plot_h;
-
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
         let title = if self.session_id.is_empty() {
             "(no session id)".to_owned()
         } else {
-            escape(&self.session_id)
+            self.session_id.clone()
         };
-        let _ = writeln!(
-            s,
-            r#"<text x="{LEFT}" y="20" font-size="14">occupancy over turns: session {title}</text>"#
-        );
-
-        // Axes and ticks.
-        let _ = writeln!(
-            s,
-            r#"<g class="axes" stroke="black"><line x1="{LEFT}" y1="{bottom}" x2="{:.1}" y2="{bottom}"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}"/></g>"#,
-            LEFT + plot_w
-        );
-        let mut pct = 0.0;
-        while pct <= y_max {
-            let yy = y(pct);
-            let _ = writeln!(
-                s,
-                r#"<g class="ytick"><line x1="{:.1}" y1="{yy:.1}" x2="{LEFT}" y2="{yy:.1}" stroke="black"/><text x="{:.1}" y="{:.1}" text-anchor="end">{pct}%</text></g>"#,
-                LEFT - 4.0,
-                LEFT - 6.0,
-                yy + 4.0
-            );
-            pct += 25.0;
-        }
-        let step = nice_step(max_turn);
-        let mut turn = 0;
-        while turn <= max_turn {
-            let xx = x(turn);
-            let _ = writeln!(
-                s,
-                r#"<g class="xtick"><line x1="{xx:.1}" y1="{bottom}" x2="{xx:.1}" y2="{:.1}" stroke="black"/><text x="{xx:.1}" y="{:.1}" text-anchor="middle">{turn}</text></g>"#,
-                bottom + 4.0,
-                bottom + 16.0
-            );
-            turn += step;
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">turn</text>"#,
-            LEFT + plot_w / 2.0,
-            HEIGHT - 8.0
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="14" y="{:.1}" text-anchor="middle" transform="rotate(-90 14 {:.1})">occupancy (% of threshold)</text>"#,
-            TOP + plot_h / 2.0,
-            TOP + plot_h / 2.0
-        );
-
-        // Threshold.
-        let ty = y(100.0);
-        let _ = writeln!(
-            s,
-            r##"<line class="threshold" x1="{LEFT}" y1="{ty:.1}" x2="{:.1}" y2="{ty:.1}" stroke="#c0392b" stroke-dasharray="6 4"/>"##,
-            LEFT + plot_w
-        );
-
-        // Compression events.
-        for m in &self.compactions {
-            let (class, color) = match m.kind {
-                CompactionKind::Batch => ("mark-batch", "#c0392b"),
-                CompactionKind::Micro => ("mark-micro", "#2980b9"),
-            };
-            let xx = x(m.turn);
-            let _ = writeln!(
-                s,
-                r#"<path class="{class}" d="M {xx:.1} {:.1} l -4 8 l 8 0 z" fill="{color}"><title>{} compaction after turn {}</title></path>"#,
-                bottom - 8.0,
-                match m.kind {
-                    CompactionKind::Batch => "batch",
-                    CompactionKind::Micro => "micro",
-                },
-                m.turn
-            );
-        }
-
-        // Occupancy line.
-        if !self.points.is_empty() {
-            let pts: Vec<String> = self
-                .points
-                .iter()
-                .map(|p| format!("{:.1},{:.1}", x(p.turn), y(p.occupancy_pct)))
-                .collect();
-            let _ = writeln!(
-                s,
-                r##"<polyline class="occupancy" fill="none" stroke="#2c3e50" stroke-width="1.5" points="{}"/>"##,
-                pts.join(" ")
-            );
-        }
-        s.push_str("</svg>\n");
-        s
+        let markers = self
+            .compactions
+            .iter()
+            .map(|m| {
+                let (class, color, kind) = match m.kind {
+                    CompactionKind::Batch => ("mark-batch", "#c0392b", "batch"),
+                    CompactionKind::Micro => ("mark-micro", "#2980b9", "micro"),
+                };
+                svg::Marker {
+                    x: m.turn as f64,
+                    title: format!("{kind} compaction after turn {}", m.turn),
+                    class: class.into(),
+                    color: color.into(),
+                }
+            })
+            .collect();
+        let chart = svg::Chart {
+            title: format!("occupancy over turns: session {title}"),
+            x_label: "turn".into(),
+            y_label: "occupancy (% of threshold)".into(),
+            y_unit: "%".into(),
+            x_range: Some((0.0, max_turn as f64)),
+            y_range: Some((0.0, y_max)),
+            series: vec![svg::Series {
+                class: "occupancy".into(),
+                color: "#2c3e50".into(),
+                points: self
+                    .points
+                    .iter()
+                    .map(|p| (p.turn as f64, p.occupancy_pct))
+                    .collect(),
+                ..svg::Series::default()
+            }],
+            rules: vec![svg::Rule {
+                y: 100.0,
+                class: "threshold".into(),
+                color: "#c0392b".into(),
+                ..svg::Rule::default()
+            }],
+            markers,
+            ..svg::Chart::default()
+        };
+        chart.to_svg()
     }
 }
 
@@ -263,59 +198,5 @@ impl Collector {
 
     fn finish(self) -> Vec<SessionChart> {
         self.sessions.into_values().map(|(c, _, _)| c).collect()
-    }
-}
-
-/// The smallest step of the 1, 2, 5, 10, 20, ... series giving at most ten intervals.
-fn nice_step(max: u64) -> u64 {
-    let mut step = 1;
-    while max.div_ceil(step) > 10 {
-        let mut magnitude = 1;
-        while magnitude * 10 <= step {
-            magnitude *= 10;
-        }
-        step = match step / magnitude {
-            1 => 2 * magnitude,
-            2 => 5 * magnitude,
-            _ => 10 * magnitude,
-        };
-    }
-    step
-}
-
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tick_steps_are_1_2_5() {
-        assert_eq!(nice_step(1), 1);
-        assert_eq!(nice_step(10), 1);
-        assert_eq!(nice_step(11), 2);
-        assert_eq!(nice_step(45), 5);
-        assert_eq!(nice_step(100), 10);
-        assert_eq!(nice_step(101), 20);
-        assert_eq!(nice_step(5000), 500);
-    }
-
-    #[test]
-    fn escapes_markup() {
-        assert_eq!(escape("a<b>&\"'\n"), "a&lt;b&gt;&amp;&quot;&apos;");
     }
 }

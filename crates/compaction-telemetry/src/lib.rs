@@ -26,6 +26,8 @@
 //! Emitting and reporting are separate concerns: with default features the crate is the
 //! events and their `tracing` lines only, so a framework that emits compiles no log reader
 //! (no `flate2`). The command line turns `report` and `gzip` on.
+//! - `svg` (feature `svg`): the one SVG writer (line and scatter charts) the charts and the
+//!   simulator draw with.
 //!
 //! ```
 //! use compaction_telemetry::{format_line, MicroOutcome, MicroPass, SessionAccumulator, Window};
@@ -54,6 +56,8 @@ pub mod chart;
 mod scan;
 #[cfg(feature = "report")]
 mod stats;
+#[cfg(feature = "svg")]
+pub mod svg;
 
 pub use emit::{
     LogFormat, TARGET, emit, emit_batch, emit_micro, emit_trim, emit_turn, format_line,

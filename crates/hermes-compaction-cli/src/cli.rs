@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::setup::SummarizerKind;
-use crate::simulate::Policy;
+use compaction_sim::Policy;
 
 /// Keeps long-running LLM agent conversations inside a finite context window.
 ///
@@ -48,6 +48,16 @@ pub enum Command {
     /// usage, as the extractive one does), estimated cost, earliest changed message index
     /// (min/median), prune-only : full-summary ratio and compaction wall time.
     Simulate(SimulateArgs),
+    /// Search the policy space over your sessions and recommend a configuration.
+    ///
+    /// Replays the sessions under many configurations (threshold and floor, tail budget,
+    /// prune-first runway, proactive prune, micro cadence and reclaim gate, insertion-time
+    /// trimming) under one pricing, prints the Pareto front of cost, mean retention (the
+    /// share of file paths, commands and the latest user message still in the prompt) and
+    /// summary calls, and writes the cheapest front point that keeps at least the starting
+    /// configuration's retention as TOML that --config accepts. Configurations that overflow
+    /// the window are never recommended.
+    Tune(TuneArgs),
     /// Read telemetry logs (plain, tracing JSON or gzip) and print the report.
     Report(ReportArgs),
     /// The session store from the command line (SQLite path or postgres:// URL).
@@ -127,12 +137,13 @@ pub struct SimulateArgs {
     /// Transcripts to replay (JSONL or JSON arrays).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
-    /// Policies, comma-separated.
+    /// Policies, comma-separated: none, batch, prune-first, batch-naive, micro, batch+trim,
+    /// micro+trim.
     #[arg(
         long,
-        value_enum,
         value_delimiter = ',',
-        default_value = "none,batch,batch-naive,micro"
+        default_value = "none,batch,batch-naive,micro",
+        value_parser = parse_policy
     )]
     pub policies: Vec<Policy>,
     /// Price table (TOML or JSON with input_per_mtok, cached_input_per_mtok,
@@ -152,7 +163,7 @@ pub struct SimulateArgs {
     pub cache_profile: Option<String>,
     /// Seconds between two requests when messages carry no `timestamp`; a request after the
     /// profile's time-to-live gets no cache hits.
-    #[arg(long, value_name = "SECS", default_value_t = crate::simulate::DEFAULT_REQUEST_GAP_SECS)]
+    #[arg(long, value_name = "SECS", default_value_t = compaction_sim::replay::DEFAULT_REQUEST_GAP_SECS)]
     pub request_gap_secs: u64,
     /// Trim limit of the batch+trim and micro+trim policies, tokens: larger tool results are
     /// trimmed as they are appended (head and tail kept, the original in an in-memory store).
@@ -166,12 +177,70 @@ pub struct SimulateArgs {
     /// Also draw occupancy over requests per policy as an SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Also write one JSON line per request, so anyone can re-price the replay:
+    /// {"policy", "transcript", "request", "chars": [..], "hashes": [..]}, where chars[i] is
+    /// the number of Unicode scalar values of message i's compact wire JSON and hashes[i] its
+    /// FNV-1a 64 digest in hex, for the prompt as sent (one pricing only).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
     /// Print one table per transcript as well as the totals.
     #[arg(long)]
     pub per_transcript: bool,
     /// Engine options.
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// `tune`.
+#[derive(Clone, Debug, Args)]
+pub struct TuneArgs {
+    /// Sessions to replay (JSONL or JSON arrays).
+    #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
+    pub input: Vec<PathBuf>,
+    /// Pricing: a cache profile (anthropic, openai, openai-gpt5, google, local, custom) or
+    /// prices (the price table; the cost is then in the units of docs/ECONOMICS.md)
+    /// [default: compression.cache_profile of the configuration, else prices].
+    #[arg(long, value_name = "NAME")]
+    pub cache_profile: Option<String>,
+    /// Configurations to evaluate, the starting one included (48: about 1 minute of CPU over
+    /// 21 sessions).
+    #[arg(long, value_name = "N", default_value_t = 48)]
+    pub budget: usize,
+    /// Seed of the search (the same seed and inputs give the same result).
+    #[arg(long, value_name = "N", default_value_t = 13)]
+    pub seed: u64,
+    /// Leave micro-compaction out of the search.
+    #[arg(long)]
+    pub no_micro: bool,
+    /// Leave insertion-time trimming out of the search.
+    #[arg(long)]
+    pub no_trim: bool,
+    /// The recommendation keeps at least this mean retention, 0 to 1 [default: the starting
+    /// configuration's].
+    #[arg(long, value_name = "SHARE")]
+    pub min_retention: Option<f64>,
+    /// The recommendation makes at most this many summary calls over the sessions.
+    #[arg(long, value_name = "N")]
+    pub max_summary_calls: Option<u64>,
+    /// Seconds between two requests when messages carry no `timestamp`.
+    #[arg(long, value_name = "SECS", default_value_t = compaction_sim::replay::DEFAULT_REQUEST_GAP_SECS)]
+    pub request_gap_secs: u64,
+    /// Where to write the recommended configuration (TOML) [default: printed after the front].
+    #[arg(long, short, value_name = "FILE.toml")]
+    pub output: Option<PathBuf>,
+    /// Also draw the points and the front as an SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Also write every point, the front and the recommendation as JSON.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Engine options (the starting configuration and the context length).
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
 }
 
 /// `report`.

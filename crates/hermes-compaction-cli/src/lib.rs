@@ -2,7 +2,8 @@
 //!
 //! The binary is a thin `main` over [`run`]. Each command is a function over plain
 //! arguments: [`compact`](mod@compact) runs one kind of pass over a transcript file,
-//! [`simulate`](mod@simulate) replays sessions under several policies side by side,
+//! [`simulate`](mod@simulate) replays sessions under several policies side by side
+//! (over the `compaction-sim` crate), [`tune`](mod@tune) searches the policy space,
 //! [`session`](mod@session) drives the store, and the telemetry report comes from
 //! `compaction-telemetry`. Everything else is library calls into the facade.
 //!
@@ -116,11 +117,10 @@ pub mod compact;
 pub mod example;
 pub mod input;
 pub mod paths;
-pub mod plot;
-pub mod prices;
 pub mod session;
 pub mod setup;
 pub mod simulate;
+pub mod tune;
 
 pub use cli::{Cli, Command};
 pub use input::{Input, InputError, Strictness};
@@ -181,6 +181,7 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> Result<()> {
     match cli.command {
         Command::Compact(a) => compact::run(&a, out),
         Command::Simulate(a) => simulate::run(&a, out),
+        Command::Tune(a) => tune::run(&a, out),
         Command::Report(a) => {
             let options = hermes_compaction::telemetry::ReportOptions {
                 per_session: a.per_session,

@@ -392,3 +392,94 @@ fn an_unknown_cache_profile_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(texts(&o).1.contains("--cache-profile azure: unknown"));
 }
+
+#[test]
+fn the_trace_has_one_line_per_request_in_the_documented_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let trace = dir.path().join("trace.jsonl");
+    let sim = simulate_json(
+        &[s(&example)],
+        32_000,
+        &["--trace", s(&trace), "--policies", "none,batch"],
+    );
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let totals = sim["totals"].as_array().unwrap();
+    let requests: u64 = totals.iter().map(|t| u(t, "requests")).sum();
+    assert_eq!(lines.len() as u64, requests);
+    for l in &lines {
+        let keys: Vec<&str> = l.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["policy", "transcript", "request", "chars", "hashes"]);
+        assert_eq!(l["transcript"], "coding-agent.jsonl");
+        let n = l["chars"].as_array().unwrap().len();
+        assert_eq!(l["hashes"].as_array().unwrap().len(), n);
+    }
+    for t in totals {
+        for k in [
+            "summary_calls",
+            "summary_prompt_tokens",
+            "summary_output_tokens",
+            "unit_prompt_tokens",
+            "unit_hit_tokens",
+        ] {
+            u(t, k);
+        }
+        let d = &t["derived"];
+        assert!(f(d, "mean_retention") > 0.0 && f(d, "mean_retention") <= 1.0);
+    }
+    // One pricing only.
+    let o = run(&[
+        "simulate",
+        "--cache-profile",
+        "all",
+        "--trace",
+        s(&trace),
+        "--input",
+        s(&example),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn tune_writes_a_configuration_that_loads_and_a_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let toml = dir.path().join("tuned.toml");
+    let svg = dir.path().join("front.svg");
+    let o = run(&[
+        "tune",
+        "--context-length",
+        "32000",
+        "--budget",
+        "6",
+        "--output",
+        s(&toml),
+        "--plot",
+        s(&svg),
+        "--input",
+        s(&example),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("on the front"), "{stdout}");
+    assert!(stdout.contains("<- recommended"), "{stdout}");
+    assert!(std::fs::read_to_string(&svg).unwrap().starts_with("<svg"));
+    // The written file is a configuration the other commands accept.
+    let out = dir.path().join("out.jsonl");
+    let o = run(&[
+        "compact",
+        "--config",
+        s(&toml),
+        "--input",
+        s(&example),
+        "--output",
+        s(&out),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let o = run(&["tune", "--budget", "0", "--input", s(&example)]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,138 @@
+//! The policies the simulator replays: named ones ([`Policy`]) and any configuration
+//! ([`Variant`], what the tuner searches).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use hermes_compaction::Config;
+
+/// A named compaction policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// Never compacts: the baseline.
+    None,
+    /// The default configuration: batch compaction with prune-first at the low-water mark.
+    Batch,
+    /// Same as `batch` (the name says how it decides).
+    PruneFirst,
+    /// Batch compaction that accepts prune-only whenever it lands below the threshold
+    /// (prune_minimum_tokens = 0, prune_runway_ratio = 0).
+    BatchNaive,
+    /// Micro-compaction after every turn (and every tool round), batch as the safety net.
+    Micro,
+    /// `batch` with insertion-time trimming: each tool result over the trim limit is trimmed
+    /// before it is appended (originals kept in an in-memory store).
+    #[serde(rename = "batch+trim")]
+    BatchTrim,
+    /// `micro` with insertion-time trimming.
+    #[serde(rename = "micro+trim")]
+    MicroTrim,
+}
+
+impl Policy {
+    /// Every policy, in the order of the help text.
+    pub const ALL: [Policy; 7] = [
+        Policy::None,
+        Policy::Batch,
+        Policy::PruneFirst,
+        Policy::BatchNaive,
+        Policy::Micro,
+        Policy::BatchTrim,
+        Policy::MicroTrim,
+    ];
+
+    /// The name on the command line and in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::None => "none",
+            Policy::Batch => "batch",
+            Policy::PruneFirst => "prune-first",
+            Policy::BatchNaive => "batch-naive",
+            Policy::Micro => "micro",
+            Policy::BatchTrim => "batch+trim",
+            Policy::MicroTrim => "micro+trim",
+        }
+    }
+
+    /// Whether tool results are trimmed as they are appended.
+    pub fn trims(self) -> bool {
+        matches!(self, Policy::BatchTrim | Policy::MicroTrim)
+    }
+
+    /// `base` changed as this policy says. Trimming policies trim tool results over
+    /// `insert_trim_tokens`; the others never trim (`compression.insert_trim_tokens = 0`), so
+    /// the two can be compared.
+    pub fn configure(self, base: &Config, insert_trim_tokens: u64) -> Config {
+        let mut c = base.clone();
+        c.compression.insert_trim_tokens = if self.trims() { insert_trim_tokens } else { 0 };
+        match self {
+            Policy::None => {
+                c.compression.enabled = false;
+                c.compression.micro_compact = false;
+            }
+            Policy::Batch | Policy::PruneFirst | Policy::BatchTrim => {
+                c.compression.micro_compact = false
+            }
+            Policy::BatchNaive => {
+                c.compression.micro_compact = false;
+                c.compression.prune_minimum_tokens = 0;
+                c.compression.prune_runway_ratio = 0.0;
+            }
+            Policy::Micro | Policy::MicroTrim => {
+                c.compression.micro_compact = true;
+            }
+        }
+        c
+    }
+
+    /// This policy over `base`, as a replayable variant.
+    pub fn variant(self, base: &Config, insert_trim_tokens: u64) -> Variant {
+        Variant {
+            name: self.name().to_owned(),
+            config: self.configure(base, insert_trim_tokens),
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Policy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Policy, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Policy::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown policy {s:?} (expected one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+/// A configuration to replay under a name. Insertion-time trimming is on when
+/// `compression.insert_trim_tokens > 0`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Variant {
+    /// The name in rows, tables and traces.
+    pub name: String,
+    /// The configuration the replay's compressor runs with.
+    pub config: Config,
+}
+
+impl Variant {
+    /// Whether tool results are trimmed as they are appended.
+    pub fn trims(&self) -> bool {
+        self.config.compression.enabled && self.config.compression.insert_trim_tokens > 0
+    }
+}

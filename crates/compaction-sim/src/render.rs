@@ -1,0 +1,237 @@
+//! What a simulation prints: the side-by-side table, the cost-by-profile summary, the JSON.
+
+use std::fmt::Write as _;
+
+use crate::pricing::Pricing;
+use crate::row::{Derived, Row};
+use crate::run::Simulation;
+
+/// One line per pricing, one column per policy: the total cost, the cheapest marked `*`.
+pub fn cost_by_profile(sim: &Simulation) -> String {
+    let mut s = String::from(
+        "estimated cost by cache profile (* = cheapest policy; a profile without prices shows \
+         prompt input-token equivalents in millions)\n",
+    );
+    let label_w = sim
+        .pricings
+        .iter()
+        .map(|p| p.name().len())
+        .max()
+        .unwrap_or(0)
+        .max("profile".len());
+    let cells: Vec<Vec<String>> = sim
+        .pricings
+        .iter()
+        .map(|p| {
+            let totals = sim.totals_of(p.name());
+            let priced = totals.iter().any(|r| r.cost_usd > 0.0);
+            let key = |r: &Row| {
+                if priced {
+                    r.cost_usd
+                } else {
+                    r.prompt_token_equivalents
+                }
+            };
+            let best = totals.iter().map(|r| key(r)).fold(f64::INFINITY, f64::min);
+            totals
+                .iter()
+                .map(|r| {
+                    let mark = if key(r) <= best { "*" } else { " " };
+                    if priced {
+                        format!("${:.2}{mark}", r.cost_usd)
+                    } else {
+                        format!("{:.1}M{mark}", r.prompt_token_equivalents / 1e6)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let col_w: Vec<usize> = sim
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(j, p)| {
+            cells
+                .iter()
+                .filter_map(|row| row.get(j).map(String::len))
+                .chain([p.len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let _ = write!(s, "{:label_w$}", "profile");
+    for (p, w) in sim.policies.iter().zip(&col_w) {
+        let _ = write!(s, "  {p:>w$}");
+    }
+    s.push('\n');
+    for (pricing, row) in sim.pricings.iter().zip(&cells) {
+        let _ = write!(s, "{:label_w$}", pricing.name());
+        for (v, w) in row.iter().zip(&col_w) {
+            let _ = write!(s, "  {v:>w$}");
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// The simulation as JSON: rows and totals (each with its derived metrics and its `profile`),
+/// `prices` (the price table when one was used, else null), and `profiles`: per pricing its
+/// name, its settings, its totals and the cheapest policy.
+pub fn to_json(sim: &Simulation) -> serde_json::Value {
+    let row = |r: &Row| {
+        let mut v = serde_json::to_value(r).unwrap_or_default();
+        if let (Some(obj), Ok(d)) = (v.as_object_mut(), serde_json::to_value(r.derived())) {
+            obj.insert("derived".into(), d);
+        }
+        v
+    };
+    let prices = sim.pricings.iter().find_map(|p| match p {
+        Pricing::Table(t) => Some(*t),
+        Pricing::Profile(_) => None,
+    });
+    let profiles: Vec<serde_json::Value> = sim
+        .pricings
+        .iter()
+        .map(|p| {
+            let totals = sim.totals_of(p.name());
+            let cheapest = totals
+                .iter()
+                .min_by(|a, b| a.cost_usd.total_cmp(&b.cost_usd))
+                .map(|r| r.policy.clone());
+            serde_json::json!({
+                "name": p.name(),
+                "pricing": p,
+                "cheapest": cheapest,
+                "totals": totals.into_iter().map(row).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "policies": sim.policies,
+        "prices": prices,
+        "profiles": profiles,
+        "rows": sim.rows.iter().map(row).collect::<Vec<_>>(),
+        "totals": sim.totals.iter().map(row).collect::<Vec<_>>(),
+    })
+}
+
+/// The side-by-side table: one column per row (policy), one line per metric.
+pub fn table(title: &str, rows: &[&Row]) -> String {
+    let d: Vec<Derived> = rows.iter().map(|r| r.derived()).collect();
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_owned(), |x| format!("{x:.prec$}"));
+    let mut lines: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut add = |label: &'static str, f: &dyn Fn(&Row, &Derived) -> String| {
+        lines.push((label, rows.iter().zip(&d).map(|(r, d)| f(r, d)).collect()));
+    };
+    add("turns / requests", &|r, _| {
+        format!("{} / {}", r.turns, r.requests)
+    });
+    add("compression events", &|r, _| r.events.to_string());
+    add("  prune-only : full summary", &|_, d| {
+        d.prune_to_summary.clone()
+    });
+    add("  micro passes", &|r, _| r.micro_events.to_string());
+    add("events per 100 turns", &|_, d| {
+        format!("{:.1}", d.events_per_100_turns)
+    });
+    add("mean turns between compressions", &|_, d| {
+        opt(d.mean_turns_between_compressions, 1)
+    });
+    add("summary calls", &|r, _| r.summary_calls.to_string());
+    add("retention mean / min", &|r, d| {
+        format!(
+            "{:.1}% / {:.1}%",
+            d.mean_retention * 100.0,
+            r.retention_min * 100.0
+        )
+    });
+    add("tokens reclaimed per event", &|_, d| {
+        opt(d.reclaimed_per_event, 0)
+    });
+    add("peak occupancy", &|r, _| {
+        format!("{:.0}%", r.peak_occupancy * 100.0)
+    });
+    add("mean occupancy", &|_, d| {
+        format!("{:.0}%", d.mean_occupancy * 100.0)
+    });
+    add("window overflows", &|r, _| r.overflows.to_string());
+    add("prompt tokens", &|r, _| r.prompt_tokens.to_string());
+    add("  cache hit", &|r, _| r.cache_hit_tokens.to_string());
+    add("  cache miss", &|r, _| r.cache_miss_tokens.to_string());
+    add("  hit rate", &|_, d| {
+        format!("{:.1}%", d.cache_hit_rate * 100.0)
+    });
+    add("  cache writes", &|r, _| r.cache_write_tokens.to_string());
+    add("  requests after cache expiry", &|r, _| {
+        r.expired_requests.to_string()
+    });
+    add("tool results trimmed on insert", &|r, _| {
+        format!("{} (-{} tok)", r.trimmed_results, r.trim_saved_tokens)
+    });
+    add("summary tokens in / out", &|r, _| {
+        let est = if r.summary_calls_estimated > 0 {
+            " (est.)"
+        } else {
+            ""
+        };
+        format!(
+            "{} / {}{est}",
+            r.summary_prompt_tokens, r.summary_output_tokens
+        )
+    });
+    add("estimated cost", &|r, _| format!("${:.2}", r.cost_usd));
+    add("cost in issue units (M)", &|r, _| {
+        format!("{:.2}M", r.unit_cost / 1e6)
+    });
+    add("prompt input-token equivalents", &|r, _| {
+        format!("{:.0}", r.prompt_token_equivalents)
+    });
+    add("  input / cache read / cache write", &|r, _| {
+        format!(
+            "{:.2} / {:.2} / {:.2}",
+            r.cost_input_usd, r.cost_cache_read_usd, r.cost_cache_write_usd
+        )
+    });
+    add("  output / summaries", &|r, _| {
+        format!("{:.2} / {:.2}", r.cost_output_usd, r.cost_summary_usd)
+    });
+    add("earliest changed index min / median", &|_, d| {
+        format!(
+            "{} / {}",
+            d.earliest_changed_min.map_or("-".into(), |v| v.to_string()),
+            opt(d.earliest_changed_median, 0)
+        )
+    });
+    add("compaction wall time", &|r, _| {
+        format!("{:.0} ms", r.compaction_ms)
+    });
+
+    let label_w = lines.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    let mut col_w: Vec<usize> = rows.iter().map(|r| r.policy.len()).collect();
+    for (_, vals) in &lines {
+        for (w, v) in col_w.iter_mut().zip(vals) {
+            *w = (*w).max(v.len());
+        }
+    }
+    let mut s = String::new();
+    let (threshold, context) = rows
+        .first()
+        .map_or((0, 0), |r| (r.threshold_tokens, r.context_length));
+    let _ = writeln!(
+        s,
+        "{title} (context {context} tokens, threshold {threshold}; occupancy = prompt / threshold)"
+    );
+    let _ = write!(s, "{:label_w$}", "policy");
+    for (r, w) in rows.iter().zip(&col_w) {
+        let _ = write!(s, "  {:>w$}", r.policy);
+    }
+    s.push('\n');
+    for (label, vals) in &lines {
+        let _ = write!(s, "{label:label_w$}");
+        for (v, w) in vals.iter().zip(&col_w) {
+            let _ = write!(s, "  {v:>w$}");
+        }
+        s.push('\n');
+    }
+    s
+}

@@ -1,0 +1,491 @@
+//! The replay driver: the one place that calls the facade's hooks in the order an agent does.
+//!
+//! Each user message starts a turn (and ends the previous one with
+//! [`Compressor::finalize_turn`]); before each assistant message the model is called:
+//! [`Compressor::after_tool_round`] when a tool round just finished, then
+//! [`Compressor::before_request`], the prompt is measured, and [`Compressor::after_response`]
+//! receives that size as the provider's usage. Tool results go through
+//! [`Compressor::on_tool_result`] when the variant trims on insertion. The prompt is the
+//! compacted transcript as it is at that moment.
+//!
+//! The prefix-cache model: a request reuses the longest run of leading messages whose wire
+//! JSON is unchanged since the previous request; those tokens are cache hits, the rest misses.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use hermes_compaction::core::cache::{self, RequestShape};
+use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript};
+use hermes_compaction::llm::Summarizer;
+use hermes_compaction::store::Store;
+use hermes_compaction::{Compressor, Persistence};
+
+use crate::counting::CountingSummarizer;
+use crate::policy::Variant;
+use crate::pricing::{Prices, Pricing};
+use crate::retention::{Retention, Wire};
+use crate::row::{Row, unit_cost};
+use crate::{Result, clock, time};
+
+/// The assumed gap between requests without timestamps, seconds.
+pub const DEFAULT_REQUEST_GAP_SECS: u64 = 30;
+
+/// How one replay is priced, timed and recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayOptions {
+    /// The pricing. A cache profile also drives the compressor's cache-aware decisions.
+    pub pricing: Pricing,
+    /// Seconds between requests when the messages carry no timestamps.
+    pub request_gap_secs: u64,
+    /// Record one [`TraceLine`] per request.
+    pub trace: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            pricing: Pricing::Table(Prices::default()),
+            request_gap_secs: DEFAULT_REQUEST_GAP_SECS,
+            trace: false,
+        }
+    }
+}
+
+/// One request as sent, for re-pricing with any model: one JSON line of `simulate --trace`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceLine {
+    /// Policy (variant) name.
+    pub policy: String,
+    /// Transcript name.
+    pub transcript: String,
+    /// Request number within the transcript, from 0.
+    pub request: u64,
+    /// Per message of the prompt: Unicode scalar values of its compact wire JSON.
+    pub chars: Vec<u64>,
+    /// Per message of the prompt: FNV-1a 64 of its compact wire JSON, 16 hex digits.
+    pub hashes: Vec<String>,
+}
+
+/// What one replay produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Replay {
+    /// The numbers.
+    pub row: Row,
+    /// One line per request when [`ReplayOptions::trace`] is set, else empty.
+    pub trace: Vec<TraceLine>,
+}
+
+/// The mutable state of one replay: the prompt's wire forms (kept in step with the
+/// transcript), the facts and the row.
+struct Prompt {
+    wires: Vec<Wire>,
+    retention: Retention,
+}
+
+impl Prompt {
+    fn rewrite(&mut self, t: &Transcript) {
+        self.wires.clear();
+        self.wires.extend(t.messages().iter().map(Wire::of));
+        self.retention.rewritten();
+    }
+}
+
+/// Replays one transcript under one variant.
+///
+/// Time is simulated: a request happens at the latest `timestamp` (or `created_at`) a message
+/// since the previous request carries (see [`time::timestamp_ms`]), else `request_gap_secs`
+/// after the previous request. The compressor's clock follows it, so its time-to-live rule
+/// sees the same gaps the pricing does.
+pub async fn replay(
+    name: &str,
+    msgs: &[Message],
+    variant: &Variant,
+    summarizer: Arc<dyn Summarizer>,
+    options: &ReplayOptions,
+) -> Result<Replay> {
+    let mut config = variant.config.clone();
+    if let Pricing::Profile(p) = &options.pricing {
+        config.compression.cache_profile = "custom".into();
+        config.compression.cache_custom = p.clone();
+    }
+    let trims = variant.trims();
+    let counting = Arc::new(CountingSummarizer::new(summarizer));
+    let counter = Estimator::default();
+    let context_length = config.model.context_length;
+    let session = format!("sim-{}-{name}", variant.name);
+    let mut c = clock::attach(Compressor::new(
+        config,
+        counting.clone(),
+        Arc::new(Estimator::default()),
+        session.clone(),
+    ));
+    let persistence = if trims {
+        let store = Store::connect("sqlite::memory:").await?.into_dyn();
+        store.create_session(&session).await?;
+        Some(Persistence {
+            store,
+            session,
+            generation: 0,
+        })
+    } else {
+        None
+    };
+    let threshold = c.threshold_tokens().max(1);
+    let mut row = Row {
+        policy: variant.name.clone(),
+        profile: options.pricing.name().into(),
+        transcript: name.into(),
+        transcripts: 1,
+        messages: msgs.len() as u64,
+        threshold_tokens: threshold,
+        context_length,
+        retention_min: 1.0,
+        ..Row::default()
+    };
+    let mut trace = Vec::new();
+    let gap_ms = options.request_gap_secs.saturating_mul(1_000);
+    let mut requests: Vec<RequestShape> = Vec::new();
+    let mut last_request_ms: Option<u64> = None;
+    let mut seen_ms: Option<u64> = None;
+    clock::set(0);
+    let mut t = c.transcript(Vec::new());
+    let mut prompt = Prompt {
+        wires: Vec::with_capacity(msgs.len()),
+        retention: Retention::default(),
+    };
+    let mut previous: Vec<u64> = Vec::new();
+    let mut in_turn = false;
+    for m in msgs {
+        if let Some(ts) = time::timestamp_ms(m) {
+            seen_ms = Some(seen_ms.map_or(ts, |s| s.max(ts)));
+        }
+        if m.is_user() {
+            if in_turn {
+                finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+            }
+            in_turn = true;
+            row.turns += 1;
+        }
+        if m.is_assistant() {
+            let now = match (seen_ms.take(), last_request_ms) {
+                (Some(ts), Some(last)) => ts.max(last),
+                (Some(ts), None) => ts,
+                (None, Some(last)) => last.saturating_add(gap_ms),
+                (None, None) => 0,
+            };
+            clock::set(now);
+            if t.messages().last().is_some_and(Message::is_tool)
+                && let Some(r) = c.after_tool_round(&mut t).await
+                && (row.record_micro(&r) || r.messages_after != r.messages_before)
+            {
+                prompt.rewrite(&t);
+            }
+            let (ticket, report) = c.before_request(&mut t).await;
+            if let Some(r) = report
+                && (row.record_batch(&r) || r.messages_after != r.messages_before)
+            {
+                prompt.rewrite(&t);
+            }
+            if prompt.wires.len() != t.len() {
+                prompt.rewrite(&t);
+            }
+            let tokens = t.current_tokens();
+            let common = previous
+                .iter()
+                .zip(&prompt.wires)
+                .take_while(|(a, b)| **a == b.hash)
+                .count();
+            let reused = t.tokens_in(0..common).min(tokens);
+            let output = counter.count_message(m);
+            requests.push(RequestShape {
+                prompt_tokens: tokens,
+                reused_prefix_tokens: reused,
+                output_tokens: output,
+                secs_since_previous: last_request_ms.map(|last| (now - last) / 1_000),
+            });
+            last_request_ms = Some(now);
+            if options.trace {
+                trace.push(TraceLine {
+                    policy: variant.name.clone(),
+                    transcript: name.into(),
+                    request: row.requests,
+                    chars: prompt.wires.iter().map(|w| w.chars).collect(),
+                    hashes: prompt
+                        .wires
+                        .iter()
+                        .map(|w| format!("{:016x}", w.hash))
+                        .collect(),
+                });
+            }
+            row.requests += 1;
+            row.prompt_tokens += tokens;
+            row.reused_prefix_tokens += reused;
+            let units: u64 = prompt.wires.iter().map(Wire::units).sum();
+            row.unit_prompt_tokens += units;
+            row.unit_hit_tokens += prompt.wires[..common].iter().map(Wire::units).sum::<u64>();
+            row.unit_peak_tokens = row.unit_peak_tokens.max(units);
+            if units > context_length {
+                row.unit_overflows += 1;
+            }
+            let share = prompt.retention.share(&prompt.wires);
+            row.retention_sum += share;
+            row.retention_min = row.retention_min.min(share);
+            let occ = tokens as f64 / threshold as f64;
+            row.occupancy_sum += occ;
+            row.peak_occupancy = row.peak_occupancy.max(occ);
+            row.occupancy.push(occ as f32);
+            if tokens > context_length {
+                row.overflows += 1;
+            }
+            previous.clear();
+            previous.extend(prompt.wires.iter().map(|w| w.hash));
+            c.after_response(&mut t, ticket, tokens);
+            row.output_tokens += output;
+        }
+        prompt.retention.observe(m);
+        let mut m = m.clone();
+        if m.is_tool() && trims {
+            let (trimmed, status) = c.on_tool_result(&t, m, persistence.as_ref()).await;
+            if status.saved_tokens() > 0 {
+                row.trimmed_results += 1;
+                row.trim_saved_tokens += status.saved_tokens();
+            }
+            m = trimmed;
+        }
+        prompt.wires.push(Wire::of(&m));
+        t.push(m, c.counter());
+    }
+    if in_turn {
+        finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+    }
+    let usage = counting.usage();
+    row.summary_calls = usage.calls;
+    row.summary_calls_estimated = usage.estimated_calls;
+    row.summary_prompt_tokens = usage.prompt_tokens;
+    row.summary_output_tokens = usage.output_tokens;
+    row.unit_cost = unit_cost(
+        row.unit_prompt_tokens,
+        row.unit_hit_tokens,
+        row.summary_prompt_tokens,
+        row.summary_output_tokens,
+    );
+    price(&mut row, &options.pricing, &requests);
+    Ok(Replay { row, trace })
+}
+
+async fn finalize(c: &mut Compressor, t: &mut Transcript, row: &mut Row, prompt: &mut Prompt) {
+    if let Some(r) = c.finalize_turn(t).await
+        && (row.record_micro(&r) || r.messages_after != r.messages_before)
+    {
+        prompt.rewrite(t);
+    }
+}
+
+/// Fills the cache split and the cost of `row` from its requests and summary tokens.
+pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
+    let mtok = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
+    let (summary_in, summary_out) = (row.summary_prompt_tokens, row.summary_output_tokens);
+    match pricing {
+        Pricing::Table(p) => {
+            let hit: u64 = requests.iter().map(|r| r.reused_prefix_tokens).sum();
+            let prompt: u64 = requests.iter().map(|r| r.prompt_tokens).sum();
+            row.cache_hit_tokens = hit;
+            row.cache_miss_tokens = prompt - hit;
+            row.cache_write_tokens = 0;
+            row.expired_requests = 0;
+            row.prompt_token_equivalents = if p.input_per_mtok > 0.0 {
+                row.cache_miss_tokens as f64
+                    + hit as f64 * p.cached_input_per_mtok / p.input_per_mtok
+            } else {
+                prompt as f64
+            };
+            row.cost_input_usd = mtok(row.cache_miss_tokens, p.input_per_mtok);
+            row.cost_cache_read_usd = mtok(hit, p.cached_input_per_mtok);
+            row.cost_cache_write_usd = 0.0;
+            row.cost_output_usd = mtok(row.output_tokens, p.output_per_mtok);
+            row.cost_summary_usd = mtok(summary_in, p.summary_input_per_mtok)
+                + mtok(summary_out, p.summary_output_per_mtok);
+        }
+        Pricing::Profile(p) => {
+            let total = cache::price_session(p, requests);
+            row.cache_hit_tokens = total.cached_tokens;
+            row.cache_miss_tokens = total.uncached_tokens;
+            row.cache_write_tokens = total.cache_write_tokens;
+            row.expired_requests = requests
+                .iter()
+                .filter(|r| {
+                    p.has_cache()
+                        && r.secs_since_previous
+                            .is_some_and(|s| cache::cache_expired(p, s))
+                })
+                .count() as u64;
+            row.prompt_token_equivalents = total.input_token_equivalents(p);
+            row.cost_input_usd = mtok(total.uncached_tokens, p.input_price_per_mtok);
+            row.cost_cache_read_usd = mtok(total.cached_tokens, p.cached_input_price_per_mtok);
+            row.cost_cache_write_usd = mtok(total.cache_write_tokens, p.input_price_per_mtok)
+                * (p.cache_write_price_ratio - 1.0);
+            row.cost_output_usd = mtok(total.output_tokens, p.output_price_per_mtok);
+            row.cost_summary_usd = mtok(summary_in, p.input_price_per_mtok)
+                + mtok(summary_out, p.output_price_per_mtok);
+        }
+    }
+    row.cost_usd = row.cost_input_usd
+        + row.cost_cache_read_usd
+        + row.cost_cache_write_usd
+        + row.cost_output_usd
+        + row.cost_summary_usd;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+    use hermes_compaction::Config;
+    use hermes_compaction::core::cache::CacheProfile;
+    use hermes_compaction::llm::ExtractiveSummarizer;
+
+    fn replay_now(msgs: &[Message], policy: Policy) -> Row {
+        replay_with(msgs, policy, 8_000)
+    }
+
+    fn replay_with(msgs: &[Message], policy: Policy, insert_trim_tokens: u64) -> Row {
+        let rt = crate::runtime().unwrap();
+        let mut config = Config::default();
+        config.model.context_length = 16_000;
+        let variant = policy.variant(&config, insert_trim_tokens);
+        rt.block_on(replay(
+            "t",
+            msgs,
+            &variant,
+            Arc::new(ExtractiveSummarizer::default()),
+            &ReplayOptions::default(),
+        ))
+        .unwrap()
+        .row
+    }
+
+    #[test]
+    fn the_prefix_cache_hits_what_the_previous_request_sent() {
+        let msgs = vec![
+            Message::system("sys"),
+            Message::user("first question"),
+            Message::assistant("first answer"),
+            Message::user("second question"),
+            Message::assistant("second answer"),
+        ];
+        let row = replay_now(&msgs, Policy::None);
+        let e = Estimator::default();
+        let tok =
+            |r: std::ops::Range<usize>| -> u64 { msgs[r].iter().map(|m| e.count_message(m)).sum() };
+        assert_eq!((row.turns, row.requests), (2, 2));
+        assert_eq!(row.prompt_tokens, tok(0..2) + tok(0..4));
+        // The second request reuses the two messages of the first.
+        assert_eq!(row.cache_hit_tokens, tok(0..2));
+        assert_eq!(row.cache_miss_tokens, tok(0..2) + tok(2..4));
+        assert_eq!(row.output_tokens, tok(2..3) + tok(4..5));
+        assert_eq!(row.events, 0);
+        let cost = Prices::default().cost(
+            row.cache_miss_tokens,
+            row.cache_hit_tokens,
+            row.output_tokens,
+            0,
+            0,
+        );
+        assert!((row.cost_usd - cost).abs() < 1e-12);
+    }
+
+    fn big_tool_session(turns: usize, output_chars: usize) -> Vec<Message> {
+        use hermes_compaction::core::ToolCall;
+        let mut msgs = vec![Message::system("You are a coding agent.")];
+        for i in 0..turns {
+            let id = format!("call_{i}");
+            msgs.push(Message::user(format!("request {i}: run the tests")));
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(
+                    &id,
+                    "run_shell",
+                    "{\"cmd\":\"cargo test\"}",
+                )],
+            ));
+            let line = format!("test case {i} line ok\n");
+            msgs.push(Message::tool_result(
+                &id,
+                line.repeat(output_chars / line.len()),
+            ));
+            msgs.push(Message::assistant(format!("request {i} done")));
+        }
+        msgs
+    }
+
+    #[test]
+    fn trimming_on_insert_shrinks_the_prompts_and_keeps_the_turns() {
+        let msgs = big_tool_session(12, 24_000);
+        let plain = replay_with(&msgs, Policy::Batch, 2_000);
+        let trimmed = replay_with(&msgs, Policy::BatchTrim, 2_000);
+        assert_eq!(plain.trimmed_results, 0);
+        assert_eq!(trimmed.trimmed_results, 12);
+        assert!(trimmed.trim_saved_tokens > 12 * 3_000);
+        assert_eq!(
+            (trimmed.turns, trimmed.requests),
+            (plain.turns, plain.requests)
+        );
+        assert!(trimmed.prompt_tokens < plain.prompt_tokens);
+        assert!(trimmed.events <= plain.events);
+    }
+
+    #[test]
+    fn profile_pricing_splits_the_cost_of_core_price_session() {
+        let requests = [
+            RequestShape {
+                prompt_tokens: 20_000,
+                reused_prefix_tokens: 0,
+                output_tokens: 1_000,
+                secs_since_previous: None,
+            },
+            RequestShape {
+                prompt_tokens: 22_000,
+                reused_prefix_tokens: 20_000,
+                output_tokens: 500,
+                secs_since_previous: Some(30),
+            },
+            RequestShape {
+                prompt_tokens: 23_000,
+                reused_prefix_tokens: 22_000,
+                output_tokens: 500,
+                secs_since_previous: Some(400),
+            },
+        ];
+        for p in CacheProfile::all() {
+            let mut row = Row {
+                output_tokens: 2_000,
+                summary_prompt_tokens: 10_000,
+                summary_output_tokens: 1_000,
+                ..Row::default()
+            };
+            price(&mut row, &Pricing::Profile(p.clone()), &requests);
+            let core = cache::price_session(&p, &requests);
+            let summaries =
+                (10_000.0 * p.input_price_per_mtok + 1_000.0 * p.output_price_per_mtok) / 1e6;
+            assert!(
+                (row.cost_usd - core.dollars - summaries).abs() < 1e-12,
+                "{}",
+                p.name
+            );
+            assert!((row.cost_summary_usd - summaries).abs() < 1e-12);
+            assert_eq!(row.cache_hit_tokens + row.cache_miss_tokens, 65_000);
+            let expired = u64::from(p.has_cache());
+            assert_eq!(row.expired_requests, expired, "{}", p.name);
+        }
+        let mut row = Row::default();
+        price(
+            &mut row,
+            &Pricing::Profile(CacheProfile::anthropic()),
+            &requests,
+        );
+        // Only the second request reads the cache; the third comes after the 300 s TTL.
+        assert_eq!(row.cache_hit_tokens, 20_000);
+        assert_eq!(row.cache_write_tokens, 45_000);
+    }
+}

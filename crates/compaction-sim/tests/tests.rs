@@ -1,0 +1,5 @@
+//! compaction-sim's tests: the trace re-prices to the totals, retention, the tuner's front.
+
+mod common;
+mod trace;
+mod tune;

@@ -1,0 +1,108 @@
+//! The tuner returns a front of mutually non-dominated points, and its TOML reproduces the
+//! recommended point.
+
+use compaction_sim::tune::{Knobs, TuneOptions, pareto_front, tune};
+use compaction_sim::{Options, Variant};
+use hermes_compaction::Config;
+
+use crate::common::{example, extractive, run, tool_session};
+
+#[test]
+fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
+    let inputs = vec![
+        example(),
+        ("tools.jsonl".to_owned(), tool_session(20, 6_000)),
+    ];
+    let mut base = Config::default();
+    base.model.context_length = 24_000;
+    let options = TuneOptions {
+        budget: 12,
+        seed: 7,
+        ..TuneOptions::default()
+    };
+    let progress = std::sync::Mutex::new(Vec::new());
+    let tuning = tune(&inputs, &base, &options, extractive(), &|done, total| {
+        progress.lock().unwrap().push((done, total));
+    })
+    .unwrap();
+    assert_eq!(tuning.evaluated, 12);
+    assert_eq!(progress.into_inner().unwrap().last(), Some(&(12, 12)));
+    assert!(!tuning.front.is_empty());
+    for a in &tuning.front {
+        assert_eq!(a.overflows, 0);
+        for b in &tuning.front {
+            assert!(!a.dominates(b), "{} dominates {}", a.name, b.name);
+        }
+    }
+    // Every feasible point off the front is dominated by a front point.
+    for p in &tuning.points {
+        let on = tuning.front.iter().any(|f| f.knobs == p.knobs);
+        let dominated = tuning.front.iter().any(|f| f.dominates(p));
+        let tied = tuning.front.iter().any(|f| {
+            f.cost == p.cost
+                && f.mean_retention == p.mean_retention
+                && f.summary_calls == p.summary_calls
+        });
+        assert!(on || dominated || tied, "{}", p.name);
+    }
+    assert!(tuning.recommended.mean_retention >= tuning.baseline.mean_retention);
+    assert!(tuning.recommended.cost <= tuning.baseline.cost);
+
+    // The TOML loads through the configuration loader and replays to the same figures.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuned.toml");
+    std::fs::write(&path, tuning.toml(&base, &options.pricing)).unwrap();
+    let loaded = Config::load(Some(&path)).unwrap();
+    assert_eq!(loaded.model.context_length, 24_000);
+    assert_eq!(Knobs::of(&loaded), tuning.recommended.knobs);
+    let sim = run(
+        &inputs,
+        &[Variant {
+            name: "tuned".into(),
+            config: loaded,
+        }],
+        &Options::default(),
+    );
+    let t = &sim.totals[0];
+    assert_eq!(t.unit_cost, tuning.recommended.unit_cost);
+    assert_eq!(t.summary_calls, tuning.recommended.summary_calls);
+    assert_eq!(
+        t.derived().mean_retention,
+        tuning.recommended.mean_retention
+    );
+
+    let svg = tuning.svg();
+    assert!(svg.starts_with("<svg"));
+    assert_eq!(
+        svg.matches("class=\"front-point\"").count(),
+        tuning.front.len()
+    );
+}
+
+#[test]
+fn pareto_front_drops_dominated_points() {
+    use compaction_sim::tune::Point;
+    let base = Knobs::of(&Config::default());
+    let p = |cost: f64, retention: f64, calls: u64| Point {
+        name: format!("{cost}-{retention}-{calls}"),
+        knobs: base,
+        cost,
+        unit_cost: cost,
+        cost_usd: 0.0,
+        mean_retention: retention,
+        min_retention: retention,
+        summary_calls: calls,
+        overflows: 0,
+        total: Default::default(),
+    };
+    let points = vec![
+        p(10.0, 0.9, 5),
+        p(12.0, 0.8, 5), // dominated by the first
+        p(8.0, 0.7, 5),
+        p(11.0, 0.9, 2),
+        p(10.0, 0.9, 5), // a duplicate
+    ];
+    let front = pareto_front(&points);
+    let costs: Vec<f64> = front.iter().map(|p| p.cost).collect();
+    assert_eq!(costs, vec![8.0, 10.0, 11.0]);
+}

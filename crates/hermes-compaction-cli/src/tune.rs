@@ -1,0 +1,106 @@
+//! `tune`: argument parsing and printing over `compaction_sim::tune`.
+
+use std::io::IsTerminal;
+use std::time::Instant;
+
+use compaction_sim::tune::{TuneOptions, tune};
+
+use crate::cli::TuneArgs;
+use crate::setup::{build_summarizer, load_config};
+use crate::simulate::{pricings, read_inputs, sim_error};
+use crate::{Error, Result, write_atomically, write_out};
+
+/// Runs `tune`.
+pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
+    let config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
+    if args.cache_profile.as_deref() == Some("all") {
+        return Err(Error::Config(
+            "--cache-profile all: tune under one pricing at a time".into(),
+        ));
+    }
+    let pricing = pricings(args.cache_profile.as_deref(), None, &config)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::Config("no pricing".into()))?;
+    if let Some(r) = args.min_retention
+        && !(0.0..=1.0).contains(&r)
+    {
+        return Err(Error::Config(format!(
+            "--min-retention {r}: must be between 0 and 1"
+        )));
+    }
+    if args.budget == 0 {
+        return Err(Error::Config("--budget must be more than 0".into()));
+    }
+    let inputs = read_inputs(&args.input)?;
+    let options = TuneOptions {
+        pricing: pricing.clone(),
+        request_gap_secs: args.request_gap_secs,
+        budget: args.budget,
+        seed: args.seed,
+        micro: !args.no_micro,
+        trim: !args.no_trim,
+        min_retention: args.min_retention,
+        max_summary_calls: args.max_summary_calls,
+        ..TuneOptions::default()
+    };
+    let kind = args.engine.summarizer;
+    let factory = || {
+        build_summarizer(&config, kind).map_err(|e| compaction_sim::Error::Config(e.to_string()))
+    };
+    let tty = std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let show = |done: usize, total: usize| {
+        #[allow(clippy::print_stderr)]
+        if tty {
+            let width = 30;
+            let filled = done * width / total.max(1);
+            eprint!(
+                "\r[{}{}] {done}/{total} configurations, {:.0} s",
+                "#".repeat(filled),
+                " ".repeat(width - filled),
+                started.elapsed().as_secs_f64()
+            );
+        } else if done == total || done.is_multiple_of(8) {
+            eprintln!("tuned {done}/{total} configurations");
+        }
+    };
+    let tuning = tune(&inputs, &config, &options, &factory, &show).map_err(sim_error)?;
+    if tty {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!();
+        }
+    }
+    let toml = tuning.toml(&config, &pricing);
+    if let Some(path) = &args.plot {
+        write_atomically(path, tuning.svg().as_bytes())?;
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&tuning)
+            .map_err(|e| Error::Config(format!("cannot render JSON: {e}")))?;
+        write_atomically(path, json.as_bytes())?;
+    }
+    let mut text = format!(
+        "tuned over {} session(s) [{}], context {} tokens, in {:.1} s\n{}",
+        inputs.len(),
+        pricing.name(),
+        config.model.context_length,
+        started.elapsed().as_secs_f64(),
+        tuning.table()
+    );
+    match &args.output {
+        Some(path) => {
+            write_atomically(path, toml.as_bytes())?;
+            text.push_str(&format!(
+                "recommended configuration written to {}\n",
+                path.display()
+            ));
+        }
+        None => {
+            text.push_str("\nrecommended configuration:\n");
+            text.push_str(&toml);
+        }
+    }
+    write_out(out, &text)
+}
