@@ -1,6 +1,7 @@
 //! Integration tests of compaction-core: one binary, one module per area.
 
 mod common;
+mod errors;
 mod exchanges;
 mod fixtures;
 mod fuzz;
