@@ -116,7 +116,8 @@ pub struct SummaryJob {
     pub previous_summary: Option<String>,
     /// Focus topic.
     pub focus: Option<String>,
-    /// The span itself after pruning, for deterministic summarizers.
+    /// The span itself after pruning, redacted (text and tool arguments), for deterministic
+    /// summarizers.
     pub messages: Vec<Message>,
 }
 
@@ -446,7 +447,8 @@ fn job(
         material: material::serialize(&chosen, t.messages(), &cfg.material),
         previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
         focus,
-        messages: chosen,
+        // Redacted like the material: deterministic summarizers read these.
+        messages: chosen.iter().map(crate::redact::redact_message).collect(),
     }
 }
 

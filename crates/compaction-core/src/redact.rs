@@ -25,6 +25,9 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
+use serde_json::Value;
+
+use crate::message::{Content, Message};
 
 /// The replacement text for a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -120,6 +123,51 @@ pub fn redacted_tail(text: &str, n: usize) -> String {
         cut
     };
     red[keep..].to_owned()
+}
+
+/// A copy of `m` for a summarizer: its text (string content and text parts) and its
+/// tool-call arguments redacted. Other fields are kept; an unchanged message is a cheap clone
+/// (bodies are shared).
+pub fn redact_message(m: &Message) -> Message {
+    let content = match m.content() {
+        Some(Content::Text(t)) => match redact(t) {
+            Cow::Owned(r) => Some(Content::Text(r)),
+            Cow::Borrowed(_) => None,
+        },
+        Some(Content::Parts(parts)) => {
+            let mut changed = false;
+            let parts = parts
+                .iter()
+                .map(|p| {
+                    let mut p = p.clone();
+                    if let Some(Value::String(t)) = p.0.get_mut("text")
+                        && let Cow::Owned(r) = redact(t)
+                    {
+                        *t = r;
+                        changed = true;
+                    }
+                    p
+                })
+                .collect();
+            changed.then_some(Content::Parts(parts))
+        }
+        _ => None,
+    };
+    let mut out = match content {
+        Some(c) => m.with_content(Some(c)),
+        None => m.clone(),
+    };
+    if m.tool_calls()
+        .iter()
+        .any(|c| contains_secret(&c.function.arguments))
+    {
+        for c in out.tool_calls_mut().into_iter().flatten() {
+            if let Cow::Owned(r) = redact(&c.function.arguments) {
+                c.function.arguments = r;
+            }
+        }
+    }
+    out
 }
 
 /// Characters redacted beyond a cut by [`redacted_head`] and [`redacted_tail`]: longer than

@@ -10,6 +10,7 @@ mod markers;
 mod micro;
 mod regions;
 mod roundtrip;
+mod secrets;
 mod strategies;
 mod tokens;
 mod trim;
