@@ -265,7 +265,12 @@ fn redact_plain(text: &str) -> Cow<'_, str> {
     cur = apply(cur, &PEM, |_| REDACTED.to_owned());
     cur = apply(cur, &URL_PASSWORD, |c| format!("{}{REDACTED}@", &c[1]));
     cur = apply(cur, &AUTH_HEADER, |c| {
-        if c[4].starts_with('[') {
+        // Already redacted, or only the scheme (`Authorization: Bearer` at the end of a cut).
+        let scheme_only = c.get(3).is_none()
+            && ["bearer", "basic", "token", "bot"]
+                .iter()
+                .any(|w| c[4].eq_ignore_ascii_case(w));
+        if c[4].starts_with('[') || scheme_only {
             return c[0].to_owned();
         }
         let scheme = c.get(3).map_or("", |m| m.as_str());
@@ -651,6 +656,13 @@ mod tests {
         assert_eq!(redacted_tail(&long, 100), "x".repeat(100));
         assert_eq!(redacted_head("short", 100), "short");
         assert_eq!(redacted_tail("short", 0), "");
+        // Found by the fuzzer: a head cut ending right after the scheme is not a secret.
+        let text = "x Authorization: Bearer efghijkl0123 y";
+        let head = redacted_head(text, 22);
+        assert_eq!(head, "x Authorization: ", "a split word is dropped");
+        let head = redacted_head(text, 23);
+        assert_eq!(head, "x Authorization: Bearer");
+        assert!(!contains_secret(&head));
     }
 
     /// Secrets of every pattern, with the part that must never survive.
