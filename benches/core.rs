@@ -130,7 +130,7 @@ fn redaction(c: &mut Criterion) {
     let mut text = String::new();
     let mut i = 0usize;
     while text.len() < 1 << 20 {
-        if i % 64 == 0 {
+        if i.is_multiple_of(64) {
             text.push_str(
                 "export API_TOKEN=Zm9vYmFyYmF6cXV4MTIz and sk-proj-AbCdEf0123456789AbCdEf0123\n",
             );
