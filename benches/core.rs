@@ -6,12 +6,18 @@
 //! Targets (issue 2): estimator at least 1 GB/s of ASCII text; partition with warm caches
 //! under 50 µs at 100,000 messages.
 //!
+//! Also: redaction throughput on 1 MB of agent text (with and without secrets), the material
+//! builder over a span with large tool outputs, and reading one message with many unknown
+//! top-level keys (issue 14: linear, 1,000,000 keys in a 20 MB line under 5 s).
+//!
 //! Run: `cargo bench --bench core -- --warm-up-time 1 --measurement-time 3`.
 
 use std::hint::black_box;
 use std::path::PathBuf;
 
+use compaction_core::material::{self, MaterialConfig};
 use compaction_core::parse;
+use compaction_core::redact::redact;
 use compaction_core::regions::{self, RegionConfig, WindowConfig};
 use compaction_core::tokens::{Estimator, estimate_text};
 use compaction_core::transcript::Transcript;
@@ -117,7 +123,70 @@ fn partition(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, estimator, parsing, token_counting, partition);
+fn redaction(c: &mut Criterion) {
+    let mut g = c.benchmark_group("redact");
+    // Agent-like text that trips the trigger scan (`token`, `key`, `://`) on every line, so
+    // every pattern runs; one secret in every 64 lines.
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < 1 << 20 {
+        if i.is_multiple_of(64) {
+            text.push_str(
+                "export API_TOKEN=Zm9vYmFyYmF6cXV4MTIz and sk-proj-AbCdEf0123456789AbCdEf0123\n",
+            );
+        }
+        text.push_str(&format!(
+            "{{\"path\": \"src/key_{i}.rs\", \"max_tokens\": 4096, \"url\": \"https://example.com/a?b={i}\"}}\n"
+        ));
+        i += 1;
+    }
+    g.throughput(Throughput::Bytes(text.len() as u64));
+    g.bench_function("agent_text_1mb", |b| b.iter(|| redact(black_box(&text))));
+    let plain: String = "The quick brown fox jumps over the lazy dog; cargo test -p core.\n"
+        .chars()
+        .cycle()
+        .take(1 << 20)
+        .collect();
+    g.throughput(Throughput::Bytes(plain.len() as u64));
+    g.bench_function("no_trigger_1mb", |b| b.iter(|| redact(black_box(&plain))));
+    g.finish();
+
+    // The material builder over 200 messages whose tool outputs are 50 KB each (every one is
+    // cut), so the cost of redacting around the cuts shows.
+    let mut g = c.benchmark_group("material");
+    g.sample_size(10);
+    let mut msgs = synthetic(200);
+    for m in msgs.iter_mut().filter(|m| m.is_tool()) {
+        m.set_text(text[..50_000].to_owned());
+    }
+    g.bench_function("serialize_200_msgs_50kb_outputs", |b| {
+        b.iter(|| material::serialize(black_box(&msgs), &msgs, &MaterialConfig::default()))
+    });
+    g.finish();
+}
+
+fn unknown_keys(c: &mut Criterion) {
+    let mut g = c.benchmark_group("parse_unknown_keys");
+    g.sample_size(10);
+    for n in [10_000usize, 100_000, 1_000_000] {
+        let line = many_keys_line(n);
+        g.throughput(Throughput::Bytes(line.len() as u64));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &line, |b, line| {
+            b.iter(|| Message::from_json(black_box(line)).expect("parses"))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    estimator,
+    parsing,
+    token_counting,
+    partition,
+    redaction,
+    unknown_keys
+);
 criterion_main!(benches);
 
 /// The shared fixture's bytes, or `None` (the fixture benches are skipped) when missing.
@@ -181,4 +250,15 @@ fn synthetic_long_turn(n: usize) -> Vec<Message> {
     }
     out.truncate(n);
     out
+}
+
+/// One message with `n` unknown top-level keys of ~20 bytes each (1,000,000 keys: ~20 MB).
+fn many_keys_line(n: usize) -> String {
+    let mut line = String::with_capacity(n * 21 + 64);
+    line.push_str("{\"role\":\"user\",\"content\":\"hi\"");
+    for i in 0..n {
+        line.push_str(&format!(",\"key_{i:08}\":{}", i % 10_000));
+    }
+    line.push('}');
+    line
 }

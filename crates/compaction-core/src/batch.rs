@@ -118,7 +118,8 @@ pub struct SummaryJob {
     pub previous_summary: Option<String>,
     /// Focus topic.
     pub focus: Option<String>,
-    /// The span itself after pruning, for deterministic summarizers.
+    /// The span itself after pruning, redacted (text and tool arguments), for deterministic
+    /// summarizers.
     pub messages: Vec<Message>,
 }
 
@@ -159,28 +160,11 @@ pub struct RegionTokens {
     pub tail: u64,
 }
 
-/// Why a plan cannot be assembled.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlanError {
-    /// The transcript is not the one the plan was made from.
-    #[error("the transcript changed since the plan was made")]
-    StaleTranscript,
-    /// The number of summaries does not match the jobs.
-    #[error("expected {expected} summaries, got {got}")]
-    SummaryCount {
-        /// Jobs in the plan.
-        expected: usize,
-        /// Summaries given.
-        got: usize,
-    },
-    /// Applying the plan would break tool-call pairing; nothing is changed.
-    #[error("the plan would leave a tool call without its result or a result without its call")]
-    WouldBreakToolPairs,
-    /// Internal edit error.
-    #[error(transparent)]
-    Edit(#[from] crate::edit::EditError),
-}
+/// Why a plan cannot be assembled: [`Error::StaleTranscript`](crate::Error::StaleTranscript),
+/// [`Error::SummaryCount`](crate::Error::SummaryCount),
+/// [`Error::WouldBreakToolPairs`](crate::Error::WouldBreakToolPairs) or an edit error. The
+/// crate's one error type under the name this module has always used.
+pub type PlanError = crate::error::Error;
 
 /// Plans a batch pass.
 ///
@@ -493,7 +477,8 @@ fn job(
         material: material::serialize(&chosen, t.messages(), &cfg.material),
         previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
         focus,
-        messages: chosen,
+        // Redacted like the material: deterministic summarizers read these.
+        messages: chosen.iter().map(crate::redact::redact_message).collect(),
     }
 }
 

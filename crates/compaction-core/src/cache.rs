@@ -70,19 +70,9 @@ impl Default for CacheProfile {
     }
 }
 
-/// A profile whose values are out of range.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum CacheProfileError {
-    /// A field is negative, not finite, or inconsistent with another.
-    #[error("cache profile field `{field}` {expected}")]
-    Invalid {
-        /// The field.
-        field: &'static str,
-        /// What it must be.
-        expected: &'static str,
-    },
-}
+/// A profile whose values are out of range: [`Error::Invalid`](crate::Error::Invalid). The
+/// crate's one error type under the name this module has always used.
+pub type CacheProfileError = crate::error::Error;
 
 /// The names [`CacheProfile::named`] knows.
 pub const PROFILE_NAMES: [&str; 5] = ["anthropic", "openai", "openai-gpt5", "google", "local"];

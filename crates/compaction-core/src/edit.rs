@@ -23,27 +23,10 @@ pub struct Splice {
     pub replacement: Vec<Message>,
 }
 
-/// Why an edit cannot be applied.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EditError {
-    /// Splices overlap or are out of order.
-    #[error("splice {index} overlaps or precedes the previous splice")]
-    Overlap {
-        /// Index of the offending splice.
-        index: usize,
-    },
-    /// A splice reaches past the end of the transcript.
-    #[error("splice {index} ends at {end}, past the transcript length {len}")]
-    OutOfRange {
-        /// Index of the offending splice.
-        index: usize,
-        /// Its end.
-        end: usize,
-        /// Transcript length.
-        len: usize,
-    },
-}
+/// Why an edit cannot be applied: [`Error::Overlap`](crate::Error::Overlap) or
+/// [`Error::OutOfRange`](crate::Error::OutOfRange). The crate's one error type under the name
+/// this module has always used.
+pub type EditError = crate::error::Error;
 
 /// A list of non-overlapping splices in ascending order.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -74,6 +74,7 @@ pub mod batch;
 pub mod cache;
 mod devec;
 pub mod edit;
+pub mod error;
 pub mod exchange;
 pub mod laws;
 pub mod marker;
@@ -93,6 +94,7 @@ pub mod trim;
 pub mod validate;
 
 pub use edit::{Edit, Splice};
+pub use error::{Error, Result};
 pub use message::{Content, MarkerKind, Message, Meta, Part, Role, ToolCall};
 pub use tokens::{Estimator, TokenCounter};
 pub use transcript::Transcript;

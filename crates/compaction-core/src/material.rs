@@ -3,12 +3,19 @@
 //! Each message becomes a role tag line and its text; tool calls become `name(args)`; a tool
 //! result is tagged with the tool it answers. Long contents keep their head and tail with an
 //! explicit `[truncated N chars]` note; when the whole material would exceed its bound, the
-//! oldest-but-first messages are dropped with an explicit note. Secrets are redacted.
+//! oldest-but-first messages are dropped with an explicit note.
+//!
+//! Secrets are redacted before anything is cut: each content and each argument string is
+//! redacted around the parts that are kept ([`redact::redacted_head`] and
+//! [`redact::redacted_tail`]), so a key straddling a cut is recognised whole and a cut never
+//! leaves the prefix of a key with part of its body. The finished material is redacted once
+//! more as a whole.
 
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
 use crate::prune::CallIndex;
+use crate::redact;
 
 /// Bounds of the serialized material.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -62,7 +69,7 @@ pub fn serialize(messages: &[Message], context: &[Message], cfg: &MaterialConfig
         blocks.extend(tail.into_iter().rev());
     }
     let text = bound_total(blocks, cfg.max_total_chars);
-    crate::redact::redact(&text).into_owned()
+    redact::redact(&text).into_owned()
 }
 
 fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> String {
@@ -99,16 +106,17 @@ fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> St
 }
 
 /// Keeps the head and tail of `text` within `max` characters, with an explicit note of what
-/// was cut.
+/// was cut. The text is redacted first (see the [module docs](self)), so the result never
+/// holds a secret, whole or in part, that [`redact::redact`] recognises.
 pub fn cut_middle(text: &str, max: usize) -> String {
     let total = text.chars().count();
     if total <= max {
-        return text.to_owned();
+        return redact::redact(text).into_owned();
     }
     let head_n = max * 2 / 3;
     let tail_n = max - head_n;
-    let head: String = text.chars().take(head_n).collect();
-    let tail: String = text.chars().skip(total - tail_n).collect();
+    let head = redact::redacted_head(text, head_n);
+    let tail = redact::redacted_tail(text, tail_n);
     format!(
         "{head}\n[truncated {} chars]\n{tail}",
         total - head_n - tail_n

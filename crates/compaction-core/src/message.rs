@@ -18,6 +18,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
+use crate::error::Error;
+
 /// The reserved top-level key under which the library keeps its own metadata.
 pub const META_KEY: &str = "_hermes";
 
@@ -270,42 +272,10 @@ impl Meta {
     }
 }
 
-/// Why one message could not be parsed. Never contains message text.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum MessageError {
-    /// Not valid JSON.
-    #[error("invalid JSON at column {column}: {reason}")]
-    Json {
-        /// 1-based column reported by the JSON parser.
-        column: usize,
-        /// The parser's category of error.
-        reason: String,
-    },
-    /// Valid JSON but not an object.
-    #[error("a message must be a JSON object, found {found}")]
-    NotAnObject {
-        /// The JSON type found.
-        found: &'static str,
-    },
-    /// The same key twice.
-    #[error("duplicate key `{key}`")]
-    DuplicateKey {
-        /// The key.
-        key: String,
-    },
-    /// No `role`.
-    #[error("message has no `role`")]
-    MissingRole,
-    /// A known field of the wrong shape.
-    #[error("field `{field}` {expected}")]
-    InvalidField {
-        /// The field name.
-        field: &'static str,
-        /// What was expected.
-        expected: &'static str,
-    },
-}
+/// Why one message could not be parsed: [`Error::Json`], [`Error::NotAnObject`],
+/// [`Error::DuplicateKey`], [`Error::MissingRole`] or [`Error::InvalidField`]. The crate's one
+/// error type under the name this module has always used; never contains message text.
+pub type MessageError = Error;
 
 /// Which known field occupies a slot of the original key order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -394,14 +364,17 @@ impl fmt::Debug for Message {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Content is summarised by size so that a Debug print never leaks transcript text.
         f.debug_struct("Message")
-            .field("role", &self.b.role)
+            .field(
+                "role",
+                &match &self.b.role {
+                    Role::Other(_) => "other",
+                    known => known.as_str(),
+                },
+            )
             .field("content_chars", &self.content_chars())
             .field("tool_calls", &self.b.tool_calls.as_ref().map(Vec::len))
             .field("tool_call_id", &self.b.tool_call_id.is_some())
-            .field(
-                "extra_keys",
-                &self.b.extra.iter().map(|(k, _)| k).collect::<Vec<_>>(),
-            )
+            .field("extra_keys", &self.b.extra.len())
             .field("meta", &self.b.meta)
             .finish()
     }
@@ -482,12 +455,13 @@ impl Message {
     }
 
     /// Parses one message from JSON text.
-    pub fn from_json(text: &str) -> Result<Message, MessageError> {
+    pub fn from_json(text: &str) -> Result<Message, Error> {
         let fields: Fields = serde_json::from_str(text).map_err(|e| json_error(&e))?;
         let fields = match fields {
             Fields::Object(f) => f,
-            Fields::Other(found) => return Err(MessageError::NotAnObject { found }),
+            Fields::Other(found) => return Err(Error::NotAnObject { found }),
         };
+        check_unique_keys(&fields)?;
         let mut role = None;
         let mut msg = Body::clone(&BLANK);
         let mut had_meta = false;
@@ -499,16 +473,12 @@ impl Message {
                 "tool_call_id" => Some(Known::ToolCallId),
                 "name" => Some(Known::Name),
                 META_KEY => {
-                    if had_meta {
-                        return Err(MessageError::DuplicateKey { key });
-                    }
                     had_meta = true;
-                    let meta: Meta = serde_json::from_str(raw.get()).map_err(|_| {
-                        MessageError::InvalidField {
+                    let meta: Meta =
+                        serde_json::from_str(raw.get()).map_err(|_| Error::InvalidField {
                             field: META_KEY,
                             expected: "must be an object of library metadata",
-                        }
-                    })?;
+                        })?;
                     msg.meta = Some(meta);
                     continue;
                 }
@@ -516,18 +486,11 @@ impl Message {
             };
             match known {
                 Some(k) => {
-                    if msg
-                        .order
-                        .iter()
-                        .any(|s| matches!(s, Slot::Known(x) if *x == k))
-                    {
-                        return Err(MessageError::DuplicateKey { key });
-                    }
                     msg.order.push(Slot::Known(k));
                     match k {
                         Known::Role => {
                             let s: String = serde_json::from_str(raw.get()).map_err(|_| {
-                                MessageError::InvalidField {
+                                Error::InvalidField {
                                     field: "role",
                                     expected: "must be a string",
                                 }
@@ -537,7 +500,7 @@ impl Message {
                         Known::Content => msg.content = Some(parse_content(raw.get())?),
                         Known::ToolCalls => {
                             let v: Option<Vec<ToolCall>> = serde_json::from_str(raw.get())
-                                .map_err(|_| MessageError::InvalidField {
+                                .map_err(|_| Error::InvalidField {
                                     field: "tool_calls",
                                     expected: "must be null or a list of {id, type, function: {name, arguments}}",
                                 })?;
@@ -547,7 +510,7 @@ impl Message {
                         Known::ToolCallId => {
                             msg.tool_call_id =
                                 Some(serde_json::from_str(raw.get()).map_err(|_| {
-                                    MessageError::InvalidField {
+                                    Error::InvalidField {
                                         field: "tool_call_id",
                                         expected: "must be a string",
                                     }
@@ -555,7 +518,7 @@ impl Message {
                         }
                         Known::Name => {
                             msg.name = Some(serde_json::from_str(raw.get()).map_err(|_| {
-                                MessageError::InvalidField {
+                                Error::InvalidField {
                                     field: "name",
                                     expected: "must be a string",
                                 }
@@ -564,15 +527,12 @@ impl Message {
                     }
                 }
                 None => {
-                    if msg.extra.iter().any(|(k, _)| *k == key) {
-                        return Err(MessageError::DuplicateKey { key });
-                    }
                     msg.order.push(Slot::Extra(msg.extra.len()));
                     msg.extra.push((key, single_line(raw)));
                 }
             }
         }
-        msg.role = role.ok_or(MessageError::MissingRole)?;
+        msg.role = role.ok_or(Error::MissingRole)?;
         if !had_meta {
             // A message read from a pretty-printed array spans lines; one JSONL line must not.
             let body = text.trim();
@@ -910,21 +870,60 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-fn json_error(e: &serde_json::Error) -> MessageError {
+fn json_error(e: &serde_json::Error) -> Error {
     let reason = match e.classify() {
         serde_json::error::Category::Io => "I/O error",
         serde_json::error::Category::Syntax => "syntax error",
         serde_json::error::Category::Data => "unexpected data",
         serde_json::error::Category::Eof => "unexpected end of input (truncated?)",
     };
-    MessageError::Json {
+    Error::Json {
         column: e.column(),
-        reason: reason.to_owned(),
+        reason,
     }
 }
 
-fn parse_content(raw: &str) -> Result<Content, MessageError> {
-    let v: Value = serde_json::from_str(raw).map_err(|_| MessageError::InvalidField {
+/// The name of a key the library knows, for errors (any other key is never quoted).
+fn known_key_name(key: &str) -> Option<&'static str> {
+    [
+        "role",
+        "content",
+        "tool_calls",
+        "tool_call_id",
+        "name",
+        META_KEY,
+    ]
+    .into_iter()
+    .find(|k| *k == key)
+}
+
+/// Fails on the first key that repeats an earlier one. Linear in the number of keys: a set
+/// of the keys seen (a message with a million unknown keys reads in one pass), or pairwise
+/// comparison for the few keys of an ordinary message.
+fn check_unique_keys(fields: &[(String, Box<RawValue>)]) -> Result<(), Error> {
+    let repeat = |index: usize| Error::DuplicateKey {
+        field: known_key_name(&fields[index].0),
+        index,
+    };
+    if fields.len() <= 16 {
+        for (i, (k, _)) in fields.iter().enumerate() {
+            if fields[..i].iter().any(|(e, _)| e == k) {
+                return Err(repeat(i));
+            }
+        }
+        return Ok(());
+    }
+    let mut seen = foldhash::HashSet::with_capacity_and_hasher(fields.len(), Default::default());
+    for (i, (k, _)) in fields.iter().enumerate() {
+        if !seen.insert(k.as_str()) {
+            return Err(repeat(i));
+        }
+    }
+    Ok(())
+}
+
+fn parse_content(raw: &str) -> Result<Content, Error> {
+    let v: Value = serde_json::from_str(raw).map_err(|_| Error::InvalidField {
         field: "content",
         expected: "must be valid JSON",
     })?;
@@ -932,7 +931,7 @@ fn parse_content(raw: &str) -> Result<Content, MessageError> {
         Value::Null => Ok(Content::Null),
         Value::String(s) => Ok(Content::Text(s)),
         Value::Array(items) => Ok(Content::Parts(items.into_iter().map(Part).collect())),
-        _ => Err(MessageError::InvalidField {
+        _ => Err(Error::InvalidField {
             field: "content",
             expected: "must be a string, null, or a list of parts",
         }),
@@ -1070,26 +1069,26 @@ mod tests {
     fn errors_name_the_problem() {
         assert_eq!(
             Message::from_json(r#"{"content":"x"}"#).unwrap_err(),
-            MessageError::MissingRole
+            Error::MissingRole
         );
         assert_eq!(
             Message::from_json("[1]").unwrap_err(),
-            MessageError::NotAnObject { found: "an array" }
+            Error::NotAnObject { found: "an array" }
         );
         assert!(matches!(
             Message::from_json(r#"{"role":"user","content":5}"#).unwrap_err(),
-            MessageError::InvalidField {
+            Error::InvalidField {
                 field: "content",
                 ..
             }
         ));
         assert!(matches!(
             Message::from_json(r#"{"role":"user","role":"user"}"#).unwrap_err(),
-            MessageError::DuplicateKey { .. }
+            Error::DuplicateKey { .. }
         ));
         assert!(matches!(
             Message::from_json(r#"{"role":"us"#).unwrap_err(),
-            MessageError::Json { .. }
+            Error::Json { .. }
         ));
     }
 

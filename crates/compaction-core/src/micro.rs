@@ -285,7 +285,7 @@ pub struct AbsorbJob {
     pub material: String,
     /// The summary to merge into (rolling or progress), if any.
     pub previous_summary: Option<String>,
-    /// The absorbed messages (a progress marker among them replaced by its body), for
+    /// The absorbed messages (a progress marker among them replaced by its body), redacted, for
     /// deterministic summarizers.
     pub messages: Vec<Message>,
     /// Markers removed because the new one supersedes them.
@@ -927,7 +927,7 @@ fn material_for(
                 _ => m.clone(),
             };
             with_context.push(m.clone());
-            messages.push(m);
+            messages.push(crate::redact::redact_message(&m));
         }
     }
     let material = material::serialize(&with_context, &with_context, cfg);

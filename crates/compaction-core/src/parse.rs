@@ -5,55 +5,19 @@
 
 use serde_json::value::RawValue;
 
-use crate::message::{Message, MessageError};
+pub use crate::error::Location;
+use crate::error::{Error, Result};
+use crate::message::Message;
 
-/// Where in the input a problem was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Location {
-    /// 1-based line of a JSONL input.
-    Line(usize),
-    /// 0-based element index of a JSON array input.
-    Index(usize),
-    /// The input as a whole.
-    Input,
-}
+/// A transcript that could not be parsed: always [`Error::Parse`], with the location and
+/// the reason. The crate's one error type under the name this module has always used.
+pub type ParseError = Error;
 
-impl std::fmt::Display for Location {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Location::Line(n) => write!(f, "line {n}"),
-            Location::Index(i) => write!(f, "message index {i}"),
-            Location::Input => f.write_str("input"),
-        }
+fn at(location: Location, reason: Error) -> Error {
+    Error::Parse {
+        location,
+        reason: Box::new(reason),
     }
-}
-
-/// A transcript that could not be parsed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{location}: {reason}")]
-pub struct ParseError {
-    /// Where.
-    pub location: Location,
-    /// Why.
-    pub reason: ParseErrorKind,
-}
-
-/// The reason a transcript could not be parsed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParseErrorKind {
-    /// The bytes are not UTF-8.
-    #[error("input is not valid UTF-8 (byte offset {offset})")]
-    NotUtf8 {
-        /// Byte offset of the first invalid byte.
-        offset: usize,
-    },
-    /// A message could not be parsed.
-    #[error(transparent)]
-    Message(#[from] MessageError),
-    /// The input is a JSON value that is neither a message nor an array of messages.
-    #[error("expected JSONL messages or a JSON array of messages")]
-    NotATranscript,
 }
 
 /// The format of a transcript on disk.
@@ -83,14 +47,11 @@ pub enum Format {
 /// assert_eq!(err.location, Location::Line(2));
 /// assert!(!err.to_string().contains("secret"));
 /// ```
-pub fn parse_transcript(bytes: &[u8]) -> Result<(Vec<Message>, Format), ParseError> {
+pub fn parse_transcript(bytes: &[u8]) -> Result<(Vec<Message>, Format)> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
         let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
-        ParseError {
-            location: Location::Line(line),
-            reason: ParseErrorKind::NotUtf8 { offset },
-        }
+        at(Location::Line(line), Error::NotUtf8 { offset })
     })?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     match text.trim_start().as_bytes().first() {
@@ -100,40 +61,32 @@ pub fn parse_transcript(bytes: &[u8]) -> Result<(Vec<Message>, Format), ParseErr
 }
 
 /// Parses JSONL: one message per line; blank lines (and a trailing `\r`) are allowed.
-pub fn parse_jsonl(text: &str) -> Result<Vec<Message>, ParseError> {
+pub fn parse_jsonl(text: &str) -> Result<Vec<Message>> {
     let mut out = Vec::new();
     for (i, line) in text.split('\n').enumerate() {
         let line = line.strip_suffix('\r').unwrap_or(line);
         if line.trim().is_empty() {
             continue;
         }
-        let msg = Message::from_json(line).map_err(|e| ParseError {
-            location: Location::Line(i + 1),
-            reason: e.into(),
-        })?;
+        let msg = Message::from_json(line).map_err(|e| at(Location::Line(i + 1), e))?;
         out.push(msg);
     }
     Ok(out)
 }
 
 /// Parses a JSON array of messages.
-pub fn parse_json_array(text: &str) -> Result<Vec<Message>, ParseError> {
-    let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| ParseError {
-        location: Location::Line(e.line().max(1)),
-        reason: match Message::from_json(text) {
-            Err(MessageError::NotAnObject { .. }) | Ok(_) => ParseErrorKind::NotATranscript,
-            Err(other) => other.into(),
-        },
+pub fn parse_json_array(text: &str) -> Result<Vec<Message>> {
+    let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| {
+        let reason = match Message::from_json(text) {
+            Err(Error::NotAnObject { .. }) | Ok(_) => Error::NotATranscript,
+            Err(other) => other,
+        };
+        at(Location::Line(e.line().max(1)), reason)
     })?;
     items
         .iter()
         .enumerate()
-        .map(|(i, raw)| {
-            Message::from_json(raw.get()).map_err(|e| ParseError {
-                location: Location::Index(i),
-                reason: e.into(),
-            })
-        })
+        .map(|(i, raw)| Message::from_json(raw.get()).map_err(|e| at(Location::Index(i), e)))
         .collect()
 }
 
@@ -170,15 +123,15 @@ mod tests {
     #[test]
     fn errors_carry_line_and_index() {
         let err = parse_jsonl("{\"role\":\"user\"}\n\n{\"content\":\"x\"}").unwrap_err();
-        assert_eq!(err.location, Location::Line(3));
+        assert_eq!(err.location().unwrap(), Location::Line(3));
         assert_eq!(err.to_string(), "line 3: message has no `role`");
         let (_, fmt) = parse_transcript(b"[{\"role\":\"user\"}]").unwrap();
         assert_eq!(fmt, Format::JsonArray);
         let err = parse_transcript(b" [{\"role\":\"user\"}, {\"x\":1}]").unwrap_err();
-        assert_eq!(err.location, Location::Index(1));
+        assert_eq!(err.location().unwrap(), Location::Index(1));
         let err = parse_transcript(b"{\"role\":\"user\"}\n\xff\xfe").unwrap_err();
-        assert_eq!(err.location, Location::Line(2));
+        assert_eq!(err.location().unwrap(), Location::Line(2));
         let err = parse_transcript(b"[1, 2").unwrap_err();
-        assert_eq!(err.location, Location::Line(1));
+        assert_eq!(err.location().unwrap(), Location::Line(1));
     }
 }

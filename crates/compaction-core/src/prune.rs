@@ -471,7 +471,8 @@ fn clip(s: &str, max: usize) -> String {
     if one_line.chars().count() <= max {
         one_line
     } else {
-        let mut out: String = one_line.chars().take(max).collect();
+        // Redacted before the cut, so the cut never leaves part of a key.
+        let mut out = crate::redact::redacted_head(&one_line, max);
         out.push('…');
         out
     }

@@ -25,6 +25,9 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::{Captures, Regex};
+use serde_json::Value;
+
+use crate::message::{Content, Message};
 
 /// The replacement text for a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -60,15 +63,135 @@ pub fn contains_secret(text: &str) -> bool {
     matches!(redact(text), Cow::Owned(_))
 }
 
+/// The first `n` characters of `text` after redaction, for cutting long text safely.
+///
+/// The redaction runs before the cut, over the kept part plus a margin of [`CUT_MARGIN`]
+/// characters, so a secret straddling the cut is recognised whole (a cut never turns a key
+/// into a fragment the patterns no longer match), and the cost follows `n`, not the length
+/// of `text`. A run of key characters split by the cut is dropped when it is short (under 128
+/// characters) or starts like a key, so a cut never ends in part of a key either.
+pub fn redacted_head(text: &str, n: usize) -> String {
+    let window = match text.char_indices().nth(n.saturating_add(CUT_MARGIN)) {
+        Some((i, _)) => &text[..i],
+        None => text,
+    };
+    let red = redact(window);
+    let cut = match red.char_indices().nth(n) {
+        Some((i, _)) => i,
+        None => return red.into_owned(),
+    };
+    let head = &red[..cut];
+    let split = red[cut..].starts_with(is_key_char) && head.ends_with(is_key_char);
+    let keep = if split {
+        let run_start = head.trim_end_matches(is_key_char).len();
+        let run = &head[run_start..];
+        let rest = &red[cut..];
+        let whole = run.len() + rest.len() - rest.trim_start_matches(is_key_char).len();
+        if whole < 128 || starts_like_key(run) {
+            run_start
+        } else {
+            cut
+        }
+    } else {
+        cut
+    };
+    red[..keep].to_owned()
+}
+
+/// The last `n` characters of `text` after redaction; the counterpart of [`redacted_head`].
+pub fn redacted_tail(text: &str, n: usize) -> String {
+    let window = match text.char_indices().rev().nth(n.saturating_add(CUT_MARGIN)) {
+        Some((i, c)) => &text[i + c.len_utf8()..],
+        None => text,
+    };
+    if n == 0 {
+        return String::new();
+    }
+    let red = redact(window);
+    let cut = match red.char_indices().rev().nth(n - 1) {
+        Some((i, _)) if i > 0 => i,
+        _ => return red.into_owned(),
+    };
+    let tail = &red[cut..];
+    let split = red[..cut].ends_with(is_key_char) && tail.starts_with(is_key_char);
+    let keep = if split {
+        let run_end = tail.len() - tail.trim_start_matches(is_key_char).len();
+        let before = &red[..cut];
+        let whole = run_end + before.len() - before.trim_end_matches(is_key_char).len();
+        if whole < 128 { cut + run_end } else { cut }
+    } else {
+        cut
+    };
+    red[keep..].to_owned()
+}
+
+/// A copy of `m` for a summarizer: its text (string content and text parts) and its
+/// tool-call arguments redacted. Other fields are kept; an unchanged message is a cheap clone
+/// (bodies are shared).
+pub fn redact_message(m: &Message) -> Message {
+    let content = match m.content() {
+        Some(Content::Text(t)) => match redact(t) {
+            Cow::Owned(r) => Some(Content::Text(r)),
+            Cow::Borrowed(_) => None,
+        },
+        Some(Content::Parts(parts)) => {
+            let mut changed = false;
+            let parts = parts
+                .iter()
+                .map(|p| {
+                    let mut p = p.clone();
+                    if let Some(Value::String(t)) = p.0.get_mut("text")
+                        && let Cow::Owned(r) = redact(t)
+                    {
+                        *t = r;
+                        changed = true;
+                    }
+                    p
+                })
+                .collect();
+            changed.then_some(Content::Parts(parts))
+        }
+        _ => None,
+    };
+    let mut out = match content {
+        Some(c) => m.with_content(Some(c)),
+        None => m.clone(),
+    };
+    if m.tool_calls()
+        .iter()
+        .any(|c| contains_secret(&c.function.arguments))
+    {
+        for c in out.tool_calls_mut().into_iter().flatten() {
+            if let Cow::Owned(r) = redact(&c.function.arguments) {
+                c.function.arguments = r;
+            }
+        }
+    }
+    out
+}
+
+/// Characters redacted beyond a cut by [`redacted_head`] and [`redacted_tail`]: longer than
+/// any key, token or PEM block the patterns know, so a secret straddling a cut is seen whole.
+pub const CUT_MARGIN: usize = 16 * 1024;
+
 // ---------------------------------------------------------------------------------------------
 
 /// Cheap pre-check: every pattern below needs one of these substrings.
 static TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i:pass|pwd|secret|token|key|auth|bearer|basic)|sk-|AIza|AKIA|ASIA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|-----BEGIN|://",
+        r"(?i:pass|pwd|secret|token|key|auth|bearer|basic)|sk-|AIza|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|xox[abposr]-|eyJ|-----BEGIN|://",
     )
     .expect("valid trigger regex")
 });
+
+/// What may precede a key: the start, a character that is not a word character (ASCII
+/// letters, digits, `_`), or a JSON escape whose letter would otherwise glue the key to it
+/// (`\n`, `\t`, `\r`, `\b`, `\f`, `\u00a0`). Captured as group 1 and written back.
+macro_rules! boundary {
+    () => {
+        r"(^|[^A-Za-z0-9_]|\\[nrtbf]|\\u[0-9A-Fa-f]{4})"
+    };
+}
 
 static DATA_URL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"data:[A-Za-z0-9.+/-]+(?:;[A-Za-z0-9=.-]+)*;base64,[A-Za-z0-9+/=]+")
@@ -87,36 +210,49 @@ static URL_PASSWORD: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r#"(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?)((?:bearer|basic|token|bot)\s+)?([^\s"',;]+)"#,
-    )
+    Regex::new(concat!(
+        r#"(?i)"#,
+        boundary!(),
+        r#"((?:proxy-)?authorization(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?)((?:bearer|basic|token|bot)\s+)?([^\s"',;\\]+)"#
+    ))
     .expect("valid auth header regex")
 });
 
 static BEARER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\b[Bb]earer\s+)([A-Za-z0-9._~+/=-]{12,})").expect("valid bearer regex")
+    Regex::new(concat!(
+        boundary!(),
+        r"([Bb]earer\s+)([A-Za-z0-9._~+/=-]{12,})"
+    ))
+    .expect("valid bearer regex")
 });
 
 static BASIC: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(\b[Bb]asic\s+)([A-Za-z0-9+/]{8,}={0,2})").expect("valid basic regex")
+    Regex::new(concat!(
+        boundary!(),
+        r"([Bb]asic\s+)([A-Za-z0-9+/]{8,}={0,2})"
+    ))
+    .expect("valid basic regex")
 });
 
 static TOKENS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-        r"|\bsk-[A-Za-z0-9_-]{20,}",
-        r"|\bAIza[0-9A-Za-z_-]{35}",
-        r"|\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
-        r"|\bgh[pousr]_[A-Za-z0-9]{30,}",
-        r"|\bgithub_pat_[A-Za-z0-9_]{22,}",
-        r"|\bxox[abposr]-[A-Za-z0-9-]{10,}",
+        boundary!(),
+        r"(?:eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?",
+        r"|sk-[A-Za-z0-9_-]{20,}",
+        r"|AIza[0-9A-Za-z_-]{35}",
+        r"|(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b",
+        r"|gh[pousr]_[A-Za-z0-9]{30,}",
+        r"|github_pat_[A-Za-z0-9_]{22,}",
+        r"|xox[abposr]-[A-Za-z0-9-]{10,})",
     ))
     .expect("valid token regex")
 });
 
-static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
+/// The key of an assignment and its operator, up to where the value starts. A closing quote
+/// of the key may be escaped (JSON inside a JSON string).
+static ASSIGNMENT_KEY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)(\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?key)[A-Za-z0-9_.-]*["']?\s*[:=]\s*["']?)([^\s"',;&<>]+)"#,
+        r#"(?i)\b[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?key)[A-Za-z0-9_.-]*(?:\\?["'])?[ \t]*[:=][ \t]*"#,
     )
     .expect("valid assignment regex")
 });
@@ -129,29 +265,117 @@ fn redact_plain(text: &str) -> Cow<'_, str> {
     cur = apply(cur, &PEM, |_| REDACTED.to_owned());
     cur = apply(cur, &URL_PASSWORD, |c| format!("{}{REDACTED}@", &c[1]));
     cur = apply(cur, &AUTH_HEADER, |c| {
-        if c[3].starts_with('[') {
+        // Already redacted, or only the scheme (`Authorization: Bearer` at the end of a cut).
+        let scheme_only = c.get(3).is_none()
+            && ["bearer", "basic", "token", "bot"]
+                .iter()
+                .any(|w| c[4].eq_ignore_ascii_case(w));
+        if c[4].starts_with('[') || scheme_only {
             return c[0].to_owned();
         }
-        let scheme = c.get(2).map_or("", |m| m.as_str());
-        format!("{}{scheme}{REDACTED}", &c[1])
+        let scheme = c.get(3).map_or("", |m| m.as_str());
+        format!("{}{}{scheme}{REDACTED}", &c[1], &c[2])
     });
-    cur = apply(cur, &BEARER, |c| format!("{}{REDACTED}", &c[1]));
+    cur = apply(cur, &BEARER, |c| format!("{}{}{REDACTED}", &c[1], &c[2]));
     cur = apply(cur, &BASIC, |c| {
-        if looks_like_credentials(&c[2]) {
-            format!("{}{REDACTED}", &c[1])
+        if looks_like_credentials(&c[3]) {
+            format!("{}{}{REDACTED}", &c[1], &c[2])
         } else {
             c[0].to_owned()
         }
     });
-    cur = apply(cur, &TOKENS, |_| REDACTED.to_owned());
-    cur = apply(cur, &ASSIGNMENT, |c| {
-        if is_plain_value(&c[2]) {
-            c[0].to_owned()
-        } else {
-            format!("{}{REDACTED}", &c[1])
+    cur = apply(cur, &TOKENS, |c| format!("{}{REDACTED}", &c[1]));
+    match assignments(&cur) {
+        Some(out) => Cow::Owned(out),
+        None => cur,
+    }
+}
+
+/// Replaces the values of credential assignments; `None` when nothing was replaced.
+///
+/// A value runs to the end of its quoting (escaped quotes included, at one or two levels of
+/// JSON escaping), or, unquoted, to whitespace, a quote, an escaped newline, tab or quote, or a
+/// `;`, `&` or `,` that starts the next `name=` pair (`Server=x;Password=p;Database=d`).
+fn assignments(text: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut pos = 0;
+    while let Some(m) = ASSIGNMENT_KEY.find_at(text, pos) {
+        let (start, end) = value_span(text, m.end());
+        pos = end.max(m.end());
+        if start >= end || is_plain_value(&text[start..end]) {
+            continue;
         }
-    });
-    cur
+        let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+        o.push_str(&text[copied..start]);
+        o.push_str(REDACTED);
+        copied = end;
+    }
+    let mut o = out?;
+    o.push_str(&text[copied..]);
+    Some(o)
+}
+
+/// The byte range of the secret value that starts at `at` (after the operator): the inside of
+/// its quotes, or the bare value without trailing punctuation.
+fn value_span(text: &str, at: usize) -> (usize, usize) {
+    let b = text.as_bytes();
+    let rest = &b[at..];
+    if rest.starts_with(b"\\\"") {
+        // A value inside a JSON string: ends at the next `\"`; `\\\"` is an escaped quote of
+        // the inner string and belongs to the value.
+        let start = at + 2;
+        let mut i = start;
+        while i < b.len() {
+            match b[i] {
+                b'\n' | b'"' => break,
+                b'\\' => {
+                    let run = b[i..].iter().take_while(|&&c| c == b'\\').count();
+                    let quote = b.get(i + run) == Some(&b'"');
+                    if quote && run == 1 {
+                        break;
+                    }
+                    // An odd run before a quote escapes it for the inner string.
+                    i += run + usize::from(quote && run % 2 == 1);
+                }
+                _ => i += 1,
+            }
+        }
+        return (start, i);
+    }
+    if let Some(&q) = rest.first().filter(|&&c| c == b'"' || c == b'\'') {
+        let start = at + 1;
+        let mut i = start;
+        while i < b.len() && b[i] != q && b[i] != b'\n' {
+            i += if b[i] == b'\\' { 2 } else { 1 };
+        }
+        return (start, i.min(b.len()));
+    }
+    let mut i = at;
+    while i < b.len() {
+        match b[i] {
+            c if c.is_ascii_whitespace() => break,
+            b'"' | b'\'' | b'`' | b'<' | b'>' => break,
+            b'\\' if matches!(b.get(i + 1), Some(b'n' | b'r' | b't' | b'"' | b'\'')) => break,
+            b';' | b'&' | b',' if starts_pair(&b[i + 1..]) => break,
+            _ => i += 1,
+        }
+    }
+    let mut end = i;
+    while end > at && matches!(b[end - 1], b',' | b';' | b'.' | b')' | b']' | b'}') {
+        end -= 1;
+    }
+    (at, end)
+}
+
+/// Whether `b` starts with `name=` (a name of letters, digits, `_`, `.`, `-` or spaces).
+fn starts_pair(b: &[u8]) -> bool {
+    let name = b
+        .iter()
+        .take(64)
+        .take_while(|&&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-' | b' '))
+        .count();
+    name > 0 && b[0].is_ascii_alphabetic() && b.get(name) == Some(&b'=')
 }
 
 /// Runs one replacement, keeping the borrow when nothing matched or nothing changed.
@@ -169,6 +393,33 @@ fn apply<'t>(
     } else {
         Cow::Owned(replaced)
     }
+}
+
+/// Characters a key or token can be made of.
+fn is_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.' | '~')
+}
+
+/// Whether `run` begins with the prefix of a key shape [`redact`] knows.
+fn starts_like_key(run: &str) -> bool {
+    const PREFIXES: [&str; 15] = [
+        "sk-",
+        "AIza",
+        "AKIA",
+        "ASIA",
+        "ABIA",
+        "ACCA",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+        "xox",
+        "eyJ",
+        "-----BEGIN",
+    ];
+    PREFIXES.iter().any(|p| run.starts_with(p))
 }
 
 /// `Basic` followed by base64 credentials rather than an English word: at least two upper-case
@@ -317,6 +568,101 @@ mod tests {
             "a sk-abcdefghijklmnopqrstuvwxyz data:image/png;base64,AKIAIOSFODNN7EXAMPLE== b password=hunter22",
             "a [REDACTED] data:image/png;base64,AKIAIOSFODNN7EXAMPLE== b password=[REDACTED]",
         );
+    }
+
+    #[test]
+    fn keys_after_json_escapes() {
+        // Issue 14, item 1: the letter of an escape is not part of the key's word.
+        check(
+            r##"{"file_path": "/app/.env.keys", "content": "# keys\nsk-proj-NEWLINEKEY0123456789abcdefABCDEF0123\n"}"##,
+            r##"{"file_path": "/app/.env.keys", "content": "# keys\n[REDACTED]\n"}"##,
+        );
+        check(
+            r#"{"command": "printf 'id\tAKIAJSONTABESCAPE123\n'"}"#,
+            r#"{"command": "printf 'id\t[REDACTED]\n'"}"#,
+        );
+        check(
+            r"a\r\nghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            r"a\r\n[REDACTED]",
+        );
+        check(
+            r"x\u00a0xoxb-1234567890-abcdefghij\bBearer abcdefghijkl0123",
+            r"x\u00a0[REDACTED]\bBearer [REDACTED]",
+        );
+        check(
+            r#"-H \"Accept: x\"\nAuthorization: token abcdef0123456789"#,
+            r#"-H \"Accept: x\"\nAuthorization: token [REDACTED]"#,
+        );
+        check(
+            r"\teyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig",
+            r"\t[REDACTED]",
+        );
+    }
+
+    #[test]
+    fn assignment_values_run_to_the_end_of_their_quoting_or_whitespace() {
+        // Issue 14, item 3.
+        check("password=Tr0ub4dor&3xyzZ next", "password=[REDACTED] next");
+        check("db_password=s3cr3t;P4ssw0rdTail", "db_password=[REDACTED]");
+        check(
+            r#"{"api_key": "abc\"defSECRETTAIL99"}"#,
+            r#"{"api_key": "[REDACTED]"}"#,
+        );
+        check("password: Tr0ub4dor&3xyz", "password: [REDACTED]");
+        // JSON inside a JSON string: the inner escaped quote is part of the value.
+        check(
+            r#"{"body": "{\"api_key\": \"abc\\\"defSECRETTAIL99\", \"n\": 1}"}"#,
+            r#"{"body": "{\"api_key\": \"[REDACTED]\", \"n\": 1}"}"#,
+        );
+        // Escaped whitespace and quotes end an unquoted value inside a JSON string.
+        check(
+            r#"{"command": "export API_TOKEN=abcdef123\nmake"}"#,
+            r#"{"command": "export API_TOKEN=[REDACTED]\nmake"}"#,
+        );
+        check("secret='it is a secret' rest", "secret='[REDACTED]' rest");
+        // The next `name=` of a connection string or query ends the value.
+        check(
+            "https://h/x?token=abcdef12&page=2 and user=a;password=hunter22;host=db",
+            "https://h/x?token=[REDACTED]&page=2 and user=a;password=[REDACTED];host=db",
+        );
+        check(
+            "token=abcdef12;password=ghijkl34",
+            "token=[REDACTED];password=[REDACTED]",
+        );
+        // Trailing punctuation is not part of a value; plain values stay.
+        check(
+            "call(password=hunter22, x=1)",
+            "call(password=[REDACTED], x=1)",
+        );
+        unchanged("max_tokens=4096, tokens_before: 120. password: true; secret: null.");
+    }
+
+    #[test]
+    fn cuts_redact_first_and_never_end_inside_a_key() {
+        let key = "sk-proj-STRADDLE0123456789abcdefABCDEF";
+        let text = format!("{}{key}{}", "a ".repeat(50), " b".repeat(50));
+        for n in 90..140 {
+            let head = redacted_head(&text, n);
+            let tail = redacted_tail(&text, n);
+            for piece in [&head, &tail] {
+                assert!(piece.chars().count() <= n);
+                assert!(!piece.contains("STRADDLE"), "{n}: {piece}");
+                assert!(!piece.contains("sk-proj"), "{n}: {piece}");
+            }
+        }
+        // A long key-shaped run that is not a key is cut, not dropped.
+        let long = "x".repeat(500);
+        assert_eq!(redacted_head(&long, 100), "x".repeat(100));
+        assert_eq!(redacted_tail(&long, 100), "x".repeat(100));
+        assert_eq!(redacted_head("short", 100), "short");
+        assert_eq!(redacted_tail("short", 0), "");
+        // Found by the fuzzer: a head cut ending right after the scheme is not a secret.
+        let text = "x Authorization: Bearer efghijkl0123 y";
+        let head = redacted_head(text, 22);
+        assert_eq!(head, "x Authorization: ", "a split word is dropped");
+        let head = redacted_head(text, 23);
+        assert_eq!(head, "x Authorization: Bearer");
+        assert!(!contains_secret(&head));
     }
 
     /// Secrets of every pattern, with the part that must never survive.

@@ -10,12 +10,11 @@ use crate::message::{Message, Role};
 pub enum Issue {
     /// The transcript has no messages.
     Empty,
-    /// A role the library does not know.
+    /// A role the library does not know. The role text is not kept: findings never quote
+    /// transcript text (read it from the message at `index` if you must).
     UnknownRole {
         /// Message index.
         index: usize,
-        /// The role string.
-        role: String,
     },
     /// A tool result whose `tool_call_id` answers no earlier tool call.
     OrphanToolResult {
@@ -57,9 +56,10 @@ impl std::fmt::Display for Issue {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Issue::Empty => f.write_str("transcript is empty"),
-            Issue::UnknownRole { index, role } => {
-                write!(f, "message index {index}: unknown role `{role}`")
-            }
+            Issue::UnknownRole { index } => write!(
+                f,
+                "message index {index}: unknown role (known: system, developer, user, assistant, tool)"
+            ),
             Issue::OrphanToolResult { index } => write!(
                 f,
                 "message index {index}: tool result answers no earlier tool call"
@@ -131,11 +131,8 @@ pub fn validate(messages: &[Message]) -> Report {
     // Index of the assistant whose results may follow now, if we are in its group.
     let mut open_group: Option<usize> = None;
     for (index, m) in messages.iter().enumerate() {
-        if let Role::Other(role) = m.role() {
-            issues.push(Issue::UnknownRole {
-                index,
-                role: role.clone(),
-            });
+        if let Role::Other(_) = m.role() {
+            issues.push(Issue::UnknownRole { index });
         }
         if m.is_tool() {
             match m.tool_call_id() {
@@ -190,7 +187,7 @@ pub fn validate(messages: &[Message]) -> Report {
 fn issue_index(i: &Issue) -> usize {
     match i {
         Issue::Empty => 0,
-        Issue::UnknownRole { index, .. }
+        Issue::UnknownRole { index }
         | Issue::OrphanToolResult { index }
         | Issue::ToolResultWithoutId { index }
         | Issue::UnansweredToolCall { index, .. }
@@ -236,10 +233,7 @@ mod tests {
                     call_index: 1
                 },
                 Issue::UnansweredToolCall { index: 4, call: 0 },
-                Issue::UnknownRole {
-                    index: 5,
-                    role: "critic".into()
-                },
+                Issue::UnknownRole { index: 5 },
             ]
         );
         assert!(!r.tool_pairing_ok());

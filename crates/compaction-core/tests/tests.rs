@@ -1,6 +1,7 @@
 //! Integration tests of compaction-core: one binary, one module per area.
 
 mod common;
+mod errors;
 mod exchanges;
 mod fixtures;
 mod fuzz;
@@ -10,6 +11,7 @@ mod message_serde;
 mod micro;
 mod regions;
 mod roundtrip;
+mod secrets;
 mod strategies;
 mod tokens;
 mod trim;

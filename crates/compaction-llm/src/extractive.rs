@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use compaction_core::marker;
-use compaction_core::redact::redact;
+use compaction_core::redact::{redact, redacted_head};
 use compaction_core::tokens::estimate_text;
 use compaction_core::{Message, Role};
 use regex::Regex;
@@ -119,7 +119,7 @@ pub fn shrink_to_half(summary: &str) -> String {
     if out.chars().count() <= limit {
         return out;
     }
-    out.chars().take(limit).collect()
+    redacted_head(&out, limit)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ impl Doc {
         // Exact phase.
         while estimate_text(&self.render()) > budget {
             if self.drop_oldest(false).is_none() {
-                let cut: String = self.render().chars().take((budget * 4) as usize).collect();
+                let cut = redacted_head(&self.render(), (budget * 4) as usize);
                 *self = Doc::parse(&cut);
                 return;
             }
@@ -547,7 +547,8 @@ fn clip(s: &str, max: usize) -> String {
     if n <= max {
         return s.to_owned();
     }
-    let mut out: String = s.chars().take(max).collect();
+    // Redacted before the cut, so the cut never leaves part of a key.
+    let mut out = redacted_head(s, max);
     out.push_str(&format!(" […{} more chars]", n - max));
     out
 }

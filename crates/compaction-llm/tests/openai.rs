@@ -542,3 +542,123 @@ async fn defaults_and_key_sources() {
     let body: Value = serde_json::from_slice(&received[0].body).unwrap();
     assert_eq!(body["max_tokens"], 1000);
 }
+
+/// Issue 14's reproductions, end to end: a transcript with the keys file the agent wrote, the
+/// shell call with an AWS key after an escaped tab, a key at the 4,000-character head cut of a
+/// long output, and assignments whose values hold `&`, `;` and an escaped quote goes through the
+/// batch planner and the OpenAI-compatible adapter; nothing of a secret is in the HTTP body,
+/// and the model's `password: Tr0ub4dor&3xyz` is redacted whole.
+#[tokio::test]
+async fn issue_14_reproductions_never_reach_the_request_body() {
+    use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
+    use compaction_core::{Estimator, Message, ToolCall, Transcript};
+
+    let long_output = {
+        let mut s = "x".repeat(3_990);
+        s.push(' ');
+        s.push_str("AKIAQWERTYUIOPASDFGH");
+        s.push(' ');
+        s.push_str(&"y".repeat(6_000));
+        s
+    };
+    let filler = "z".repeat(2_000);
+    let mut msgs = vec![
+        Message::system("You are a coding agent."),
+        Message::user("set up the app"),
+        Message::assistant("ok"),
+        Message::user("then the config"),
+        Message::assistant("ok"),
+        Message::user("my db login is password=Tr0ub4dor&3xyzZ, store it"),
+        Message::assistant_tool_calls(
+            "Writing the keys.",
+            vec![
+                ToolCall::function(
+                    "c1",
+                    "Write",
+                    r##"{"file_path": "/app/.env.keys", "content": "# keys\nsk-proj-NEWLINEKEY0123456789abcdefABCDEF0123\n"}"##,
+                ),
+                ToolCall::function(
+                    "c2",
+                    "Bash",
+                    r#"{"command": "printf 'id\tAKIAJSONTABESCAPE123\n'"}"#,
+                ),
+            ],
+        ),
+        Message::tool_result("c1", "written"),
+        Message::tool_result("c2", long_output),
+        Message::user(
+            r#"also db_password=s3cr3t;P4ssw0rdTail and {"api_key": "abc\"defSECRETTAIL99"}"#,
+        ),
+        Message::assistant("Noted."),
+    ];
+    for i in 0..4 {
+        msgs.push(Message::user(format!("step {i}")));
+        msgs.push(Message::assistant(format!("done {i} {filler}")));
+    }
+    let e = Estimator::default();
+    let t = Transcript::new(msgs, &e);
+    let mut cfg = BatchConfig::default();
+    // No pruning: the long output itself is cut by the material builder.
+    cfg.prune.tool_output_min_tokens = u64::MAX;
+    let req = BatchRequest {
+        force: true,
+        ..BatchRequest::default()
+    };
+    let plan = batch::plan_batch(&t, 2_000, &cfg, &req, &e);
+    let BatchStep::Summarize(jobs) = &plan.step else {
+        panic!("expected a summary, got {:?}", plan.step);
+    };
+    assert_eq!(jobs.len(), 1);
+    let job = &jobs[0];
+    assert!(
+        job.material.contains("/app/.env.keys"),
+        "the span was summarized"
+    );
+    assert!(
+        job.material.contains("[truncated"),
+        "the long output was cut"
+    );
+
+    let server = MockServer::start().await;
+    let output = format!("{GOOD}\n## Critical context\n- password: Tr0ub4dor&3xyz");
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(&output, "stop")),
+        None,
+    )
+    .await;
+    let s = summarizer(config(&server));
+    let mut request = SummaryRequest::new(
+        SummaryKind::BatchFirst,
+        job.material.clone(),
+        500,
+        "2026-03-04",
+    )
+    .with_messages(job.messages.clone());
+    request.focus = job.focus.clone();
+    let r = s.summarize(&request).await.expect("summary");
+
+    let leaks = [
+        "NEWLINEKEY",
+        "JSONTABESCAPE",
+        "QWERTYUIOP",
+        "Tr0ub4dor",
+        "&3xyz",
+        "s3cr3t",
+        "P4ssw0rdTail",
+        "defSECRETTAIL",
+        "SECRETTAIL99",
+    ];
+    let received = server.received_requests().await.unwrap();
+    assert_eq!(received.len(), 1);
+    let body = String::from_utf8(received[0].body.clone()).unwrap();
+    for leak in leaks {
+        assert!(!body.contains(leak), "{leak} reached the request body");
+        assert!(!r.text.contains(leak), "{leak} is in the summary");
+        for m in &job.messages {
+            assert!(!m.to_json().contains(leak), "{leak} is in the raw messages");
+        }
+    }
+    assert!(body.contains("[REDACTED]"));
+    assert!(r.text.contains("password: [REDACTED]"), "{}", r.text);
+}

@@ -148,12 +148,13 @@ fn valid_json_that_is_not_a_message() {
 fn unknown_role() {
     let dir = tempfile::tempdir().unwrap();
     let text = format!("{GOOD}\n{{\"role\":\"narrator\",\"content\":\"x\"}}\n");
-    // Line 4: the blank line 3 still counts.
-    check(
-        &file(dir.path(), "role.jsonl", text.as_bytes()),
-        "4",
-        "unknown role `narrator`",
-    );
+    // Line 4: the blank line 3 still counts. The role is not quoted (transcript text).
+    let input = file(dir.path(), "role.jsonl", text.as_bytes());
+    check(&input, "4", "unknown role (known:");
+    let out = dir.path().join("role-out.jsonl");
+    let o = run(&["compact", "-i", s(&input), "-o", s(&out)]);
+    let (_, stderr) = texts(&o);
+    assert!(!stderr.contains("narrator"), "{stderr}");
 }
 
 #[test]

@@ -1,0 +1,24 @@
+//! The marker parser on any text and any message: never a panic; a marker the library renders
+//! is classified as what it is, and its body reads back.
+#![no_main]
+
+use compaction_core::{MarkerKind, Message, Role, marker};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|text: &str| {
+    let _ = marker::classify_text(text);
+    for m in [Message::user(text), Message::assistant(text)] {
+        let _ = marker::classify(&m);
+        let _ = marker::parse_body(&m);
+    }
+    if let Ok(m) = Message::from_json(text) {
+        let _ = marker::classify(&m);
+        let _ = marker::parse_body(&m);
+    }
+    for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
+        let _ = marker::classify_text(&marker::render_text(kind, text));
+        let m = marker::render(kind, Role::Assistant, text);
+        assert_eq!(marker::classify(&m), Some(kind));
+        assert!(marker::parse_body(&m).is_some());
+    }
+});
