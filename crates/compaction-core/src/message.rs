@@ -24,7 +24,15 @@ use crate::error::Error;
 pub const META_KEY: &str = "_hermes";
 
 /// The role of a message.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// `Debug` never prints an unknown role's text (it came from the transcript):
+///
+/// ```
+/// use compaction_core::Role;
+/// assert_eq!(format!("{:?}", Role::parse("user")), "User");
+/// assert_eq!(format!("{:?}", Role::parse("my password is hunter2")), "Other(22 bytes)");
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Role {
     /// `system`
     System,
@@ -68,6 +76,21 @@ impl Role {
     /// System-like roles (system, developer) that open a transcript's head.
     pub fn is_system_like(&self) -> bool {
         matches!(self, Role::System | Role::Developer)
+    }
+}
+
+impl fmt::Debug for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Role::Other(s) => write!(f, "Other({} bytes)", s.len()),
+            known => f.write_str(match known {
+                Role::System => "System",
+                Role::Developer => "Developer",
+                Role::User => "User",
+                Role::Assistant => "Assistant",
+                _ => "Tool",
+            }),
+        }
     }
 }
 
