@@ -78,7 +78,7 @@ pub fn redacted_head(text: &str, n: usize) -> String {
     let red = redact(window);
     let cut = match red.char_indices().nth(n) {
         Some((i, _)) => i,
-        None => return red.into_owned(),
+        None => return settle(red.into_owned(), n, Side::Head),
     };
     let head = &red[..cut];
     let split = red[cut..].starts_with(is_key_char) && head.ends_with(is_key_char);
@@ -95,7 +95,7 @@ pub fn redacted_head(text: &str, n: usize) -> String {
     } else {
         cut
     };
-    red[..keep].to_owned()
+    settle(red[..keep].to_owned(), n, Side::Head)
 }
 
 /// The last `n` characters of `text` after redaction; the counterpart of [`redacted_head`].
@@ -110,7 +110,7 @@ pub fn redacted_tail(text: &str, n: usize) -> String {
     let red = redact(window);
     let cut = match red.char_indices().rev().nth(n - 1) {
         Some((i, _)) if i > 0 => i,
-        _ => return red.into_owned(),
+        _ => return settle(red.into_owned(), n, Side::Tail),
     };
     let tail = &red[cut..];
     let split = red[..cut].ends_with(is_key_char) && tail.starts_with(is_key_char);
@@ -122,7 +122,39 @@ pub fn redacted_tail(text: &str, n: usize) -> String {
     } else {
         cut
     };
-    red[keep..].to_owned()
+    settle(red[keep..].to_owned(), n, Side::Tail)
+}
+
+/// Which end of a text a cut keeps.
+#[derive(Clone, Copy)]
+enum Side {
+    Head,
+    Tail,
+}
+
+/// A cut can make a pattern that its wider context did not (a value's opening quote cut
+/// away, an escape cut in half): redact the cut again and cut it back to `n` characters until
+/// nothing recognisable is left, and keep nothing when that does not settle (found by the
+/// `redact` fuzz target).
+fn settle(mut cut: String, n: usize, side: Side) -> String {
+    for _ in 0..4 {
+        if !contains_secret(&cut) {
+            return cut;
+        }
+        let red = redact(&cut);
+        cut = match side {
+            Side::Head => red.chars().take(n).collect(),
+            Side::Tail => {
+                let skip = red.chars().count().saturating_sub(n);
+                red.chars().skip(skip).collect()
+            }
+        };
+    }
+    if contains_secret(&cut) {
+        String::new()
+    } else {
+        cut
+    }
 }
 
 /// A copy of `m` for a summarizer: its text (string content and text parts) and its
@@ -568,6 +600,19 @@ mod tests {
             "a sk-abcdefghijklmnopqrstuvwxyz data:image/png;base64,AKIAIOSFODNN7EXAMPLE== b password=hunter22",
             "a [REDACTED] data:image/png;base64,AKIAIOSFODNN7EXAMPLE== b password=[REDACTED]",
         );
+    }
+
+    #[test]
+    fn a_cut_never_holds_a_secret_its_context_did_not_show() {
+        // Found by the `redact` fuzz target: cutting away the start of a quoted value made the
+        // rest read as a fresh assignment with a secret in it.
+        let text = "{\"api_key\": \"abc\\c\\\"defSECRETTAI\"defSECRETTAIody\": \"{\\\"api_key\\\": \\\"abc\\\\\\\"def\\\"}\"}";
+        for n in 0..=text.chars().count() + 1 {
+            for cut in [redacted_head(text, n), redacted_tail(text, n)] {
+                assert!(cut.chars().count() <= n, "cut longer than {n}");
+                assert!(!contains_secret(&cut), "a cut of {n} holds a secret");
+            }
+        }
     }
 
     #[test]
