@@ -15,7 +15,7 @@
 //! the transcript byte-identical and is reported in the [`BatchReport`] and in telemetry.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use compaction_core::batch::{
     self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason, SummaryJob,
@@ -25,6 +25,7 @@ use compaction_core::prune::PruneConfig;
 use compaction_core::{MarkerKind, Message, TokenCounter, Transcript};
 use compaction_llm::{Summarizer, SummaryKind, SummaryRequest};
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 
 /// Why a batch attempt was made.
@@ -109,6 +110,15 @@ pub struct BatchReport {
     pub duration: Duration,
     /// The partition the pass was planned with (what it promised not to touch).
     pub regions: Option<compaction_core::regions::Regions>,
+    /// Why the store failed, when it did: the store error's message, which names the failure
+    /// (and row ids or indices) but never message text. Also logged at `warn`.
+    pub failure_cause: Option<String>,
+    /// The pass was applied to the transcript although the store failed to persist it (an
+    /// overflow pass: the provider refused the request, so the agent needs the smaller
+    /// transcript whatever the store says). The store still holds the rows from before; the
+    /// compressor resynchronises it with its next store write (see
+    /// [`Compressor::flush`]).
+    pub applied_unpersisted: bool,
 }
 
 /// A ticket from [`Compressor::before_request`] to hand back to
@@ -168,7 +178,11 @@ pub struct Compressor {
     proactive_rearm_at: Option<u64>,
     /// When the last model request was made (unix ms), for the cache time-to-live rule.
     last_request_ms: Option<u64>,
-    clock: fn() -> u64,
+    /// A pass was applied in memory after its commit failed: the store's active rows no longer
+    /// match the transcript until the next store write resynchronises them.
+    #[cfg(feature = "store")]
+    resync_pending: bool,
+    clock: Arc<dyn Clock>,
     pub(crate) micro: crate::micro::MicroRuntime,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
@@ -217,7 +231,9 @@ impl Compressor {
             overflow_attempts: 0,
             proactive_rearm_at: None,
             last_request_ms: None,
-            clock: unix_ms,
+            #[cfg(feature = "store")]
+            resync_pending: false,
+            clock: Arc::new(SystemClock),
             micro: Default::default(),
             #[cfg(all(feature = "store", feature = "telemetry"))]
             trim_totals: Default::default(),
@@ -231,10 +247,27 @@ impl Compressor {
         self
     }
 
-    /// Replaces the clock (unix milliseconds), for tests of cooldowns and probes.
-    pub fn with_clock(mut self, clock: fn() -> u64) -> Compressor {
+    /// Replaces the clock every time the compressor reads comes from (cooldowns, pauses, the
+    /// cache time-to-live rule, the date in summary prompts). Any `Fn() -> u64 + Send + Sync`
+    /// returning unix milliseconds is a [`Clock`], so a plain `fn` still works.
+    pub fn with_clock(self, clock: impl Clock + 'static) -> Compressor {
+        self.with_shared_clock(Arc::new(clock))
+    }
+
+    /// [`with_clock`](Self::with_clock) with a clock shared by several compressors.
+    pub fn with_shared_clock(mut self, clock: Arc<dyn Clock>) -> Compressor {
         self.clock = clock;
         self
+    }
+
+    /// The clock's current time in unix milliseconds.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_unix_ms()
+    }
+
+    /// The clock's date, for summary prompts.
+    pub(crate) fn today(&self) -> String {
+        self.clock.today()
     }
 
     /// Restores durable state (e.g. loaded from the store after a restart).
@@ -266,7 +299,7 @@ impl Compressor {
     /// Seconds since the last model request, `None` before the first.
     pub(crate) fn secs_since_last_request(&self) -> Option<u64> {
         self.last_request_ms
-            .map(|at| (self.clock)().saturating_sub(at) / 1_000)
+            .map(|at| self.now_ms().saturating_sub(at) / 1_000)
     }
 
     /// Whether passes are persisted (summaries then say that detail can be recalled).
@@ -318,7 +351,7 @@ impl Compressor {
         } else if self.config.compression.enabled && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
-        self.last_request_ms = Some((self.clock)());
+        self.last_request_ms = Some(self.now_ms());
         (
             RequestTicket {
                 epoch: self.epoch,
@@ -349,7 +382,7 @@ impl Compressor {
                 self.state.ineffective += 1;
                 if self.state.ineffective >= self.config.compression.anti_thrash_max_ineffective {
                     self.state.paused_until_ms = Some(
-                        (self.clock)() + self.config.compression.anti_thrash_probe_secs * 1_000,
+                        self.now_ms() + self.config.compression.anti_thrash_probe_secs * 1_000,
                     );
                 }
             } else {
@@ -372,8 +405,15 @@ impl Compressor {
     }
 
     /// The provider rejected a request as too large: compact (forced) and let the caller retry,
-    /// at most `compression.max_attempts` times in a row. Returns `None` when attempts are used
-    /// up.
+    /// at most `compression.max_attempts` times in a row (the count resets with the next
+    /// [`after_response`](Self::after_response)). Returns `None` when attempts are used up.
+    ///
+    /// Unlike the automatic hooks it ignores the failure cooldown and the anti-thrash pause.
+    /// When the store fails to commit the pass, the pass is applied to `t` all the same (the
+    /// report says so: [`BatchReport::applied_unpersisted`], with the failure and its cause);
+    /// the compressor then resynchronises the store with its next store write
+    /// ([`flush`](Self::flush) or the next pass), and until that succeeds
+    /// [`store_in_sync`](Self::store_in_sync) is `false`.
     pub async fn on_context_overflow(&mut self, t: &mut Transcript) -> Option<BatchReport> {
         if self.overflow_attempts >= self.config.compression.max_attempts {
             return None;
@@ -412,12 +452,17 @@ impl Compressor {
             summary_tokens: 0,
             duration: Duration::ZERO,
             regions: None,
+            failure_cause: None,
+            applied_unpersisted: false,
         };
         let manual = matches!(trigger, Trigger::Manual);
-        let now = (self.clock)();
+        // The provider refused the request: waiting is no option, so an overflow pass ignores
+        // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
+        let overflow = matches!(trigger, Trigger::Overflow);
+        let now = self.now_ms();
         let blocked = self.state.cooldown_until_ms.is_some_and(|u| now < u)
             || self.state.paused_until_ms.is_some_and(|u| now < u);
-        if blocked && !manual {
+        if blocked && !manual && !overflow {
             report.outcome = Outcome::Skipped;
             return self.finish(report, started, None);
         }
@@ -494,11 +539,18 @@ impl Compressor {
             report.outcome = Outcome::NoGain;
             return self.finish(report, started, Some(&plan));
         }
-        if let Err(f) = self.persist_edit(t, &mut edit).await {
-            report.outcome = Outcome::Failed;
-            report.failure = Some(f);
-            self.record_failure();
-            return self.finish(report, started, Some(&plan));
+        if let Err(e) = self.persist_edit(t, &mut edit).await {
+            report.failure = Some(e.failure);
+            report.failure_cause = Some(e.cause);
+            if !overflow {
+                report.outcome = Outcome::Failed;
+                self.record_failure();
+                return self.finish(report, started, Some(&plan));
+            }
+            // An overflow pass goes on in memory: the agent cannot continue otherwise. The
+            // store keeps the rows from before until the next store write resynchronises it.
+            self.mark_unpersisted();
+            report.applied_unpersisted = true;
         }
         report.earliest_changed_index = edit.earliest_changed_index();
         if edit.apply_to(t, self.counter.as_ref()).is_err() {
@@ -541,7 +593,7 @@ impl Compressor {
                 kind,
                 job.material.clone(),
                 self.config.compression.summary_max_tokens,
-                today(),
+                self.today(),
             )
             .with_messages(job.messages.clone());
             req.previous_summary = job
@@ -581,61 +633,135 @@ impl Compressor {
         Ok(out)
     }
 
+    /// Persists what the agent appended to `t` since the last flush and stamps the new row
+    /// ids on `t` itself, so the next flush skips them: idempotent, and the cost is what was
+    /// appended, not the transcript. Returns how many rows were written (0 without a store).
+    ///
+    /// Call it whenever the agent wants its messages durable (after each turn, or after each
+    /// append). The compressor also flushes before each commit, so a pass never replaces a
+    /// message the store has not seen. The agent appends at the end, so "not persisted yet" is
+    /// the suffix after the last stamped message; a message inserted elsewhere without a row
+    /// id makes the next commit fail cleanly (`MissingRowId`).
+    ///
+    /// After an overflow pass that the store could not commit, the first flush resynchronises
+    /// the store instead: in one `archive_and_compact` it archives the active rows the
+    /// transcript no longer holds and inserts the messages the store has not seen, at their
+    /// positions. That fails (and the store stays as it was) when another writer changed the
+    /// session meanwhile; reload the session to recover.
+    ///
+    /// Do not append copies of the transcript's messages to the store yourself: the copies
+    /// get the row ids, the transcript does not, and the next commit writes them again.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::Persistence;
+    /// use hermes_compaction::core::{Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Store, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let persistence = Persistence {
+    ///     store: store.clone(),
+    ///     session: "s1".into(),
+    ///     generation: store.generation("s1").await.unwrap(),
+    /// };
+    /// let mut c = Compressor::new(
+    ///     Config::default(),
+    ///     Arc::new(ExtractiveSummarizer::default()),
+    ///     Arc::new(Estimator::default()),
+    ///     "s1",
+    /// )
+    /// .with_store(persistence);
+    /// let mut t = c.transcript(vec![Message::system("be brief")]);
+    /// t.push(Message::user("hi"), c.counter());
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 2); // both written, ids stamped on `t`
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 0); // idempotent
+    /// t.push(Message::assistant("hello"), c.counter());
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+    /// assert_eq!(store.load_active("s1").await.unwrap().len(), t.len());
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn flush(
+        &mut self,
+        t: &mut Transcript,
+    ) -> Result<usize, compaction_store::StoreError> {
+        let Some(p) = &mut self.persistence else {
+            return Ok(0);
+        };
+        let result = if self.resync_pending {
+            resync(p, t).await
+        } else {
+            append_unstamped(p, t).await
+        };
+        match &result {
+            Ok(_) => self.resync_pending = false,
+            Err(e) if self.resync_pending => tracing::warn!(
+                session = %self.session_id,
+                "compaction store resync failed (the store keeps the rows from before the \
+                 last overflow pass): {e}"
+            ),
+            Err(e) => {
+                tracing::warn!(session = %self.session_id, "compaction store flush failed: {e}")
+            }
+        }
+        result
+    }
+
+    /// Whether the store's active rows are known to match what the transcript has persisted:
+    /// `false` after an overflow pass was applied without its commit, until a store write
+    /// resynchronised them (always `true` without a store).
+    pub fn store_in_sync(&self) -> bool {
+        #[cfg(feature = "store")]
+        return !self.resync_pending;
+        #[cfg(not(feature = "store"))]
+        return true;
+    }
+
+    fn mark_unpersisted(&mut self) {
+        #[cfg(feature = "store")]
+        {
+            self.resync_pending = self.persistence.is_some();
+        }
+    }
+
     /// Commits `edit` with `archive_and_compact` (flushing unpersisted messages first) and
-    /// stamps its new rows; a no-op without a store.
+    /// stamps its new rows; a no-op without a store. A failure is logged (without content)
+    /// and returned with its cause.
     #[cfg(feature = "store")]
     pub(crate) async fn persist_edit(
         &mut self,
         t: &mut Transcript,
         edit: &mut compaction_core::Edit,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), PersistError> {
         use compaction_store::{Commit, StoreError, stamp_edit};
+        if self.persistence.is_none() {
+            return Ok(());
+        }
+        // Flush what the agent has not persisted yet (or resync), so every replaced row has
+        // an id.
+        self.flush(t).await.map_err(PersistError::store)?;
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
-        // Flush what the agent has not persisted yet, so every replaced row has an id.
-        // The agent appends at the end, so what is not persisted yet is the suffix after the
-        // last stamped message: the flush costs what was appended, not the transcript. (An
-        // unstamped message elsewhere makes the commit fail cleanly with a missing row id.)
-        let first_unstamped = t
-            .messages()
-            .iter()
-            .rposition(|m| m.row_id().is_some())
-            .map_or(0, |i| i + 1);
-        let unstamped: Vec<usize> = (first_unstamped..t.len()).collect();
-        if !unstamped.is_empty() {
-            let mut fresh: Vec<Message> =
-                unstamped.iter().map(|&i| t.messages()[i].clone()).collect();
-            let ids = p
-                .store
-                .append(&p.session, &mut fresh)
-                .await
-                .map_err(|_| Failure::Store)?;
-            // The copies share their bodies with the transcript's messages until dropped;
-            // stamping the transcript while they live would copy every body.
-            drop(fresh);
-            if ids.len() != unstamped.len() {
-                return Err(Failure::Store);
+        let committed = async {
+            let mut commit = Commit::from_edit(p.generation, edit, t.messages())?;
+            let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
+            p.generation += 1;
+            if !stamp_edit(edit, &ids) {
+                return Err(StoreError::OutOfRange { what: ROW_COUNT });
             }
-            for (&i, id) in unstamped.iter().zip(ids) {
-                t.set_row_id(i, id);
-            }
+            Ok(())
         }
-        let mut commit =
-            Commit::from_edit(p.generation, edit, t.messages()).map_err(|_| Failure::Store)?;
-        let ids = p
-            .store
-            .archive_and_compact(&p.session, &mut commit)
-            .await
-            .map_err(|e| match e {
-                StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
-                _ => Failure::Store,
-            })?;
-        p.generation += 1;
-        if !stamp_edit(edit, &ids) {
-            return Err(Failure::Store);
-        }
-        Ok(())
+        .await;
+        committed.map_err(|e| {
+            tracing::warn!(session = %self.session_id, "compaction store commit failed: {e}");
+            PersistError::store(e)
+        })
     }
 
     #[cfg(not(feature = "store"))]
@@ -643,7 +769,7 @@ impl Compressor {
         &mut self,
         _t: &mut Transcript,
         _edit: &mut compaction_core::Edit,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), PersistError> {
         Ok(())
     }
 
@@ -653,7 +779,7 @@ impl Compressor {
         let factor = 1u64 << (self.state.consecutive_failures - 1).min(16);
         let secs =
             (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
-        self.state.cooldown_until_ms = Some((self.clock)() + secs * 1_000);
+        self.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
     }
 
     fn proactive_due(&self, t: &Transcript) -> bool {
@@ -686,6 +812,152 @@ impl Compressor {
     }
 }
 
+/// What a store that returned a different number of row ids than it was given rows is told.
+#[cfg(feature = "store")]
+const ROW_COUNT: &str = "the number of row ids the store returned";
+
+/// A store write that failed: the failure class and the store error's message (content-free).
+#[derive(Debug)]
+pub(crate) struct PersistError {
+    pub(crate) failure: Failure,
+    pub(crate) cause: String,
+}
+
+impl PersistError {
+    #[cfg(feature = "store")]
+    fn store(e: compaction_store::StoreError) -> PersistError {
+        PersistError {
+            failure: match e {
+                compaction_store::StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
+                _ => Failure::Store,
+            },
+            cause: e.to_string(),
+        }
+    }
+}
+
+/// Appends the unstamped suffix of `t` (what the agent appended since the last flush) and
+/// stamps the new row ids on `t`.
+#[cfg(feature = "store")]
+async fn append_unstamped(
+    p: &mut Persistence,
+    t: &mut Transcript,
+) -> Result<usize, compaction_store::StoreError> {
+    let first_unstamped = t
+        .messages()
+        .iter()
+        .rposition(|m| m.row_id().is_some())
+        .map_or(0, |i| i + 1);
+    if first_unstamped == t.len() {
+        return Ok(0);
+    }
+    let mut fresh: Vec<Message> = t.messages()[first_unstamped..].to_vec();
+    let ids = p.store.append(&p.session, &mut fresh).await?;
+    // The copies share their bodies with the transcript's messages until dropped; stamping
+    // the transcript while they live would copy every body.
+    drop(fresh);
+    let expected = t.len() - first_unstamped;
+    if ids.len() != expected {
+        return Err(compaction_store::StoreError::OutOfRange { what: ROW_COUNT });
+    }
+    for (i, id) in (first_unstamped..).zip(ids) {
+        t.set_row_id(i, id);
+    }
+    Ok(expected)
+}
+
+/// Makes the store's active rows match `t` in one `archive_and_compact`: the active rows `t`
+/// no longer holds are archived, the messages of `t` without a row id are inserted at their
+/// positions, and their new ids are stamped on `t`. Reads the session's active rows once
+/// (this runs only after a commit failed). Refused, with nothing changed, when a row `t`
+/// holds is no longer active or out of order (another writer changed the session), or when
+/// the generation moved.
+#[cfg(feature = "store")]
+async fn resync(
+    p: &mut Persistence,
+    t: &mut Transcript,
+) -> Result<usize, compaction_store::StoreError> {
+    use compaction_store::{Commit, CommitSplice, RowId, StoreError};
+    let active: Vec<RowId> = p
+        .store
+        .load_active(&p.session)
+        .await?
+        .iter()
+        .filter_map(Message::row_id)
+        .collect();
+    let position: std::collections::HashMap<RowId, usize> =
+        active.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut splices: Vec<CommitSplice> = Vec::new();
+    // Transcript indices that get new rows, in commit order.
+    let mut inserted: Vec<usize> = Vec::new();
+    let (mut next, mut anchor, mut pending) = (0usize, None, Vec::new());
+    // Closes the run of store rows `active[next..upto]` and of pending messages into a splice.
+    let close = |splices: &mut Vec<CommitSplice>,
+                 inserted: &mut Vec<usize>,
+                 rows: &[RowId],
+                 anchor: Option<RowId>,
+                 pending: &mut Vec<usize>| {
+        if rows.is_empty() && pending.is_empty() {
+            return;
+        }
+        splices.push(CommitSplice {
+            insert_after: if rows.is_empty() { anchor } else { None },
+            archive: rows.to_vec(),
+            insert: pending.iter().map(|&i| t.messages()[i].clone()).collect(),
+        });
+        inserted.append(pending);
+    };
+    for (i, m) in t.messages().iter().enumerate() {
+        let Some(id) = m.row_id() else {
+            pending.push(i);
+            continue;
+        };
+        match position.get(&id) {
+            Some(&k) if k >= next => {
+                close(
+                    &mut splices,
+                    &mut inserted,
+                    &active[next..k],
+                    anchor,
+                    &mut pending,
+                );
+                (next, anchor) = (k + 1, Some(id));
+            }
+            _ => {
+                return Err(StoreError::RowNotActive {
+                    splice: splices.len(),
+                    row: id,
+                });
+            }
+        }
+    }
+    close(
+        &mut splices,
+        &mut inserted,
+        &active[next..],
+        anchor,
+        &mut pending,
+    );
+    if splices.is_empty() {
+        return Ok(0);
+    }
+    let mut commit = Commit {
+        generation: p.generation,
+        splices,
+    };
+    let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
+    p.generation += 1;
+    // The commit's copies share bodies with the transcript's messages (see append_unstamped).
+    drop(commit);
+    if ids.len() != inserted.len() {
+        return Err(StoreError::OutOfRange { what: ROW_COUNT });
+    }
+    for (i, id) in inserted.into_iter().zip(ids) {
+        t.set_row_id(i, id);
+    }
+    Ok(t.len())
+}
+
 /// Core batch configuration from the facade configuration.
 pub fn batch_config(config: &Config) -> BatchConfig {
     let c = &config.compression;
@@ -710,26 +982,8 @@ pub fn batch_config(config: &Config) -> BatchConfig {
     }
 }
 
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Today's date (UTC) as `YYYY-MM-DD`.
+/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock. The compressor itself reads the
+/// date from its [`Clock`].
 pub fn today() -> String {
-    let days = (unix_ms() / 86_400_000) as i64;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}")
+    SystemClock.today()
 }

@@ -33,6 +33,7 @@ pub use compaction_store as store;
 #[cfg(feature = "telemetry")]
 pub use compaction_telemetry as telemetry;
 
+pub mod clock;
 #[cfg(feature = "llm")]
 pub mod compressor;
 pub mod config;

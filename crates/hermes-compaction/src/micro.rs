@@ -13,7 +13,7 @@ use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroStep};
 use compaction_core::{MarkerKind, Transcript};
 use compaction_llm::{SummaryKind, SummaryRequest};
 
-use crate::compressor::{Compressor, Failure, today};
+use crate::compressor::{Compressor, Failure};
 use crate::config::Config;
 
 /// What a micro pass did (the `outcome` of spec section 8).
@@ -63,6 +63,8 @@ pub struct MicroReport {
     pub outcome: MicroOutcomeKind,
     /// Why the summarizer or store failed, when it did.
     pub failure: Option<Failure>,
+    /// The store error's message when the store failed (content-free; also logged).
+    pub failure_cause: Option<String>,
     /// Tokens before and after.
     pub tokens_before: u64,
     /// Tokens after.
@@ -202,6 +204,7 @@ impl Compressor {
         let mut report = MicroReport {
             outcome: MicroOutcomeKind::Noop,
             failure: None,
+            failure_cause: None,
             tokens_before: t.current_tokens(),
             tokens_after: t.current_tokens(),
             messages_before: t.len(),
@@ -259,7 +262,8 @@ impl Compressor {
             }
         };
         let is_defrag = matches!(plan.step, MicroStep::Defrag(_));
-        let mut req = SummaryRequest::new(kind, material, budget, today()).with_messages(messages);
+        let mut req =
+            SummaryRequest::new(kind, material, budget, self.today()).with_messages(messages);
         req.previous_summary =
             previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
         let summary = match self.summarizer().summarize(&req).await {
@@ -307,11 +311,11 @@ impl Compressor {
             return Some(self.micro_finish(report, started));
         };
         let mut edit = edit.clone();
-        if let Err(f) = self.persist_edit(t, &mut edit).await {
+        if let Err(e) = self.persist_edit(t, &mut edit).await {
             self.micro.state.record_plan(&plan);
-            report.failure = Some(f);
+            report.failure = Some(e.failure);
+            report.failure_cause = Some(e.cause);
             report.outcome = MicroOutcomeKind::StoreFailed;
-            tracing::warn!("Micro-compaction: store commit failed; transcript unchanged");
             return Some(self.micro_finish(report, started));
         }
         report.earliest_changed_index = edit.earliest_changed_index();
