@@ -234,10 +234,10 @@ impl Harness {
                             PassKind::Micro,
                             !job.superseded_markers.is_empty(),
                         ),
-                        (MicroOutcome::Defragged { .. }, _) => {
+                        (MicroOutcome::Defrag { .. }, _) => {
                             (Ran::Defragged, PassKind::Defrag, true)
                         }
-                        (MicroOutcome::DefragRejected { .. }, _) => {
+                        (MicroOutcome::DefragFailed { .. }, _) => {
                             (Ran::DefragRejected, PassKind::Unchanged, false)
                         }
                         (o, s) => panic!("outcome {o:?} does not match step {s:?}"),
@@ -851,4 +851,35 @@ fn trajectory_on_the_large_shared_session() {
     let threshold = regions::WindowConfig::for_context(128_000).threshold_tokens();
     let mut h = Harness::new(msgs, MicroConfig::default(), threshold, false);
     check_trajectory(&mut h, 30, "pi__large-session");
+}
+
+#[test]
+fn one_micro_vocabulary_rendered_one_way() {
+    use compaction_core::micro::MicroOutcomeKind as K;
+    // The `outcome` strings of spec section 8 (and the store failure).
+    let names: Vec<&str> = K::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "absorbed",
+            "absorbed",
+            "summarize_failed",
+            "exchange_skipped",
+            "defrag",
+            "defrag_failed",
+            "gated",
+            "noop",
+            "store_failed"
+        ]
+    );
+    for k in K::ALL {
+        let json = serde_json::to_string(&k).unwrap();
+        assert_eq!(json, format!("\"{}\"", k.as_str()));
+        let back: K = serde_json::from_str(&json).unwrap();
+        let expected = if k == K::Progressed { K::Absorbed } else { k };
+        assert_eq!(back, expected);
+        assert_eq!(K::from_name(k.as_str()), Some(expected));
+    }
+    assert!(serde_json::from_str::<K>("\"progressed\"").is_err());
+    assert_eq!(K::default(), K::Noop);
 }

@@ -126,7 +126,7 @@ pub async fn run_passes(
     match mode {
         Mode::Batch => {
             let r = c.compress(t, None).await;
-            s.outcome = outcome_name(r.outcome).into();
+            s.outcome = r.outcome.as_str().into();
             s.demoted_tail_outputs = r.demoted_tail_outputs;
             s.earliest_changed_index = r.earliest_changed_index;
             if matches!(r.outcome, Outcome::Summarized | Outcome::Pruned) {
@@ -221,17 +221,4 @@ async fn prune(
     s.outcome = "pruned".into();
     s.passes = 1;
     Ok(())
-}
-
-/// The snake-case name of a batch outcome.
-pub fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::NotNeeded => "not_needed",
-        Outcome::Skipped => "skipped",
-        Outcome::Pruned => "pruned",
-        Outcome::Summarized => "summarized",
-        Outcome::IrreducibleFloor => "irreducible_floor",
-        Outcome::NoGain => "no_gain",
-        Outcome::Failed => "failed",
-    }
 }

@@ -64,6 +64,30 @@ pub enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// The snake_case name (`not_needed`, `skipped`, `pruned`, `summarized`,
+    /// `irreducible_floor`, `no_gain`, `failed`). The telemetry line groups these into the
+    /// coarser `outcome` of spec section 8 (`compacted`, `prune_only`, `failed`, `skipped`,
+    /// `irreducible_floor`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::NotNeeded => "not_needed",
+            Outcome::Skipped => "skipped",
+            Outcome::Pruned => "pruned",
+            Outcome::Summarized => "summarized",
+            Outcome::IrreducibleFloor => "irreducible_floor",
+            Outcome::NoGain => "no_gain",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a pass failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Failure {
@@ -119,6 +143,61 @@ pub struct BatchReport {
     /// compressor resynchronises it with its next store write (see
     /// [`Compressor::flush`]).
     pub applied_unpersisted: bool,
+    /// The strict-alternation option the pass ran with (what law 3 demands of it).
+    pub strict_alternation: bool,
+}
+
+impl BatchReport {
+    /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
+    /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it:
+    /// kind from the outcome, protected regions, the tail demotion it reported, strict
+    /// alternation, and law 8 for a pass that changed the transcript.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hermes_compaction::core::{laws, Estimator, Message, ToolCall};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let mut msgs = vec![Message::system("sys")];
+    /// for i in 0..40 {
+    ///     let id = format!("c{i}");
+    ///     msgs.push(Message::user(format!("step {i}")));
+    ///     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
+    ///     msgs.push(Message::tool_result(&id, "output\n".repeat(300)));
+    ///     msgs.push(Message::assistant("ok"));
+    /// }
+    /// let mut config = Config::default();
+    /// config.model.context_length = 16_000;
+    /// let mut c = Compressor::new(config, Arc::new(ExtractiveSummarizer::default()),
+    ///                             Arc::new(Estimator::default()), "s");
+    /// let mut t = c.transcript(msgs.clone());
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let report = rt.block_on(c.compress(&mut t, None));
+    /// assert!(laws::check(&msgs, t.messages(), &report.law_pass(), c.counter()).is_empty());
+    /// ```
+    pub fn law_pass(&self) -> compaction_core::laws::Pass {
+        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
+        let kind = match self.outcome {
+            Outcome::Summarized => PassKind::Batch,
+            Outcome::Pruned => PassKind::Prune,
+            Outcome::Failed => PassKind::Failed,
+            Outcome::NotNeeded | Outcome::Skipped | Outcome::IrreducibleFloor | Outcome::NoGain => {
+                PassKind::Unchanged
+            }
+        };
+        let changed = matches!(kind, PassKind::Batch | PassKind::Prune);
+        let protected = self
+            .regions
+            .as_ref()
+            .map(Protected::from_regions)
+            .unwrap_or_default();
+        Pass::new(kind, protected).with_options(LawOptions {
+            strict_alternation: self.strict_alternation,
+            expect_progress: changed,
+            tail_demotion_reported: changed && self.demoted_tail_outputs > 0,
+        })
+    }
 }
 
 /// A ticket from [`Compressor::before_request`] to hand back to
@@ -454,6 +533,7 @@ impl Compressor {
             regions: None,
             failure_cause: None,
             applied_unpersisted: false,
+            strict_alternation: self.batch.strict_alternation,
         };
         let manual = matches!(trigger, Trigger::Manual);
         // The provider refused the request: waiting is no option, so an overflow pass ignores

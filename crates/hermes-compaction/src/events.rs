@@ -3,12 +3,12 @@
 use compaction_core::batch::BatchPlan;
 use compaction_llm::ErrorClass;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, TriggerSource, Window,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, TriggerSource, Window,
 };
 
 use crate::compressor::{BatchReport, Failure, Outcome, Trigger};
 use crate::config::Config;
-use crate::micro::{MicroOutcomeKind, MicroReport};
+use crate::micro::MicroReport;
 #[cfg(feature = "store")]
 use crate::trim::TrimStatus;
 #[cfg(feature = "store")]
@@ -111,16 +111,8 @@ pub fn micro_pass(
     tokens_saved_total: i64,
     aux_model: &str,
 ) -> MicroPass {
-    let outcome = match report.outcome {
-        MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => MicroOutcome::Absorbed,
-        MicroOutcomeKind::SummarizeFailed => MicroOutcome::SummarizeFailed,
-        MicroOutcomeKind::ExchangeSkipped => MicroOutcome::ExchangeSkipped,
-        MicroOutcomeKind::Defrag => MicroOutcome::Defrag,
-        MicroOutcomeKind::DefragFailed => MicroOutcome::DefragFailed,
-        MicroOutcomeKind::Gated => MicroOutcome::Gated,
-        MicroOutcomeKind::Noop => MicroOutcome::Noop,
-        MicroOutcomeKind::StoreFailed => MicroOutcome::StoreFailed,
-    };
+    // The same vocabulary: a progress absorption renders as `absorbed` in the line.
+    let outcome = report.outcome;
     let window = Window {
         threshold_tokens: config.window().threshold_tokens(),
         context_limit: config.model.context_length,

@@ -9,52 +9,15 @@
 
 use std::time::{Duration, Instant};
 
-use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroStep};
+use compaction_core::micro::{self, MicroConfig, MicroStep};
 use compaction_core::{MarkerKind, Transcript};
 use compaction_llm::{SummaryKind, SummaryRequest};
 
 use crate::compressor::{Compressor, Failure};
 use crate::config::Config;
 
-/// What a micro pass did (the `outcome` of spec section 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MicroOutcomeKind {
-    /// Exchanges were absorbed into the rolling marker.
-    Absorbed,
-    /// Tool groups of a long turn were absorbed into the progress marker.
-    Progressed,
-    /// The summarizer failed; the transcript is unchanged and the failure counted.
-    SummarizeFailed,
-    /// The exchange at the cursor failed too often and was skipped.
-    ExchangeSkipped,
-    /// The rolling summary was re-summarized shorter in place.
-    Defrag,
-    /// The defrag failed or did not shrink enough; absorption goes on next time.
-    DefragFailed,
-    /// The reclaim gate held.
-    Gated,
-    /// Nothing absorbable.
-    Noop,
-    /// The store refused or failed the commit; the transcript is unchanged.
-    StoreFailed,
-}
-
-impl MicroOutcomeKind {
-    /// The telemetry name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MicroOutcomeKind::Absorbed => "absorbed",
-            MicroOutcomeKind::Progressed => "progressed",
-            MicroOutcomeKind::SummarizeFailed => "summarize_failed",
-            MicroOutcomeKind::ExchangeSkipped => "exchange_skipped",
-            MicroOutcomeKind::Defrag => "defrag",
-            MicroOutcomeKind::DefragFailed => "defrag_failed",
-            MicroOutcomeKind::Gated => "gated",
-            MicroOutcomeKind::Noop => "noop",
-            MicroOutcomeKind::StoreFailed => "store_failed",
-        }
-    }
-}
+/// What a micro pass did: the core's one micro vocabulary, also the telemetry's.
+pub use compaction_core::micro::MicroOutcomeKind;
 
 /// The result of one micro pass. Counts only, never content.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,6 +50,28 @@ pub struct MicroReport {
     pub duration: Duration,
     /// The partition the pass was planned with.
     pub regions: compaction_core::regions::Regions,
+    /// The strict-alternation option the pass ran with (what laws 3 and 4 demand of it).
+    pub strict_alternation: bool,
+}
+
+impl MicroReport {
+    /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
+    /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it.
+    /// Law 8 is left off: a first micro pass may grow the transcript (the marker's
+    /// scaffolding); set `options.expect_progress` yourself from the second pass on.
+    pub fn law_pass(&self) -> compaction_core::laws::Pass {
+        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
+        let kind = match self.outcome {
+            MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => PassKind::Micro,
+            MicroOutcomeKind::Defrag => PassKind::Defrag,
+            _ if self.failure.is_some() => PassKind::Failed,
+            _ => PassKind::Unchanged,
+        };
+        Pass::new(kind, Protected::from_regions(&self.regions)).with_options(LawOptions {
+            strict_alternation: self.strict_alternation,
+            ..LawOptions::default()
+        })
+    }
 }
 
 /// Micro state the compressor keeps between passes.
@@ -216,6 +201,7 @@ impl Compressor {
             summary_tokens: 0,
             duration: Duration::ZERO,
             regions: plan.regions.clone(),
+            strict_alternation: cfg.strict_alternation,
         };
         let (kind, previous, material, messages, budget) = match &plan.step {
             MicroStep::Noop(_) => {
@@ -326,12 +312,7 @@ impl Compressor {
         }
         self.micro.state.record_outcome(&outcome);
         self.note_rewrite();
-        report.outcome = match outcome {
-            MicroOutcome::Absorbed { .. } => MicroOutcomeKind::Absorbed,
-            MicroOutcome::Progressed { .. } => MicroOutcomeKind::Progressed,
-            MicroOutcome::Defragged { .. } => MicroOutcomeKind::Defrag,
-            MicroOutcome::DefragRejected { .. } => MicroOutcomeKind::DefragFailed,
-        };
+        report.outcome = outcome.kind();
         report.tokens_after = t.current_tokens();
         report.messages_after = t.len();
         report.rolling_summary_tokens = self

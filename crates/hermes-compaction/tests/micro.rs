@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use compaction_core::laws::{self, PassKind};
 use compaction_core::{Estimator, MarkerKind, Message, marker};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{MicroOutcomeKind, MicroReport, Outcome};
@@ -27,15 +27,8 @@ fn markers(msgs: &[Message], kind: MarkerKind) -> usize {
 }
 
 fn check_laws(before: &[Message], after: &[Message], r: &MicroReport, expect_progress: bool) {
-    let kind = match r.outcome {
-        MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => PassKind::Micro,
-        MicroOutcomeKind::Defrag => PassKind::Defrag,
-        _ => PassKind::Unchanged,
-    };
-    let pass = Pass::new(kind, Protected::from_regions(&r.regions)).with_options(LawOptions {
-        expect_progress: expect_progress && kind == PassKind::Micro,
-        ..LawOptions::default()
-    });
+    let mut pass = r.law_pass();
+    pass.options.expect_progress = expect_progress && pass.kind == PassKind::Micro;
     let v = laws::check(before, after, &pass, &Estimator::default());
     assert!(v.is_empty(), "{r:?}: {v:?}");
 }
