@@ -148,6 +148,14 @@ pub struct BatchReport {
 }
 
 impl BatchReport {
+    /// Whether the pass could not do what was asked: the summarizer, the store or the plan
+    /// failed ([`failure`](Self::failure) says which, [`failure_cause`](Self::failure_cause)
+    /// why). True also for an overflow pass applied in memory without its commit. A command
+    /// line exits non-zero on it.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
     /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
     /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it:
     /// kind from the outcome, protected regions, the tail demotion it reported, strict
@@ -392,6 +400,11 @@ impl Compressor {
     /// The summarizer.
     pub fn summarizer(&self) -> &dyn Summarizer {
         self.summarizer.as_ref()
+    }
+
+    /// The extractive fallback, when `compression.fallback_to_extractive` is set.
+    pub(crate) fn fallback(&self) -> Option<&Arc<dyn Summarizer>> {
+        self.fallback.as_ref()
     }
 
     /// The session id used in telemetry.

@@ -28,6 +28,9 @@ pub struct MicroReport {
     pub failure: Option<Failure>,
     /// The store error's message when the store failed (content-free; also logged).
     pub failure_cause: Option<String>,
+    /// The summarizer failed with a non-fatal error and the extractive fallback
+    /// (`compression.fallback_to_extractive`) made the summary, as in a batch pass.
+    pub fallback_used: bool,
     /// Tokens before and after.
     pub tokens_before: u64,
     /// Tokens after.
@@ -55,6 +58,16 @@ pub struct MicroReport {
 }
 
 impl MicroReport {
+    /// Whether the pass could not do what was asked: the summarizer (and the extractive
+    /// fallback, when configured), the store or the plan failed; the transcript is unchanged
+    /// and [`failure`](Self::failure) says which (outcome `summarize_failed`, `store_failed`,
+    /// or `defrag_failed` for a failed defrag call). Not a failure: noop, gated, an exchange
+    /// skipped after earlier failures, a defrag output that was merely not short enough. A
+    /// command line exits non-zero on it.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
     /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
     /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it.
     /// Law 8 is left off: a first micro pass may grow the transcript (the marker's
@@ -190,6 +203,7 @@ impl Compressor {
             outcome: MicroOutcomeKind::Noop,
             failure: None,
             failure_cause: None,
+            fallback_used: false,
             tokens_before: t.current_tokens(),
             tokens_after: t.current_tokens(),
             messages_before: t.len(),
@@ -252,7 +266,23 @@ impl Compressor {
             SummaryRequest::new(kind, material, budget, self.today()).with_messages(messages);
         req.previous_summary =
             previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
-        let summary = match self.summarizer().summarize(&req).await {
+        // The batch fallback rule: auth and quota abort; another failure uses the extractive
+        // fallback when configured.
+        let mut result = self.summarizer().summarize(&req).await;
+        if let (Err(e), Some(fallback)) = (&result, self.fallback())
+            && !e.is_fatal_for_batch()
+        {
+            tracing::warn!(
+                class = e.class().as_str(),
+                "Micro-compaction: summarizer failed; trying the extractive fallback"
+            );
+            // A failing fallback leaves the summarizer's own failure to report.
+            if let Ok(r) = fallback.summarize(&req).await {
+                report.fallback_used = true;
+                result = Ok(r);
+            }
+        }
+        let summary = match result {
             Ok(r) => {
                 if let Some(u) = r.usage {
                     report.summary_tokens = u.prompt_tokens + u.completion_tokens;
