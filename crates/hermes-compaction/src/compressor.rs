@@ -27,186 +27,10 @@ use compaction_llm::{Summarizer, SummaryKind, SummaryRequest};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
-
-/// Why a batch attempt was made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
-    /// The planned check before a model request.
-    BeforeRequest,
-    /// Real usage after a response was over the threshold.
-    Usage,
-    /// The provider rejected a request as too large.
-    Overflow,
-    /// The user asked (`/compress`).
-    Manual,
-    /// Proactive prune below the threshold.
-    Proactive,
-}
-
-/// What a batch attempt did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Nothing was needed (below threshold, nothing to compact).
-    NotNeeded,
-    /// Skipped: automatic compaction is disabled, cooling down after a failure, or paused by
-    /// anti-thrash.
-    Skipped,
-    /// Prune-only was accepted.
-    Pruned,
-    /// The middle was summarized (possibly after pruning).
-    Summarized,
-    /// The protected messages alone exceed the threshold; nothing more can be done.
-    IrreducibleFloor,
-    /// The pass would not have shrunk the transcript (e.g. a summary longer than the span it
-    /// replaces); nothing was committed.
-    NoGain,
-    /// The pass failed; the transcript is unchanged.
-    Failed,
-}
-
-impl Outcome {
-    /// The snake_case name (`not_needed`, `skipped`, `pruned`, `summarized`,
-    /// `irreducible_floor`, `no_gain`, `failed`). The telemetry line groups these into the
-    /// coarser `outcome` of spec section 8 (`compacted`, `prune_only`, `failed`, `skipped`,
-    /// `irreducible_floor`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::NotNeeded => "not_needed",
-            Outcome::Skipped => "skipped",
-            Outcome::Pruned => "pruned",
-            Outcome::Summarized => "summarized",
-            Outcome::IrreducibleFloor => "irreducible_floor",
-            Outcome::NoGain => "no_gain",
-            Outcome::Failed => "failed",
-        }
-    }
-}
-
-impl std::fmt::Display for Outcome {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Why a pass failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// The summarizer failed with this class.
-    Summarizer(compaction_llm::ErrorClass),
-    /// The store refused the commit because another writer compacted first.
-    StaleGeneration,
-    /// The store failed.
-    Store,
-    /// The plan could not be assembled safely (e.g. it would break tool pairing).
-    Plan,
-}
-
-/// The result of one batch attempt. Counts only, never content.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BatchReport {
-    /// Why it ran.
-    pub trigger: Trigger,
-    /// What happened.
-    pub outcome: Outcome,
-    /// Why it failed, when it did.
-    pub failure: Option<Failure>,
-    /// Tokens before (calibrated when available) and after (estimated).
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before and after.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
-    /// Threshold in tokens.
-    pub threshold_tokens: u64,
-    /// First message index the pass rewrote (where the prompt cache breaks).
-    pub earliest_changed_index: Option<usize>,
-    /// Whether the extractive fallback produced a summary.
-    pub fallback_used: bool,
-    /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
-    pub demoted_tail_outputs: usize,
-    /// Whether prune-only was tried and rejected in favour of a summary.
-    pub fell_through: bool,
-    /// Summarizer usage, when reported.
-    pub summary_tokens: u64,
-    /// Wall time of the attempt.
-    pub duration: Duration,
-    /// The partition the pass was planned with (what it promised not to touch).
-    pub regions: Option<compaction_core::regions::Regions>,
-    /// Why the store failed, when it did: the store error's message, which names the failure
-    /// (and row ids or indices) but never message text. Also logged at `warn`.
-    pub failure_cause: Option<String>,
-    /// The pass was applied to the transcript although the store failed to persist it (an
-    /// overflow pass: the provider refused the request, so the agent needs the smaller
-    /// transcript whatever the store says). The store still holds the rows from before; the
-    /// compressor resynchronises it with its next store write (see
-    /// [`Compressor::flush`]).
-    pub applied_unpersisted: bool,
-    /// The strict-alternation option the pass ran with (what law 3 demands of it).
-    pub strict_alternation: bool,
-}
-
-impl BatchReport {
-    /// Whether the pass could not do what was asked: the summarizer, the store or the plan
-    /// failed ([`failure`](Self::failure) says which, [`failure_cause`](Self::failure_cause)
-    /// why). True also for an overflow pass applied in memory without its commit. A command
-    /// line exits non-zero on it.
-    pub fn failed(&self) -> bool {
-        self.failure.is_some()
-    }
-
-    /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
-    /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it:
-    /// kind from the outcome, protected regions, the tail demotion it reported, strict
-    /// alternation, and law 8 for a pass that changed the transcript.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use hermes_compaction::core::{laws, Estimator, Message, ToolCall};
-    /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::{Compressor, Config};
-    ///
-    /// let mut msgs = vec![Message::system("sys")];
-    /// for i in 0..40 {
-    ///     let id = format!("c{i}");
-    ///     msgs.push(Message::user(format!("step {i}")));
-    ///     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
-    ///     msgs.push(Message::tool_result(&id, "output\n".repeat(300)));
-    ///     msgs.push(Message::assistant("ok"));
-    /// }
-    /// let mut config = Config::default();
-    /// config.model.context_length = 16_000;
-    /// let mut c = Compressor::new(config, Arc::new(ExtractiveSummarizer::default()),
-    ///                             Arc::new(Estimator::default()), "s");
-    /// let mut t = c.transcript(msgs.clone());
-    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// let report = rt.block_on(c.compress(&mut t, None));
-    /// assert!(laws::check(&msgs, t.messages(), &report.law_pass(), c.counter()).is_empty());
-    /// ```
-    pub fn law_pass(&self) -> compaction_core::laws::Pass {
-        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
-        let kind = match self.outcome {
-            Outcome::Summarized => PassKind::Batch,
-            Outcome::Pruned => PassKind::Prune,
-            Outcome::Failed => PassKind::Failed,
-            Outcome::NotNeeded | Outcome::Skipped | Outcome::IrreducibleFloor | Outcome::NoGain => {
-                PassKind::Unchanged
-            }
-        };
-        let changed = matches!(kind, PassKind::Batch | PassKind::Prune);
-        let protected = self
-            .regions
-            .as_ref()
-            .map(Protected::from_regions)
-            .unwrap_or_default();
-        Pass::new(kind, protected).with_options(LawOptions {
-            strict_alternation: self.strict_alternation,
-            expect_progress: changed,
-            tail_demotion_reported: changed && self.demoted_tail_outputs > 0,
-        })
-    }
-}
+use crate::persist::PersistError;
+#[cfg(feature = "store")]
+pub use crate::persist::Persistence;
+pub use crate::report::{BatchReport, Failure, Outcome, Trigger};
 
 /// A ticket from [`Compressor::before_request`] to hand back to
 /// [`Compressor::after_response`], so usage measured before a compaction is never used after it.
@@ -229,21 +53,6 @@ pub struct ThrashState {
     pub ineffective: u32,
     /// Automatic compaction paused until this time (unix ms).
     pub paused_until_ms: Option<u64>,
-}
-
-/// Where passes are persisted.
-#[cfg(feature = "store")]
-#[derive(Clone, Debug)]
-pub struct Persistence {
-    /// The store.
-    pub store: Arc<dyn compaction_store::TranscriptStore>,
-    /// The session in it.
-    pub session: String,
-    /// The session generation the agent's transcript reflects (from
-    /// [`TranscriptStore::generation`](compaction_store::TranscriptStore::generation) when it
-    /// was loaded). Each commit names it, so a pass planned on a transcript another writer has
-    /// since compacted is refused; the compressor advances it after each of its own commits.
-    pub generation: u64,
 }
 
 /// The batch compressor for one session.
@@ -270,7 +79,7 @@ pub struct Compressor {
     #[cfg(feature = "store")]
     resync_pending: bool,
     clock: Arc<dyn Clock>,
-    pub(crate) micro: crate::micro::MicroRuntime,
+    pub(crate) micro: MicroRuntime,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
@@ -787,9 +596,9 @@ impl Compressor {
             return Ok(0);
         };
         let result = if self.resync_pending {
-            resync(p, t).await
+            crate::persist::resync(p, t).await
         } else {
-            append_unstamped(p, t).await
+            crate::persist::append_unstamped(p, t).await
         };
         match &result {
             Ok(_) => self.resync_pending = false,
@@ -846,7 +655,9 @@ impl Compressor {
             let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
             p.generation += 1;
             if !stamp_edit(edit, &ids) {
-                return Err(StoreError::OutOfRange { what: ROW_COUNT });
+                return Err(StoreError::OutOfRange {
+                    what: crate::persist::ROW_COUNT,
+                });
             }
             Ok(())
         }
@@ -905,150 +716,14 @@ impl Compressor {
     }
 }
 
-/// What a store that returned a different number of row ids than it was given rows is told.
-#[cfg(feature = "store")]
-const ROW_COUNT: &str = "the number of row ids the store returned";
-
-/// A store write that failed: the failure class and the store error's message (content-free).
-#[derive(Debug)]
-pub(crate) struct PersistError {
-    pub(crate) failure: Failure,
-    pub(crate) cause: String,
-}
-
-impl PersistError {
-    #[cfg(feature = "store")]
-    fn store(e: compaction_store::StoreError) -> PersistError {
-        PersistError {
-            failure: match e {
-                compaction_store::StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
-                _ => Failure::Store,
-            },
-            cause: e.to_string(),
-        }
-    }
-}
-
-/// Appends the unstamped suffix of `t` (what the agent appended since the last flush) and
-/// stamps the new row ids on `t`.
-#[cfg(feature = "store")]
-async fn append_unstamped(
-    p: &mut Persistence,
-    t: &mut Transcript,
-) -> Result<usize, compaction_store::StoreError> {
-    let first_unstamped = t
-        .messages()
-        .iter()
-        .rposition(|m| m.row_id().is_some())
-        .map_or(0, |i| i + 1);
-    if first_unstamped == t.len() {
-        return Ok(0);
-    }
-    let mut fresh: Vec<Message> = t.messages()[first_unstamped..].to_vec();
-    let ids = p.store.append(&p.session, &mut fresh).await?;
-    // The copies share their bodies with the transcript's messages until dropped; stamping
-    // the transcript while they live would copy every body.
-    drop(fresh);
-    let expected = t.len() - first_unstamped;
-    if ids.len() != expected {
-        return Err(compaction_store::StoreError::OutOfRange { what: ROW_COUNT });
-    }
-    for (i, id) in (first_unstamped..).zip(ids) {
-        t.set_row_id(i, id);
-    }
-    Ok(expected)
-}
-
-/// Makes the store's active rows match `t` in one `archive_and_compact`: the active rows `t`
-/// no longer holds are archived, the messages of `t` without a row id are inserted at their
-/// positions, and their new ids are stamped on `t`. Reads the session's active rows once
-/// (this runs only after a commit failed). Refused, with nothing changed, when a row `t`
-/// holds is no longer active or out of order (another writer changed the session), or when
-/// the generation moved.
-#[cfg(feature = "store")]
-async fn resync(
-    p: &mut Persistence,
-    t: &mut Transcript,
-) -> Result<usize, compaction_store::StoreError> {
-    use compaction_store::{Commit, CommitSplice, RowId, StoreError};
-    let active: Vec<RowId> = p
-        .store
-        .load_active(&p.session)
-        .await?
-        .iter()
-        .filter_map(Message::row_id)
-        .collect();
-    let position: std::collections::HashMap<RowId, usize> =
-        active.iter().enumerate().map(|(i, &id)| (id, i)).collect();
-    let mut splices: Vec<CommitSplice> = Vec::new();
-    // Transcript indices that get new rows, in commit order.
-    let mut inserted: Vec<usize> = Vec::new();
-    let (mut next, mut anchor, mut pending) = (0usize, None, Vec::new());
-    // Closes the run of store rows `active[next..upto]` and of pending messages into a splice.
-    let close = |splices: &mut Vec<CommitSplice>,
-                 inserted: &mut Vec<usize>,
-                 rows: &[RowId],
-                 anchor: Option<RowId>,
-                 pending: &mut Vec<usize>| {
-        if rows.is_empty() && pending.is_empty() {
-            return;
-        }
-        splices.push(CommitSplice {
-            insert_after: if rows.is_empty() { anchor } else { None },
-            archive: rows.to_vec(),
-            insert: pending.iter().map(|&i| t.messages()[i].clone()).collect(),
-        });
-        inserted.append(pending);
-    };
-    for (i, m) in t.messages().iter().enumerate() {
-        let Some(id) = m.row_id() else {
-            pending.push(i);
-            continue;
-        };
-        match position.get(&id) {
-            Some(&k) if k >= next => {
-                close(
-                    &mut splices,
-                    &mut inserted,
-                    &active[next..k],
-                    anchor,
-                    &mut pending,
-                );
-                (next, anchor) = (k + 1, Some(id));
-            }
-            _ => {
-                return Err(StoreError::RowNotActive {
-                    splice: splices.len(),
-                    row: id,
-                });
-            }
-        }
-    }
-    close(
-        &mut splices,
-        &mut inserted,
-        &active[next..],
-        anchor,
-        &mut pending,
-    );
-    if splices.is_empty() {
-        return Ok(0);
-    }
-    let mut commit = Commit {
-        generation: p.generation,
-        splices,
-    };
-    let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
-    p.generation += 1;
-    // The commit's copies share bodies with the transcript's messages (see append_unstamped).
-    drop(commit);
-    if ids.len() != inserted.len() {
-        return Err(StoreError::OutOfRange { what: ROW_COUNT });
-    }
-    for (i, id) in inserted.into_iter().zip(ids) {
-        t.set_row_id(i, id);
-    }
-    Ok(t.len())
+/// Micro state the compressor keeps between passes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MicroRuntime {
+    pub(crate) state: compaction_core::micro::MicroState,
+    pub(crate) turns: u64,
+    pub(crate) rounds: u64,
+    pub(crate) passes_total: u64,
+    pub(crate) tokens_saved_total: i64,
 }
 
 /// Core batch configuration from the facade configuration.

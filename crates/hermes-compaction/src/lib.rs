@@ -41,8 +41,12 @@ pub mod config;
 mod events;
 #[cfg(feature = "llm")]
 pub mod micro;
+#[cfg(feature = "llm")]
+mod persist;
 #[cfg(feature = "store")]
 pub mod recall;
+#[cfg(feature = "llm")]
+pub mod report;
 #[cfg(feature = "store")]
 pub mod trim;
 
