@@ -57,15 +57,31 @@ pub struct ThrashState {
 
 /// The batch compressor for one session.
 pub struct Compressor {
-    config: Config,
-    batch: BatchConfig,
-    threshold: u64,
+    /// What the configuration says, read once at construction and never changed.
+    settings: Settings,
     counter: Arc<dyn TokenCounter>,
     summarizer: Arc<dyn Summarizer>,
     fallback: Option<Arc<dyn Summarizer>>,
     #[cfg(feature = "store")]
     persistence: Option<Persistence>,
     session_id: String,
+    clock: Arc<dyn Clock>,
+    /// Everything that changes as the session goes on.
+    pub(crate) rt: Runtime,
+}
+
+/// The configuration and what is derived from it, fixed at construction.
+struct Settings {
+    config: Arc<Config>,
+    batch: BatchConfig,
+    micro: compaction_core::micro::MicroConfig,
+    micro_every_n_turns: u64,
+    threshold: u64,
+}
+
+/// The compressor's runtime state.
+#[derive(Debug, Default)]
+pub(crate) struct Runtime {
     state: ThrashState,
     epoch: u64,
     awaiting_effect: bool,
@@ -78,7 +94,6 @@ pub struct Compressor {
     /// match the transcript until the next store write resynchronises them.
     #[cfg(feature = "store")]
     resync_pending: bool,
-    clock: Arc<dyn Clock>,
     pub(crate) micro: MicroRuntime,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
@@ -89,9 +104,9 @@ impl std::fmt::Debug for Compressor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compressor")
             .field("session_id", &self.session_id)
-            .field("threshold", &self.threshold)
+            .field("threshold", &self.settings.threshold)
             .field("summarizer", &self.summarizer.name())
-            .field("state", &self.state)
+            .field("state", &self.rt.state)
             .finish_non_exhaustive()
     }
 }
@@ -105,34 +120,28 @@ impl Compressor {
         counter: Arc<dyn TokenCounter>,
         session_id: impl Into<String>,
     ) -> Compressor {
-        let batch = batch_config(&config);
-        let threshold = config.window().threshold_tokens();
-        let fallback: Option<Arc<dyn Summarizer>> = config
+        let settings = Settings {
+            batch: batch_config(&config),
+            micro: crate::micro::micro_config(&config),
+            micro_every_n_turns: config.micro_every_n_turns(),
+            threshold: config.window().threshold_tokens(),
+            config: Arc::new(config),
+        };
+        let fallback: Option<Arc<dyn Summarizer>> = settings
+            .config
             .compression
             .fallback_to_extractive
             .then(|| Arc::new(compaction_llm::ExtractiveSummarizer::default()) as _);
         Compressor {
-            config,
-            batch,
-            threshold,
+            settings,
             counter,
             summarizer,
             fallback,
             #[cfg(feature = "store")]
             persistence: None,
             session_id: session_id.into(),
-            state: ThrashState::default(),
-            epoch: 0,
-            awaiting_effect: false,
-            overflow_attempts: 0,
-            proactive_rearm_at: None,
-            last_request_ms: None,
-            #[cfg(feature = "store")]
-            resync_pending: false,
             clock: Arc::new(SystemClock),
-            micro: Default::default(),
-            #[cfg(all(feature = "store", feature = "telemetry"))]
-            trim_totals: Default::default(),
+            rt: Runtime::default(),
         }
     }
 
@@ -168,18 +177,18 @@ impl Compressor {
 
     /// Restores durable state (e.g. loaded from the store after a restart).
     pub fn with_state(mut self, state: ThrashState) -> Compressor {
-        self.state = state;
+        self.rt.state = state;
         self
     }
 
     /// The current anti-thrash and cooldown state.
     pub fn state(&self) -> &ThrashState {
-        &self.state
+        &self.rt.state
     }
 
     /// The threshold in tokens.
     pub fn threshold_tokens(&self) -> u64 {
-        self.threshold
+        self.settings.threshold
     }
 
     /// The token counter.
@@ -187,14 +196,25 @@ impl Compressor {
         self.counter.as_ref()
     }
 
-    /// The configuration.
+    /// The configuration (read at construction; it does not change).
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.settings.config
+    }
+
+    /// The core micro configuration derived from it.
+    pub(crate) fn micro_settings(&self) -> &compaction_core::micro::MicroConfig {
+        &self.settings.micro
+    }
+
+    /// `compression.micro_compact_every_n_turns`, at least 1.
+    pub(crate) fn micro_every_n_turns(&self) -> u64 {
+        self.settings.micro_every_n_turns
     }
 
     /// Seconds since the last model request, `None` before the first.
     pub(crate) fn secs_since_last_request(&self) -> Option<u64> {
-        self.last_request_ms
+        self.rt
+            .last_request_ms
             .map(|at| self.now_ms().saturating_sub(at) / 1_000)
     }
 
@@ -224,7 +244,7 @@ impl Compressor {
     /// A pass other than a batch one rewrote history: usage measured before it no longer
     /// applies.
     pub(crate) fn note_rewrite(&mut self) {
-        self.epoch += 1;
+        self.rt.epoch += 1;
     }
 
     /// Builds a transcript with this compressor's counter, marking the session compacted when
@@ -234,7 +254,7 @@ impl Compressor {
             .iter()
             .any(|m| compaction_core::marker::classify(m).is_some())
         {
-            self.state.compacted = true;
+            self.rt.state.compacted = true;
         }
         Transcript::new(messages, self.counter.as_ref())
     }
@@ -247,15 +267,16 @@ impl Compressor {
         t: &mut Transcript,
     ) -> (RequestTicket, Option<BatchReport>) {
         let mut report = None;
-        if self.config.compression.enabled && t.current_tokens() >= self.threshold {
+        if self.settings.config.compression.enabled && t.current_tokens() >= self.settings.threshold
+        {
             report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
-        } else if self.config.compression.enabled && self.proactive_due(t) {
+        } else if self.settings.config.compression.enabled && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
-        self.last_request_ms = Some(self.now_ms());
+        self.rt.last_request_ms = Some(self.now_ms());
         (
             RequestTicket {
-                epoch: self.epoch,
+                epoch: self.rt.epoch,
                 messages: t.len(),
             },
             report,
@@ -272,22 +293,25 @@ impl Compressor {
         ticket: RequestTicket,
         prompt_tokens: u64,
     ) {
-        if ticket.epoch != self.epoch {
+        if ticket.epoch != self.rt.epoch {
             return;
         }
         t.calibrate(prompt_tokens, ticket.messages.min(t.len()));
-        self.overflow_attempts = 0;
-        if self.awaiting_effect {
-            self.awaiting_effect = false;
-            if prompt_tokens >= self.threshold {
-                self.state.ineffective += 1;
-                if self.state.ineffective >= self.config.compression.anti_thrash_max_ineffective {
-                    self.state.paused_until_ms = Some(
-                        self.now_ms() + self.config.compression.anti_thrash_probe_secs * 1_000,
+        self.rt.overflow_attempts = 0;
+        if self.rt.awaiting_effect {
+            self.rt.awaiting_effect = false;
+            if prompt_tokens >= self.settings.threshold {
+                self.rt.state.ineffective += 1;
+                if self.rt.state.ineffective
+                    >= self.settings.config.compression.anti_thrash_max_ineffective
+                {
+                    self.rt.state.paused_until_ms = Some(
+                        self.now_ms()
+                            + self.settings.config.compression.anti_thrash_probe_secs * 1_000,
                     );
                 }
             } else {
-                self.state.ineffective = 0;
+                self.rt.state.ineffective = 0;
             }
         }
     }
@@ -296,9 +320,9 @@ impl Compressor {
     /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
     /// instead of waiting for the next request. Returns `None` when no pass was needed.
     pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if !self.config.compression.enabled
+        if !self.settings.config.compression.enabled
             || t.calibration().is_none()
-            || t.current_tokens() < self.threshold
+            || t.current_tokens() < self.settings.threshold
         {
             return None;
         }
@@ -316,10 +340,10 @@ impl Compressor {
     /// ([`flush`](Self::flush) or the next pass), and until that succeeds
     /// [`store_in_sync`](Self::store_in_sync) is `false`.
     pub async fn on_context_overflow(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if self.overflow_attempts >= self.config.compression.max_attempts {
+        if self.rt.overflow_attempts >= self.settings.config.compression.max_attempts {
             return None;
         }
-        self.overflow_attempts += 1;
+        self.rt.overflow_attempts += 1;
         Some(self.run(t, Trigger::Overflow, true, None).await)
     }
 
@@ -345,7 +369,7 @@ impl Compressor {
             tokens_after: t.current_tokens(),
             messages_before: t.len(),
             messages_after: t.len(),
-            threshold_tokens: self.threshold,
+            threshold_tokens: self.settings.threshold,
             earliest_changed_index: None,
             fallback_used: false,
             demoted_tail_outputs: 0,
@@ -355,32 +379,37 @@ impl Compressor {
             regions: None,
             failure_cause: None,
             applied_unpersisted: false,
-            strict_alternation: self.batch.strict_alternation,
+            strict_alternation: self.settings.batch.strict_alternation,
         };
         let manual = matches!(trigger, Trigger::Manual);
         // The provider refused the request: waiting is no option, so an overflow pass ignores
         // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
         let overflow = matches!(trigger, Trigger::Overflow);
         let now = self.now_ms();
-        let blocked = self.state.cooldown_until_ms.is_some_and(|u| now < u)
-            || self.state.paused_until_ms.is_some_and(|u| now < u);
+        let blocked = self.rt.state.cooldown_until_ms.is_some_and(|u| now < u)
+            || self.rt.state.paused_until_ms.is_some_and(|u| now < u);
         if blocked && !manual && !overflow {
             report.outcome = Outcome::Skipped;
             return self.finish(report, started, None);
         }
         if manual {
-            self.state.paused_until_ms = None;
-            self.state.ineffective = 0;
+            self.rt.state.paused_until_ms = None;
+            self.rt.state.ineffective = 0;
         }
 
         let req = BatchRequest {
             force: force || matches!(trigger, Trigger::Proactive),
             prune_only: matches!(trigger, Trigger::Proactive),
             focus,
-            compacted: self.state.compacted,
+            compacted: self.rt.state.compacted,
         };
-        let mut plan =
-            batch::plan_batch(t, self.threshold, &self.batch, &req, self.counter.as_ref());
+        let mut plan = batch::plan_batch(
+            t,
+            self.settings.threshold,
+            &self.settings.batch,
+            &req,
+            self.counter.as_ref(),
+        );
         report.demoted_tail_outputs = plan.demoted_tail_outputs;
         let summaries = match &plan.step {
             BatchStep::Nothing(reason) => {
@@ -391,11 +420,15 @@ impl Compressor {
                 return self.finish(report, started, Some(&plan));
             }
             BatchStep::PruneOnly { .. } => {
-                let min = self.config.compression.proactive_prune_min_reclaim_tokens;
+                let min = self
+                    .settings
+                    .config
+                    .compression
+                    .proactive_prune_min_reclaim_tokens;
                 if matches!(trigger, Trigger::Proactive) && plan.prune.reclaimed_tokens < min {
                     // Not worth a cache break yet: wait until the transcript has grown by
                     // what is still missing.
-                    self.proactive_rearm_at =
+                    self.rt.proactive_rearm_at =
                         Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
                     report.outcome = Outcome::NotNeeded;
                     return self.finish(report, started, Some(&plan));
@@ -417,15 +450,16 @@ impl Compressor {
                 }
             }
         };
-        let mut edit = match batch::assemble_taking_prune(t, &mut plan, &summaries, &self.batch) {
-            Ok(e) => e,
-            Err(_) => {
-                report.outcome = Outcome::Failed;
-                report.failure = Some(Failure::Plan);
-                self.record_failure();
-                return self.finish(report, started, Some(&plan));
-            }
-        };
+        let mut edit =
+            match batch::assemble_taking_prune(t, &mut plan, &summaries, &self.settings.batch) {
+                Ok(e) => e,
+                Err(_) => {
+                    report.outcome = Outcome::Failed;
+                    report.failure = Some(Failure::Plan);
+                    self.record_failure();
+                    return self.finish(report, started, Some(&plan));
+                }
+            };
         let removed: u64 = edit
             .splices
             .iter()
@@ -461,19 +495,19 @@ impl Compressor {
             report.failure = Some(Failure::Plan);
             return self.finish(report, started, Some(&plan));
         }
-        self.state.consecutive_failures = 0;
-        self.state.cooldown_until_ms = None;
+        self.rt.state.consecutive_failures = 0;
+        self.rt.state.cooldown_until_ms = None;
         if matches!(report.outcome, Outcome::Summarized) {
-            self.state.compacted = true;
+            self.rt.state.compacted = true;
             // The next micro pass resumes from the batch marker.
-            self.micro.state.reset();
+            self.rt.micro.state.reset();
         }
-        self.epoch += 1;
-        self.awaiting_effect = true;
+        self.rt.epoch += 1;
+        self.rt.awaiting_effect = true;
         report.tokens_after = t.current_tokens();
         // Proactive prune re-arms only after the transcript has grown again by what this pass
         // reclaimed.
-        self.proactive_rearm_at =
+        self.rt.proactive_rearm_at =
             Some(report.tokens_after + report.tokens_before.saturating_sub(report.tokens_after));
         report.messages_after = t.len();
         self.finish(report, started, Some(&plan))
@@ -494,7 +528,7 @@ impl Compressor {
             let mut req = SummaryRequest::new(
                 kind,
                 job.material.clone(),
-                self.config.compression.summary_max_tokens,
+                self.settings.config.compression.summary_max_tokens,
                 self.today(),
             )
             .with_messages(job.messages.clone());
@@ -595,14 +629,14 @@ impl Compressor {
         let Some(p) = &mut self.persistence else {
             return Ok(0);
         };
-        let result = if self.resync_pending {
+        let result = if self.rt.resync_pending {
             crate::persist::resync(p, t).await
         } else {
             crate::persist::append_unstamped(p, t).await
         };
         match &result {
-            Ok(_) => self.resync_pending = false,
-            Err(e) if self.resync_pending => tracing::warn!(
+            Ok(_) => self.rt.resync_pending = false,
+            Err(e) if self.rt.resync_pending => tracing::warn!(
                 session = %self.session_id,
                 "compaction store resync failed (the store keeps the rows from before the \
                  last overflow pass): {e}"
@@ -619,7 +653,7 @@ impl Compressor {
     /// resynchronised them (always `true` without a store).
     pub fn store_in_sync(&self) -> bool {
         #[cfg(feature = "store")]
-        return !self.resync_pending;
+        return !self.rt.resync_pending;
         #[cfg(not(feature = "store"))]
         return true;
     }
@@ -627,7 +661,7 @@ impl Compressor {
     fn mark_unpersisted(&mut self) {
         #[cfg(feature = "store")]
         {
-            self.resync_pending = self.persistence.is_some();
+            self.rt.resync_pending = self.persistence.is_some();
         }
     }
 
@@ -678,20 +712,20 @@ impl Compressor {
     }
 
     fn record_failure(&mut self) {
-        self.state.consecutive_failures += 1;
-        let c = &self.config.compression;
-        let factor = 1u64 << (self.state.consecutive_failures - 1).min(16);
+        self.rt.state.consecutive_failures += 1;
+        let c = &self.settings.config.compression;
+        let factor = 1u64 << (self.rt.state.consecutive_failures - 1).min(16);
         let secs =
             (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
-        self.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
+        self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
     }
 
     fn proactive_due(&self, t: &Transcript) -> bool {
-        let c = &self.config.compression;
+        let c = &self.settings.config.compression;
         let now = t.current_tokens();
         c.proactive_prune_tokens > 0
             && now >= c.proactive_prune_tokens
-            && self.proactive_rearm_at.is_none_or(|at| now >= at)
+            && self.rt.proactive_rearm_at.is_none_or(|at| now >= at)
     }
 
     fn finish(
@@ -705,7 +739,7 @@ impl Compressor {
         #[cfg(feature = "telemetry")]
         crate::events::emit_batch(
             &self.session_id,
-            &self.config,
+            &self.settings.config,
             &report,
             plan,
             self.summarizer.name(),

@@ -55,17 +55,17 @@ impl Compressor {
 
     /// The micro state (cursor, rolling summary, failure counts).
     pub fn micro_state(&self) -> &micro::MicroState {
-        &self.micro.state
+        &self.rt.micro.state
     }
 
     async fn micro_hook(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         if !self.config().compression.micro_compact {
             return None;
         }
-        let every = self.config().micro_every_n_turns();
+        let every = self.micro_every_n_turns();
         let counter = match hook {
-            Hook::Turn => &mut self.micro.turns,
-            Hook::ToolRound => &mut self.micro.rounds,
+            Hook::Turn => &mut self.rt.micro.turns,
+            Hook::ToolRound => &mut self.rt.micro.rounds,
         };
         *counter += 1;
         if *counter % every != 0 {
@@ -76,7 +76,7 @@ impl Compressor {
 
     async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         let started = Instant::now();
-        let mut cfg = micro_config(self.config());
+        let mut cfg = self.micro_settings().clone();
         if cfg.min_reclaim_tokens == 0 {
             cfg.min_reclaim_tokens = self.cache_gate(t);
         }
@@ -88,7 +88,7 @@ impl Compressor {
                 t,
                 self.threshold_tokens(),
                 &cfg,
-                &self.micro.state,
+                &self.rt.micro.state,
                 compacted,
                 self.counter(),
             ),
@@ -96,7 +96,7 @@ impl Compressor {
                 t,
                 self.threshold_tokens(),
                 &cfg,
-                &self.micro.state,
+                &self.rt.micro.state,
                 compacted,
                 self.counter(),
             ),
@@ -110,7 +110,7 @@ impl Compressor {
             source: micro::CursorSource::Marker { index, kind },
             ..
         }) = &plan.resolved
-            && self.micro.state.cursor.is_none()
+            && self.rt.micro.state.cursor.is_none()
         {
             tracing::info!(
                 cursor,
@@ -139,19 +139,19 @@ impl Compressor {
         };
         let (kind, previous, material, messages, budget) = match &plan.step {
             MicroStep::Noop(_) => {
-                self.micro.state.record_plan(&plan);
+                self.rt.micro.state.record_plan(&plan);
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Gated { .. } => {
-                self.micro.state.record_plan(&plan);
+                self.rt.micro.state.record_plan(&plan);
                 report.outcome = MicroOutcomeKind::Gated;
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Skip { .. } => {
-                self.micro.state.record_plan(&plan);
+                self.rt.micro.state.record_plan(&plan);
                 report.outcome = MicroOutcomeKind::ExchangeSkipped;
                 tracing::info!(
-                    cursor = self.micro.state.cursor,
+                    cursor = self.rt.micro.state.cursor,
                     "Micro-compaction: skipping exchange after consecutive failures"
                 );
                 return Some(self.micro_finish(report, started));
@@ -214,7 +214,7 @@ impl Compressor {
                 }
             }
             Err(e) => {
-                self.micro.state.record_failure(&plan);
+                self.rt.micro.state.record_failure(&plan);
                 report.failure = Some(Failure::Summarizer(e.class()));
                 report.outcome = if is_defrag {
                     MicroOutcomeKind::DefragFailed
@@ -234,7 +234,7 @@ impl Compressor {
         let outcome = match assembled {
             Ok(Ok(o)) => o,
             Ok(Err(_)) | Err(_) => {
-                self.micro.state.record_failure(&plan);
+                self.rt.micro.state.record_failure(&plan);
                 report.failure = Some(Failure::Plan);
                 report.outcome = MicroOutcomeKind::SummarizeFailed;
                 return Some(self.micro_finish(report, started));
@@ -242,13 +242,13 @@ impl Compressor {
         };
         let Some(edit) = outcome.edit() else {
             // A defrag that did not shrink enough.
-            self.micro.state.record_outcome(&outcome);
+            self.rt.micro.state.record_outcome(&outcome);
             report.outcome = MicroOutcomeKind::DefragFailed;
             return Some(self.micro_finish(report, started));
         };
         let mut edit = edit.clone();
         if let Err(e) = self.persist_edit(t, &mut edit).await {
-            self.micro.state.record_plan(&plan);
+            self.rt.micro.state.record_plan(&plan);
             report.failure = Some(e.failure);
             report.failure_cause = Some(e.cause);
             report.outcome = MicroOutcomeKind::StoreFailed;
@@ -260,12 +260,13 @@ impl Compressor {
             report.outcome = MicroOutcomeKind::SummarizeFailed;
             return Some(self.micro_finish(report, started));
         }
-        self.micro.state.record_outcome(&outcome);
+        self.rt.micro.state.record_outcome(&outcome);
         self.note_rewrite();
         report.outcome = outcome.kind();
         report.tokens_after = t.current_tokens();
         report.messages_after = t.len();
         report.rolling_summary_tokens = self
+            .rt
             .micro
             .state
             .rolling_summary
@@ -274,7 +275,7 @@ impl Compressor {
             .unwrap_or(0);
         match report.outcome {
             MicroOutcomeKind::Defrag => tracing::info!(
-                chars = self.micro.state.rolling_summary.as_deref().map(str::len),
+                chars = self.rt.micro.state.rolling_summary.as_deref().map(str::len),
                 "Micro-compaction defrag: rolling summary re-summarized"
             ),
             _ => tracing::info!(
@@ -302,26 +303,27 @@ impl Compressor {
             return 0;
         }
         // The prefix a pass invalidates runs from the cursor (or the start) to the end.
-        let from = self.micro.state.cursor.unwrap_or(0).min(t.len());
+        let from = self.rt.micro.state.cursor.unwrap_or(0).min(t.len());
         compaction_core::cache::suggested_micro_reclaim_gate(
             &profile,
             t.tokens_in(from..t.len()),
-            self.config().micro_every_n_turns(),
+            self.micro_every_n_turns(),
         )
     }
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {
         report.duration = started.elapsed();
-        report.cursor = self.micro.state.cursor;
-        self.micro.passes_total += 1;
-        self.micro.tokens_saved_total += report.tokens_before as i64 - report.tokens_after as i64;
+        report.cursor = self.rt.micro.state.cursor;
+        self.rt.micro.passes_total += 1;
+        self.rt.micro.tokens_saved_total +=
+            report.tokens_before as i64 - report.tokens_after as i64;
         #[cfg(feature = "telemetry")]
         crate::events::emit_micro(
             self.session_id(),
             self.config(),
             &report,
-            self.micro.passes_total,
-            self.micro.tokens_saved_total,
+            self.rt.micro.passes_total,
+            self.rt.micro.tokens_saved_total,
             self.summarizer().name(),
         );
         report

@@ -198,7 +198,7 @@ mod hooks {
                 source,
                 status,
                 || self.counter().count_message(appended),
-                &self.trim_totals,
+                &self.rt.trim_totals,
             );
         }
     }
