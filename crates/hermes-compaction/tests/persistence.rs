@@ -293,3 +293,34 @@ fn flush_without_a_store_writes_nothing() {
     assert_eq!(rt.block_on(c.flush(&mut t)).unwrap(), 0);
     assert!(t.messages().iter().all(|m| m.row_id().is_none()));
 }
+
+/// A law check whose `before` was taken before the compressor flushed (stamping row ids on
+/// every message) holds: metadata is not content.
+#[test]
+fn a_law_check_taken_before_a_flush_holds() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut t = c.transcript(tool_session(120, 100));
+        let before = t.messages().to_vec();
+        let r = c.compress(&mut t, None).await;
+        assert_eq!(r.outcome, Outcome::Summarized);
+        assert!(t.messages()[0].row_id().is_some(), "the pass flushed first");
+        let v = compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.counter());
+        assert!(v.is_empty(), "{v:?}");
+        // And a failed pass after a flush: unchanged but for the stamped ids.
+        let before = t.messages().to_vec();
+        for m in tool_session(40, 100).into_iter().skip(1) {
+            t.push(m, c.counter());
+        }
+        let before_len = before.len();
+        let snapshot = t.messages().to_vec();
+        store.inject_fault(FaultPoint::AfterArchive);
+        let r = c.compress(&mut t, None).await;
+        assert!(r.failed());
+        assert!(t.messages()[before_len].row_id().is_some());
+        let v = compaction_core::laws::check(&snapshot, t.messages(), &r.law_pass(), c.counter());
+        assert!(v.is_empty(), "{v:?}");
+    });
+}
