@@ -205,6 +205,7 @@ impl Harness {
         let before = self.t.messages().to_vec();
         let protected = Protected::from_regions(&plan.regions);
         self.state.record_plan(&plan);
+        let mut described = Pass::of_micro(&plan, &self.cfg, None);
         let (ran, kind, expect_progress) = match &plan.step {
             MicroStep::Noop(_) => (Ran::Noop, PassKind::Unchanged, false),
             MicroStep::Gated { .. } => (Ran::Gated, PassKind::Unchanged, false),
@@ -218,6 +219,7 @@ impl Harness {
                     let out = micro::assemble_micro(&self.t, &plan, &summary, &self.cfg, &self.e)
                         .expect("a fresh plan assembles");
                     self.state.record_outcome(&out);
+                    described = Pass::of_micro(&plan, &self.cfg, Some(&out));
                     if let Some(edit) = out.edit() {
                         edit.clone()
                             .apply_to(&mut self.t, &self.e)
@@ -250,6 +252,9 @@ impl Harness {
             expect_progress,
             tail_demotion_reported: false,
         });
+        // The description built from the plan is the one this harness derives by hand.
+        described.options.expect_progress = expect_progress;
+        assert_eq!(described, pass);
         let violations = laws::check(&before, self.t.messages(), &pass, &self.e);
         assert!(
             violations.is_empty(),
