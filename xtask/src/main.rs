@@ -7,6 +7,8 @@
 
 use std::process::{Command, ExitCode};
 
+mod measure;
+
 /// Crates that must never appear in compaction-core's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 5] = ["tokio", "sqlx", "reqwest", "hyper", "async-openai"];
 
@@ -19,11 +21,13 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("layering") => layering(),
         Some("test") => test(),
+        Some("measure") => measure::measure(&workspace_root()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering|test>");
+            eprintln!("usage: cargo xtask <ci|layering|test|measure>");
             eprintln!("  ci        fmt check, clippy -D warnings, layering, tests, docs");
             eprintln!("  layering  the dependency-direction checks alone");
             eprintln!("  test      the tests alone");
+            eprintln!("  measure   lines per crate, largest files, import cycles inside crates");
             return ExitCode::from(2);
         }
     };
@@ -62,6 +66,7 @@ fn ci_steps() -> Result<TestSummary, String> {
         ],
     )?;
     layering()?;
+    config_keys()?;
     let summary = run_tests()?;
     // The agent-loop example asserts what it shows (no request over the window, the store
     // holds the transcript): run it, not only build it.
@@ -185,8 +190,57 @@ fn layering() -> Result<(), String> {
             }
         }
     }
+    // Emitting telemetry must not compile the log reader (feature `report`) or its gzip support.
+    let out = Command::new(cargo())
+        .args([
+            "tree",
+            "-p",
+            "compaction-telemetry",
+            "--no-default-features",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "--format",
+            "{p}",
+        ])
+        .output()
+        .map_err(|e| format!("cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo tree -p compaction-telemetry --no-default-features failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    if tree_contains(&String::from_utf8_lossy(&out.stdout), "flate2") {
+        return Err(
+            "layering: compaction-telemetry without features depends on `flate2` (the log reader belongs behind `report`)".into(),
+        );
+    }
     eprintln!("xtask: layering ok");
     Ok(())
+}
+
+/// Every key in `config/default.toml` is read into the facade's `Config`, and every `Config`
+/// field is documented there. The check is a test of the root package (`tests/config_keys.rs`):
+/// it lets serde decide, deserializing the file with `deny_unknown_fields` and comparing the
+/// key paths of the file with those of `Config::default()` serialized, which a text scan of
+/// the sources could only approximate (renames, nested tables, fields named like others).
+/// Run here as its own step so a drift is reported as such, not as one failure among many.
+fn config_keys() -> Result<(), String> {
+    step(
+        "config keys",
+        &[
+            "test",
+            "-q",
+            "-p",
+            "hermes-compaction-suite",
+            "--test",
+            "tests",
+            "--",
+            "config_keys::",
+        ],
+    )
 }
 
 fn tree(package: &str) -> Result<String, String> {
@@ -233,6 +287,14 @@ fn run(name: &str, mut cmd: Command) -> Result<(), String> {
     } else {
         Err(format!("{name} failed ({status})"))
     }
+}
+
+/// The workspace root (xtask sits one level below it).
+fn workspace_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits inside the workspace")
+        .to_path_buf()
 }
 
 fn cargo() -> String {

@@ -4,7 +4,9 @@
 //! Planning is pure. [`plan_batch`] decides and prepares the summarizer material;
 //! the caller runs the summarizer for each [`SummaryJob`]; [`assemble`] turns the plan and the
 //! summaries into one [`Edit`] of the transcript the plan was made from. A plan remembers the
-//! transcript's length and size, and [`assemble`] refuses a transcript that changed since.
+//! transcript's [`stamp`](Transcript::stamp), and [`assemble`] refuses a transcript that
+//! changed since (any push, splice or metadata edit, even one that keeps the length and the
+//! token total).
 
 use std::ops::Range;
 
@@ -142,8 +144,8 @@ pub struct BatchPlan {
     pub region_tokens: RegionTokens,
     /// The decision.
     pub step: BatchStep,
-    planned_len: usize,
-    planned_tokens: u64,
+    /// [`Transcript::stamp`] of the planned-against transcript.
+    planned_stamp: u64,
 }
 
 /// Token sizes of the regions of a plan.
@@ -211,8 +213,7 @@ pub fn plan_batch(
             tail: t.tokens_in(r.middle.end..r.turn_middle.start) + t.tokens_in(r.tail.clone()),
         },
         step: BatchStep::Nothing(NothingReason::BelowThreshold),
-        planned_len: t.len(),
-        planned_tokens: t.estimated_total(),
+        planned_stamp: t.stamp(),
     };
     if !req.force && tokens_before < threshold_tokens {
         return plan;
@@ -329,7 +330,7 @@ fn assemble_from(
     summaries: &[String],
     cfg: &BatchConfig,
 ) -> Result<Edit, PlanError> {
-    if t.len() != plan.planned_len || t.estimated_total() != plan.planned_tokens {
+    if t.stamp() != plan.planned_stamp {
         return Err(PlanError::StaleTranscript);
     }
     let jobs: &[SummaryJob] = match &plan.step {
@@ -766,6 +767,44 @@ mod tests {
             assemble(&t, &plan, &[], &cfg),
             Err(PlanError::SummaryCount { .. })
         ));
+    }
+
+    #[test]
+    fn a_same_size_rewrite_is_refused() {
+        let cfg = BatchConfig::default();
+        let e = Estimator::default();
+        let (t, plan) = run(session(400, 300), 20_000, &cfg);
+        let jobs = match &plan.step {
+            BatchStep::Summarize(jobs) => jobs.len(),
+            other => panic!("expected a summary step, got {other:?}"),
+        };
+        let summaries = vec!["s".to_owned(); jobs];
+        // One message rewritten to text of the same length: same count, same token total.
+        let mut edited = t.clone();
+        let i = 3 + 4 * 10;
+        assert_eq!(edited.messages()[i].text(), "o".repeat(300));
+        edited.replace(i, Message::tool_result("c10", "x".repeat(300)), &e);
+        assert_eq!(
+            (edited.len(), edited.estimated_total()),
+            (t.len(), t.estimated_total())
+        );
+        assert_ne!(edited.messages()[i], t.messages()[i]);
+        assert_eq!(
+            assemble(&edited, &plan, &summaries, &cfg),
+            Err(PlanError::StaleTranscript)
+        );
+        // A metadata edit through meta_mut (it may change a marker kind) is a change too.
+        let mut marked = t.clone();
+        marked.meta_mut(1).marker = None;
+        assert_eq!(
+            assemble(&marked, &plan, &summaries, &cfg),
+            Err(PlanError::StaleTranscript)
+        );
+        // An unchanged clone, and a row id stamp, are the same transcript.
+        let mut stamped = t.clone();
+        stamped.set_row_id(1, 42);
+        assert!(assemble(&stamped, &plan, &summaries, &cfg).is_ok());
+        assert!(assemble(&t, &plan, &summaries, &cfg).is_ok());
     }
 
     #[test]

@@ -212,8 +212,8 @@ pub struct MicroPlan {
     pub rolling_summary_tokens: u64,
     /// The decision.
     pub step: MicroStep,
-    planned_len: usize,
-    planned_tokens: u64,
+    /// [`Transcript::stamp`] of the planned-against transcript.
+    planned_stamp: u64,
 }
 
 /// What a micro plan decided.
@@ -639,8 +639,7 @@ pub fn plan_micro(
         resolved: None,
         rolling_summary_tokens: summary_tokens,
         step: MicroStep::Noop(NoopReason::NothingToAbsorb),
-        planned_len: t.len(),
-        planned_tokens: t.estimated_total(),
+        planned_stamp: t.stamp(),
     };
     let msgs = t.messages();
 
@@ -757,8 +756,7 @@ pub fn plan_turn_progress(
         resolved: None,
         rolling_summary_tokens: 0,
         step: MicroStep::Noop(NoopReason::NotALongTurn),
-        planned_len: t.len(),
-        planned_tokens: t.estimated_total(),
+        planned_stamp: t.stamp(),
     };
     let msgs = t.messages();
     // The message the progress marker follows: the pinned user message, or, when the head
@@ -864,7 +862,7 @@ pub fn assemble_micro(
     cfg: &MicroConfig,
     counter: &dyn TokenCounter,
 ) -> Result<MicroOutcome, PlanError> {
-    if t.len() != plan.planned_len || t.estimated_total() != plan.planned_tokens {
+    if t.stamp() != plan.planned_stamp {
         return Err(PlanError::StaleTranscript);
     }
     let body = crate::redact::redact(new_summary).into_owned();

@@ -8,6 +8,7 @@
 //! compaction can never re-trigger one.
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::devec::DeVec;
 use crate::message::Message;
@@ -32,6 +33,18 @@ pub struct Transcript {
     /// splice so [`Transcript::last_real_user`] is O(1). `None` when unknown: metadata of a
     /// user message was handed out mutably, and its marker kind may have changed.
     last_user: Option<Option<usize>>,
+    /// Identifies the current content: drawn afresh on construction and on every mutation (see
+    /// [`Transcript::stamp`]).
+    stamp: u64,
+}
+
+/// Source of [`Transcript::stamp`]s. A counter, not a hash: a stamp costs one atomic
+/// increment per mutation whatever the transcript's length, and is never reused within a
+/// process, so two transcripts only share a stamp when one is an unchanged clone of the other.
+static STAMPS: AtomicU64 = AtomicU64::new(1);
+
+fn next_stamp() -> u64 {
+    STAMPS.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A provider-reported prompt size for the first `messages` messages.
@@ -65,7 +78,26 @@ impl Transcript {
             base: 0,
             calibration: None,
             last_user,
+            stamp: next_stamp(),
         }
+    }
+
+    /// A stamp that identifies this exact content. It changes on every mutation ([`push`],
+    /// [`splice`], [`splice_many`], [`replace`], [`meta_mut`]), is never reused within the
+    /// process, and is shared only by clones that neither side has changed since. Plans record
+    /// it, and [`batch::assemble`](crate::batch::assemble) refuses a transcript whose stamp
+    /// differs, so an edit that keeps the length and the token total (a same-size rewrite of
+    /// one message) is caught in O(1), without hashing the messages. Stamping a row id
+    /// ([`set_row_id`]) and calibrating change no content and keep the stamp.
+    ///
+    /// [`push`]: Self::push
+    /// [`splice`]: Self::splice
+    /// [`splice_many`]: Self::splice_many
+    /// [`replace`]: Self::replace
+    /// [`meta_mut`]: Self::meta_mut
+    /// [`set_row_id`]: Self::set_row_id
+    pub fn stamp(&self) -> u64 {
+        self.stamp
     }
 
     /// The messages, in order.
@@ -164,6 +196,7 @@ impl Transcript {
         }
         self.messages.push(m);
         self.keys.push(last + t);
+        self.stamp = next_stamp();
     }
 
     /// Replaces `range` with `replacement`, returning the removed messages. Counts only the
@@ -231,6 +264,7 @@ impl Transcript {
             })
             .collect();
         self.keys.splice(range.start + 1..range.end + 1, new_keys);
+        self.stamp = next_stamp();
         // A surviving calibration covers only messages before `range.start`, which did not
         // change: messages inserted at or after its boundary were not in the measured request.
         removed
@@ -299,6 +333,7 @@ impl Transcript {
         self.keys = DeVec::from_vec(keys);
         self.base = 0;
         self.last_user = None;
+        self.stamp = next_stamp();
         removed
     }
 
@@ -323,6 +358,8 @@ impl Transcript {
             // Its marker kind may change, and with it which user message is the latest real one.
             self.last_user = None;
         }
+        // The marker kind may change, and with it what a planner sees.
+        self.stamp = next_stamp();
         m.meta_mut()
     }
 
@@ -475,6 +512,43 @@ mod tests {
         t.splice(4..4, vec![added], &e);
         assert_eq!(t.calibration().map(|c| c.messages), Some(4));
         assert_eq!(t.current_tokens(), 1000 + added_tokens + t.tokens_of(5));
+    }
+
+    #[test]
+    fn the_stamp_changes_with_content_and_only_with_content() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(sample(), &e);
+        let same = Transcript::new(sample(), &e);
+        assert_ne!(
+            t.stamp(),
+            same.stamp(),
+            "separately built transcripts differ"
+        );
+        let clone = t.clone();
+        assert_eq!(clone.stamp(), t.stamp(), "an unchanged clone is the same");
+        let mut seen = vec![t.stamp()];
+        let mut changed = |t: &Transcript, what: &str| {
+            assert!(!seen.contains(&t.stamp()), "{what} kept or reused a stamp");
+            seen.push(t.stamp());
+        };
+        t.push(Message::user("more"), &e);
+        changed(&t, "push");
+        t.splice(1..2, vec![Message::user("other")], &e);
+        changed(&t, "splice");
+        t.replace(1, Message::user("again"), &e);
+        changed(&t, "replace");
+        t.splice_many(vec![(0..0, vec![]), (2..3, vec![])], &e);
+        changed(&t, "splice_many");
+        t.meta_mut(0);
+        changed(&t, "meta_mut");
+        let before = t.stamp();
+        t.set_row_id(0, 9);
+        t.calibrate(100, 1);
+        assert_eq!(
+            t.stamp(),
+            before,
+            "a row id or a calibration is not a content change"
+        );
     }
 
     #[test]

@@ -1,49 +1,13 @@
 //! Helpers shared by the test modules: the shared fixtures and the region laws.
 
-use std::path::PathBuf;
-
 use compaction_core::marker;
 use compaction_core::regions::{RegionConfig, Regions};
 use compaction_core::transcript::{Transcript, groups};
 
 /// The shared fixture transcripts as `(file name, bytes)`, sorted by name, or `None` (after
 /// printing why) when the directory is missing and `HERMES_REQUIRE_SHARED` is not `1`.
-#[allow(clippy::print_stderr, reason = "a skipped test says so")]
 pub fn fixtures() -> Option<Vec<(String, Vec<u8>)>> {
-    let dir = shared_dir().join("fixtures").join("transcripts");
-    if !dir.is_dir() {
-        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        eprintln!("{msg}");
-        return None;
-    }
-    let mut out: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
-        .expect("fixture directory is readable")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .map(|p| {
-            let name = p
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let bytes = std::fs::read(&p).expect("fixture is readable");
-            (name, bytes)
-        })
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no .jsonl fixtures in {}", dir.display());
-    Some(out)
-}
-
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("HERMES_SHARED_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    }
+    test_support::fixture_bytes()
 }
 
 /// Asserts the region laws of a partition of `t` made with `cfg` (messages named by index

@@ -48,32 +48,24 @@ pub async fn backends(test: &str) -> Vec<TestBackend> {
         options,
         _dir: Some(dir),
     });
-    match std::env::var("HERMES_TEST_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            let short: String = test.chars().take(30).collect();
-            let schema = format!(
-                "hermes_t_{short}_{}_{}",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::SeqCst)
-            );
-            let options = StoreOptions {
-                postgres_schema: Some(schema),
-                ..StoreOptions::default()
-            };
-            out.push(TestBackend {
-                store: Store::connect_with(&url, &options).await.unwrap(),
-                name: "postgres",
-                url,
-                options,
-                _dir: None,
-            });
-        }
-        _ => {
-            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
-            }
-            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
-        }
+    if let Some(url) = test_support::postgres_url(test) {
+        let short: String = test.chars().take(30).collect();
+        let schema = format!(
+            "hermes_t_{short}_{}_{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::SeqCst)
+        );
+        let options = StoreOptions {
+            postgres_schema: Some(schema),
+            ..StoreOptions::default()
+        };
+        out.push(TestBackend {
+            store: Store::connect_with(&url, &options).await.unwrap(),
+            name: "postgres",
+            url,
+            options,
+            _dir: None,
+        });
     }
     out
 }
@@ -98,20 +90,7 @@ macro_rules! on_both_backends {
 
 /// The shared fixtures directory, or `None` (after saying why) when it is missing.
 pub fn fixtures_dir() -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shared = std::env::var_os("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared"));
-    let dir = shared.join("fixtures/transcripts");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-    if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-        panic!("{msg}");
-    }
-    eprintln!("{msg}");
-    None
+    test_support::fixtures_dir()
 }
 
 /// The wire JSON of each message.

@@ -14,8 +14,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::Result;
-use crate::report::InputStats;
-use crate::scan::{self, Record};
+use crate::scan::{self, InputStats, Record};
 
 /// The data of one session's chart.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

@@ -1,7 +1,7 @@
 //! Content-free compaction telemetry for hermes-compaction.
 //!
 //! Compaction is judged on a session's trajectory, not on one turn, so every pass leaves one
-//! line of counts in the log and [`report`] turns logs back into numbers.
+//! line of counts in the log and `report` (feature `report`) turns logs back into numbers.
 //!
 //! - [`event`]: typed events for a micro pass ([`MicroPass`]), a batch attempt
 //!   ([`BatchAttempt`]), a turn ([`Turn`]) and an insertion-time trim that was due ([`Trim`]:
@@ -16,10 +16,16 @@
 //!   `micro compaction telemetry: {json}`, `context compression attempt telemetry: {json}`,
 //!   `compaction turn telemetry: {json}` and `insert trim telemetry: {json}`;
 //!   [`init_subscriber`] for binaries.
-//! - [`report`]: streams plain, tracing-JSON or gzip logs (ours or Hermes Agent's) in bounded
-//!   memory and prints the outcome mix, tokens saved, durations, occupancy, batch counts,
-//!   insertion-time trims and the session-economics metrics, as a table or JSON.
-//! - `chart` (feature `svg`): occupancy over turns per session as a standalone SVG.
+//! - `report` (feature `report`; `gzip` adds compressed input): streams plain, tracing-JSON or
+//!   gzip logs (ours or Hermes Agent's) in bounded memory and prints the outcome mix, tokens
+//!   saved, durations, occupancy, batch counts, insertion-time trims and the session-economics
+//!   metrics, as a table or JSON.
+//! - `chart` (feature `svg`, which implies `report`): occupancy over turns per session as a
+//!   standalone SVG.
+//!
+//! Emitting and reporting are separate concerns: with default features the crate is the
+//! events and their `tracing` lines only, so a framework that emits compiles no log reader
+//! (no `flate2`). The command line turns `report` and `gzip` on.
 //!
 //! ```
 //! use compaction_telemetry::{format_line, MicroOutcome, MicroPass, SessionAccumulator, Window};
@@ -38,11 +44,14 @@
 pub mod emit;
 pub mod error;
 pub mod event;
+#[cfg(feature = "report")]
 pub mod report;
 
 #[cfg(feature = "svg")]
 pub mod chart;
+#[cfg(feature = "report")]
 mod scan;
+#[cfg(feature = "report")]
 mod stats;
 
 pub use emit::{
@@ -55,5 +64,7 @@ pub use event::{
     TelemetryEvent, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window,
     occupancy_pct,
 };
+#[cfg(feature = "report")]
 pub use report::{Report, ReportBuilder, ReportOptions};
+#[cfg(feature = "report")]
 pub use scan::MAX_LINE_BYTES;

@@ -40,6 +40,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+pub use crate::scan::InputStats;
 use crate::scan::{self, BatchRec, MicroRec, Record, TrimRec, TurnRec};
 use crate::stats::Counts;
 
@@ -154,32 +155,6 @@ impl ReportBuilder {
             overall,
             sessions,
         }
-    }
-}
-
-/// Counts of what the reader saw.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct InputStats {
-    /// Inputs (files or readers) read.
-    pub inputs: u64,
-    /// Lines read, telemetry or not.
-    pub lines: u64,
-    /// Telemetry lines understood.
-    pub events: u64,
-    /// Lines with a telemetry prefix but no readable JSON object (cut, garbled).
-    pub malformed_lines: u64,
-    /// Lines that are not valid UTF-8.
-    pub non_utf8_lines: u64,
-    /// Lines longer than [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES).
-    pub overlong_lines: u64,
-    /// Compressed inputs that ended early or were corrupt (read up to the damage).
-    pub truncated_inputs: u64,
-}
-
-impl InputStats {
-    /// Lines skipped for any reason.
-    pub fn skipped_lines(&self) -> u64 {
-        self.malformed_lines + self.non_utf8_lines + self.overlong_lines
     }
 }
 

@@ -9,14 +9,40 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::event::{BatchAttempt, MicroPass, TelemetryEvent, Trim, Turn};
-use crate::report::InputStats;
 
 /// Longest line the reader accepts; longer lines are skipped and counted as overlong.
 pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Counts of what the reader saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct InputStats {
+    /// Inputs (files or readers) read.
+    pub inputs: u64,
+    /// Lines read, telemetry or not.
+    pub lines: u64,
+    /// Telemetry lines understood.
+    pub events: u64,
+    /// Lines with a telemetry prefix but no readable JSON object (cut, garbled).
+    pub malformed_lines: u64,
+    /// Lines that are not valid UTF-8.
+    pub non_utf8_lines: u64,
+    /// Lines longer than [`MAX_LINE_BYTES`](crate::MAX_LINE_BYTES).
+    pub overlong_lines: u64,
+    /// Compressed inputs that ended early or were corrupt (read up to the damage).
+    pub truncated_inputs: u64,
+}
+
+impl InputStats {
+    /// Lines skipped for any reason.
+    pub fn skipped_lines(&self) -> u64 {
+        self.malformed_lines + self.non_utf8_lines + self.overlong_lines
+    }
+}
 
 /// One telemetry record, with only what the report and the charts need. Every field is
 /// optional because Hermes Agent lines and older lines carry fewer keys.

@@ -1,18 +1,20 @@
 //! Helpers shared by the test modules.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// `tests/data/<name>`.
+#[cfg(feature = "report")]
 pub fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)
 }
 
 /// Compares `actual` with the golden file `tests/data/<name>`; rewrites the file instead when
 /// `HERMES_UPDATE_GOLDEN=1`.
+#[cfg(feature = "report")]
 pub fn check_golden(name: &str, actual: &str) {
     let path = data(name);
     if std::env::var("HERMES_UPDATE_GOLDEN").as_deref() == Ok("1") {
@@ -30,23 +32,7 @@ pub fn check_golden(name: &str, actual: &str) {
 /// The shared fixture transcripts directory, or `None` (after printing why) when it is
 /// missing and not required.
 pub fn shared_transcripts() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shared = std::env::var_os("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../shared"));
-    let dir = shared.join("fixtures/transcripts");
-    if dir.is_dir() {
-        return Some(dir);
-    }
-    let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-    if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-        panic!("{msg}");
-    }
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("{msg}");
-    }
-    None
+    test_support::fixtures_dir()
 }
 
 /// An in-memory log sink for a tracing subscriber.

@@ -1,20 +1,19 @@
 //! The exact line forms, and their emission through tracing.
 
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroOutcome, MicroPass, Report,
-    ReportOptions, SessionAccumulator, TARGET, TriggerSource, Trim, TrimAccumulator, TrimOutcome,
-    TrimSource, Turn, Window, emit_batch, emit_micro, emit_trim, emit_turn, format_line,
-    init_subscriber,
+    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroOutcome, MicroPass,
+    SessionAccumulator, TARGET, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource,
+    Turn, Window, emit_batch, emit_micro, emit_trim, emit_turn, format_line, init_subscriber,
 };
 
 use crate::common::capture;
 
-const WINDOW: Window = Window {
+pub(crate) const WINDOW: Window = Window {
     threshold_tokens: 34_816,
     context_limit: 40_960,
 };
 
-fn micro() -> MicroPass {
+pub(crate) fn micro() -> MicroPass {
     let mut acc = SessionAccumulator::default();
     let mut pass = MicroPass::new("sess-1", MicroOutcome::Absorbed)
         .tokens(12_739, 12_060)
@@ -32,7 +31,7 @@ fn micro() -> MicroPass {
     pass
 }
 
-fn batch() -> BatchAttempt {
+pub(crate) fn batch() -> BatchAttempt {
     let mut a = BatchAttempt::new("sess-1", TriggerSource::OverflowError, BatchOutcome::Failed)
         .window(Some(WINDOW))
         .tokens(40_000, 40_000)
@@ -49,7 +48,7 @@ fn batch() -> BatchAttempt {
 }
 
 /// The second trim of a session: one earlier trim saved 2,000 tokens.
-fn trim() -> Trim {
+pub(crate) fn trim() -> Trim {
     let mut acc = TrimAccumulator {
         trims_total: 1,
         tokens_saved_total: 2_000,
@@ -239,34 +238,6 @@ fn emission_writes_exactly_one_line_per_event_with_the_target() {
     assert!(lines[1].ends_with(&format_line(&batch())));
     assert!(lines[3].contains(&format!(" INFO {TARGET}: {}", format_line(&trim()))));
     assert!(lines[2].ends_with("compaction turn telemetry: {\"context_limit\":null,\"estimated_tokens\":9,\"event\":\"compaction_turn\",\"occupancy_pct\":null,\"prompt_tokens\":10,\"session_id\":\"sess-1\",\"threshold_tokens\":null,\"turn\":0}"));
-}
-
-#[test]
-fn emitted_lines_read_back_in_both_formatters() {
-    let emit_all = || {
-        emit_micro(&micro());
-        emit_batch(&batch());
-        emit_turn(&Turn::new("sess-1", 0, Some(10), 9, Some(WINDOW)));
-        emit_trim(&trim());
-    };
-    for json in [false, true] {
-        let text = capture(json, emit_all);
-        if json {
-            assert!(
-                text.contains(r#""fields":{"message":"micro compaction telemetry: {\"aux_model\""#),
-                "{text}"
-            );
-        }
-        let report = Report::from_readers([text.as_bytes()], ReportOptions::default()).unwrap();
-        assert_eq!(report.input.events, 4, "json={json}: {text}");
-        assert_eq!(report.input.skipped_lines(), 0);
-        assert_eq!(report.overall.micro.passes, 1);
-        assert_eq!(report.overall.micro.net_tokens_saved, 679);
-        assert_eq!(report.overall.batch.failure_classes["rate_limited"], 1);
-        assert_eq!(report.overall.turns.turns, 1);
-        assert_eq!(report.overall.trims.outcomes["trimmed"], 1);
-        assert_eq!(report.overall.trims.tokens_saved, 8_710);
-    }
 }
 
 #[test]

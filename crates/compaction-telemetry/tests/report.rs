@@ -2,7 +2,10 @@
 
 use compaction_telemetry::{Error, Report, ReportOptions, report};
 
-use crate::common::{check_golden, data};
+use compaction_telemetry::{Turn, emit_batch, emit_micro, emit_trim, emit_turn};
+
+use crate::common::{capture, check_golden, data};
+use crate::line_format::{WINDOW, batch, micro, trim};
 
 fn inputs() -> [std::path::PathBuf; 2] {
     [data("mixed.log"), data("json-formatter.log")]
@@ -155,4 +158,32 @@ fn empty_input_gives_an_empty_report() {
         r.to_string()
             .contains("mean absorbed exchange tokens     -")
     );
+}
+
+#[test]
+fn emitted_lines_read_back_in_both_formatters() {
+    let emit_all = || {
+        emit_micro(&micro());
+        emit_batch(&batch());
+        emit_turn(&Turn::new("sess-1", 0, Some(10), 9, Some(WINDOW)));
+        emit_trim(&trim());
+    };
+    for json in [false, true] {
+        let text = capture(json, emit_all);
+        if json {
+            assert!(
+                text.contains(r#""fields":{"message":"micro compaction telemetry: {\"aux_model\""#),
+                "{text}"
+            );
+        }
+        let report = Report::from_readers([text.as_bytes()], ReportOptions::default()).unwrap();
+        assert_eq!(report.input.events, 4, "json={json}: {text}");
+        assert_eq!(report.input.skipped_lines(), 0);
+        assert_eq!(report.overall.micro.passes, 1);
+        assert_eq!(report.overall.micro.net_tokens_saved, 679);
+        assert_eq!(report.overall.batch.failure_classes["rate_limited"], 1);
+        assert_eq!(report.overall.turns.turns, 1);
+        assert_eq!(report.overall.trims.outcomes["trimmed"], 1);
+        assert_eq!(report.overall.trims.tokens_saved, 8_710);
+    }
 }

@@ -3,8 +3,11 @@
 mod common;
 mod content_free;
 mod line_format;
+#[cfg(feature = "report")]
 mod report;
+#[cfg(feature = "report")]
 mod robustness;
+#[cfg(feature = "report")]
 mod trim;
 
 #[cfg(feature = "svg")]

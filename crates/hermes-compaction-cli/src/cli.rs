@@ -72,8 +72,10 @@ pub enum Mode {
     /// One forced prune-only pass: old tool outputs and long arguments shortened, no
     /// summarizer.
     Prune,
-    /// Micro passes (fold the oldest exchange into one rolling summary) until nothing is
-    /// absorbable or --passes is reached.
+    /// Micro passes as the agent-loop micro policy makes them (the oldest whole exchange into
+    /// the rolling summary, the older part of a long current turn into its progress marker)
+    /// until nothing is absorbable or --passes is reached. A pass whose summarizer fails
+    /// (after the extractive fallback when compression.fallback_to_extractive is on) exits 1.
     Micro,
 }
 
@@ -107,10 +109,11 @@ pub struct CompactArgs {
     /// What kind of pass.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
-    /// Micro mode: at most this many passes.
+    /// Micro mode: at most this many passes that change the transcript (micro only).
     #[arg(long, value_name = "N")]
     pub passes: Option<u32>,
-    /// Write the run's telemetry lines to this file.
+    /// Write the run's telemetry lines to this file (one event per pass); it must not be the
+    /// input or the output file.
     #[arg(long, value_name = "FILE")]
     pub telemetry: Option<PathBuf>,
     /// Engine options.
@@ -196,8 +199,9 @@ pub enum SessionCommand {
         /// SQLite path or URL (sqlite:PATH), or postgres:// URL.
         #[arg(long, value_name = "URL")]
         db: String,
-        /// Session id [default: the file name without extension].
-        #[arg(long, value_name = "ID")]
+        /// Session id, 1-256 bytes without control characters [default: the file name
+        /// without extension].
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
         session: Option<String>,
     },
     /// Print a session as JSONL to stdout.
@@ -206,7 +210,7 @@ pub enum SessionCommand {
         #[arg(long, value_name = "URL")]
         db: String,
         /// Session id.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
         session: String,
         /// Include archived rows; every row then carries `active`, `compacted`, `generation`
         /// and `position` in its `_hermes` metadata.
@@ -219,12 +223,12 @@ pub enum SessionCommand {
         #[arg(long, value_name = "URL")]
         db: String,
         /// Session id.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
         session: String,
         /// What kind of pass.
         #[arg(long, value_enum, default_value_t = Mode::Batch)]
         mode: Mode,
-        /// Micro mode: at most this many passes.
+        /// Micro mode: at most this many passes that change the transcript (micro only).
         #[arg(long, value_name = "N")]
         passes: Option<u32>,
         /// Engine options.

@@ -115,6 +115,7 @@ pub mod cli;
 pub mod compact;
 pub mod example;
 pub mod input;
+pub mod paths;
 pub mod plot;
 pub mod prices;
 pub mod session;
@@ -142,7 +143,8 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The store failed (exit 1).
+    /// The store failed (exit 1), or was named wrongly: an unsupported URL, a backend not
+    /// compiled in, an invalid schema name or session id (exit 2).
     #[error("store: {0}")]
     Store(#[from] hermes_compaction::store::StoreError),
     /// The telemetry report failed (exit 2: unreadable logs).
@@ -159,8 +161,15 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// 2 for bad input, configuration or usage; 1 for runtime failures.
     pub fn exit_code(&self) -> u8 {
+        use hermes_compaction::store::StoreError;
         match self {
             Error::Input(_) | Error::Config(_) | Error::Report(_) => 2,
+            Error::Store(
+                StoreError::UnsupportedUrl { .. }
+                | StoreError::BackendDisabled { .. }
+                | StoreError::InvalidSchemaName
+                | StoreError::InvalidSessionId,
+            ) => 2,
             Error::Io { .. } | Error::Store(_) | Error::Pass(_) => 1,
         }
     }
@@ -201,7 +210,9 @@ pub(crate) fn write_out(out: &mut dyn std::io::Write, text: &str) -> Result<()> 
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed into
-/// place. On error nothing is created or overwritten.
+/// place. On error nothing is created or overwritten. A file that is replaced keeps its
+/// permissions; a new file gets the default the umask gives (0644 under the usual 022), not
+/// the temporary file's private 0600.
 pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let dir = match path.parent() {
@@ -212,10 +223,21 @@ pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
         what: format!("{what} {}", path.display()),
         source: e,
     };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".hermes-compaction-")
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".hermes-compaction-");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // What `File::create` would give; the kernel applies the umask.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder
         .tempfile_in(&dir)
         .map_err(|e| io("cannot create a temporary file for", e))?;
+    if let Ok(existing) = std::fs::metadata(path) {
+        std::fs::set_permissions(tmp.path(), existing.permissions())
+            .map_err(|e| io("cannot copy the permissions of", e))?;
+    }
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| io("cannot write", e))?;

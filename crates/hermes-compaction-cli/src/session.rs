@@ -3,12 +3,12 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use hermes_compaction::compressor::Persistence;
-use hermes_compaction::core::parse;
+use hermes_compaction::core::{Estimator, parse};
 use hermes_compaction::store::{Store, TranscriptStore};
+use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, Mode, SessionCommand};
-use crate::compact::{compressor, run_passes};
+use crate::compact::{check, summary_line};
 use crate::input::{Input, Strictness};
 use crate::setup::{build_summarizer, load_config};
 use crate::simulate::{Policy, simulate, table};
@@ -20,7 +20,10 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
     match cmd {
         SessionCommand::Import { file, db, session } => {
             let input = Input::read(&file, Strictness::COMPACTION)?;
-            let id = session.unwrap_or_else(|| default_session_id(&file));
+            let id = match session {
+                Some(id) => id,
+                None => default_session_id(&file)?,
+            };
             let line = rt.block_on(import(&db, &id, input))?;
             write_out(out, &line)
         }
@@ -35,28 +38,35 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             passes,
             engine,
         } => {
-            let config = load_config(engine.config.as_deref(), engine.context_length)?;
+            let mode = mode.one_shot(passes)?;
+            let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
+            mode.configure(&mut config);
             let summarizer = build_summarizer(&config, engine.summarizer)?;
             let line = rt.block_on(async {
                 let store = connect(&db).await?;
-                let messages = store.load_active(&session).await?;
-                let generation = store.generation(&session).await?;
-                let persistence = Persistence {
-                    store: store.clone(),
-                    session: session.clone(),
-                    generation,
-                };
-                let mut own = persistence.clone();
-                let mut c = compressor(config, mode, summarizer, &session);
-                if mode != Mode::Prune {
-                    c = c.with_store(persistence);
-                }
+                // One persistence for the session: the compressor commits every pass and
+                // advances the generation it names.
+                let (persistence, messages) = Persistence::load(store.clone(), &session).await?;
+                let generation = persistence.generation;
+                let mut c = Compressor::new(
+                    config,
+                    summarizer,
+                    Arc::new(Estimator::default()),
+                    session.as_str(),
+                )
+                .with_store(persistence);
                 let mut t = c.transcript(messages);
-                let prune_store = (mode == Mode::Prune).then_some(&mut own);
-                let s = run_passes(&mut c, &mut t, mode, passes, prune_store).await?;
+                let report = c.one_shot(&mut t, mode).await;
                 let after = store.generation(&session).await?;
+                check(
+                    &report,
+                    &format!(
+                        "the store holds what the earlier passes committed (generation {generation}->{after})"
+                    ),
+                )?;
                 Ok::<_, crate::Error>(format!(
-                    "session={session} {s} generation={generation}->{after}"
+                    "session={session} {} generation={generation}->{after}",
+                    summary_line(&report)
                 ))
             })?;
             write_out(out, &line)
@@ -72,6 +82,12 @@ pub async fn connect(db: &str) -> Result<Arc<dyn TranscriptStore>> {
         || db.starts_with("postgresql://")
     {
         db.to_owned()
+    } else if let Some((scheme, _)) = db.split_once("://") {
+        // Only the scheme is printed: the rest may hold credentials.
+        return Err(crate::Error::Config(format!(
+            "--db: unsupported store URL scheme `{}` (expected a SQLite path, sqlite:PATH or postgres://)",
+            scheme.chars().take(16).collect::<String>()
+        )));
     } else {
         format!("sqlite:{db}")
     };
@@ -173,7 +189,15 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     )
 }
 
-fn default_session_id(file: &Path) -> String {
-    file.file_stem()
-        .map_or("session".into(), |s| s.to_string_lossy().into_owned())
+/// The file name without extension, when it is a valid session id.
+fn default_session_id(file: &Path) -> Result<String> {
+    let stem = file
+        .file_stem()
+        .map_or("session".into(), |s| s.to_string_lossy().into_owned());
+    crate::paths::session_id(&stem).map_err(|e| {
+        crate::Error::Config(format!(
+            "{}: the file name is not a usable session id ({e}); pass --session",
+            file.display()
+        ))
+    })
 }

@@ -4,15 +4,11 @@ use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use hermes_compaction::Config;
 use hermes_compaction::core::tokens::estimate_text;
-use hermes_compaction::llm::{
-    ApiKey, ExtractiveSummarizer, OpenAiConfig, OpenAiSummarizer, RetryConfig, Summarizer,
-    SummaryFuture, SummaryRequest,
-};
+use hermes_compaction::llm::{Summarizer, SummaryFuture, SummaryRequest};
 use hermes_compaction::telemetry::TARGET;
+use hermes_compaction::{Config, summarizer_from_config};
 
 use crate::Error;
 
@@ -45,69 +41,22 @@ pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<C
     Ok(config)
 }
 
-/// Builds the summarizer. `kind` wins over `auxiliary.compression.provider` when given.
-///
-/// For `openai`: `base_url`, `model` (empty means `model.name`), `api_key_env` (empty means no
-/// key, for local servers), `timeout`, `max_retries` and `temperature` come from
-/// `auxiliary.compression`. A missing key is a configuration error (exit 2) naming the
-/// variable, never its value.
+/// Builds the summarizer with the facade's [`summarizer_from_config`]; `kind` (the
+/// `--summarizer` flag) wins over `auxiliary.compression.provider` when given. A missing key
+/// is a configuration error (exit 2) naming the variable, never its value.
 pub fn build_summarizer(
     config: &Config,
     kind: Option<SummarizerKind>,
 ) -> Result<Arc<dyn Summarizer>, Error> {
-    let aux = &config.auxiliary.compression;
-    let kind = match kind {
-        Some(k) => k,
-        None => match aux.provider.as_str() {
-            "" | "extractive" => SummarizerKind::Extractive,
-            "openai" => SummarizerKind::Openai,
-            other => {
-                return Err(Error::Config(format!(
-                    "auxiliary.compression.provider = {other:?} is invalid: allowed \"extractive\" or \"openai\""
-                )));
-            }
-        },
-    };
-    match kind {
-        SummarizerKind::Extractive => Ok(Arc::new(ExtractiveSummarizer::default())),
-        SummarizerKind::Openai => {
-            let model = if aux.model.is_empty() {
-                config.model.name.clone()
-            } else {
-                aux.model.clone()
-            };
-            if model.is_empty() {
-                return Err(Error::Config(
-                    "the openai summarizer needs a model: set auxiliary.compression.model or model.name"
-                        .into(),
-                ));
-            }
-            let key = if aux.api_key_env.is_empty() {
-                ApiKey::None
-            } else {
-                match std::env::var(&aux.api_key_env) {
-                    Ok(v) if !v.trim().is_empty() => ApiKey::Env(aux.api_key_env.clone()),
-                    _ => {
-                        return Err(Error::Config(format!(
-                            "the openai summarizer needs an API key in the environment variable {} \
-                             (auxiliary.compression.api_key_env; set it to \"\" for a server without keys)",
-                            aux.api_key_env
-                        )));
-                    }
-                }
-            };
-            let mut oc = OpenAiConfig::new(aux.base_url.clone(), model, key);
-            oc.timeout = Duration::from_secs(aux.timeout.max(1));
-            oc.temperature = Some(f64::from(aux.temperature));
-            oc.retry = RetryConfig {
-                max_retries: aux.max_retries,
-                ..RetryConfig::default()
-            };
-            let s = OpenAiSummarizer::new(oc)
-                .map_err(|e| Error::Config(format!("openai summarizer: {e}")))?;
-            Ok(Arc::new(s))
+    let mut config = config.clone();
+    if let Some(kind) = kind {
+        config.auxiliary.compression.provider = match kind {
+            SummarizerKind::Extractive => "extractive",
+            SummarizerKind::Openai => "openai",
         }
+        .into();
     }
+    summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
 }
 
 /// A summarizer wrapper that counts calls and tokens. Providers that report usage are taken

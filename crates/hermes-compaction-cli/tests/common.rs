@@ -24,36 +24,12 @@ pub fn texts(o: &Output) -> (String, String) {
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .nth(2)
-        .expect("crates/<name> sits two levels below the root")
-        .to_owned()
+    test_support::workspace_root()
 }
 
 /// The shared fixture transcripts, or `None` (with the skip line) when absent.
 pub fn fixtures() -> Option<Vec<PathBuf>> {
-    let shared = std::env::var_os("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("../shared"));
-    let dir = shared.join("fixtures/transcripts");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if files.is_empty() {
-        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        eprintln!("{msg}");
-        return None;
-    }
-    files.sort();
-    Some(files)
+    test_support::fixture_files()
 }
 
 /// Parses a JSONL file.

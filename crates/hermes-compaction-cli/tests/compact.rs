@@ -248,3 +248,72 @@ fn help_exists_for_every_subcommand() {
         "{help}"
     );
 }
+
+/// `compact --mode micro --passes 40` at 32K on `input`: the laws hold, something was
+/// absorbed, and the summary line says whether the result is still over the threshold.
+fn micro_compacts(input: &Path, dir: &Path) -> String {
+    let output = dir.join("micro-40.jsonl");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(input),
+        "-o",
+        s(&output),
+        "--mode",
+        "micro",
+        "--passes",
+        "40",
+        "--context-length",
+        &CONTEXT.to_string(),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{}: {stderr}", input.display());
+    let line = stdout.trim().to_owned();
+    assert_ne!(field(&line, "passes"), "0", "{}: {line}", input.display());
+    let before = read_messages(input);
+    let after = read_messages(&output);
+    let pass = Pass::new(PassKind::Micro, protected_of(&before));
+    let v = laws::check(&before, &after, &pass, &Estimator::default());
+    assert!(v.is_empty(), "{}: {line}: {v:?}", input.display());
+    let tokens =
+        |m: &[Message]| Transcript::new(m.to_vec(), &Estimator::default()).estimated_total();
+    assert!(
+        tokens(&after) < tokens(&before),
+        "{}: {line}",
+        input.display()
+    );
+    let over = tokens(&after) >= field(&line, "threshold").parse::<u64>().unwrap();
+    assert_eq!(field(&line, "over_threshold"), over.to_string(), "{line}");
+    line
+}
+
+#[test]
+fn micro_compacts_the_example_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = crate::common::repo_root().join("examples/sessions/coding-agent.jsonl");
+    micro_compacts(&input, dir.path());
+}
+
+/// The long single-turn fixtures micro mode used to leave byte-identical: the in-turn pass
+/// (turn progress) absorbs the older part of the current turn, as in an agent loop.
+#[test]
+fn micro_compacts_long_single_turn_fixtures() {
+    let Some(files) = fixtures() else { return };
+    let wanted = |p: &Path| {
+        let name = p.file_name().unwrap().to_string_lossy();
+        [
+            "claude-code__spotter-8463c716.jsonl",
+            "claude-code__spotter-subagent-a2898e3.jsonl",
+            "claude-code__spotter-subagent-aa84377.jsonl",
+            "openhands-v1__oas-safety-metrics-gpt4o.jsonl",
+        ]
+        .contains(&name.as_ref())
+    };
+    let chosen: Vec<_> = files.iter().filter(|p| wanted(p)).collect();
+    assert_eq!(chosen.len(), 4, "{chosen:?}");
+    let dir = tempfile::tempdir().unwrap();
+    for f in chosen {
+        let line = micro_compacts(f, dir.path());
+        eprintln!("{}: {line}", f.display());
+    }
+}

@@ -162,3 +162,60 @@ fn the_demo_runs_on_the_embedded_defaults() {
         );
     }
 }
+
+/// One user message and many tool rounds: micro mode absorbs inside the turn and commits
+/// each pass to the store.
+#[test]
+fn session_micro_absorbs_inside_a_long_single_turn() {
+    use hermes_compaction::core::ToolCall;
+    let mut msgs = vec![
+        Message::system("You are a coding agent."),
+        Message::user("fix every failing test"),
+    ];
+    for i in 0..80 {
+        let id = format!("call_{i}");
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(&id, "shell", "{\"cmd\":\"cargo test\"}")],
+        ));
+        msgs.push(Message::tool_result(&id, format!("run {i}\n").repeat(400)));
+    }
+    msgs.push(Message::assistant("all green"));
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "long.jsonl", &msgs);
+    let db = dir.path().join("s.db");
+    let o = run(&["session", "import", s(&input), "--db", s(&db)]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let o = run(&[
+        "session",
+        "compact",
+        "--db",
+        s(&db),
+        "--session",
+        "long",
+        "--mode",
+        "micro",
+        "--passes",
+        "10",
+        "--context-length",
+        "32000",
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("outcome=progressed passes=10 "), "{stdout}");
+    assert!(stdout.trim_end().ends_with("generation=0->10"), "{stdout}");
+    let export = |all: bool| {
+        let mut args = vec!["session", "export", "--db", s(&db), "--session", "long"];
+        if all {
+            args.push("--all");
+        }
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+        parse::parse_jsonl(&texts(&o).0).unwrap()
+    };
+    assert!(export(false).len() < msgs.len());
+    let all: Vec<String> = export(true).iter().map(Message::to_wire_json).collect();
+    for m in &msgs {
+        assert!(all.contains(&m.to_wire_json()), "a row was lost");
+    }
+}

@@ -4,5 +4,7 @@
 mod bad_input;
 mod common;
 mod compact;
+mod failures;
+mod fake_openai;
 mod session;
 mod simulate;

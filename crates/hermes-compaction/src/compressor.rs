@@ -94,6 +94,8 @@ pub(crate) struct Runtime {
     /// match the transcript until the next store write resynchronises them.
     #[cfg(feature = "store")]
     resync_pending: bool,
+    /// The next manual pass is prune-only (set by `Compressor::prune_only`).
+    pub(crate) prune_only_once: bool,
     pub(crate) micro: MicroRuntime,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
@@ -399,7 +401,8 @@ impl Compressor {
 
         let req = BatchRequest {
             force: force || matches!(trigger, Trigger::Proactive),
-            prune_only: matches!(trigger, Trigger::Proactive),
+            prune_only: matches!(trigger, Trigger::Proactive)
+                || std::mem::take(&mut self.rt.prune_only_once),
             focus,
             compacted: self.rt.state.compacted,
         };

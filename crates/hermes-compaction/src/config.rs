@@ -24,8 +24,6 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// Auxiliary models.
     pub auxiliary: AuxiliaryConfig,
-    /// Session database.
-    pub store: StoreConfig,
 }
 
 /// The main model.
@@ -180,22 +178,6 @@ impl Default for SummarizerConfig {
             timeout: 60,
             max_retries: 2,
             temperature: 0.2,
-        }
-    }
-}
-
-/// Session database.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct StoreConfig {
-    /// SQLite path/URL or postgres:// URL.
-    pub url: String,
-}
-
-impl Default for StoreConfig {
-    fn default() -> Self {
-        StoreConfig {
-            url: "sqlite://hermes-compaction.db".into(),
         }
     }
 }

@@ -42,11 +42,15 @@ mod events;
 #[cfg(feature = "llm")]
 pub mod micro;
 #[cfg(feature = "llm")]
+pub mod oneshot;
+#[cfg(feature = "llm")]
 mod persist;
 #[cfg(feature = "store")]
 pub mod recall;
 #[cfg(feature = "llm")]
 pub mod report;
+#[cfg(feature = "llm")]
+pub mod setup;
 #[cfg(feature = "store")]
 pub mod trim;
 
@@ -60,7 +64,11 @@ pub use compressor::{
 pub use config::{Config, ConfigError};
 #[cfg(feature = "llm")]
 pub use micro::{MicroOutcomeKind, MicroReport};
+#[cfg(feature = "llm")]
+pub use oneshot::{OneShot, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
+#[cfg(feature = "llm")]
+pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]
 pub use trim::{TrimStatus, trim_for_insert};

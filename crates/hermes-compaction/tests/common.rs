@@ -1,7 +1,6 @@
 //! Test helpers: locating the shared fixtures, building compressors.
 
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use compaction_core::{Estimator, Message, parse};
@@ -14,31 +13,14 @@ use tracing::{Event, Metadata, Subscriber};
 
 /// The shared fixture transcripts, or `None` (after saying so) when they are absent.
 pub fn fixtures() -> Option<Vec<(String, Vec<Message>)>> {
-    let dir = std::env::var_os("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-        .join("fixtures/transcripts");
-    if !dir.is_dir() {
-        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        eprintln!("{msg}");
-        return None;
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("fixture dir readable")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
+    let files = test_support::fixture_files()?;
     Some(
         files
-            .into_iter()
+            .iter()
             .map(|p| {
-                let bytes = std::fs::read(&p).expect("fixture readable");
+                let bytes = std::fs::read(p).expect("fixture readable");
                 let (msgs, _) = parse::parse_transcript(&bytes).expect("fixture parses");
-                (p.file_name().unwrap().to_string_lossy().into_owned(), msgs)
+                (test_support::file_name(p), msgs)
             })
             .collect(),
     )
@@ -156,21 +138,13 @@ pub fn capture_logs<T>(f: impl AsyncFnOnce() -> T) -> (T, Vec<(String, String)>)
 /// set (required with `HERMES_REQUIRE_POSTGRES=1`; otherwise the skip is said).
 pub async fn stores(test: &str) -> Vec<Store> {
     let mut out = vec![Store::connect("sqlite::memory:").await.unwrap()];
-    match std::env::var("HERMES_TEST_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            let schema = format!("hermes_fr_{test}_{}", std::process::id());
-            let options = StoreOptions {
-                postgres_schema: Some(schema),
-                ..StoreOptions::default()
-            };
-            out.push(Store::connect_with(&url, &options).await.unwrap());
-        }
-        _ => {
-            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
-            }
-            eprintln!("skipped: HERMES_TEST_DATABASE_URL not set ({test}: PostgreSQL part)");
-        }
+    if let Some(url) = test_support::postgres_url(test) {
+        let schema = format!("hermes_fr_{test}_{}", std::process::id());
+        let options = StoreOptions {
+            postgres_schema: Some(schema),
+            ..StoreOptions::default()
+        };
+        out.push(Store::connect_with(&url, &options).await.unwrap());
     }
     out
 }

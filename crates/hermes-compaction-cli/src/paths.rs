@@ -1,0 +1,102 @@
+//! Path checks: two command-line paths that must not name the same file, and session ids.
+
+use std::path::{Path, PathBuf};
+
+use crate::{Error, Result};
+
+/// Refuses (exit 2) when `path` (given as `flag`) names the same file as `other` (`what`):
+/// the same canonical path (symbolic links resolved), or on unix the same inode (a hard
+/// link). A path that does not exist yet is compared through its canonical directory.
+pub fn refuse_same_file(path: &Path, flag: &str, other: &Path, what: &str) -> Result<()> {
+    if same_file(path, other) {
+        return Err(Error::Config(format!(
+            "{flag} {} names {what} ({}); choose another file",
+            path.display(),
+            other.display()
+        )));
+    }
+    Ok(())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if let (Ok(x), Ok(y)) = (std::fs::metadata(a), std::fs::metadata(b))
+            && x.dev() == y.dev()
+            && x.ino() == y.ino()
+        {
+            return true;
+        }
+    }
+    match (canonical(a), canonical(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// The canonical form of `p`, or of its directory joined with its file name when `p` does not
+/// exist yet.
+fn canonical(p: &Path) -> Option<PathBuf> {
+    if let Ok(c) = p.canonicalize() {
+        return Some(c);
+    }
+    let name = p.file_name()?;
+    let dir = match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    dir.canonicalize().ok().map(|d| d.join(name))
+}
+
+/// Checks a session id as the store does (1-256 bytes, no control characters), for clap.
+pub fn session_id(s: &str) -> std::result::Result<String, String> {
+    let why = if s.is_empty() {
+        "it is empty"
+    } else if s.len() > 256 {
+        "it is longer than 256 bytes"
+    } else if s.chars().any(char::is_control) {
+        "it contains a control character"
+    } else {
+        return Ok(s.to_owned());
+    };
+    Err(format!(
+        "invalid session id: {why} (use 1-256 bytes without control characters)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids() {
+        assert!(session_id("s-1").is_ok());
+        for bad in [String::new(), "a\tb".into(), "x".repeat(300)] {
+            let e = session_id(&bad).unwrap_err();
+            assert!(e.starts_with("invalid session id"), "{e}");
+            assert!(!e.contains(&bad) || bad.is_empty());
+        }
+    }
+
+    #[test]
+    fn same_files_through_links_and_missing_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.jsonl");
+        std::fs::write(&a, "x").unwrap();
+        let dotted = dir.path().join(".").join("a.jsonl");
+        assert!(same_file(&a, &dotted));
+        let missing = dir.path().join("new.log");
+        assert!(same_file(&missing, &dir.path().join("./new.log")));
+        assert!(!same_file(&a, &missing));
+        #[cfg(unix)]
+        {
+            let hard = dir.path().join("hard.jsonl");
+            std::fs::hard_link(&a, &hard).unwrap();
+            assert!(same_file(&hard, &a));
+            let soft = dir.path().join("soft.jsonl");
+            std::os::unix::fs::symlink(&a, &soft).unwrap();
+            assert!(same_file(&soft, &a));
+        }
+    }
+}

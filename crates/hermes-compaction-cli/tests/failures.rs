@@ -1,0 +1,285 @@
+//! Every failure says so: micro passes that could not run exit 1 and write nothing; bad
+//! session ids and telemetry paths exit 2; output files keep their mode.
+
+use std::path::Path;
+
+use crate::common::{run, s, texts, tool_session, write_jsonl};
+use crate::fake_openai::{Reply, config, serve};
+
+/// `compact --mode micro` against an endpoint that fails as `reply` says, without the
+/// extractive fallback: exit 1, the error names the failed pass, no output is created or
+/// overwritten.
+fn micro_failure_exits_1(reply: Reply, class: &str) {
+    let server = serve(reply, None);
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let cfg = config(dir.path(), &server.url, false);
+    let existing = dir.path().join("existing.jsonl");
+    std::fs::write(&existing, "keep me\n").unwrap();
+    let fresh = dir.path().join("fresh.jsonl");
+    for out in [&existing, &fresh] {
+        let o = run(&[
+            "compact",
+            "-i",
+            s(&input),
+            "-o",
+            s(out),
+            "--mode",
+            "micro",
+            "--context-length",
+            "32000",
+            "--config",
+            s(&cfg),
+        ]);
+        let (stdout, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(1), "{reply:?}: {stdout} {stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            stderr.starts_with("error: the micro pass failed: the summarizer failed"),
+            "{reply:?}: {stderr}"
+        );
+        assert!(stderr.contains(class), "{reply:?}: {stderr}");
+        assert!(stderr.contains("nothing was written"), "{stderr}");
+        assert!(!stderr.contains("run the tests"), "content in {stderr}");
+    }
+    assert!(server.hits() >= 1);
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "keep me\n");
+    assert!(!fresh.exists());
+}
+
+#[test]
+fn micro_with_a_failing_summarizer_exits_1() {
+    micro_failure_exits_1(Reply::ServerError, "(transient)");
+}
+
+#[test]
+fn micro_with_an_empty_summary_exits_1() {
+    micro_failure_exits_1(Reply::Empty, "(empty_output)");
+}
+
+#[test]
+fn micro_with_a_hanging_summarizer_exits_1() {
+    micro_failure_exits_1(Reply::Hang, "(transient)");
+}
+
+#[test]
+fn session_micro_whose_commit_is_stale_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    let db_arg = s(&db).to_owned();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let o = run(&[
+        "session",
+        "import",
+        s(&input),
+        "--db",
+        &db_arg,
+        "--session",
+        "s1",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    // Another writer compacts the session while the micro pass waits for its summary.
+    let writer_db = db_arg.clone();
+    let server = serve(
+        Reply::Summary,
+        Some(Box::new(move || {
+            let o = run(&[
+                "session",
+                "compact",
+                "--db",
+                &writer_db,
+                "--session",
+                "s1",
+                "--mode",
+                "prune",
+                "--context-length",
+                "32000",
+            ]);
+            assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+        })),
+    );
+    let cfg = config(dir.path(), &server.url, true);
+    let o = run(&[
+        "session",
+        "compact",
+        "--db",
+        &db_arg,
+        "--session",
+        "s1",
+        "--mode",
+        "micro",
+        "--context-length",
+        "32000",
+        "--config",
+        s(&cfg),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(1), "{stdout} {stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.starts_with("error: the micro pass failed"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("stale generation"), "{stderr}");
+    assert!(stderr.contains("generation 0->1"), "{stderr}");
+}
+
+fn compact_to(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "compact",
+        "-i",
+        s(input),
+        "-o",
+        s(output),
+        "--context-length",
+        "32000",
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+#[cfg(unix)]
+#[test]
+fn output_files_keep_their_mode_and_new_ones_get_the_umask_default() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    for kept in [0o644, 0o640, 0o604] {
+        let out = dir.path().join(format!("out-{kept:o}.jsonl"));
+        std::fs::write(&out, "old\n").unwrap();
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(kept)).unwrap();
+        let o = compact_to(&input, &out, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+        assert_ne!(std::fs::read_to_string(&out).unwrap(), "old\n");
+        assert_eq!(mode(&out), kept);
+    }
+    // A new file: what creating a file here gives (the umask's default), not 0600.
+    let reference = dir.path().join("reference");
+    std::fs::File::create(&reference).unwrap();
+    let fresh = dir.path().join("fresh.jsonl");
+    let o = compact_to(&input, &fresh, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    assert_eq!(mode(&fresh), mode(&reference));
+}
+
+#[test]
+fn invalid_session_ids_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(3, 100));
+    let long = "x".repeat(300);
+    for id in ["", "a\tb", long.as_str()] {
+        for args in [
+            vec![
+                "session",
+                "import",
+                s(&input),
+                "--db",
+                s(&db),
+                "--session",
+                id,
+            ],
+            vec!["session", "export", "--db", s(&db), "--session", id],
+            vec!["session", "compact", "--db", s(&db), "--session", id],
+        ] {
+            let o = run(&args);
+            let (stdout, stderr) = texts(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stdout.is_empty());
+            assert!(stderr.contains("invalid session id"), "{stderr}");
+        }
+    }
+    assert!(!db.exists(), "no store was created");
+    // A file name that is no valid id needs --session.
+    let tabbed = write_jsonl(dir.path(), "a\tb.jsonl", &tool_session(3, 100));
+    let o = run(&["session", "import", s(&tabbed), "--db", s(&db)]);
+    let (_, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("pass --session"), "{stderr}");
+    // A store URL no backend reads is a usage error too.
+    let o = run(&[
+        "session",
+        "export",
+        "--db",
+        "mysql://h/db",
+        "--session",
+        "s",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+}
+
+#[test]
+fn telemetry_must_not_be_the_input_or_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let original = std::fs::read(&input).unwrap();
+    let out = dir.path().join("o.jsonl");
+    std::fs::write(&out, "keep me\n").unwrap();
+    let mut same = vec![
+        input.clone(),
+        dir.path().join(".").join("s.jsonl"),
+        out.clone(),
+    ];
+    #[cfg(unix)]
+    {
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&input, &link).unwrap();
+        let hard = dir.path().join("hard.jsonl");
+        std::fs::hard_link(&input, &hard).unwrap();
+        same.extend([link, hard]);
+    }
+    for telemetry in &same {
+        let o = compact_to(&input, &out, &["--telemetry", s(telemetry)]);
+        let (stdout, stderr) = texts(&o);
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{}: {stderr}",
+            telemetry.display()
+        );
+        assert!(stdout.is_empty());
+        assert!(stderr.contains("--telemetry"), "{stderr}");
+        assert_eq!(std::fs::read(&input).unwrap(), original);
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me\n");
+    }
+    // A new output named by the telemetry path is refused too.
+    let new_out = dir.path().join("new.jsonl");
+    let o = compact_to(&input, &new_out, &["--telemetry", s(&new_out)]);
+    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+    assert!(!new_out.exists());
+}
+
+#[test]
+fn a_prune_pass_is_one_telemetry_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let out = dir.path().join("o.jsonl");
+    let log = dir.path().join("t.log");
+    let o = compact_to(&input, &out, &["--mode", "prune", "--telemetry", s(&log)]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("outcome=pruned"), "{stdout}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("telemetry: {"))
+        .collect();
+    assert_eq!(events.len(), 1, "{text}");
+    assert!(events[0].contains("\"prune_only\""), "{}", events[0]);
+    assert!(!text.contains("run the tests"));
+}
+
+#[test]
+fn passes_outside_micro_mode_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let out = dir.path().join("o.jsonl");
+    for mode in ["batch", "prune"] {
+        let o = compact_to(&input, &out, &["--mode", mode, "--passes", "3"]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(stderr.contains("--passes"), "{stderr}");
+        assert!(!out.exists());
+    }
+}

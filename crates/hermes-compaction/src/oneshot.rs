@@ -1,0 +1,420 @@
+//! One-shot passes over a whole transcript, with no agent loop around them: what
+//! `hermes-compaction compact` and `session compact` run, and what a maintenance job would.
+//!
+//! [`Compressor::prune_only`] is one forced prune-only batch pass; [`Compressor::micro_run`]
+//! runs micro passes the way the agent-loop micro policy does (whole exchanges of earlier turns
+//! into the rolling summary, then the older part of the current turn into its progress marker)
+//! until nothing is absorbable or a pass limit is reached; [`Compressor::one_shot`] picks one
+//! of them (or a forced batch pass) and reports in one vocabulary. Every pass goes through the
+//! compressor's own path: planned, summarized, committed to the store when one is configured,
+//! applied, and emitted as a telemetry event.
+
+use std::time::{Duration, Instant};
+
+use compaction_core::Transcript;
+
+use crate::compressor::{BatchReport, Compressor, Failure, Outcome};
+use crate::config::Config;
+use crate::micro::{MicroOutcomeKind, MicroReport};
+
+/// Which one-shot run to make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OneShot {
+    /// One forced batch pass: prune first, summarize the middle unless pruning alone reaches
+    /// the low-water mark.
+    Batch,
+    /// One forced prune-only pass: no summarizer.
+    Prune,
+    /// Micro passes until nothing is absorbable, at most `max_passes` that change the
+    /// transcript (no limit: until done).
+    Micro {
+        /// The most passes that may change the transcript.
+        max_passes: Option<u32>,
+    },
+}
+
+impl OneShot {
+    /// `batch`, `prune` or `micro`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OneShot::Batch => "batch",
+            OneShot::Prune => "prune",
+            OneShot::Micro { .. } => "micro",
+        }
+    }
+
+    /// `config` as this run needs it: micro runs turn `compression.micro_compact` on and run
+    /// every turn (the command line's micro mode is micro whatever the file says).
+    pub fn configure(self, config: &mut Config) {
+        if let OneShot::Micro { .. } = self {
+            config.compression.micro_compact = true;
+            config.compression.micro_compact_every_n_turns = 1;
+        }
+    }
+}
+
+/// What a one-shot run did. Counts only, never content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OneShotReport {
+    /// `batch`, `prune` or `micro`.
+    pub mode: &'static str,
+    /// The last outcome: a batch outcome (`summarized`, `pruned`, `not_needed`,
+    /// `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for a prune pass with
+    /// nothing to shorten, or a micro outcome (`absorbed`, `progressed`, `noop`, `gated`,
+    /// `summarize_failed`, `store_failed`, ...), `disabled` when micro compaction is off.
+    pub outcome: &'static str,
+    /// Why the run failed, when it did. A failed run left the transcript as it was after its
+    /// last successful pass (and, with a store, committed exactly those passes).
+    pub failure: Option<Failure>,
+    /// Passes that changed the transcript.
+    pub passes: u32,
+    /// Messages before the run.
+    pub messages_before: usize,
+    /// Messages after.
+    pub messages_after: usize,
+    /// Tokens before the run (estimated).
+    pub tokens_before: u64,
+    /// Tokens after.
+    pub tokens_after: u64,
+    /// The compaction threshold in tokens.
+    pub threshold_tokens: u64,
+    /// The first message index any pass rewrote.
+    pub earliest_changed_index: Option<usize>,
+    /// Tool outputs in the protected tail demoted as a last resort (batch only).
+    pub demoted_tail_outputs: usize,
+    /// Whether the extractive fallback wrote a summary.
+    pub fallback_used: bool,
+    /// Wall time of the run.
+    pub duration: Duration,
+}
+
+impl OneShotReport {
+    fn start(mode: OneShot, t: &Transcript, threshold_tokens: u64) -> OneShotReport {
+        OneShotReport {
+            mode: mode.as_str(),
+            outcome: "not_needed",
+            failure: None,
+            passes: 0,
+            messages_before: t.len(),
+            messages_after: t.len(),
+            tokens_before: t.current_tokens(),
+            tokens_after: t.current_tokens(),
+            threshold_tokens,
+            earliest_changed_index: None,
+            demoted_tail_outputs: 0,
+            fallback_used: false,
+            duration: Duration::ZERO,
+        }
+    }
+
+    /// Whether a pass failed (summarizer, store or plan), so the run did not do what was
+    /// asked.
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
+    }
+
+    /// Whether the result is still at or over the compaction threshold.
+    pub fn over_threshold(&self) -> bool {
+        self.tokens_after >= self.threshold_tokens
+    }
+
+    fn changed_at(&mut self, index: Option<usize>) {
+        if let Some(i) = index {
+            self.earliest_changed_index = Some(self.earliest_changed_index.map_or(i, |e| e.min(i)));
+        }
+    }
+
+    fn end(mut self, t: &Transcript, started: Instant) -> OneShotReport {
+        self.messages_after = t.len();
+        self.tokens_after = t.current_tokens();
+        self.duration = started.elapsed();
+        self
+    }
+}
+
+#[cfg(feature = "store")]
+impl crate::compressor::Persistence {
+    /// Opens stored session `session` for compaction: its active messages (row ids stamped)
+    /// and the persistence naming the generation they reflect, to give the compressor with
+    /// [`Compressor::with_store`].
+    pub async fn load(
+        store: std::sync::Arc<dyn compaction_store::TranscriptStore>,
+        session: &str,
+    ) -> Result<
+        (
+            crate::compressor::Persistence,
+            Vec<compaction_core::Message>,
+        ),
+        compaction_store::StoreError,
+    > {
+        let messages = store.load_active(session).await?;
+        let generation = store.generation(session).await?;
+        let persistence = crate::compressor::Persistence {
+            store,
+            session: session.to_owned(),
+            generation,
+        };
+        Ok((persistence, messages))
+    }
+}
+
+impl Compressor {
+    /// One forced prune-only pass: old tool outputs and long arguments shortened, no
+    /// summarizer. Committed (with a store), applied and reported like any batch pass
+    /// (trigger `Manual`, outcome `Pruned` or why not).
+    pub async fn prune_only(&mut self, t: &mut Transcript) -> BatchReport {
+        self.rt.prune_only_once = true;
+        let report = self.compress(t, None).await;
+        self.rt.prune_only_once = false;
+        report
+    }
+
+    /// Micro passes as the agent-loop micro policy makes them, at most `max_passes` that
+    /// change the transcript. The transcript is replayed as an agent lives it: before each
+    /// user message that ends a turn, [`finalize_turn`](Self::finalize_turn) (the oldest whole
+    /// exchange of the middle into the rolling summary); before each assistant message that
+    /// follows a tool round, [`after_tool_round`](Self::after_tool_round) (the oldest tool
+    /// group of a long current turn into its progress marker). Then passes go on over the
+    /// whole transcript until nothing is absorbable. The first failed pass ends the passes
+    /// (the rest of the transcript is appended unchanged) and the report names it. Needs
+    /// `compression.micro_compact` (see [`OneShot::configure`]).
+    pub async fn micro_run(
+        &mut self,
+        t: &mut Transcript,
+        max_passes: Option<u32>,
+    ) -> OneShotReport {
+        let started = Instant::now();
+        let mut report =
+            OneShotReport::start(OneShot::Micro { max_passes }, t, self.threshold_tokens());
+        if !self.config().compression.micro_compact {
+            report.outcome = "disabled";
+            return report.end(t, started);
+        }
+        report.outcome = "noop";
+        // Without a limit, stop at the latest when every message could have been absorbed.
+        let limit = max_passes
+            .unwrap_or(u32::MAX)
+            .min((t.len() as u32).saturating_mul(2).saturating_add(4));
+        let messages =
+            std::mem::replace(t, Transcript::new(Vec::new(), self.counter())).into_messages();
+        let mut in_turn = false;
+        let mut going = limit > 0;
+        for m in messages {
+            let moment = if m.is_user() {
+                std::mem::replace(&mut in_turn, true).then_some(false)
+            } else if m.is_assistant() && t.messages().last().is_some_and(|l| l.is_tool()) {
+                Some(true)
+            } else {
+                None
+            };
+            if going && let Some(in_turn) = moment {
+                going = self
+                    .micro_step(t, in_turn, limit, &mut report)
+                    .await
+                    .is_some();
+            }
+            t.push(m, self.counter());
+        }
+        // What the next turns of an agent loop would still absorb.
+        let mut rounds = 0u32;
+        while going && rounds < limit.saturating_mul(2) {
+            rounds += 1;
+            let mut again = false;
+            for in_turn in [false, true] {
+                match self.micro_step(t, in_turn, limit, &mut report).await {
+                    None => going = false,
+                    Some(true) => again = true,
+                    Some(false) => continue,
+                }
+                break;
+            }
+            going &= again;
+        }
+        report.end(t, started)
+    }
+
+    /// One due micro hook: `None` when passes must stop (a failure, or the limit reached),
+    /// else whether the run should go on trying (`false`: nothing absorbable here).
+    async fn micro_step(
+        &mut self,
+        t: &mut Transcript,
+        in_turn: bool,
+        limit: u32,
+        report: &mut OneShotReport,
+    ) -> Option<bool> {
+        let Some(r) = self.micro_due(t, in_turn).await else {
+            return Some(false);
+        };
+        if r.failure.is_some() {
+            report.outcome = r.outcome.as_str();
+            report.failure = r.failure;
+            return None;
+        }
+        if r.earliest_changed_index.is_some() {
+            report.outcome = r.outcome.as_str();
+            report.passes += 1;
+            report.changed_at(r.earliest_changed_index);
+            return (report.passes < limit).then_some(true);
+        }
+        if report.passes == 0 {
+            report.outcome = r.outcome.as_str();
+        }
+        // A skipped exchange or a rejected defrag: the next attempt moves on.
+        Some(!matches!(
+            r.outcome,
+            MicroOutcomeKind::Noop | MicroOutcomeKind::Gated
+        ))
+    }
+
+    /// Runs the hook once it is due (the cadence counter advances on every call).
+    async fn micro_due(&mut self, t: &mut Transcript, in_turn: bool) -> Option<MicroReport> {
+        for _ in 0..self.config().micro_every_n_turns() {
+            let r = if in_turn {
+                self.after_tool_round(t).await
+            } else {
+                self.finalize_turn(t).await
+            };
+            if r.is_some() {
+                return r;
+            }
+        }
+        None
+    }
+
+    /// One one-shot run of `mode` over `t` (see the [module](self) documentation). The
+    /// compressor must have been configured with [`OneShot::configure`] for micro runs.
+    pub async fn one_shot(&mut self, t: &mut Transcript, mode: OneShot) -> OneShotReport {
+        let started = Instant::now();
+        let mut report = OneShotReport::start(mode, t, self.threshold_tokens());
+        let r = match mode {
+            OneShot::Micro { max_passes } => return self.micro_run(t, max_passes).await,
+            OneShot::Batch => self.compress(t, None).await,
+            OneShot::Prune => self.prune_only(t).await,
+        };
+        report.outcome = match (mode, r.outcome) {
+            (OneShot::Prune, Outcome::NotNeeded) => "nothing_to_prune",
+            (_, o) => o.as_str(),
+        };
+        report.failure = r.failure;
+        if r.outcome == Outcome::Failed && report.failure.is_none() {
+            report.failure = Some(Failure::Plan);
+        }
+        if matches!(r.outcome, Outcome::Summarized | Outcome::Pruned) {
+            report.passes = 1;
+        }
+        report.changed_at(r.earliest_changed_index);
+        report.demoted_tail_outputs = r.demoted_tail_outputs;
+        report.fallback_used = r.fallback_used;
+        report.end(t, started)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use compaction_core::{Estimator, Message, ToolCall, marker};
+    use compaction_llm::ExtractiveSummarizer;
+
+    use super::*;
+
+    fn session(turns: usize, output_chars: usize) -> Vec<Message> {
+        let mut msgs = vec![Message::system("You are a coding agent.")];
+        for i in 0..turns {
+            let id = format!("call_{i}");
+            msgs.push(Message::user(format!("request {i}: run the tests")));
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(&id, "shell", "{\"cmd\":\"cargo test\"}")],
+            ));
+            msgs.push(Message::tool_result(&id, "ok\n".repeat(output_chars / 3)));
+            msgs.push(Message::assistant(format!("request {i} done")));
+        }
+        msgs
+    }
+
+    /// One user message, then `rounds` tool rounds: a long single turn.
+    fn single_turn(rounds: usize) -> Vec<Message> {
+        let mut msgs = vec![
+            Message::system("You are a coding agent."),
+            Message::user("fix every failing test"),
+        ];
+        for i in 0..rounds {
+            let id = format!("call_{i}");
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(&id, "shell", "{\"cmd\":\"cargo test\"}")],
+            ));
+            msgs.push(Message::tool_result(&id, format!("run {i}\n").repeat(400)));
+        }
+        msgs.push(Message::assistant("all green"));
+        msgs
+    }
+
+    fn compressor(mode: OneShot) -> Compressor {
+        let mut config = Config::default();
+        config.model.context_length = 16_000;
+        mode.configure(&mut config);
+        Compressor::new(
+            config,
+            Arc::new(ExtractiveSummarizer::default()),
+            Arc::new(Estimator::default()),
+            "oneshot",
+        )
+    }
+
+    fn run(c: &mut Compressor, t: &mut Transcript, mode: OneShot) -> OneShotReport {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(c.one_shot(t, mode))
+    }
+
+    #[test]
+    fn prune_only_never_summarizes_and_then_finds_nothing() {
+        let mut c = compressor(OneShot::Prune);
+        let mut t = c.transcript(session(30, 6_000));
+        let r = run(&mut c, &mut t, OneShot::Prune);
+        assert_eq!((r.outcome, r.passes), ("pruned", 1), "{r:?}");
+        assert!(r.tokens_after < r.tokens_before);
+        assert!(t.messages().iter().all(|m| marker::classify(m).is_none()));
+        let again = run(&mut c, &mut t, OneShot::Prune);
+        assert_eq!((again.outcome, again.passes), ("nothing_to_prune", 0));
+    }
+
+    #[test]
+    fn micro_absorbs_inside_a_long_single_turn() {
+        let mode = OneShot::Micro { max_passes: None };
+        let mut c = compressor(mode);
+        let mut t = c.transcript(single_turn(60));
+        let r = run(&mut c, &mut t, mode);
+        assert!(r.passes > 0, "{r:?}");
+        assert!(r.tokens_after < r.tokens_before, "{r:?}");
+        assert!(
+            t.messages()
+                .iter()
+                .any(|m| marker::classify(m) == Some(compaction_core::MarkerKind::Progress))
+        );
+        assert!(!r.failed());
+    }
+
+    #[test]
+    fn micro_respects_the_pass_limit_and_says_when_still_over() {
+        let mode = OneShot::Micro {
+            max_passes: Some(1),
+        };
+        let mut c = compressor(mode);
+        let mut t = c.transcript(single_turn(120));
+        let r = run(&mut c, &mut t, mode);
+        assert_eq!(r.passes, 1, "{r:?}");
+        assert!(r.over_threshold(), "{r:?}");
+    }
+
+    #[test]
+    fn micro_without_the_switch_is_disabled() {
+        let mut c = compressor(OneShot::Batch);
+        let mut t = c.transcript(session(30, 6_000));
+        let r = run(&mut c, &mut t, OneShot::Micro { max_passes: None });
+        assert_eq!((r.outcome, r.passes), ("disabled", 0));
+    }
+}

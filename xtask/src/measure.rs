@@ -1,0 +1,321 @@
+//! `cargo xtask measure`: lines per crate, the largest files, and the import cycles between
+//! the top-level modules of each crate.
+//!
+//! A module is a file under `src/` (`src/a.rs` and `src/a/b.rs` both count as module `a`;
+//! `lib.rs` and `main.rs` are the crate root, not a module). Module `a` imports module `b` when
+//! the non-test code of `a` (everything before its first `#[cfg(test)]`) names a path
+//! `crate::b…`, or `crate::X` where the root re-exports `X` from `b` (`pub use b::{X, …}`).
+//! Comment lines are skipped. Cycles are the strongly connected components of more than one
+//! module (Tarjan). Text-based on purpose: no parser dependency, and `use` paths are regular
+//! enough that the count is reproducible.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Prints the three measurements for the workspace at `root`.
+pub fn measure(root: &Path) -> Result<(), String> {
+    let crates = crate_dirs(root)?;
+    println!("lines per crate (src / tests+benches+examples):");
+    let mut all_files: Vec<(usize, PathBuf)> = Vec::new();
+    let (mut total_src, mut total_rest) = (0, 0);
+    for (name, dir) in &crates {
+        let mut src = 0;
+        let mut rest = 0;
+        for sub in ["src", "tests", "benches", "examples"] {
+            for f in rust_files(&dir.join(sub)) {
+                let n = line_count(&f)?;
+                if sub == "src" {
+                    src += n;
+                } else {
+                    rest += n;
+                }
+                all_files.push((n, f.strip_prefix(root).unwrap_or(&f).to_path_buf()));
+            }
+        }
+        total_src += src;
+        total_rest += rest;
+        println!("  {name:<28} {src:>6} / {rest:>6}");
+    }
+    println!("  {:<28} {total_src:>6} / {total_rest:>6}", "total");
+    all_files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    println!("largest files:");
+    for (n, f) in all_files.iter().take(10) {
+        println!("  {n:>6} {}", f.display());
+    }
+    println!("import cycles between modules (strongly connected components):");
+    let mut cycles = 0;
+    for (name, dir) in &crates {
+        let graph = module_graph(&dir.join("src"))?;
+        for scc in sccs(&graph).into_iter().filter(|c| c.len() > 1) {
+            cycles += 1;
+            println!("  {name}: {}", scc.join(" <-> "));
+        }
+    }
+    println!("  {cycles} cycle(s)");
+    Ok(())
+}
+
+/// `(package name, directory)` of every workspace crate: `crates/*`, `xtask` and the root.
+fn crate_dirs(root: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut out = vec![(package_name(root)?, root.to_path_buf())];
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root.join("crates"))
+        .map_err(|e| format!("measure: crates/: {e}"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("Cargo.toml").is_file())
+        .collect();
+    dirs.push(root.join("xtask"));
+    dirs.sort();
+    for d in dirs {
+        out.push((package_name(&d)?, d));
+    }
+    Ok(out)
+}
+
+fn package_name(dir: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(dir.join("Cargo.toml"))
+        .map_err(|e| format!("measure: {}: {e}", dir.display()))?;
+    Ok(text
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == "name").then(|| v.trim().trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| dir.display().to_string()))
+}
+
+/// Every `.rs` file under `dir`, recursively, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(rust_files(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+fn line_count(f: &Path) -> Result<usize, String> {
+    std::fs::read_to_string(f)
+        .map(|t| t.lines().count())
+        .map_err(|e| format!("measure: {}: {e}", f.display()))
+}
+
+/// Top-level module name -> the modules its non-test code names through `crate::`.
+fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+    let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    let mut roots = Vec::new();
+    for f in rust_files(src) {
+        let rel = f.strip_prefix(src).unwrap_or(&f);
+        let first = rel
+            .components()
+            .next()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match first.as_str() {
+            "lib.rs" | "main.rs" => roots.push(f.clone()),
+            _ if rel.components().count() == 1 => {
+                let name = first.trim_end_matches(".rs").to_owned();
+                modules.entry(name).or_default().push(f.clone());
+            }
+            // A file in a subdirectory (`a/b.rs`, `a/mod.rs`) belongs to module `a`; binaries
+            // under `src/bin` are their own roots.
+            "bin" => {}
+            _ => modules.entry(first).or_default().push(f.clone()),
+        }
+    }
+    // Names the crate root re-exports, and the module each comes from.
+    let mut reexports: BTreeMap<String, String> = BTreeMap::new();
+    for r in &roots {
+        let text = std::fs::read_to_string(r).map_err(|e| format!("measure: {e}"))?;
+        for stmt in code(&text).split(';') {
+            let stmt = stmt.trim();
+            let Some(path) = stmt.rsplit_once("pub use ").map(|(_, p)| p) else {
+                continue;
+            };
+            let path = path
+                .trim_start_matches("crate::")
+                .trim_start_matches("self::");
+            let Some((module, names)) = path.split_once("::") else {
+                continue;
+            };
+            if !modules.contains_key(module) {
+                continue;
+            }
+            for name in names.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                if !name.is_empty() && name != "self" {
+                    reexports.insert(name.to_owned(), module.to_owned());
+                }
+            }
+        }
+    }
+    let mut graph = BTreeMap::new();
+    for (name, files) in &modules {
+        let mut deps = BTreeSet::new();
+        for f in files {
+            let text = std::fs::read_to_string(f).map_err(|e| format!("measure: {e}"))?;
+            let text = code(&text);
+            for (i, _) in text.match_indices("crate::") {
+                // `$crate::` in a macro is the crate root too; `foo_crate::` is another crate.
+                let before = text[..i].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+                    continue;
+                }
+                for target in crate_path_targets(&text[i + "crate::".len()..]) {
+                    let module = if modules.contains_key(&target) {
+                        Some(target)
+                    } else {
+                        reexports.get(&target).cloned()
+                    };
+                    if let Some(m) = module.filter(|m| m != name) {
+                        deps.insert(m);
+                    }
+                }
+            }
+        }
+        graph.insert(name.clone(), deps);
+    }
+    Ok(graph)
+}
+
+/// The first segment of a path after `crate::`, or each first segment of a `{a, b::c}` group.
+fn crate_path_targets(rest: &str) -> Vec<String> {
+    let ident = |s: &str| -> String {
+        s.trim_start()
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    if let Some(group) = rest.strip_prefix('{') {
+        let end = group.find('}').unwrap_or(group.len());
+        let mut depth = 0;
+        let mut out = Vec::new();
+        let mut start = 0;
+        for (i, c) in group[..end].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.push(ident(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        out.push(ident(&group[start..end]));
+        out.retain(|s| !s.is_empty());
+        out
+    } else {
+        vec![ident(rest)]
+    }
+}
+
+/// The text before the first `#[cfg(test)]`, without comment lines.
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or("");
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Tarjan's strongly connected components, each sorted, in a stable order.
+fn sccs(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        next: usize,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        s.index.insert(v, s.next);
+        s.low.insert(v, s.next);
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        let graph = s.graph;
+        for w in graph.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !graph.contains_key(w) {
+                continue;
+            }
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let lw = s.low[w];
+                let lv = s.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(lw);
+            } else if s.on_stack.contains(w) {
+                let iw = s.index[w];
+                let lv = s.low.get_mut(v).expect("visited");
+                *lv = (*lv).min(iw);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut comp = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                comp.push(w.to_owned());
+                if w == v {
+                    break;
+                }
+            }
+            comp.sort();
+            s.out.push(comp);
+        }
+    }
+    let mut s = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !s.index.contains_key(v.as_str()) {
+            visit(&mut s, v);
+        }
+    }
+    s.out.sort();
+    s.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_a_cycle_and_ignores_a_chain() {
+        let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut edge = |a: &str, b: &str| {
+            g.entry(a.into()).or_default().insert(b.into());
+            g.entry(b.into()).or_default();
+        };
+        edge("a", "b");
+        edge("b", "c");
+        edge("c", "a");
+        edge("c", "d");
+        edge("e", "d");
+        let cycles: Vec<_> = sccs(&g).into_iter().filter(|c| c.len() > 1).collect();
+        assert_eq!(cycles, vec![vec!["a", "b", "c"]]);
+    }
+
+    #[test]
+    fn paths_and_groups() {
+        assert_eq!(crate_path_targets("report::InputStats;"), vec!["report"]);
+        assert_eq!(
+            crate_path_targets("{error::Result, scan::{self, Record}};"),
+            vec!["error", "scan"]
+        );
+    }
+}
