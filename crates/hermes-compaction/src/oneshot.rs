@@ -60,8 +60,9 @@ pub struct OneShotReport {
     pub mode: &'static str,
     /// The last outcome: a batch outcome (`summarized`, `pruned`, `not_needed`,
     /// `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for a prune pass with
-    /// nothing to shorten, or a micro outcome (`absorbed`, `progressed`, `noop`, `gated`,
-    /// `summarize_failed`, `store_failed`, ...), `disabled` when micro compaction is off.
+    /// nothing to shorten, or a micro outcome (`absorbed`, in-turn absorption included,
+    /// `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
+    /// compaction is off.
     pub outcome: &'static str,
     /// Why the run failed, when it did. A failed run left the transcript as it was after its
     /// last successful pass (and, with a store, committed exactly those passes).
