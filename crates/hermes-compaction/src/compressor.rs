@@ -124,7 +124,7 @@ impl Compressor {
     ) -> Compressor {
         let settings = Settings {
             batch: batch_config(&config),
-            micro: crate::micro::micro_config(&config),
+            micro: micro_config(&config),
             micro_every_n_turns: config.micro_every_n_turns(),
             threshold: config.window().threshold_tokens(),
             config: Arc::new(config),
@@ -761,6 +761,20 @@ pub(crate) struct MicroRuntime {
     pub(crate) rounds: u64,
     pub(crate) passes_total: u64,
     pub(crate) tokens_saved_total: i64,
+}
+
+/// Core micro configuration from the facade configuration.
+pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
+    let c = &config.compression;
+    compaction_core::micro::MicroConfig {
+        regions: config.regions(),
+        material: Default::default(),
+        defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
+        max_consecutive_failures: c.micro_compact_max_consecutive_failures,
+        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
+        strict_alternation: c.strict_alternation,
+        defrag_max_ratio: 0.5,
+    }
 }
 
 /// Core batch configuration from the facade configuration.

@@ -9,27 +9,13 @@
 
 use std::time::{Duration, Instant};
 
-use compaction_core::micro::{self, MicroConfig, MicroStep};
+use compaction_core::micro::{self, MicroStep};
 use compaction_core::{MarkerKind, Transcript};
 use compaction_llm::{SummaryKind, SummaryRequest};
 
+pub use crate::compressor::micro_config;
 use crate::compressor::{Compressor, Failure};
-use crate::config::Config;
 pub use crate::report::{MicroOutcomeKind, MicroReport};
-
-/// Core micro configuration from the facade configuration.
-pub fn micro_config(config: &Config) -> MicroConfig {
-    let c = &config.compression;
-    MicroConfig {
-        regions: config.regions(),
-        material: Default::default(),
-        defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
-        max_consecutive_failures: c.micro_compact_max_consecutive_failures,
-        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
-        strict_alternation: c.strict_alternation,
-        defrag_max_ratio: 0.5,
-    }
-}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hook {
