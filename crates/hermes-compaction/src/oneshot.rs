@@ -67,6 +67,8 @@ pub struct OneShotReport {
     /// Why the run failed, when it did. A failed run left the transcript as it was after its
     /// last successful pass (and, with a store, committed exactly those passes).
     pub failure: Option<Failure>,
+    /// The store error's message when the store failed (content-free).
+    pub failure_cause: Option<String>,
     /// Passes that changed the transcript.
     pub passes: u32,
     /// Messages before the run.
@@ -95,6 +97,7 @@ impl OneShotReport {
             mode: mode.as_str(),
             outcome: "not_needed",
             failure: None,
+            failure_cause: None,
             passes: 0,
             messages_before: t.len(),
             messages_after: t.len(),
@@ -249,6 +252,7 @@ impl Compressor {
         if r.failure.is_some() {
             report.outcome = r.outcome.as_str();
             report.failure = r.failure;
+            report.failure_cause = r.failure_cause;
             return None;
         }
         if r.earliest_changed_index.is_some() {
@@ -297,6 +301,7 @@ impl Compressor {
             (_, o) => o.as_str(),
         };
         report.failure = r.failure;
+        report.failure_cause = r.failure_cause;
         if r.outcome == Outcome::Failed && report.failure.is_none() {
             report.failure = Some(Failure::Plan);
         }

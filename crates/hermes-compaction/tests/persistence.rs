@@ -324,3 +324,18 @@ fn a_law_check_taken_before_a_flush_holds() {
         assert!(v.is_empty(), "{v:?}");
     });
 }
+
+#[test]
+fn a_one_shot_run_keeps_the_store_failure_cause() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut t = c.transcript(tool_session(120, 100));
+        store.inject_fault(FaultPoint::AfterArchive);
+        let r = c.one_shot(&mut t, hermes_compaction::OneShot::Batch).await;
+        assert!(r.failed());
+        assert_eq!(r.failure, Some(Failure::Store));
+        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+    });
+}
