@@ -7,6 +7,7 @@
 
 use std::process::{Command, ExitCode};
 
+mod features;
 mod measure;
 
 /// Crates that must never appear in compaction-core's normal dependency tree.
@@ -20,12 +21,14 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("layering") => layering(),
+        Some("features") => features::check(),
         Some("test") => test(),
         Some("measure") => measure::measure(&workspace_root()),
         _ => {
-            eprintln!("usage: cargo xtask <ci|layering|test|measure>");
+            eprintln!("usage: cargo xtask <ci|layering|features|test|measure>");
             eprintln!("  ci        fmt check, clippy -D warnings, layering, tests, docs");
             eprintln!("  layering  the dependency-direction checks alone");
+            eprintln!("  features  what each feature set must and must not compile");
             eprintln!("  test      the tests alone");
             eprintln!("  measure   lines per crate, largest files, import cycles inside crates");
             return ExitCode::from(2);
@@ -67,6 +70,7 @@ fn ci_steps() -> Result<TestSummary, String> {
     )?;
     layering()?;
     config_keys()?;
+    features::check()?;
     let summary = run_tests()?;
     // The agent-loop example asserts what it shows (no request over the window, the store
     // holds the transcript): run it, not only build it.

@@ -183,6 +183,35 @@ pub enum PlanError {
 }
 
 /// Plans a batch pass.
+///
+/// Run the summarizer for each [`SummaryJob`], then [`assemble`] the edit:
+///
+/// ```
+/// use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
+/// use compaction_core::{Estimator, Message, Transcript};
+///
+/// let counter = Estimator::default();
+/// let mut msgs = vec![Message::system("You are a coding agent.")];
+/// for i in 0..40 {
+///     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(60))));
+///     msgs.push(Message::assistant(format!("answer {i}: {}", "done ".repeat(60))));
+/// }
+/// let t = Transcript::new(msgs, &counter);
+/// let cfg = BatchConfig::default();
+/// let plan = batch::plan_batch(&t, 6_000, &cfg, &BatchRequest::default(), &counter);
+/// let BatchStep::Summarize(jobs) = &plan.step else {
+///     panic!("over the threshold with nothing to prune: {:?}", plan.step);
+/// };
+/// // Your summarizer turns each job's (redacted) material into a summary body.
+/// let summaries: Vec<String> = jobs
+///     .iter()
+///     .map(|j| format!("## Goal\n- {} messages summarized", j.range.len()))
+///     .collect();
+/// let edit = batch::assemble(&t, &plan, &summaries, &cfg).unwrap();
+/// let after = edit.apply(t.messages()).unwrap();
+/// assert!(after.len() < t.len());
+/// assert_eq!(after[0], t.messages()[0]); // the head is untouched
+/// ```
 pub fn plan_batch(
     t: &Transcript,
     threshold_tokens: u64,

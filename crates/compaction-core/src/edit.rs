@@ -47,6 +47,33 @@ pub enum EditError {
 
 /// A list of non-overlapping splices in ascending order.
 #[derive(Clone, Debug, Default, PartialEq)]
+///
+/// ```
+/// use compaction_core::{Edit, Estimator, Message, Transcript};
+///
+/// let counter = Estimator::default();
+/// let msgs = vec![
+///     Message::system("sys"),
+///     Message::user("old question"),
+///     Message::assistant("old answer"),
+///     Message::user("new question"),
+/// ];
+/// let edit = Edit::single(1..3, vec![Message::user("[summary] asked and answered")]);
+/// assert_eq!(edit.earliest_changed_index(), Some(1)); // where the prompt cache breaks
+/// assert_eq!(edit.net_removed(), 1);
+///
+/// // Pure: a new list, the old one untouched...
+/// let after = edit.apply(&msgs).unwrap();
+/// assert_eq!(after.len(), 3);
+/// // ...or in place on a transcript, keeping its token counts current.
+/// let mut t = Transcript::new(msgs, &counter);
+/// edit.clone().apply_to(&mut t, &counter).unwrap();
+/// assert_eq!(t.messages(), &after[..]);
+/// assert_eq!(t.estimated_total(), Transcript::new(after, &counter).estimated_total());
+///
+/// // An edit past the end is refused.
+/// assert!(Edit::single(2..9, vec![]).apply(t.messages()).is_err());
+/// ```
 pub struct Edit {
     /// The splices.
     pub splices: Vec<Splice>,

@@ -490,6 +490,28 @@ impl fmt::Display for Violation {
 /// Checks a pass against the laws this module decides (see the [module docs](self)).
 ///
 /// `counter` is used only for law 8, when [`LawOptions::expect_progress`] is set.
+///
+/// ```
+/// use compaction_core::laws::{self, Pass, PassKind, Protected};
+/// use compaction_core::{Edit, Estimator, Message};
+///
+/// let before = vec![
+///     Message::system("sys"),
+///     Message::user("first request"),
+///     Message::assistant("first answer"),
+///     Message::user("second request"),
+///     Message::assistant("second answer"),
+///     Message::user("third request"),
+///     Message::assistant("third answer"),
+/// ];
+/// // A correct batch pass: the middle (2..5) replaced by one summary, head and tail untouched.
+/// let after = Edit::single(2..5, vec![Message::assistant("[summary] two requests answered")])
+///     .apply(&before)
+///     .unwrap();
+/// let pass = Pass::new(PassKind::Batch, Protected { head: 2, tail: 2, pinned: None });
+/// let violations = laws::check(&before, &after, &pass, &Estimator::default());
+/// assert!(violations.is_empty(), "{violations:?}");
+/// ```
 pub fn check(
     before: &[Message],
     after: &[Message],

@@ -68,6 +68,7 @@
 //! });
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod batch;
 pub mod cache;
@@ -78,6 +79,7 @@ pub mod laws;
 pub mod marker;
 pub mod material;
 pub mod message;
+pub mod message_serde;
 pub mod micro;
 pub mod parse;
 pub mod prune;

@@ -328,6 +328,30 @@ enum Slot {
 /// The fields live behind one shared pointer, so a message is a single word: splicing a
 /// transcript moves words, not bodies, and a clone shares the body until one side writes.
 #[derive(Clone)]
+///
+/// ```
+/// use compaction_core::{Message, Role};
+///
+/// // Parsed fields are typed; unknown fields keep their bytes and position.
+/// let line = r#"{"role":"user","ts":1700000000,"content":"fix the build"}"#;
+/// let mut m = Message::from_json(line).unwrap();
+/// assert_eq!(m.role(), &Role::User);
+/// assert_eq!(m.text(), "fix the build");
+/// assert_eq!(m.to_wire_json(), line); // byte-identical while unmodified
+/// assert!(m.is_pristine());
+///
+/// // Library metadata is kept apart: written to transcripts, never sent to a model.
+/// m.meta_mut().row_id = Some(7);
+/// assert_eq!(m.to_wire_json(), line);
+/// assert!(m.to_json().ends_with(r#""_hermes":{"row_id":7}}"#));
+///
+/// // Edits keep the key order and the unknown fields.
+/// m.set_text("fix the build, then run the tests");
+/// assert_eq!(
+///     m.to_wire_json(),
+///     r#"{"role":"user","ts":1700000000,"content":"fix the build, then run the tests"}"#
+/// );
+/// ```
 pub struct Message {
     b: Arc<Body>,
 }

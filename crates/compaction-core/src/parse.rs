@@ -66,6 +66,23 @@ pub enum Format {
 }
 
 /// Parses a transcript, detecting JSONL or a JSON array from the first non-blank byte.
+///
+/// ```
+/// use compaction_core::parse::{self, Format, Location};
+///
+/// let jsonl = b"{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"assistant\",\"content\":\"hello\"}\n";
+/// let (msgs, format) = parse::parse_transcript(jsonl).unwrap();
+/// assert_eq!((msgs.len(), format), (2, Format::Jsonl));
+/// assert_eq!(parse::to_jsonl(&msgs).as_bytes(), jsonl);
+///
+/// let array = br#"[{"role":"user","content":"hi"}]"#;
+/// assert_eq!(parse::parse_transcript(array).unwrap().1, Format::JsonArray);
+///
+/// // Errors say where, never what the message said.
+/// let err = parse::parse_transcript(b"{\"role\":\"user\"}\n{\"content\":\"secret\"}\n").unwrap_err();
+/// assert_eq!(err.location, Location::Line(2));
+/// assert!(!err.to_string().contains("secret"));
+/// ```
 pub fn parse_transcript(bytes: &[u8]) -> Result<(Vec<Message>, Format), ParseError> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();

@@ -67,6 +67,26 @@ pub struct PrunePlan {
 
 /// Plans pruning of `ranges` (ascending, disjoint; typically the middle and the older part of
 /// a long turn).
+///
+/// ```
+/// use compaction_core::prune::{self, PruneConfig};
+/// use compaction_core::{Estimator, Message, ToolCall, Transcript};
+///
+/// let counter = Estimator::default();
+/// let msgs = vec![
+///     Message::user("run the tests"),
+///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#)]),
+///     Message::tool_result("c1", "test result: ok. 120 passed\n".repeat(200)),
+///     Message::assistant("all green"),
+/// ];
+/// let t = Transcript::new(msgs, &counter);
+/// let plan = prune::plan_prune(&t, &[0..t.len()], &PruneConfig::default(), &counter);
+/// assert_eq!(plan.summarized_outputs, 1); // the long output became one informative line
+/// assert!(plan.reclaimed_tokens > 0);
+/// let after = plan.edit.apply(t.messages()).unwrap();
+/// assert_eq!(after.len(), t.len()); // one-for-one: the tool pairing is kept
+/// assert_eq!(after[2].tool_call_id(), Some("c1"));
+/// ```
 pub fn plan_prune(
     t: &Transcript,
     ranges: &[Range<usize>],

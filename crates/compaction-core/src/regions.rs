@@ -142,6 +142,25 @@ impl Regions {
 ///
 /// `compacted` says whether the session has been compacted before; head protection then
 /// decays to the system prompt alone.
+///
+/// ```
+/// use compaction_core::regions::{self, RegionConfig};
+/// use compaction_core::{Estimator, Message, Transcript};
+///
+/// let mut msgs = vec![Message::system("You are a coding agent.")];
+/// for i in 0..40 {
+///     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(50))));
+///     msgs.push(Message::assistant(format!("answer {i}: {}", "done ".repeat(50))));
+/// }
+/// let t = Transcript::new(msgs, &Estimator::default());
+/// let r = regions::partition(&t, 4_000, &RegionConfig::default(), false);
+/// // Consecutive ranges covering the transcript: the system prompt and opening stay, the
+/// // recent tail stays, the middle is what a pass may rewrite.
+/// assert_eq!(r.head.start, 0);
+/// assert_eq!(r.head.end, r.middle.start);
+/// assert!(!r.middle.is_empty());
+/// assert_eq!(r.tail.end, t.len());
+/// ```
 pub fn partition(
     t: &Transcript,
     threshold_tokens: u64,

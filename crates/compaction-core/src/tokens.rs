@@ -9,6 +9,31 @@
 use crate::message::{Content, Message};
 
 /// Counts tokens. Implement it to bring an exact tokenizer for your model.
+///
+/// A counter for a model whose tokenizer you hold (here: one token per whitespace-separated
+/// word, images at 1,000):
+///
+/// ```
+/// use compaction_core::{Message, TokenCounter, Transcript};
+///
+/// struct Words;
+///
+/// impl TokenCounter for Words {
+///     fn count_text(&self, text: &str) -> u64 {
+///         text.split_whitespace().count() as u64
+///     }
+///     fn image_tokens(&self) -> u64 {
+///         1_000
+///     }
+/// }
+///
+/// let m = Message::user("three small words");
+/// assert_eq!(Words.count_text(&m.text()), 3);
+/// // count_message adds the envelope overhead.
+/// assert!(Words.count_message(&m) > 3);
+/// let t = Transcript::new(vec![m], &Words);
+/// assert_eq!(t.estimated_total(), Words.count_message(&t.messages()[0]));
+/// ```
 pub trait TokenCounter: Send + Sync {
     /// Tokens in a piece of text.
     fn count_text(&self, text: &str) -> u64;

@@ -20,6 +20,27 @@ use crate::tokens::TokenCounter;
 /// a micro pass that replaces an exchange just after the head costs the size of the head and
 /// the exchange, not the length of the transcript, and appends stay O(1).
 #[derive(Clone, Debug)]
+///
+/// ```
+/// use compaction_core::{Estimator, Message, Transcript};
+///
+/// let counter = Estimator::default();
+/// let mut t = Transcript::new(
+///     vec![Message::system("You are terse."), Message::user("hi")],
+///     &counter,
+/// );
+/// let before = t.current_tokens();
+/// t.push(Message::assistant("hello"), &counter);
+/// assert_eq!(t.len(), 3);
+/// assert!(t.current_tokens() > before);
+/// assert_eq!(t.tokens_in(0..3), t.estimated_total());
+///
+/// // The provider reported 900 prompt tokens for the first 3 messages: the current size is that
+/// // figure plus an estimate of what was appended since.
+/// t.calibrate(900, 3);
+/// t.push(Message::user("thanks"), &counter);
+/// assert_eq!(t.current_tokens(), 900 + t.tokens_of(3));
+/// ```
 pub struct Transcript {
     messages: DeVec<Message>,
     /// Prefix sums with an offset: tokens of `messages[..i]` = `keys[i] + base`, and

@@ -6,6 +6,7 @@ mod fixtures;
 mod fuzz;
 mod laws;
 mod markers;
+mod message_serde;
 mod micro;
 mod regions;
 mod roundtrip;

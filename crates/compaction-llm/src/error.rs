@@ -77,6 +77,15 @@ pub enum Error {
     /// The output issued instructions to the next context instead of summarizing.
     #[error("summarizer output contains instructions to the next context")]
     DirectiveOutput,
+    /// A message could not be converted to or from another library's message type (feature
+    /// `async-openai`).
+    #[error("message {index}: {reason}")]
+    Conversion {
+        /// Index of the message in the list converted (0 for a single message).
+        index: usize,
+        /// What is wrong, in fixed words.
+        reason: &'static str,
+    },
     /// The adapter configuration is unusable.
     #[error("summarizer configuration invalid: {reason}")]
     Config {
@@ -113,6 +122,8 @@ pub enum ErrorClass {
     TruncatedOutput,
     /// [`Error::DirectiveOutput`]
     DirectiveOutput,
+    /// [`Error::Conversion`]
+    Conversion,
     /// [`Error::Config`]
     Config,
 }
@@ -133,6 +144,7 @@ impl ErrorClass {
             ErrorClass::EmptyOutput => "empty_output",
             ErrorClass::TruncatedOutput => "truncated_output",
             ErrorClass::DirectiveOutput => "directive_output",
+            ErrorClass::Conversion => "conversion",
             ErrorClass::Config => "config",
         }
     }
@@ -160,6 +172,7 @@ impl Error {
             Error::EmptyOutput => ErrorClass::EmptyOutput,
             Error::TruncatedOutput => ErrorClass::TruncatedOutput,
             Error::DirectiveOutput => ErrorClass::DirectiveOutput,
+            Error::Conversion { .. } => ErrorClass::Conversion,
             Error::Config { .. } => ErrorClass::Config,
         }
     }

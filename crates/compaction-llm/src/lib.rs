@@ -6,15 +6,24 @@
 //!   [`SummaryRequest`] and [`SummaryResponse`];
 //! - the classified [`Error`]: the class decides what a caller does (auth and quota abort a
 //!   batch pass, the rest may retry or fall back);
-//! - the [OpenAI-compatible adapter](openai) (feature `openai`, on by default): explicit base
-//!   URL and key, bounded retries, summary-model fallback, context-length shrink, output guards;
+//! - the OpenAI-compatible adapter `openai` (feature `openai`, over reqwest/rustls): explicit
+//!   base URL and key, bounded retries, summary-model fallback, context-length shrink, output
+//!   guards;
+//! - async-openai `interop` (feature `async-openai`): conversions between [`Message`] and
+//!   async-openai's chat request messages, and a summarizer over a caller-supplied
+//!   `async_openai::Client` with the same rules as the `openai` adapter (the two share one
+//!   engine);
 //! - the deterministic [extractive summarizer](extractive): no network, the embedded default and
 //!   the fallback when a model fails;
 //! - the [scripted summarizer](scripted) for tests (feature `testing`);
 //! - the [prompts] and the [output guards](guard).
 //!
+//! No feature is on by default: without one the crate has no HTTP client in its tree.
+//!
 //! Secret redaction is pure text algebra and lives in [`compaction_core::redact`]; every
 //! adapter here redacts what it sends and what it returns.
+//!
+//! [`Message`]: compaction_core::Message
 //!
 //! ```
 //! use compaction_core::Message;
@@ -27,10 +36,14 @@
 //! assert!(out.extractive);
 //! assert!(out.text.contains("please fix the build"));
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod chat;
 pub mod error;
 pub mod extractive;
 pub mod guard;
+#[cfg(feature = "async-openai")]
+pub mod interop;
 #[cfg(feature = "openai")]
 pub mod openai;
 pub mod prompts;
@@ -38,10 +51,13 @@ pub mod prompts;
 pub mod scripted;
 pub mod summarizer;
 
+pub use chat::{RetryConfig, shrink_middle};
 pub use error::{Error, ErrorClass, Result};
 pub use extractive::ExtractiveSummarizer;
+#[cfg(feature = "async-openai")]
+pub use interop::{AsyncOpenAiOptions, AsyncOpenAiSummarizer};
 #[cfg(feature = "openai")]
-pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer, RetryConfig};
+pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer};
 #[cfg(feature = "testing")]
 pub use scripted::ScriptedSummarizer;
 pub use summarizer::{

@@ -17,6 +17,46 @@ pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>
 ///
 /// Implementations must not put transcript text or provider response bodies into errors or
 /// logs, and should redact secrets ([`compaction_core::redact`]) in what they send and return.
+///
+/// A summarizer over your own model client; wrap it in [`FallbackSummarizer`] so failures
+/// other than auth and quota fall back to the extractive summarizer:
+///
+/// ```
+/// use compaction_llm::{
+///     Error, ExtractiveSummarizer, FallbackSummarizer, Summarizer, SummaryFuture, SummaryKind,
+///     SummaryRequest, SummaryResponse,
+/// };
+///
+/// struct MyModel;
+///
+/// impl Summarizer for MyModel {
+///     fn name(&self) -> &str {
+///         "my-model"
+///     }
+///
+///     fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+///         Box::pin(async move {
+///             if req.material.is_empty() {
+///                 // Errors carry classes and statuses, never text.
+///                 return Err(Error::Transient { status: Some(503) });
+///             }
+///             // Call your model with compaction_llm::prompts::build(req, &req.material) here,
+///             // and pass its output through compaction_llm::guard::check.
+///             let text = compaction_llm::guard::check("## Goal\n- ship the fix", Some("stop"))?;
+///             Ok(SummaryResponse { text, model: "my-model".into(), usage: None, extractive: false })
+///         })
+///     }
+/// }
+///
+/// let s = FallbackSummarizer { primary: MyModel, fallback: ExtractiveSummarizer::default() };
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// let req = SummaryRequest::new(SummaryKind::BatchFirst, "[user] fix it", 400, "2026-01-02");
+/// assert_eq!(rt.block_on(s.summarize(&req)).unwrap().text, "## Goal\n- ship the fix");
+/// // A transient failure is answered by the fallback.
+/// let empty = SummaryRequest::new(SummaryKind::BatchFirst, "", 400, "2026-01-02")
+///     .with_messages(vec![compaction_core::Message::user("fix it")]);
+/// assert!(rt.block_on(s.summarize(&empty)).unwrap().extractive);
+/// ```
 pub trait Summarizer: Send + Sync {
     /// The model id (or adapter name) that produces the summaries, for telemetry.
     fn name(&self) -> &str;

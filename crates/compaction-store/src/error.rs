@@ -126,17 +126,326 @@ pub enum StoreError {
     /// Library metadata could not be serialized.
     #[error("message metadata could not be serialized")]
     Meta(#[source] serde_json::Error),
-    /// The database failed.
-    #[error("database error")]
-    Database(#[from] sqlx::Error),
-    /// The embedded migrations failed.
-    #[error("schema migration failed")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The database failed. The database's own message is not kept: it may quote stored
+    /// content or connection details.
+    #[error("database error: {failure}{}", code_suffix(.code))]
+    Database {
+        /// What kind of failure.
+        failure: DatabaseFailure,
+        /// The database's error code when it gave one (a PostgreSQL SQLSTATE such as `28P01`,
+        /// or an SQLite extended result code such as `8` or `1032`).
+        code: Option<String>,
+    },
+    /// The embedded schema migrations cannot run on this database (a failure of the database
+    /// itself while migrating is [`StoreError::Database`]).
+    #[error("schema migration failed: {reason}")]
+    Migration {
+        /// What is wrong (never the database's message).
+        reason: String,
+    },
     /// A fault injected by a test (see `inject_fault`).
     #[doc(hidden)]
     #[error("injected fault")]
     InjectedFault,
 }
 
+impl StoreError {
+    /// The class of a database failure, or `None` when the error is not one.
+    pub fn database_failure(&self) -> Option<DatabaseFailure> {
+        match self {
+            StoreError::Database { failure, .. } => Some(*failure),
+            _ => None,
+        }
+    }
+}
+
+fn code_suffix(code: &Option<String>) -> String {
+    match code {
+        Some(code) => format!(" (code {code})"),
+        None => String::new(),
+    }
+}
+
+/// Why the database failed, told apart by error codes and I/O error kinds, never by message
+/// text. Shown as what it means for the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DatabaseFailure {
+    /// Nothing listens at the server's address (connection refused).
+    ConnectionRefused,
+    /// The server cannot be reached (unreachable network or host, timed out, connection
+    /// reset or lost, the server shutting down).
+    Unreachable,
+    /// The server refused the user or its password (PostgreSQL `28P01`, `28000`).
+    Authentication,
+    /// The named database does not exist (PostgreSQL `3D000`).
+    MissingDatabase,
+    /// The database file cannot be opened or created (SQLite `SQLITE_CANTOPEN`: a missing
+    /// directory or no permission).
+    CannotOpen,
+    /// The database is read-only (SQLite `SQLITE_READONLY`, PostgreSQL `25006`, a read-only
+    /// file system).
+    ReadOnly,
+    /// The disk or the database is full (SQLite `SQLITE_FULL`, PostgreSQL `53100`).
+    DiskFull,
+    /// Another connection holds a lock this one needed, past the busy timeout (SQLite
+    /// `SQLITE_BUSY` and `SQLITE_LOCKED`, PostgreSQL lock, serialization and deadlock
+    /// failures).
+    Busy,
+    /// The server has no connection slot left (PostgreSQL `53300`).
+    TooManyConnections,
+    /// Not permitted (PostgreSQL `42501`, SQLite `SQLITE_PERM`, file permissions).
+    PermissionDenied,
+    /// No pooled connection became free within the timeout.
+    PoolTimedOut,
+    /// The store's connection pool was closed.
+    PoolClosed,
+    /// The TLS handshake failed, or TLS was required without the `tls` feature.
+    Tls,
+    /// The URL or connection options are invalid.
+    Configuration,
+    /// The database file is damaged or not a database (SQLite `SQLITE_CORRUPT`,
+    /// `SQLITE_NOTADB`).
+    Corrupt,
+    /// The tables are not what this version expects (a missing table or column).
+    Schema,
+    /// A constraint of the schema refused a write.
+    Constraint,
+    /// Reading or writing failed at the operating-system level.
+    Io,
+    /// Any other failure.
+    Other,
+}
+
+impl std::fmt::Display for DatabaseFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DatabaseFailure::ConnectionRefused => {
+                "cannot connect: connection refused (is the server running at that address?)"
+            }
+            DatabaseFailure::Unreachable => "cannot connect: the server is unreachable",
+            DatabaseFailure::Authentication => {
+                "authentication failed (wrong user name or password)"
+            }
+            DatabaseFailure::MissingDatabase => "the database does not exist",
+            DatabaseFailure::CannotOpen => {
+                "cannot open the database file (missing directory or no permission)"
+            }
+            DatabaseFailure::ReadOnly => "the database is read-only",
+            DatabaseFailure::DiskFull => "the disk or the database is full",
+            DatabaseFailure::Busy => "the database is busy (locked by another writer)",
+            DatabaseFailure::TooManyConnections => "the server has too many connections",
+            DatabaseFailure::PermissionDenied => "permission denied",
+            DatabaseFailure::PoolTimedOut => {
+                "no connection within the timeout (server unreachable or pool exhausted)"
+            }
+            DatabaseFailure::PoolClosed => "the store was closed",
+            DatabaseFailure::Tls => {
+                if cfg!(feature = "tls") {
+                    "the TLS connection failed"
+                } else {
+                    "the TLS connection failed (TLS support is the `tls` feature, not compiled in)"
+                }
+            }
+            DatabaseFailure::Configuration => "invalid database URL or connection options",
+            DatabaseFailure::Corrupt => "the database file is damaged or not a database",
+            DatabaseFailure::Schema => "the database tables are not what this version expects",
+            DatabaseFailure::Constraint => "a database constraint refused the write",
+            DatabaseFailure::Io => "an I/O error",
+            DatabaseFailure::Other => "an unclassified database failure",
+        })
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        if let sqlx::Error::Migrate(m) = e {
+            return StoreError::from(*m);
+        }
+        let (failure, code) = classify(&e);
+        StoreError::Database { failure, code }
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for StoreError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        use sqlx::migrate::MigrateError as M;
+        let reason = match e {
+            // The database failed while migrating: say how, as for any other statement.
+            M::Execute(e) | M::ExecuteMigration(e, _) => {
+                let (failure, code) = classify(&e);
+                if failure != DatabaseFailure::Other {
+                    return StoreError::Database { failure, code };
+                }
+                "a migration statement failed".to_owned()
+            }
+            M::VersionMissing(v) | M::VersionNotPresent(v) => format!(
+                "the database has migration {v}, which this version does not know (written by a newer version?)"
+            ),
+            M::VersionMismatch(v) => {
+                format!("migration {v} in the database differs from this version's")
+            }
+            M::VersionTooOld(v, latest) | M::VersionTooNew(v, latest) => {
+                format!("migration {v} is out of order with the applied migration {latest}")
+            }
+            M::Dirty(v) => format!("migration {v} was applied only in part"),
+            _ => "the migrations could not be run".to_owned(),
+        };
+        StoreError::Migration { reason }
+    }
+}
+
+/// The class and code of a sqlx error, from codes and error kinds only.
+pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
+    use sqlx::Error as E;
+    let failure = match e {
+        E::Database(db) => {
+            let code = db.code().map(|c| c.into_owned());
+            let failure = match code.as_deref() {
+                #[cfg(feature = "sqlite")]
+                Some(c) if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() => {
+                    sqlite_failure(c.parse().unwrap_or(0))
+                }
+                Some(c) => sqlstate_failure(c),
+                None => DatabaseFailure::Other,
+            };
+            return (failure, code.filter(|c| c.len() <= 16));
+        }
+        E::Io(io) => io_failure(io.kind()),
+        E::Tls(_) => DatabaseFailure::Tls,
+        E::Configuration(_) => DatabaseFailure::Configuration,
+        E::PoolTimedOut => DatabaseFailure::PoolTimedOut,
+        E::PoolClosed => DatabaseFailure::PoolClosed,
+        E::TypeNotFound { .. } | E::ColumnNotFound(_) | E::ColumnIndexOutOfBounds { .. } => {
+            DatabaseFailure::Schema
+        }
+        _ => DatabaseFailure::Other,
+    };
+    (failure, None)
+}
+
+/// A PostgreSQL SQLSTATE.
+pub(crate) fn sqlstate_failure(code: &str) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    match code {
+        "28P01" | "28000" => F::Authentication,
+        "3D000" => F::MissingDatabase,
+        "25006" => F::ReadOnly,
+        "53100" => F::DiskFull,
+        "53300" => F::TooManyConnections,
+        "42501" => F::PermissionDenied,
+        "40001" | "40P01" | "55P03" => F::Busy,
+        "57P01" | "57P02" | "57P03" => F::Unreachable,
+        "42P01" | "42703" | "3F000" => F::Schema,
+        c if c.starts_with("08") => F::Unreachable,
+        c if c.starts_with("23") => F::Constraint,
+        c if c.starts_with("58") => F::Io,
+        _ => F::Other,
+    }
+}
+
+/// An SQLite (extended) result code: the low byte is the primary code.
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+pub(crate) fn sqlite_failure(code: i64) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    match code & 0xff {
+        3 => F::PermissionDenied, // SQLITE_PERM
+        5 | 6 => F::Busy,         // SQLITE_BUSY, SQLITE_LOCKED
+        8 => F::ReadOnly,         // SQLITE_READONLY
+        10 => F::Io,              // SQLITE_IOERR
+        11 | 26 => F::Corrupt,    // SQLITE_CORRUPT, SQLITE_NOTADB
+        13 => F::DiskFull,        // SQLITE_FULL
+        14 => F::CannotOpen,      // SQLITE_CANTOPEN
+        19 => F::Constraint,      // SQLITE_CONSTRAINT
+        23 => F::Authentication,  // SQLITE_AUTH
+        _ => F::Other,
+    }
+}
+
+fn io_failure(kind: std::io::ErrorKind) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    use std::io::ErrorKind as K;
+    match kind {
+        K::ConnectionRefused => F::ConnectionRefused,
+        K::HostUnreachable
+        | K::NetworkUnreachable
+        | K::NetworkDown
+        | K::TimedOut
+        | K::ConnectionReset
+        | K::ConnectionAborted
+        | K::NotConnected
+        | K::AddrNotAvailable
+        | K::BrokenPipe
+        | K::UnexpectedEof => F::Unreachable,
+        K::PermissionDenied => F::PermissionDenied,
+        K::ReadOnlyFilesystem => F::ReadOnly,
+        K::StorageFull | K::QuotaExceeded => F::DiskFull,
+        K::NotFound => F::CannotOpen,
+        _ => F::Io,
+    }
+}
+
 /// The crate's `Result`.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_map_to_their_class() {
+        use DatabaseFailure as F;
+        for (code, want) in [
+            ("28P01", F::Authentication),
+            ("28000", F::Authentication),
+            ("3D000", F::MissingDatabase),
+            ("25006", F::ReadOnly),
+            ("53100", F::DiskFull),
+            ("53300", F::TooManyConnections),
+            ("40001", F::Busy),
+            ("08006", F::Unreachable),
+            ("23505", F::Constraint),
+            ("42601", F::Other),
+        ] {
+            assert_eq!(sqlstate_failure(code), want, "{code}");
+        }
+        for (code, want) in [
+            (5, F::Busy),
+            (517, F::Busy), // SQLITE_BUSY_SNAPSHOT
+            (6, F::Busy),
+            (8, F::ReadOnly),
+            (1032, F::ReadOnly), // SQLITE_READONLY_DBMOVED
+            (13, F::DiskFull),
+            (14, F::CannotOpen),
+            (26, F::Corrupt),
+            (1, F::Other),
+        ] {
+            assert_eq!(sqlite_failure(code), want, "{code}");
+        }
+        for (kind, want) in [
+            (std::io::ErrorKind::ConnectionRefused, F::ConnectionRefused),
+            (std::io::ErrorKind::TimedOut, F::Unreachable),
+            (std::io::ErrorKind::StorageFull, F::DiskFull),
+        ] {
+            let (got, code) = classify(&sqlx::Error::Io(kind.into()));
+            assert_eq!((got, code), (want, None), "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn display_says_which_without_the_message() {
+        let e = StoreError::Database {
+            failure: DatabaseFailure::DiskFull,
+            code: Some("53100".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "database error: the disk or the database is full (code 53100)"
+        );
+        assert_eq!(e.database_failure(), Some(DatabaseFailure::DiskFull));
+        let e = StoreError::from(sqlx::Error::Protocol("secret row text".into()));
+        assert!(!format!("{e} {e:?}").contains("secret"), "{e:?}");
+        let e = StoreError::from(sqlx::migrate::MigrateError::VersionMissing(9));
+        assert!(e.to_string().contains("migration 9"), "{e}");
+    }
+}

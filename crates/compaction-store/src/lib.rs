@@ -14,6 +14,9 @@
 //! against a stale generation is refused with [`StoreError::StaleGeneration`] and changes
 //! nothing.
 //!
+//! Both backends are one engine, `SqlStore`, generic over a sealed `Dialect`. Cargo
+//! features: `sqlite` (default), `postgres`, `tls` (TLS for PostgreSQL; implies `postgres`).
+//!
 //! Nothing is ever deleted, so what compaction removed stays recoverable: rows by id
 //! ([`TranscriptStore::load_rows`]), the full originals of messages trimmed at insertion time
 //! by handle ([`TranscriptStore::store_original`], [`TranscriptStore::load_original`]), and a
@@ -52,6 +55,12 @@
 //! # Ok(())
 //! # }
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// Without a backend only the types, `Commit` and `Store::connect`'s error remain.
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres")),
+    allow(dead_code, unused_imports)
+)]
 
 use std::fmt;
 use std::future::Future;
@@ -60,6 +69,10 @@ use std::pin::Pin;
 use compaction_core::{MarkerKind, Message};
 
 mod commit;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod dialect;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+mod engine;
 mod error;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -69,11 +82,15 @@ mod sqlite;
 mod store;
 
 pub use commit::{Commit, CommitSplice, stamp_edit};
-pub use error::{Result, StoreError};
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use dialect::Dialect;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub use engine::SqlStore;
+pub use error::{DatabaseFailure, Result, StoreError};
 #[cfg(feature = "postgres")]
-pub use postgres::PostgresStore;
+pub use postgres::{PostgresDialect, PostgresStore};
 #[cfg(feature = "sqlite")]
-pub use sqlite::SqliteStore;
+pub use sqlite::{SqliteDialect, SqliteStore};
 pub use store::{Store, StoreOptions};
 
 /// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
@@ -118,9 +135,31 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         messages: &'a mut [Message],
     ) -> BoxFuture<'a, Result<Vec<RowId>>>;
 
+    /// Imports a whole transcript as a new session: creates the session and stores every
+    /// message in order, in one transaction, and stamps each with its new row id (row ids the
+    /// messages carried are replaced). It commits whole or not at all: on any error (the id is
+    /// taken: [`StoreError::SessionExists`]; a full disk, a lost connection, a killed process)
+    /// no session is left behind, so the same import can simply be retried. Returns the ids of
+    /// the rows written, in order.
+    fn import_session<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>>;
+
     /// What a resumed agent loads: the active messages in order, each stamped with its row id
     /// and (for markers) its marker kind.
     fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>>;
+
+    /// [`load_active`](Self::load_active) and [`generation`](Self::generation) read from one
+    /// snapshot, in one transaction: the generation is the one the messages belong to. Plan a
+    /// compaction from these, and a commit that lost a race to another writer fails with
+    /// [`StoreError::StaleGeneration`] (two separate reads can pair a newer generation with
+    /// older messages, and the commit then names rows that are gone).
+    fn load_active_with_generation<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>>;
 
     /// Active and archived rows, for audit and recovery, in ordering-key order (an archived
     /// row sorts before the row that took its position).
@@ -277,11 +316,14 @@ pub struct CompactionState {
 }
 
 /// A one-shot fault for atomicity tests: armed with `inject_fault`, it makes the next
-/// `archive_and_compact` fail at that point with `StoreError::InjectedFault`.
+/// `archive_and_compact` or `import_session` reaching that point fail there with
+/// `StoreError::InjectedFault`.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum FaultPoint {
     /// After the rows of a splice are archived, before its new rows are inserted.
     AfterArchive,
+    /// After an `import_session` inserted the session and its messages, before it commits.
+    BeforeImportCommit,
 }

@@ -2,19 +2,26 @@
 
 use std::str::FromStr;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
-use crate::rows::Faults;
+use sqlx::Database;
+
+use crate::dialect::{Dialect, sealed};
+use crate::engine::SqlStore;
+use crate::rows::{Doc, Faults, Term};
 use crate::store::{Inner, StoreOptions};
+use crate::{Backend, BoxFuture, FaultPoint, Result, StoreError};
 
 /// A PostgreSQL session store over a connection pool. Migrations run under PostgreSQL's
 /// advisory lock, so many processes may start at once. The message body is stored as BYTEA
 /// (its UTF-8 bytes): PostgreSQL rejects NUL in `text` and `jsonb`, and a byte column also
 /// keeps the text independent of the database encoding. Clones share the pool.
-#[derive(Clone, Debug)]
-pub struct PostgresStore {
-    pool: PgPool,
-    faults: Faults,
+pub type PostgresStore = SqlStore<PostgresDialect>;
+
+/// The PostgreSQL [`Dialect`], with the schema the store keeps its tables in.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct PostgresDialect {
     schema: Option<String>,
 }
 
@@ -34,11 +41,27 @@ impl PostgresStore {
             }
             connect = connect.options([("search_path", schema.as_str())]);
         }
-        let pool = PgPoolOptions::new()
+        let pool = match PgPoolOptions::new()
             .max_connections(options.max_connections.max(1))
             .acquire_timeout(options.busy_timeout.max(std::time::Duration::from_secs(1)))
-            .connect_with(connect)
-            .await?;
+            .connect_with(connect.clone())
+            .await
+        {
+            Ok(pool) => pool,
+            // The pool retries a refused or unreachable server until its timeout and then
+            // says only that it timed out: one direct attempt tells why.
+            Err(sqlx::Error::PoolTimedOut) => {
+                use sqlx::Connection;
+                return Err(match sqlx::PgConnection::connect_with(&connect).await {
+                    Err(cause) => cause.into(),
+                    Ok(conn) => {
+                        let _ = conn.close().await;
+                        sqlx::Error::PoolTimedOut.into()
+                    }
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
         if let Some(schema) = &options.postgres_schema {
             // Two processes creating the same schema at once would race on the catalog.
             let mut tx = pool.begin().await?;
@@ -63,25 +86,17 @@ impl PostgresStore {
         Ok(PostgresStore {
             pool,
             faults: Faults::default(),
-            schema: options.postgres_schema.clone(),
+            dialect: PostgresDialect {
+                schema: options.postgres_schema.clone(),
+            },
         })
-    }
-
-    /// The underlying pool.
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
-    }
-
-    /// Closes the pool.
-    pub async fn close(&self) {
-        self.pool.close().await
     }
 
     /// Drops the schema named in [`StoreOptions::postgres_schema`] with everything in it,
     /// then closes the pool. For tests and benchmarks that use a throw-away schema; does
     /// nothing but close the pool when no schema was set.
     pub async fn drop_schema(&self) -> Result<()> {
-        if let Some(schema) = &self.schema {
+        if let Some(schema) = &self.dialect.schema {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
             )))
@@ -90,12 +105,6 @@ impl PostgresStore {
         }
         self.pool.close().await;
         Ok(())
-    }
-
-    /// Arms a one-shot fault (tests only).
-    #[doc(hidden)]
-    pub fn inject_fault(&self, point: FaultPoint) {
-        self.faults.arm(point)
     }
 }
 
@@ -134,61 +143,78 @@ fn migrator() -> sqlx::migrate::Migrator {
     ])
 }
 
-type Db = sqlx::Postgres;
-type StoreImpl = PostgresStore;
-const BACKEND: Backend = Backend::Postgres;
-/// READ COMMITTED: the session row's lock (taken by the first UPDATE) serializes writers of
-/// one session; writers of different sessions do not wait for each other.
-const BEGIN_WRITE: &str = "BEGIN";
-const SQL_PREV_ACTIVE: &str = "SELECT pos FROM hermes_messages \
+impl sealed::Sealed for PostgresDialect {}
+
+impl Dialect for PostgresDialect {
+    type Db = sqlx::Postgres;
+    const BACKEND: Backend = Backend::Postgres;
+    /// READ COMMITTED: the session row's lock (taken by the first UPDATE) serializes writers of
+    /// one session; writers of different sessions do not wait for each other.
+    const BEGIN_WRITE: &'static str = "BEGIN";
+    /// One snapshot for every statement of the transaction.
+    const BEGIN_READ: &'static str = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    const SQL_PREV_ACTIVE: &'static str = "SELECT pos FROM hermes_messages \
      WHERE session_id = $1 AND active AND pos < $2 ORDER BY pos DESC LIMIT 1";
-const SQL_NEXT_ACTIVE: &str = "SELECT pos FROM hermes_messages \
+    const SQL_NEXT_ACTIVE: &'static str = "SELECT pos FROM hermes_messages \
      WHERE session_id = $1 AND active AND pos > $2 ORDER BY pos LIMIT 1";
-const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
+    const SQL_COUNT_ACTIVE_BETWEEN: &'static str = "SELECT COUNT(*) FROM hermes_messages \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
-const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
+    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, kind, body, meta FROM hermes_messages \
      WHERE session_id = $1 AND active ORDER BY pos";
 
-/// Whether the session has archived rows, and trimmed originals, not in the search index yet.
-const SQL_PENDING_INDEX: &str = "SELECT \
+    /// Whether the session has archived rows, and trimmed originals, not in the search index yet.
+    const SQL_PENDING_INDEX: &'static str = "SELECT \
      EXISTS (SELECT 1 FROM hermes_messages \
              WHERE session_id = $1 AND NOT active AND NOT search_indexed), \
      EXISTS (SELECT 1 FROM hermes_originals WHERE session_id = $1 AND NOT search_indexed)";
-/// Every word of the query must be in the document (`$2` with each `<->` read as `&`, which
-/// the GIN index answers); a phrase must also stand at consecutive positions, unless the
-/// document is too long for PostgreSQL to have kept its positions (some word at the last
-/// position it records, 16,383, or with the most positions it keeps per word, 255): there
-/// every word present is the best the index can tell.
-const SQL_SEARCH: &str = "SELECT row_id, handle FROM hermes_search \
+    /// Every word of the query must be in the document (`$2` with each `<->` read as `&`, which
+    /// the GIN index answers); a phrase must also stand at consecutive positions, unless the
+    /// document is too long for PostgreSQL to have kept its positions (some word at the last
+    /// position it records, 16,383, or with the most positions it keeps per word, 255): there
+    /// every word present is the best the index can tell.
+    const SQL_SEARCH: &'static str = "SELECT row_id, handle FROM hermes_search \
      WHERE session_id = $1 AND tsv @@ to_tsquery('simple', replace($2, '<->', '&')) \
        AND (tsv @@ to_tsquery('simple', $2) \
             OR EXISTS (SELECT 1 FROM unnest(tsv) AS u \
                        WHERE cardinality(u.positions) >= 255 OR 16383 = ANY (u.positions))) \
      ORDER BY ts_rank(tsv, to_tsquery('simple', $2)) DESC, id LIMIT $3";
 
-/// A `to_tsquery` input requiring every term (`&`); the words of a phrase are joined by
-/// `<->` (next position) and parenthesized: `ok & (数据 <-> 据库)`. Words are letters and
-/// digits only (`char::is_alphanumeric`, which no ASCII punctuation or space satisfies), so
-/// none holds a tsquery operator (`& | ! ( ) < - > : * '`, backslash) or a space and none
-/// needs quoting.
-///
-/// PostgreSQL keeps at most 255 positions per word of a tsvector and none past 16,383
-/// (later words share that last position), so in a document past those limits a phrase is
-/// matched as its words alone (see `SQL_SEARCH`); SQLite keeps every position.
-fn fts_query(terms: &[Term]) -> String {
-    terms
-        .iter()
-        .map(|t| match t.as_slice() {
-            [word] => word.clone(),
-            words => format!("({})", words.join(" <-> ")),
-        })
-        .collect::<Vec<_>>()
-        .join(" & ")
+    /// A `to_tsquery` input requiring every term (`&`); the words of a phrase are joined by
+    /// `<->` (next position) and parenthesized: `ok & (数据 <-> 据库)`. Words are letters and
+    /// digits only (`char::is_alphanumeric`, which no ASCII punctuation or space satisfies), so
+    /// none holds a tsquery operator (`& | ! ( ) < - > : * '`, backslash) or a space and none
+    /// needs quoting.
+    ///
+    /// PostgreSQL keeps at most 255 positions per word of a tsvector and none past 16,383
+    /// (later words share that last position), so in a document past those limits a phrase is
+    /// matched as its words alone (see `SQL_SEARCH`); SQLite keeps every position.
+    fn fts_query(terms: &[Term]) -> String {
+        terms
+            .iter()
+            .map(|t| match t.as_slice() {
+                [word] => word.clone(),
+                words => format!("({})", words.join(" <-> ")),
+            })
+            .collect::<Vec<_>>()
+            .join(" & ")
+    }
+
+    /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
+    /// index in one statement.
+    fn rows_affected(done: &<sqlx::Postgres as Database>::QueryResult) -> u64 {
+        done.rows_affected()
+    }
+
+    fn index_docs<'a>(
+        conn: &'a mut <sqlx::Postgres as Database>::Connection,
+        session: &'a str,
+        docs: &'a [Doc],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(index_docs(conn, session, docs))
+    }
 }
 
-/// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
-/// index in one statement.
-async fn index_docs(conn: &mut Conn, session: &str, docs: &[Doc]) -> Result<()> {
+async fn index_docs(conn: &mut sqlx::PgConnection, session: &str, docs: &[Doc]) -> Result<()> {
     if docs.is_empty() {
         return Ok(());
     }
@@ -212,5 +238,3 @@ async fn index_docs(conn: &mut Conn, session: &str, docs: &[Doc]) -> Result<()> 
     q.execute(&mut *conn).await?;
     Ok(())
 }
-
-include!("engine.rs");

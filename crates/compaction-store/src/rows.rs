@@ -196,10 +196,21 @@ pub(crate) fn migrator(steps: &[(i64, &'static str, &'static str)]) -> sqlx::mig
 pub(crate) const SEARCH_TEXT_MAX_CHARS: usize = 200_000;
 
 /// One document for the search index: an archived row or a trimmed original.
-pub(crate) struct Doc {
+pub struct Doc {
     pub row_id: Option<RowId>,
     pub handle: Option<String>,
     pub text: String,
+}
+
+impl std::fmt::Debug for Doc {
+    /// Names the source and the text's length, never the text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Doc")
+            .field("row_id", &self.row_id)
+            .field("handle", &self.handle)
+            .field("text_len", &self.text.len())
+            .finish()
+    }
 }
 
 /// Documents per multi-row INSERT into the search index.
@@ -244,7 +255,7 @@ pub(crate) fn search_text(m: &Message) -> String {
 /// this order. A word outside CJK runs and a single CJK character are one-word terms; a CJK
 /// run of two or more characters is the phrase of its bigrams. Every word consists of letters
 /// and digits only (see [`search_terms`]).
-pub(crate) type Term = Vec<String>;
+pub type Term = Vec<String>;
 
 /// The terms of a search query, lower-cased, all of which must match: its words (letters and
 /// digits, each at most 64 characters), and each CJK run split the way [`search_text`]
@@ -422,23 +433,26 @@ pub(crate) fn check_handle(handle: &str) -> Result<()> {
     Ok(())
 }
 
+fn fault_code(point: FaultPoint) -> u8 {
+    match point {
+        FaultPoint::AfterArchive => 1,
+        FaultPoint::BeforeImportCommit => 2,
+    }
+}
+
 /// One-shot fault injection shared by clones of a store.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Faults(Arc<AtomicU8>);
 
 impl Faults {
     pub fn arm(&self, point: FaultPoint) {
-        let code = match point {
-            FaultPoint::AfterArchive => 1,
-        };
+        let code = fault_code(point);
         self.0.store(code, Ordering::SeqCst);
     }
 
     /// Fails (once) if `point` is armed.
     pub fn check(&self, point: FaultPoint) -> Result<()> {
-        let code = match point {
-            FaultPoint::AfterArchive => 1,
-        };
+        let code = fault_code(point);
         match self
             .0
             .compare_exchange(code, 0, Ordering::SeqCst, Ordering::SeqCst)

@@ -6,19 +6,27 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use crate::rows::Faults;
+use std::collections::HashMap;
+
+use sqlx::Database;
+
+use crate::dialect::{Dialect, sealed};
+use crate::engine::SqlStore;
+use crate::rows::{Doc, Faults, Term};
 use crate::store::{Inner, StoreOptions};
+use crate::{Backend, BoxFuture, FaultPoint, Result, StoreError};
 
 /// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process
 /// loses nothing; a power loss may lose the last commits but never corrupts), a busy timeout
 /// and foreign keys. Writers take the lock up front (`BEGIN IMMEDIATE`), so concurrent writers
 /// queue instead of failing. An in-memory URL (`sqlite::memory:`) uses a single connection
 /// that is never recycled, so the database lives as long as the store. Clones share the pool.
-#[derive(Clone, Debug)]
-pub struct SqliteStore {
-    pool: SqlitePool,
-    faults: Faults,
-}
+pub type SqliteStore = SqlStore<SqliteDialect>;
+
+/// The SQLite [`Dialect`].
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub struct SqliteDialect;
 
 impl SqliteStore {
     /// Connects with default options.
@@ -62,23 +70,8 @@ impl SqliteStore {
         Ok(SqliteStore {
             pool,
             faults: Faults::default(),
+            dialect: SqliteDialect,
         })
-    }
-
-    /// The underlying pool.
-    pub fn pool(&self) -> &SqlitePool {
-        &self.pool
-    }
-
-    /// Closes the pool.
-    pub async fn close(&self) {
-        self.pool.close().await
-    }
-
-    /// Arms a one-shot fault (tests only).
-    #[doc(hidden)]
-    pub fn inject_fault(&self, point: FaultPoint) {
-        self.faults.arm(point)
     }
 }
 
@@ -188,49 +181,66 @@ fn migrator() -> sqlx::migrate::Migrator {
     ])
 }
 
-type Db = sqlx::Sqlite;
-type StoreImpl = SqliteStore;
-const BACKEND: Backend = Backend::Sqlite;
-/// Take the write lock at the start, so two writers never deadlock on a lock upgrade.
-const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
-// Neighbour lookups name the partial index of active rows, so archived rows are never
-// scanned however many a session accumulates.
-const SQL_PREV_ACTIVE: &str = "SELECT pos FROM hermes_messages INDEXED BY hermes_messages_active_pos \
+impl sealed::Sealed for SqliteDialect {}
+
+impl Dialect for SqliteDialect {
+    type Db = sqlx::Sqlite;
+    const BACKEND: Backend = Backend::Sqlite;
+    /// Take the write lock at the start, so two writers never deadlock on a lock upgrade.
+    const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
+    /// A read transaction in WAL mode reads one snapshot from its first statement on.
+    const BEGIN_READ: &'static str = "BEGIN";
+    // Neighbour lookups name the partial index of active rows, so archived rows are never
+    // scanned however many a session accumulates.
+    const SQL_PREV_ACTIVE: &'static str = "SELECT pos FROM hermes_messages INDEXED BY hermes_messages_active_pos \
      WHERE session_id = $1 AND active AND pos < $2 ORDER BY pos DESC LIMIT 1";
-const SQL_NEXT_ACTIVE: &str = "SELECT pos FROM hermes_messages INDEXED BY hermes_messages_active_pos \
+    const SQL_NEXT_ACTIVE: &'static str = "SELECT pos FROM hermes_messages INDEXED BY hermes_messages_active_pos \
      WHERE session_id = $1 AND active AND pos > $2 ORDER BY pos LIMIT 1";
-const SQL_COUNT_ACTIVE_BETWEEN: &str = "SELECT COUNT(*) FROM hermes_messages \
+    const SQL_COUNT_ACTIVE_BETWEEN: &'static str = "SELECT COUNT(*) FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
-const SQL_LOAD_ACTIVE: &str = "SELECT id, kind, body, meta FROM hermes_messages \
+    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, kind, body, meta FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos WHERE session_id = $1 AND active ORDER BY pos";
 
-/// Whether the session has archived rows, and trimmed originals, not in the search index yet.
-const SQL_PENDING_INDEX: &str = "SELECT \
+    /// Whether the session has archived rows, and trimmed originals, not in the search index yet.
+    const SQL_PENDING_INDEX: &'static str = "SELECT \
      EXISTS (SELECT 1 FROM hermes_messages INDEXED BY hermes_messages_unindexed \
              WHERE session_id = $1 AND NOT active AND NOT search_indexed), \
      EXISTS (SELECT 1 FROM hermes_originals INDEXED BY hermes_originals_unindexed \
              WHERE session_id = $1 AND NOT search_indexed)";
-// CROSS JOIN keeps the full-text lookup as the outer loop (SQLite does not reorder it).
-const SQL_SEARCH: &str = "SELECT d.row_id, d.handle FROM hermes_search \
+    // CROSS JOIN keeps the full-text lookup as the outer loop (SQLite does not reorder it).
+    const SQL_SEARCH: &'static str = "SELECT d.row_id, d.handle FROM hermes_search \
      CROSS JOIN hermes_search_docs d ON d.id = hermes_search.rowid \
      WHERE hermes_search MATCH $2 AND d.session_id = $1 \
      ORDER BY hermes_search.rank, d.id LIMIT $3";
 
-/// An FTS5 query requiring every term (juxtaposed strings are ANDed). Each term is one
-/// quoted string, an FTS5 phrase: its space-separated words must appear as consecutive
-/// tokens in that order. Words are letters and digits only, so they hold no `"` to escape.
-fn fts_query(terms: &[Term]) -> String {
-    terms
-        .iter()
-        .map(|t| format!("\"{}\"", t.join(" ")))
-        .collect::<Vec<_>>()
-        .join(" ")
+    /// An FTS5 query requiring every term (juxtaposed strings are ANDed). Each term is one
+    /// quoted string, an FTS5 phrase: its space-separated words must appear as consecutive
+    /// tokens in that order. Words are letters and digits only, so they hold no `"` to escape.
+    fn fts_query(terms: &[Term]) -> String {
+        terms
+            .iter()
+            .map(|t| format!("\"{}\"", t.join(" ")))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
+    /// index: their session and source rows first, then their text under the same ids.
+    fn rows_affected(done: &<sqlx::Sqlite as Database>::QueryResult) -> u64 {
+        done.rows_affected()
+    }
+
+    fn index_docs<'a>(
+        conn: &'a mut <sqlx::Sqlite as Database>::Connection,
+        session: &'a str,
+        docs: &'a [Doc],
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(index_docs(conn, session, docs))
+    }
 }
 
-/// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
-/// index: their session and source rows first, then their text under the same ids.
-async fn index_docs(conn: &mut Conn, session: &str, docs: &[Doc]) -> Result<()> {
+async fn index_docs(conn: &mut sqlx::SqliteConnection, session: &str, docs: &[Doc]) -> Result<()> {
     if docs.is_empty() {
         return Ok(());
     }
@@ -274,5 +284,3 @@ async fn index_docs(conn: &mut Conn, session: &str, docs: &[Doc]) -> Result<()> 
     q.execute(&mut *conn).await?;
     Ok(())
 }
-
-include!("engine.rs");

@@ -33,7 +33,9 @@ impl Default for StoreOptions {
 }
 
 /// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
-/// `sqlite::memory:`, or `postgres://` / `postgresql://`. Clones share the pool.
+/// `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose backend's cargo feature
+/// (`sqlite`, `postgres`) is off fails with [`StoreError::BackendDisabled`], which names the
+/// feature. Clones share the pool.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
@@ -53,6 +55,8 @@ impl Store {
 
     /// Connects and runs the embedded migrations.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
+        #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+        let _ = options;
         let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
         match scheme {
             "sqlite" => {
@@ -91,11 +95,11 @@ impl Store {
     }
 
     fn inner(&self) -> &dyn Inner {
-        match self {
+        match *self {
             #[cfg(feature = "sqlite")]
-            Store::Sqlite(s) => s,
+            Store::Sqlite(ref s) => s,
             #[cfg(feature = "postgres")]
-            Store::Postgres(s) => s,
+            Store::Postgres(ref s) => s,
         }
     }
 }
@@ -138,8 +142,23 @@ impl TranscriptStore for Store {
         self.inner().append(session, messages)
     }
 
+    fn import_session<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        self.inner().import_session(session, messages)
+    }
+
     fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
         self.inner().load_active(session)
+    }
+
+    fn load_active_with_generation<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>> {
+        self.inner().load_active_with_generation(session)
     }
 
     fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {

@@ -174,6 +174,7 @@ async fn index_words(store: &Store, session: &str) -> Vec<String> {
             .await
             .unwrap()
         }
+        #[cfg(feature = "postgres")]
         Store::Postgres(pg) => sqlx::query_scalar(
             "SELECT u.lexeme FROM hermes_search s, unnest(s.tsv) u WHERE s.session_id = $1",
         )
@@ -350,6 +351,7 @@ async fn sqlite_index(
         .unwrap();
 }
 
+#[cfg(feature = "postgres")]
 async fn postgres_index(
     pool: &sqlx::PgPool,
     session: &str,
@@ -380,6 +382,7 @@ async fn doc_count(store: &Store, session: &str) -> i64 {
                 .await
                 .unwrap()
         }
+        #[cfg(feature = "postgres")]
         Store::Postgres(pg) => {
             sqlx::query_scalar("SELECT COUNT(*) FROM hermes_search WHERE session_id = $1")
                 .bind(session)
@@ -418,51 +421,43 @@ async fn index_written_before_migration_3_is_rebuilt() {
     let store = Store::connect(&url).await.unwrap();
     upgraded.push((store, ids, original));
 
-    match std::env::var("HERMES_TEST_DATABASE_URL") {
-        Ok(url) if !url.trim().is_empty() => {
-            let schema = format!("hermes_t_premigration3_{}", std::process::id());
-            let admin = sqlx::PgPool::connect(&url).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!(
-                "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
-            )))
+    #[cfg(feature = "postgres")]
+    if let Some(url) = crate::common::postgres_url("index_written_before_migration_3_is_rebuilt") {
+        let schema = format!("hermes_t_premigration3_{}", std::process::id());
+        let admin = sqlx::PgPool::connect(&url).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+        )))
+        .execute(&admin)
+        .await
+        .unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
             .execute(&admin)
             .await
             .unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
-                .execute(&admin)
-                .await
-                .unwrap();
-            admin.close().await;
-            let connect = url
-                .parse::<sqlx::postgres::PgConnectOptions>()
-                .unwrap()
-                .options([("search_path", schema.as_str())]);
-            let pool = sqlx::PgPool::connect_with(connect).await.unwrap();
-            migrator_v2([
-                include_str!("../migrations/postgres/0001_init.sql"),
-                include_str!("../migrations/postgres/0002_recall.sql"),
-            ])
-            .run(&pool)
-            .await
-            .unwrap();
-            let (ids, original) = old_index_fixture!(pool.clone(), postgres_index);
-            let options = compaction_store::StoreOptions {
-                postgres_schema: Some(schema),
-                ..Default::default()
-            };
-            let store = Store::connect_with(&url, &options).await.unwrap();
-            upgraded.push((store, ids, original));
-        }
-        _ => {
-            if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-                panic!("HERMES_TEST_DATABASE_URL not set (HERMES_REQUIRE_POSTGRES=1)");
-            }
-            eprintln!(
-                "skipped: HERMES_TEST_DATABASE_URL not set \
-                 (index_written_before_migration_3_is_rebuilt: PostgreSQL part)"
-            );
-        }
+        admin.close().await;
+        let connect = url
+            .parse::<sqlx::postgres::PgConnectOptions>()
+            .unwrap()
+            .options([("search_path", schema.as_str())]);
+        let pool = sqlx::PgPool::connect_with(connect).await.unwrap();
+        migrator_v2([
+            include_str!("../migrations/postgres/0001_init.sql"),
+            include_str!("../migrations/postgres/0002_recall.sql"),
+        ])
+        .run(&pool)
+        .await
+        .unwrap();
+        let (ids, original) = old_index_fixture!(pool.clone(), postgres_index);
+        let options = compaction_store::StoreOptions {
+            postgres_schema: Some(schema),
+            ..Default::default()
+        };
+        let store = Store::connect_with(&url, &options).await.unwrap();
+        upgraded.push((store, ids, original));
     }
+    #[cfg(not(feature = "postgres"))]
+    let _ = crate::common::postgres_url("index_written_before_migration_3_is_rebuilt");
 
     for (store, ids, original) in upgraded {
         eprintln!(
@@ -506,6 +501,7 @@ async fn index_written_before_migration_3_is_rebuilt() {
         assert_eq!(doc_count(&store, "old").await, 3);
         assert_eq!(sources(&store, "old", "原本").await.len(), 1);
         assert_eq!(doc_count(&store, "old").await, 3);
+        #[cfg(feature = "postgres")]
         if let Store::Postgres(pg) = &store {
             pg.drop_schema().await.unwrap();
         }

@@ -3,6 +3,7 @@
 #![allow(clippy::print_stderr)]
 
 use std::path::PathBuf;
+#[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compaction_core::{Message, ToolCall};
@@ -26,14 +27,31 @@ impl TestBackend {
 
     /// Drops the per-test PostgreSQL schema.
     pub async fn finish(self) {
-        #[allow(irrefutable_let_patterns)]
+        #[cfg(feature = "postgres")]
         if let Store::Postgres(pg) = &self.store {
             pg.drop_schema().await.unwrap();
         }
     }
 }
 
+#[cfg(feature = "postgres")]
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The PostgreSQL database to test against (`HERMES_TEST_DATABASE_URL`, looked up by
+/// `test_support`), or `None` after saying why there is none: the variable is unset, or the
+/// `postgres` feature is off. With `HERMES_REQUIRE_POSTGRES=1` a missing database fails the
+/// test instead.
+pub fn postgres_url(test: &str) -> Option<String> {
+    if cfg!(feature = "postgres") {
+        return test_support::postgres_url(test);
+    }
+    let why = "the `postgres` feature is off";
+    if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
+        panic!("{why} (HERMES_REQUIRE_POSTGRES=1)");
+    }
+    eprintln!("skipped: {why} ({test}: PostgreSQL part)");
+    None
+}
 
 /// SQLite on a temporary file, plus PostgreSQL when `HERMES_TEST_DATABASE_URL` is set.
 pub async fn backends(test: &str) -> Vec<TestBackend> {
@@ -48,7 +66,8 @@ pub async fn backends(test: &str) -> Vec<TestBackend> {
         options,
         _dir: Some(dir),
     });
-    if let Some(url) = test_support::postgres_url(test) {
+    #[cfg(feature = "postgres")]
+    if let Some(url) = postgres_url(test) {
         let short: String = test.chars().take(30).collect();
         let schema = format!(
             "hermes_t_{short}_{}_{}",
@@ -67,6 +86,8 @@ pub async fn backends(test: &str) -> Vec<TestBackend> {
             _dir: None,
         });
     }
+    #[cfg(not(feature = "postgres"))]
+    let _ = postgres_url(test);
     out
 }
 

@@ -121,5 +121,27 @@ async fn unsupported_urls_name_only_the_scheme() {
     let e = Store::connect_with("postgres://127.0.0.1:1/x", &options)
         .await
         .unwrap_err();
+    #[cfg(feature = "postgres")]
     assert!(matches!(e, StoreError::InvalidSchemaName), "{e:?}");
+    // A URL whose backend is compiled out names the feature to enable, not the URL.
+    #[cfg(not(feature = "postgres"))]
+    {
+        assert!(
+            matches!(
+                e,
+                StoreError::BackendDisabled {
+                    backend: "postgres"
+                }
+            ),
+            "{e:?}"
+        );
+        let text = Store::connect("postgresql://user:secret@127.0.0.1:1/x")
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            text.contains("`postgres` feature") && !text.contains("secret"),
+            "{text}"
+        );
+    }
 }

@@ -8,6 +8,7 @@ mod cjk;
 mod compact;
 mod concurrency;
 mod errors;
+mod failures;
 mod recall;
 mod roundtrip;
 mod state;

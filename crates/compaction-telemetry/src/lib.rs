@@ -40,6 +40,7 @@
 //! assert!(line.contains("\"occupancy_pct\":34.6,"));
 //! assert!(line.ends_with("\"tokens_saved_total\":679}"));
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod emit;
 pub mod error;

@@ -97,9 +97,9 @@ pub async fn connect(db: &str) -> Result<Arc<dyn TranscriptStore>> {
 /// Stores `input` as the new session `id`; returns the one-line result.
 pub async fn import(db: &str, id: &str, input: Input) -> Result<String> {
     let store = connect(db).await?;
-    store.create_session(id).await?;
     let mut messages = input.messages;
-    let ids = store.append(id, &mut messages).await?;
+    // One transaction: a failed import leaves no session behind.
+    let ids = store.import_session(id, &mut messages).await?;
     Ok(format!("imported {} messages into session {id}", ids.len()))
 }
 

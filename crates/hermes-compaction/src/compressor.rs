@@ -56,6 +56,54 @@ pub struct ThrashState {
 }
 
 /// The batch compressor for one session.
+///
+/// Each hook where an agent loop calls it (the `agent_loop` example runs a whole session):
+///
+/// ```
+/// use std::sync::Arc;
+/// use hermes_compaction::core::{Estimator, Message, ToolCall};
+/// use hermes_compaction::llm::ExtractiveSummarizer;
+/// use hermes_compaction::{Compressor, Config};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut config = Config::default();
+/// config.model.context_length = 8_000;
+/// let mut c = Compressor::new(
+///     config,
+///     Arc::new(ExtractiveSummarizer::default()),
+///     Arc::new(Estimator::default()),
+///     "session-1",
+/// );
+/// let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+/// for turn in 0..30 {
+///     t.push(Message::user(format!("request {turn}: fix module {turn}")), c.counter());
+///     // Before each model request: compacts first when over the threshold.
+///     let (ticket, _batch) = c.before_request(&mut t).await;
+///     let prompt_tokens = t.current_tokens(); // what the provider reports
+///     // After each response: calibrate with the provider's count, compact now if over.
+///     c.after_response(&mut t, ticket, prompt_tokens);
+///     c.check_usage(&mut t).await;
+///     let id = format!("call_{turn}");
+///     t.push(
+///         Message::assistant_tool_calls("", vec![ToolCall::function(&id, "shell", "{}")]),
+///         c.counter(),
+///     );
+///     t.push(Message::tool_result(&id, "ok\n".repeat(400)), c.counter());
+///     // After each tool round inside a turn: long turns are compacted as they go.
+///     c.after_tool_round(&mut t).await;
+///     t.push(Message::assistant(format!("module {turn} fixed")), c.counter());
+///     // After a turn that finished normally (micro-compaction, when enabled).
+///     c.finalize_turn(&mut t).await;
+/// }
+/// assert!(t.current_tokens() <= c.threshold_tokens());
+/// // The provider refused a request as too long: compact harder, then retry (bounded).
+/// let report = c.on_context_overflow(&mut t).await;
+/// assert!(report.is_some());
+/// // A user's `/compress`, with a focus topic.
+/// let report = c.compress(&mut t, Some("module 29".into())).await;
+/// let _outcome = report.outcome; // what the pass did, for your logs
+/// # });
+/// ```
 pub struct Compressor {
     /// What the configuration says, read once at construction and never changed.
     settings: Settings,

@@ -1,10 +1,13 @@
 //! Configuration with figment: defaults, then a TOML file, then `HERMES_COMPACTION__*`
 //! environment variables. `config/default.toml` in the repository documents every key.
 
+#[cfg(feature = "config")]
 use std::path::Path;
 
+#[cfg(feature = "config")]
 use figment::Figment;
-use figment::providers::{Env, Format, Serialized, Toml};
+#[cfg(feature = "config")]
+use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use compaction_core::cache::{self, CacheProfile};
@@ -17,6 +20,24 @@ pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+///
+/// ```
+/// use hermes_compaction::Config;
+///
+/// // Plain data: build it in code...
+/// let mut config = Config::default();
+/// config.model.context_length = 32_000;
+/// config.compression.threshold = 0.6;
+/// assert!(config.validate().is_ok());
+/// config.compression.threshold = 1.5;
+/// assert!(config.validate().unwrap_err().to_string().contains("compression.threshold"));
+///
+/// // ...or (feature `config`) load it: defaults, then a TOML file, then `HERMES_COMPACTION__*`.
+/// # #[cfg(feature = "config")] {
+/// let config = Config::from_toml_str("[model]\ncontext_length = 32000\n").unwrap();
+/// assert_eq!(config.model.context_length, 32_000);
+/// # }
+/// ```
 pub struct Config {
     /// The main model.
     pub model: ModelConfig,
@@ -187,6 +208,7 @@ impl Default for SummarizerConfig {
 #[non_exhaustive]
 pub enum ConfigError {
     /// The file or environment could not be read or has the wrong shape (figment names the key).
+    #[cfg(feature = "config")]
     #[error("configuration: {0}")]
     Load(#[from] Box<figment::Error>),
     /// A value is outside its allowed range.
@@ -203,22 +225,25 @@ pub enum ConfigError {
 
 impl Config {
     /// Defaults, then `file` (if given), then the environment.
+    #[cfg(feature = "config")]
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = file {
             fig = fig.merge(Toml::file_exact(path));
         }
-        fig = fig.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
         Config::from_figment(fig)
     }
 
     /// Defaults, then a TOML string (for tests and embedding), then nothing else.
+    #[cfg(feature = "config")]
     pub fn from_toml_str(toml: &str) -> Result<Config, ConfigError> {
         Config::from_figment(
             Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
         )
     }
 
+    #[cfg(feature = "config")]
     fn from_figment(fig: Figment) -> Result<Config, ConfigError> {
         let cfg: Config = fig.extract().map_err(Box::new)?;
         cfg.validate()?;
@@ -397,7 +422,7 @@ fn invalid(
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "config"))]
 mod tests {
     use super::*;
 

@@ -1,9 +1,22 @@
 //! hermes-compaction: keeps a long-running LLM agent conversation inside a finite context
 //! window, and keeps what matters.
 //!
-//! The facade composes the layers; each adapter is behind a cargo feature (`llm`, `store`,
-//! `telemetry`, all on by default; `openai` for the OpenAI-compatible summarizer; `tiktoken`
-//! for exact token counts). The `Compressor` (feature `llm`) is what an agent framework calls.
+//! The facade composes the layers; each adapter is behind a cargo feature, and each feature
+//! adds only what it names (`cargo xtask ci` checks the dependency tree of every set):
+//!
+//! | feature | adds | default |
+//! |---|---|---|
+//! | `llm` | the `Compressor`, the `Summarizer` extension point, the extractive summarizer; no HTTP | yes |
+//! | `openai` | the OpenAI-compatible summarizer over reqwest/rustls | no |
+//! | `async-openai` | `Message` conversions and a summarizer over your `async_openai::Client` | no |
+//! | `store` | the session store with SQLite | yes |
+//! | `sqlite` | SQLite (on with `store`) | with `store` |
+//! | `postgres` | PostgreSQL as well | no |
+//! | `telemetry` | content-free pass events through `tracing` | yes |
+//! | `config` | `Config::load` / `Config::from_toml_str` (figment, TOML, environment) | yes |
+//! | `tiktoken` | exact token counts (o200k, cl100k) | no |
+//!
+//! The `Compressor` (feature `llm`) is what an agent framework calls.
 #![cfg_attr(feature = "llm", doc = "See [`Compressor`].")]
 //!
 //! ```
@@ -24,6 +37,7 @@
 //! let (_ticket, report) = rt.block_on(c.before_request(&mut t));
 //! assert!(report.is_none()); // far below the threshold
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use compaction_core as core;
 #[cfg(feature = "llm")]
@@ -37,6 +51,8 @@ pub mod clock;
 #[cfg(feature = "llm")]
 pub mod compressor;
 pub mod config;
+#[cfg(feature = "config")]
+mod config_env;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]

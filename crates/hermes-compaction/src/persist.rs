@@ -11,6 +11,39 @@ use compaction_core::{Message, Transcript};
 use crate::report::Failure;
 
 /// Where passes are persisted.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hermes_compaction::compressor::Persistence;
+/// use hermes_compaction::core::{Estimator, Message};
+/// use hermes_compaction::llm::ExtractiveSummarizer;
+/// use hermes_compaction::store::Store;
+/// use hermes_compaction::{Compressor, Config};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// // One store per deployment (a file path, `sqlite:` or `postgres://` URL), one session per
+/// // conversation.
+/// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+/// store.create_session("s1").await.unwrap();
+/// let persistence = Persistence {
+///     store: store.clone(),
+///     session: "s1".into(),
+///     generation: store.generation("s1").await.unwrap(),
+/// };
+/// let mut c = Compressor::new(
+///     Config::default(),
+///     Arc::new(ExtractiveSummarizer::default()),
+///     Arc::new(Estimator::default()),
+///     "s1",
+/// )
+/// .with_store(persistence);
+/// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
+/// // Every pass commits to the store (archive_and_compact) before it changes `t`; `flush`
+/// // persists what the agent appended.
+/// c.compress(&mut t, None).await;
+/// c.flush(&mut t).await.unwrap();
+/// # });
+/// ```
 #[cfg(feature = "store")]
 #[derive(Clone, Debug)]
 pub struct Persistence {

@@ -1,0 +1,104 @@
+//! serde for [`Message`], so a framework can embed messages in its own types.
+//!
+//! The impls carry exactly what [`Message::to_json`] writes and [`Message::from_json`] reads:
+//! unknown fields, their key order and their bytes, and the library metadata under
+//! [`META_KEY`](crate::message::META_KEY). A message serialized with `serde_json` and read
+//! back is equal to the original, and a pristine message serializes to the very bytes it was
+//! parsed from, inside any struct that holds it.
+//!
+//! ```
+//! use compaction_core::Message;
+//! use serde::{Deserialize, Serialize};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Turn {
+//!     id: u32,
+//!     messages: Vec<Message>,
+//! }
+//!
+//! let line = r#"{"role":"user","ts":1700000000,"content":"hi"}"#;
+//! let turn = Turn { id: 7, messages: vec![Message::from_json(line).unwrap()] };
+//! let json = serde_json::to_string(&turn).unwrap();
+//! // The message is written as it was read: unknown `ts` kept, key order kept.
+//! assert_eq!(json, format!(r#"{{"id":7,"messages":[{line}]}}"#));
+//! let back: Turn = serde_json::from_str(&json).unwrap();
+//! assert_eq!(back.messages[0].to_json(), line);
+//!
+//! // From a JSON value (key order survives: serde_json's `preserve_order` is on).
+//! let v = serde_json::json!({"role": "assistant", "content": "ok", "vendor": {"x": 1}});
+//! let m = Message::try_from(v).unwrap();
+//! assert_eq!(m.to_json(), r#"{"role":"assistant","content":"ok","vendor":{"x":1}}"#);
+//! ```
+//!
+//! The impls are written for `serde_json`, the format chat messages live in: a message is
+//! carried as its JSON text (a [`RawValue`]), which is what keeps it byte-exact. Serializing
+//! to `serde_json::Value` and reading from one work too; formats other than JSON are not
+//! supported (serialize them through [`Message::to_json`]). Errors name the problem, never
+//! the message text.
+
+use serde::de::Error as _;
+use serde::ser::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::message::{Message, MessageError};
+
+impl Serialize for Message {
+    /// Writes [`Message::to_json`] verbatim.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let raw = RawValue::from_string(self.to_json())
+            .map_err(|_| S::Error::custom("message did not serialize to JSON"))?;
+        raw.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    /// Reads one JSON object with [`Message::from_json`].
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Message, D::Error> {
+        let raw = Box::<RawValue>::deserialize(deserializer)?;
+        Message::from_json(raw.get()).map_err(D::Error::custom)
+    }
+}
+
+impl TryFrom<Value> for Message {
+    type Error = MessageError;
+
+    /// Parses a JSON value as a message (its key order is the value's).
+    fn try_from(value: Value) -> Result<Message, MessageError> {
+        Message::try_from(&value)
+    }
+}
+
+impl TryFrom<&Value> for Message {
+    type Error = MessageError;
+
+    /// Parses a JSON value as a message (its key order is the value's).
+    fn try_from(value: &Value) -> Result<Message, MessageError> {
+        match value {
+            Value::Object(_) => Message::from_json(&value.to_string()),
+            other => Err(MessageError::NotAnObject {
+                found: json_type(other),
+            }),
+        }
+    }
+}
+
+impl From<&Message> for Value {
+    /// [`Message::to_json`] as a value, metadata included (use
+    /// [`Message::to_wire_value`] for what a model is sent).
+    fn from(m: &Message) -> Value {
+        serde_json::from_str(&m.to_json()).unwrap_or(Value::Null)
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

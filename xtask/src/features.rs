@@ -1,0 +1,208 @@
+//! The feature-set check: each cargo feature of the facade (and of compaction-llm) adds what it
+//! names and nothing else. For each feature set, `cargo tree -e normal` must hold the crates
+//! the set names and none of the crates it leaves out. Like the layering check, it reads the
+//! resolved graph, so a default feature switched on through a dependency is caught.
+
+use std::process::Command;
+
+/// One feature set of one package, and what its normal dependency tree must and must not hold.
+struct FeatureSet {
+    package: &'static str,
+    /// `--features` (always with `--no-default-features`), or `None` for the defaults.
+    features: Option<&'static str>,
+    present: &'static [&'static str],
+    absent: &'static [&'static str],
+}
+
+const SETS: &[FeatureSet] = &[
+    FeatureSet {
+        package: "compaction-llm",
+        features: None,
+        present: &[],
+        absent: &["reqwest", "hyper", "rustls", "async-openai", "sqlx"],
+    },
+    FeatureSet {
+        package: "compaction-llm",
+        features: Some("openai"),
+        present: &["reqwest", "rustls"],
+        absent: &["async-openai", "sqlx"],
+    },
+    FeatureSet {
+        package: "compaction-llm",
+        features: Some("async-openai"),
+        present: &["async-openai"],
+        absent: &["sqlx"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some(""),
+        present: &["compaction-core"],
+        absent: &[
+            "compaction-llm",
+            "compaction-store",
+            "compaction-telemetry",
+            "figment",
+            "tokio",
+            "reqwest",
+            "hyper",
+            "sqlx",
+        ],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("llm"),
+        present: &["compaction-llm"],
+        absent: &[
+            "reqwest",
+            "hyper",
+            "rustls",
+            "async-openai",
+            "sqlx",
+            "figment",
+        ],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("openai"),
+        present: &["compaction-llm", "reqwest"],
+        absent: &["async-openai", "sqlx"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("async-openai"),
+        present: &["compaction-llm", "async-openai"],
+        absent: &["sqlx"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("store"),
+        present: &["compaction-store", "sqlx-sqlite"],
+        absent: &[
+            "sqlx-postgres",
+            "aws-lc-sys",
+            "reqwest",
+            "hyper",
+            "compaction-llm",
+        ],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("postgres"),
+        present: &["compaction-store", "sqlx-postgres"],
+        absent: &["reqwest", "hyper", "compaction-llm", "aws-lc-sys"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("tls"),
+        present: &["compaction-store", "sqlx-postgres", "rustls"],
+        absent: &["reqwest", "hyper", "compaction-llm"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("telemetry"),
+        present: &["compaction-telemetry"],
+        absent: &["reqwest", "hyper", "sqlx", "figment", "compaction-llm"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: Some("config"),
+        present: &["figment"],
+        // figment's `env` provider drags in pear and yansi, whose blanket `Paint` impl would
+        // bury every public type's methods on docs.rs; the facade reads the environment itself.
+        absent: &["yansi", "pear", "reqwest", "sqlx", "compaction-llm"],
+    },
+    FeatureSet {
+        package: "hermes-compaction",
+        features: None,
+        present: &[
+            "compaction-llm",
+            "compaction-store",
+            "compaction-telemetry",
+            "figment",
+        ],
+        absent: &[
+            "reqwest",
+            "hyper",
+            "rustls",
+            "async-openai",
+            "sqlx-postgres",
+            "aws-lc-sys",
+        ],
+    },
+];
+
+/// Runs every feature set; prints each set's crate count.
+pub fn check() -> Result<(), String> {
+    let mut failures = Vec::new();
+    for set in SETS {
+        let crates = tree(set)?;
+        let label = label(set);
+        for name in set.present {
+            if !crates.iter().any(|c| c == name) {
+                failures.push(format!(
+                    "{label}: `{name}` missing (the feature should bring it)"
+                ));
+            }
+        }
+        for name in set.absent {
+            if crates.iter().any(|c| c == name) {
+                failures.push(format!(
+                    "{label}: `{name}` present (the feature set should leave it out)"
+                ));
+            }
+        }
+        eprintln!("xtask: features: {label}: {} crates", crates.len());
+    }
+    if failures.is_empty() {
+        eprintln!("xtask: features ok");
+        Ok(())
+    } else {
+        Err(format!("features:\n  {}", failures.join("\n  ")))
+    }
+}
+
+fn label(set: &FeatureSet) -> String {
+    match set.features {
+        None => format!("{} (default features)", set.package),
+        Some("") => format!("{} --no-default-features", set.package),
+        Some(f) => format!("{} --no-default-features --features {f}", set.package),
+    }
+}
+
+/// The distinct crate names of the set's normal dependency tree (the package included).
+fn tree(set: &FeatureSet) -> Result<Vec<String>, String> {
+    let mut cmd = Command::new(super::cargo());
+    cmd.args([
+        "tree",
+        "-p",
+        set.package,
+        "-e",
+        "normal",
+        "--prefix",
+        "none",
+        "--format",
+        "{p}",
+    ]);
+    if let Some(f) = set.features {
+        cmd.arg("--no-default-features");
+        if !f.is_empty() {
+            cmd.args(["--features", f]);
+        }
+    }
+    let out = cmd.output().map_err(|e| format!("cargo tree: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cargo tree for {} failed: {}",
+            label(set),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
