@@ -22,17 +22,25 @@
 //! | 8 progress | yes, when [`LawOptions::expect_progress`] is set | batch, prune, micro, defrag |
 //! | 9 nothing lost in storage | no: it is a property of the store, checked by its tests | — |
 //!
-//! For a failed or unchanged pass only law 6 is checked: `after` must equal `before`, which
-//! implies every other law.
+//! For a failed or unchanged pass only law 6 is checked: `after` must equal `before` (content
+//! of every message, in order), which implies every other law.
+//!
+//! A real pass need not be described by hand: [`Pass::of_batch`] and [`Pass::of_micro`] build
+//! the description from the plan (tail demotion included), and the facade's reports have a
+//! `law_pass()` that does the same from a report.
 //!
 //! How the less obvious laws are decided:
 //!
-//! - **Identity.** Head, tail and pinned messages (law 1) and law 6 compare messages as written
-//!   to a transcript ([`Message::to_json`], metadata included). Laws 3, 4 and 5 compare what a
-//!   model sees ([`Message::to_wire_json`]), so a store stamping row ids is not a change there.
+//! - **Identity.** Every law compares messages by content: what a model sees
+//!   ([`Message::to_wire_json`]). Library metadata (row ids a store stamps, marker kinds,
+//!   trimmed handles, anything else under `_hermes`) is not content, so a check taken before a
+//!   flush stamped row ids still holds after it.
 //! - **Law 2** counts, for each tool call in `after`, the results that follow it. A call that
-//!   had results in `before` must have exactly one; a result must follow a call with its id. An
-//!   orphan or a repeat that `before` already had is inherited, not a violation.
+//!   had results in `before` must have exactly one; a result must follow a call with its id,
+//!   inside that call's group (only tool results between the assistant message and it, as
+//!   providers demand: a result moved past the next assistant or user message is
+//!   [`Violation::NonAdjacentToolResult`]). An orphan, a repeat or a non-adjacent result that
+//!   `before` already had is inherited, not a violation.
 //! - **Law 3** looks at the visible roles `user` and `assistant` (system blocks and tool
 //!   results legitimately repeat). A same-role pair is allowed when the identical pair was
 //!   adjacent in `before`; when a micro pass made two real user messages adjacent; and when a
@@ -72,8 +80,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use crate::batch::{BatchConfig, BatchPlan, BatchStep};
 use crate::marker;
 use crate::message::{MarkerKind, Message, Role};
+use crate::micro::{MicroConfig, MicroOutcome, MicroPlan, MicroStep};
 use crate::regions::Regions;
 use crate::tokens::TokenCounter;
 
@@ -169,6 +179,66 @@ impl Pass {
     /// The same pass with other options.
     pub fn with_options(self, options: LawOptions) -> Pass {
         Pass { options, ..self }
+    }
+
+    /// The pass `plan` describes: its protected regions, the tail demotion it reports, the
+    /// strict-alternation option of `cfg`, and law 8 for a pass that changes the transcript.
+    /// `applied` says whether the plan was assembled and applied; a plan that was not (a
+    /// failed summarizer or store) is a [`PassKind::Failed`] pass.
+    ///
+    /// ```
+    /// use compaction_core::batch::{self, BatchConfig, BatchRequest};
+    /// use compaction_core::laws::{self, Pass};
+    /// use compaction_core::{Estimator, Message, ToolCall, Transcript};
+    ///
+    /// let counter = Estimator::default();
+    /// let mut msgs = vec![Message::system("sys")];
+    /// for i in 0..30 {
+    ///     let id = format!("c{i}");
+    ///     msgs.push(Message::user(format!("step {i}")));
+    ///     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "ls", "{}")]));
+    ///     msgs.push(Message::tool_result(&id, "file\n".repeat(400)));
+    ///     msgs.push(Message::assistant("ok"));
+    /// }
+    /// let mut t = Transcript::new(msgs.clone(), &counter);
+    /// let cfg = BatchConfig::default();
+    /// let req = BatchRequest { force: true, prune_only: true, ..BatchRequest::default() };
+    /// let plan = batch::plan_batch(&t, 8_000, &cfg, &req, &counter);
+    /// let edit = batch::assemble(&t, &plan, &[], &cfg).unwrap();
+    /// edit.apply_to(&mut t, &counter).unwrap();
+    /// let pass = Pass::of_batch(&plan, &cfg, true);
+    /// assert!(laws::check(&msgs, t.messages(), &pass, &counter).is_empty());
+    /// ```
+    pub fn of_batch(plan: &BatchPlan, cfg: &BatchConfig, applied: bool) -> Pass {
+        let kind = match (&plan.step, applied) {
+            (_, false) => PassKind::Failed,
+            (BatchStep::Nothing(_), true) => PassKind::Unchanged,
+            (BatchStep::PruneOnly { .. }, true) => PassKind::Prune,
+            (BatchStep::Summarize(_), true) => PassKind::Batch,
+        };
+        Pass::new(kind, Protected::from_regions(&plan.regions)).with_options(LawOptions {
+            strict_alternation: cfg.strict_alternation,
+            expect_progress: matches!(kind, PassKind::Prune | PassKind::Batch),
+            tail_demotion_reported: plan.demoted_tail_outputs > 0,
+        })
+    }
+
+    /// The pass a micro plan describes, given what [`assemble_micro`](crate::micro::assemble_micro)
+    /// returned (`None` when the pass failed or never assembled). Law 8 is left off: a first
+    /// micro pass may grow the transcript (the marker's scaffolding); set
+    /// [`LawOptions::expect_progress`] yourself from the second pass on.
+    pub fn of_micro(plan: &MicroPlan, cfg: &MicroConfig, outcome: Option<&MicroOutcome>) -> Pass {
+        let kind = match (&plan.step, outcome) {
+            (MicroStep::Absorb(_), Some(MicroOutcome::Absorbed { .. }))
+            | (MicroStep::Absorb(_), Some(MicroOutcome::Progressed { .. })) => PassKind::Micro,
+            (MicroStep::Defrag(_), Some(MicroOutcome::Defrag { .. })) => PassKind::Defrag,
+            (MicroStep::Absorb(_) | MicroStep::Defrag(_), None) => PassKind::Failed,
+            _ => PassKind::Unchanged,
+        };
+        Pass::new(kind, Protected::from_regions(&plan.regions)).with_options(LawOptions {
+            strict_alternation: cfg.strict_alternation,
+            ..LawOptions::default()
+        })
     }
 }
 
@@ -267,6 +337,15 @@ pub enum Violation {
         /// Index of the extra result.
         index: usize,
     },
+    /// Law 2: a tool result is not inside its call's group (something other than tool
+    /// results sits between the assistant message with the call and it), which providers
+    /// reject.
+    NonAdjacentToolResult {
+        /// Index of the result.
+        index: usize,
+        /// Index of the assistant message with the call.
+        call_index: usize,
+    },
     /// Law 3: `after[index - 1]` and `after[index]` have the same visible role and were not
     /// adjacent in `before` (nor covered by an allowed exception).
     AdjacentSameRole {
@@ -322,7 +401,8 @@ impl Violation {
             | Violation::PinnedMissing { .. } => Law::HeadAndTail,
             Violation::OrphanToolResult { .. }
             | Violation::MissingToolResult { .. }
-            | Violation::DuplicateToolResult { .. } => Law::ToolIntegrity,
+            | Violation::DuplicateToolResult { .. }
+            | Violation::NonAdjacentToolResult { .. } => Law::ToolIntegrity,
             Violation::AdjacentSameRole { .. } | Violation::FirstNotUser { .. } => Law::Roles,
             Violation::UserMessageLost { .. } => Law::UserText,
             Violation::ExtraMicroMarker { .. }
@@ -366,6 +446,10 @@ impl fmt::Display for Violation {
             Violation::DuplicateToolResult { index } => {
                 write!(f, "tool result at {index} answers an already answered call")
             }
+            Violation::NonAdjacentToolResult { index, call_index } => write!(
+                f,
+                "tool result at {index} is not adjacent to its call at {call_index}"
+            ),
             Violation::AdjacentSameRole { index } => write!(
                 f,
                 "messages {} and {index} have the same role and were not adjacent before",
@@ -459,10 +543,11 @@ pub fn check(
     out
 }
 
-/// Law 6 alone: `after` is byte-identical to `before`.
+/// Law 6 alone: every message of `after` has the content of the same message of `before`
+/// (library metadata such as row ids aside).
 pub fn check_unchanged(before: &[Message], after: &[Message], out: &mut Vec<Violation>) {
     let common = before.len().min(after.len());
-    let first = (0..common).find(|&i| before[i].to_json() != after[i].to_json());
+    let first = (0..common).find(|&i| !same_content(&before[i], &after[i]));
     match first {
         Some(i) => out.push(Violation::ChangedOnFailure {
             first_difference: i,
@@ -477,7 +562,12 @@ pub fn check_unchanged(before: &[Message], after: &[Message], out: &mut Vec<Viol
 // ---------------------------------------------------------------------------------------------
 // Helpers, one per law.
 
-/// Law 1. Head and tail compare as written to a transcript (`to_json`, metadata included).
+/// Whether two messages have the same content: what a model sees, library metadata aside.
+fn same_content(a: &Message, b: &Message) -> bool {
+    a.to_wire_json() == b.to_wire_json()
+}
+
+/// Law 1. Head, tail and pinned messages compare by content (metadata aside).
 fn check_protected(before: &[Message], after: &[Message], pass: &Pass, out: &mut Vec<Violation>) {
     let Protected { head, tail, pinned } = pass.protected;
     let head = head.min(before.len());
@@ -490,14 +580,14 @@ fn check_protected(before: &[Message], after: &[Message], pass: &Pass, out: &mut
         return;
     }
     for i in 0..head {
-        if before[i].to_json() != after[i].to_json() {
+        if !same_content(&before[i], &after[i]) {
             out.push(Violation::HeadChanged { index: i });
         }
     }
     let (b0, a0) = (before.len() - tail, after.len() - tail);
     for k in 0..tail {
         let (b, a) = (&before[b0 + k], &after[a0 + k]);
-        if b.to_json() == a.to_json() {
+        if same_content(b, a) {
             continue;
         }
         let demoted = pass.options.tail_demotion_reported
@@ -512,8 +602,8 @@ fn check_protected(before: &[Message], after: &[Message], pass: &Pass, out: &mut
         }
     }
     if let Some(p) = pinned.filter(|&p| p < before.len()) {
-        let want = before[p].to_json();
-        if !after[head..a0].iter().any(|m| m.to_json() == want) {
+        let want = before[p].to_wire_json();
+        if !after[head..a0].iter().any(|m| m.to_wire_json() == want) {
             out.push(Violation::PinnedMissing { before_index: p });
         }
     }
@@ -527,6 +617,8 @@ struct Pairing<'a> {
     calls: Vec<(usize, usize, &'a str, usize)>,
     /// Results that answer an already answered call: (index, id).
     repeats: Vec<(usize, &'a str)>,
+    /// First results outside their call's group: (index, id, index of the call's message).
+    non_adjacent: Vec<(usize, &'a str, usize)>,
 }
 
 fn pairing(messages: &[Message]) -> Pairing<'_> {
@@ -534,9 +626,12 @@ fn pairing(messages: &[Message]) -> Pairing<'_> {
         orphans: Vec::new(),
         calls: Vec::new(),
         repeats: Vec::new(),
+        non_adjacent: Vec::new(),
     };
     // call id -> position in p.calls (the latest call with that id).
     let mut by_id: HashMap<&str, usize> = HashMap::new();
+    // The assistant message whose result group we are in (only tool results since it).
+    let mut group: Option<usize> = None;
     for (i, m) in messages.iter().enumerate() {
         if m.is_tool() {
             match m
@@ -547,12 +642,15 @@ fn pairing(messages: &[Message]) -> Pairing<'_> {
                     p.calls[c].3 += 1;
                     if p.calls[c].3 > 1 {
                         p.repeats.push((i, id));
+                    } else if group != Some(p.calls[c].0) {
+                        p.non_adjacent.push((i, id, p.calls[c].0));
                     }
                 }
                 None => p.orphans.push((i, m.tool_call_id())),
             }
             continue;
         }
+        group = m.has_tool_calls().then_some(i);
         for (pos, call) in m.tool_calls().iter().enumerate() {
             by_id.insert(call.id.as_str(), p.calls.len());
             p.calls.push((i, pos, call.id.as_str(), 0));
@@ -586,6 +684,15 @@ fn check_tools(before: &[Message], after: &[Message], out: &mut Vec<Violation>) 
             });
         }
     }
+    let non_adjacent_before: HashSet<&str> = b.non_adjacent.iter().map(|(_, id, _)| *id).collect();
+    for (index, id, call_index) in &a.non_adjacent {
+        if !non_adjacent_before.contains(id) {
+            found.push(Violation::NonAdjacentToolResult {
+                index: *index,
+                call_index: *call_index,
+            });
+        }
+    }
     let mut repeats_by_id: HashMap<&str, usize> = HashMap::new();
     for (index, id) in &a.repeats {
         let seen = repeats_by_id.entry(id).or_default();
@@ -603,7 +710,8 @@ fn violation_index(v: &Violation) -> usize {
     match v {
         Violation::OrphanToolResult { index }
         | Violation::MissingToolResult { index, .. }
-        | Violation::DuplicateToolResult { index } => *index,
+        | Violation::DuplicateToolResult { index }
+        | Violation::NonAdjacentToolResult { index, .. } => *index,
         _ => 0,
     }
 }
@@ -817,6 +925,80 @@ mod tests {
         ];
         let pass = Pass::new(PassKind::Batch, Protected::default());
         assert_eq!(laws_of(&before, &before, pass), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn metadata_is_not_content() {
+        // A store stamping row ids (a flush) between the snapshot and the check.
+        let before = convo();
+        let mut after = before.clone();
+        for (i, m) in after.iter_mut().enumerate() {
+            m.meta_mut().row_id = Some(100 + i as i64);
+        }
+        for kind in [PassKind::Batch, PassKind::Micro, PassKind::Failed] {
+            let pass = Pass::new(
+                kind,
+                Protected {
+                    head: 2,
+                    tail: 2,
+                    pinned: Some(5),
+                },
+            );
+            assert_eq!(laws_of(&before, &after, pass), Vec::<u8>::new(), "{kind:?}");
+        }
+        // Content changes are still changes.
+        after[0].set_text("other");
+        let pass = Pass::new(
+            PassKind::Batch,
+            Protected {
+                head: 1,
+                tail: 0,
+                pinned: None,
+            },
+        );
+        assert_eq!(
+            check(&before, &after, &pass, &Estimator::default()),
+            vec![Violation::HeadChanged { index: 0 }]
+        );
+    }
+
+    #[test]
+    fn a_tool_result_moved_past_the_next_assistant_breaks_law_2() {
+        let before = convo();
+        let mut after = before.clone();
+        let result = after.remove(3);
+        after.insert(4, result); // after "done 1"
+        let v = check(&before, &after, &micro(1, 1), &Estimator::default());
+        // (The two assistant messages made adjacent also break law 3.)
+        assert_eq!(
+            v[0],
+            Violation::NonAdjacentToolResult {
+                index: 4,
+                call_index: 2
+            }
+        );
+        assert_eq!(v[0].law(), Law::ToolIntegrity);
+        // Inherited from before: not the pass's doing.
+        assert_eq!(laws_of(&after, &after, micro(1, 1)), Vec::<u8>::new());
+        // Several results of one call group stay adjacent to it.
+        let group = vec![
+            Message::user("u"),
+            Message::assistant_tool_calls(
+                "",
+                vec![
+                    ToolCall::function("a", "f", "{}"),
+                    ToolCall::function("b", "g", "{}"),
+                ],
+            ),
+            Message::tool_result("a", "1"),
+            Message::tool_result("b", "2"),
+            Message::assistant("ok"),
+        ];
+        let pass = Pass::new(PassKind::Batch, Protected::default());
+        assert_eq!(laws_of(&group, &group, pass), Vec::<u8>::new());
+        let mut moved = group.clone();
+        moved.swap(3, 4);
+        assert_eq!(laws_of(&group, &moved, pass), vec![2]);
     }
 
     #[test]

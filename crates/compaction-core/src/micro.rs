@@ -38,7 +38,7 @@
 //!   exchange: it is absorbed with it (its body goes into the material).
 //! - **Defrag** rewrites the newest micro marker in place when the rolling summary exceeds
 //!   [`MicroConfig::defrag_threshold_tokens`]. An output larger than
-//!   [`MicroConfig::defrag_max_ratio`] of the input is [`MicroOutcome::DefragRejected`]; the
+//!   [`MicroConfig::defrag_max_ratio`] of the input is [`MicroOutcome::DefragFailed`]; the
 //!   state then remembers the summary size, and no defrag is planned again until the summary
 //!   has grown by half the threshold, so absorption goes on (no livelock).
 //! - **Failures.** The same exchange (start index plus a fingerprint of its first message)
@@ -319,14 +319,14 @@ pub enum MicroOutcome {
         progress_summary: String,
     },
     /// The rolling marker rewritten shorter in place.
-    Defragged {
+    Defrag {
         /// The edit (one in-place splice).
         edit: Edit,
         /// The new rolling summary.
         rolling_summary: String,
     },
     /// The defrag output was not short enough: a failed defrag, the transcript is unchanged.
-    DefragRejected {
+    DefragFailed {
         /// Estimated tokens of the summary given to the defrag.
         input_tokens: u64,
         /// Estimated tokens of its output.
@@ -340,9 +340,117 @@ impl MicroOutcome {
         match self {
             MicroOutcome::Absorbed { edit, .. }
             | MicroOutcome::Progressed { edit, .. }
-            | MicroOutcome::Defragged { edit, .. } => Some(edit),
-            MicroOutcome::DefragRejected { .. } => None,
+            | MicroOutcome::Defrag { edit, .. } => Some(edit),
+            MicroOutcome::DefragFailed { .. } => None,
         }
+    }
+
+    /// Its name in the one micro vocabulary.
+    pub fn kind(&self) -> MicroOutcomeKind {
+        match self {
+            MicroOutcome::Absorbed { .. } => MicroOutcomeKind::Absorbed,
+            MicroOutcome::Progressed { .. } => MicroOutcomeKind::Progressed,
+            MicroOutcome::Defrag { .. } => MicroOutcomeKind::Defrag,
+            MicroOutcome::DefragFailed { .. } => MicroOutcomeKind::DefragFailed,
+        }
+    }
+}
+
+/// What a micro pass did: the one vocabulary of micro outcomes, used by this module
+/// ([`MicroOutcome::kind`]), the facade's micro report and the telemetry line, and rendered
+/// one way, by [`as_str`](Self::as_str) (the `outcome` strings of spec section 8; serde uses
+/// them too).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum MicroOutcomeKind {
+    /// One or more exchanges were folded into the rolling summary.
+    Absorbed,
+    /// Tool groups of a long turn were folded into its turn-progress marker. An absorption
+    /// too: it renders as `absorbed`.
+    Progressed,
+    /// The summarizer failed; the transcript is unchanged and the failure counted.
+    SummarizeFailed,
+    /// The same exchange failed too often; the cursor moved past it.
+    ExchangeSkipped,
+    /// The rolling summary was re-summarized shorter in place.
+    Defrag,
+    /// The defrag failed or did not shrink the summary enough; absorption goes on next time.
+    DefragFailed,
+    /// The reclaim gate held the pass back (not enough to reclaim yet).
+    Gated,
+    /// Nothing to do (cadence, no whole exchange in the middle).
+    #[default]
+    Noop,
+    /// The summary was made but the store refused or failed the commit; the transcript is
+    /// unchanged.
+    StoreFailed,
+}
+
+impl MicroOutcomeKind {
+    /// Every outcome.
+    pub const ALL: [MicroOutcomeKind; 9] = [
+        MicroOutcomeKind::Absorbed,
+        MicroOutcomeKind::Progressed,
+        MicroOutcomeKind::SummarizeFailed,
+        MicroOutcomeKind::ExchangeSkipped,
+        MicroOutcomeKind::Defrag,
+        MicroOutcomeKind::DefragFailed,
+        MicroOutcomeKind::Gated,
+        MicroOutcomeKind::Noop,
+        MicroOutcomeKind::StoreFailed,
+    ];
+
+    /// The snake_case name (spec section 8): `absorbed` (for [`Progressed`](Self::Progressed)
+    /// too), `summarize_failed`, `exchange_skipped`, `defrag`, `defrag_failed`, `gated`,
+    /// `noop`, `store_failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => "absorbed",
+            MicroOutcomeKind::SummarizeFailed => "summarize_failed",
+            MicroOutcomeKind::ExchangeSkipped => "exchange_skipped",
+            MicroOutcomeKind::Defrag => "defrag",
+            MicroOutcomeKind::DefragFailed => "defrag_failed",
+            MicroOutcomeKind::Gated => "gated",
+            MicroOutcomeKind::Noop => "noop",
+            MicroOutcomeKind::StoreFailed => "store_failed",
+        }
+    }
+
+    /// The outcome named `s` by [`as_str`](Self::as_str) (`absorbed` gives
+    /// [`Absorbed`](Self::Absorbed)).
+    pub fn from_name(s: &str) -> Option<MicroOutcomeKind> {
+        MicroOutcomeKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s && *k != MicroOutcomeKind::Progressed)
+    }
+
+    /// Whether the pass rewrote the transcript (absorbed, progressed, defrag).
+    pub fn changed_transcript(self) -> bool {
+        matches!(
+            self,
+            MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed | MicroOutcomeKind::Defrag
+        )
+    }
+}
+
+impl std::fmt::Display for MicroOutcomeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for MicroOutcomeKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for MicroOutcomeKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        MicroOutcomeKind::from_name(&name).ok_or_else(|| {
+            serde::de::Error::custom("unknown micro outcome (expected a spec section 8 name)")
+        })
     }
 }
 
@@ -381,7 +489,7 @@ impl MicroState {
     }
 
     /// Records a successful [`assemble_micro`] whose edit the caller applied (or, for
-    /// [`MicroOutcome::DefragRejected`], a failed defrag).
+    /// [`MicroOutcome::DefragFailed`], a failed defrag).
     pub fn record_outcome(&mut self, outcome: &MicroOutcome) {
         match outcome {
             MicroOutcome::Absorbed {
@@ -394,13 +502,13 @@ impl MicroState {
                 self.failures = None;
             }
             MicroOutcome::Progressed { .. } => self.progress_failures = None,
-            MicroOutcome::Defragged {
+            MicroOutcome::Defrag {
                 rolling_summary, ..
             } => {
                 self.rolling_summary = Some(rolling_summary.clone());
                 self.defrag_failed_at_tokens = None;
             }
-            MicroOutcome::DefragRejected { input_tokens, .. } => {
+            MicroOutcome::DefragFailed { input_tokens, .. } => {
                 self.defrag_failed_at_tokens = Some(*input_tokens);
             }
         }
@@ -744,7 +852,7 @@ pub fn plan_turn_progress(
 ///
 /// For [`MicroStep::Absorb`], `new_summary` is the merged summary; for [`MicroStep::Defrag`],
 /// the shortened one (an output above [`MicroConfig::defrag_max_ratio`] of the input gives
-/// [`MicroOutcome::DefragRejected`]). The summary is redacted before it is written. Other steps
+/// [`MicroOutcome::DefragFailed`]). The summary is redacted before it is written. Other steps
 /// have nothing to assemble (`PlanError::SummaryCount` with `expected: 0`); a transcript that
 /// changed since planning gives `PlanError::StaleTranscript`.
 pub fn assemble_micro(
@@ -763,7 +871,7 @@ pub fn assemble_micro(
         MicroStep::Defrag(job) => {
             let output_tokens = counter.count_text(&body);
             if output_tokens as f64 > job.summary_tokens as f64 * cfg.defrag_max_ratio {
-                return Ok(MicroOutcome::DefragRejected {
+                return Ok(MicroOutcome::DefragFailed {
                     input_tokens: job.summary_tokens,
                     output_tokens,
                 });
@@ -775,7 +883,7 @@ pub fn assemble_micro(
                 vec![marker::render(MarkerKind::Micro, role, &body)],
             );
             edit.validate(msgs.len())?;
-            Ok(MicroOutcome::Defragged {
+            Ok(MicroOutcome::Defrag {
                 edit,
                 rolling_summary: body,
             })

@@ -120,9 +120,12 @@ proptest! {
         prop_assume!(!r.tail.is_empty());
         let mut after = t.messages().to_vec();
         let i = r.tail.start;
-        after[i].meta_mut().row_id = Some(-1);
+        let edited = format!("{}!", after[i].text());
+        after[i].set_text(edited);
         let v = check(t.messages(), &after, Pass::new(PassKind::Micro, Protected::from_regions(&r)));
-        prop_assert_eq!(v, vec![Violation::TailChanged { before_index: i, after_index: i }]);
+        // (A changed user message also breaks law 4, and a changed same-role neighbour law 3.)
+        let law1: Vec<Violation> = v.into_iter().filter(|v| v.law() == Law::HeadAndTail).collect();
+        prop_assert_eq!(law1, vec![Violation::TailChanged { before_index: i, after_index: i }]);
     }
 
     #[test]
@@ -136,11 +139,68 @@ proptest! {
         if remove {
             after.remove(i);
         } else {
-            after[i].meta_mut().row_id = Some(7);
+            let edited = format!("{}!", after[i].text());
+            after[i].set_text(edited);
         }
         for kind in [PassKind::Failed, PassKind::Unchanged] {
             let v = check(&msgs, &after, Pass::new(kind, Protected::default()));
             prop_assert_eq!(laws_of(&v), vec![Law::FailureChangesNothing]);
+        }
+    }
+
+    #[test]
+    fn a_tool_result_moved_past_the_next_message_breaks_law_2(
+        msgs in strategies::transcript(),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        // Results in their call's group whose id is used by one call and one result only.
+        let once = |id: &str| {
+            msgs.iter().filter(|m| m.tool_calls().iter().any(|c| c.id == id)).count() == 1
+                && msgs.iter().filter(|m| m.tool_call_id() == Some(id)).count() == 1
+        };
+        let grouped: Vec<usize> = (0..msgs.len())
+            .filter(|&i| {
+                let Some(id) = msgs[i].tool_call_id() else { return false };
+                let k = (0..i).rev().find(|&k| !msgs[k].is_tool());
+                once(id) && k.is_some_and(|k| msgs[k].tool_calls().iter().any(|c| c.id == id))
+            })
+            .collect();
+        if grouped.is_empty() {
+            return Ok(());
+        }
+        let i = grouped[pick.index(grouped.len())];
+        let Some(next) = (i + 1..msgs.len()).find(|&j| !msgs[j].is_tool()) else {
+            return Ok(());
+        };
+        let mut after = msgs.clone();
+        let result = after.remove(i);
+        after.insert(next, result);
+        for kind in [PassKind::Batch, PassKind::Prune, PassKind::Micro, PassKind::Defrag] {
+            let v = check(&msgs, &after, Pass::new(kind, Protected::default()));
+            prop_assert!(
+                v.contains(&Violation::NonAdjacentToolResult {
+                    index: next,
+                    call_index: (0..i).rev().find(|&k| !msgs[k].is_tool()).unwrap(),
+                }),
+                "{:?}", v
+            );
+        }
+    }
+
+    #[test]
+    fn metadata_only_changes_break_no_law(
+        msgs in strategies::transcript(),
+        pick in any::<prop::sample::Index>(),
+    ) {
+        // A store stamping row ids between the snapshot and the check (a flush).
+        let i = pick.index(msgs.len());
+        let mut after = msgs.clone();
+        after[i].meta_mut().row_id = Some(7);
+        after[i].meta_mut().trimmed_handle = Some("h".into());
+        let everything = Protected { head: msgs.len(), tail: 0, pinned: None };
+        for kind in ALL_KINDS {
+            let v = check(&msgs, &after, Pass::new(kind, everything));
+            prop_assert!(v.is_empty(), "{:?}: {:?}", kind, v);
         }
     }
 

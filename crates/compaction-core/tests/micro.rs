@@ -205,6 +205,7 @@ impl Harness {
         let before = self.t.messages().to_vec();
         let protected = Protected::from_regions(&plan.regions);
         self.state.record_plan(&plan);
+        let mut described = Pass::of_micro(&plan, &self.cfg, None);
         let (ran, kind, expect_progress) = match &plan.step {
             MicroStep::Noop(_) => (Ran::Noop, PassKind::Unchanged, false),
             MicroStep::Gated { .. } => (Ran::Gated, PassKind::Unchanged, false),
@@ -218,6 +219,7 @@ impl Harness {
                     let out = micro::assemble_micro(&self.t, &plan, &summary, &self.cfg, &self.e)
                         .expect("a fresh plan assembles");
                     self.state.record_outcome(&out);
+                    described = Pass::of_micro(&plan, &self.cfg, Some(&out));
                     if let Some(edit) = out.edit() {
                         edit.clone()
                             .apply_to(&mut self.t, &self.e)
@@ -234,10 +236,10 @@ impl Harness {
                             PassKind::Micro,
                             !job.superseded_markers.is_empty(),
                         ),
-                        (MicroOutcome::Defragged { .. }, _) => {
+                        (MicroOutcome::Defrag { .. }, _) => {
                             (Ran::Defragged, PassKind::Defrag, true)
                         }
-                        (MicroOutcome::DefragRejected { .. }, _) => {
+                        (MicroOutcome::DefragFailed { .. }, _) => {
                             (Ran::DefragRejected, PassKind::Unchanged, false)
                         }
                         (o, s) => panic!("outcome {o:?} does not match step {s:?}"),
@@ -250,6 +252,9 @@ impl Harness {
             expect_progress,
             tail_demotion_reported: false,
         });
+        // The description built from the plan is the one this harness derives by hand.
+        described.options.expect_progress = expect_progress;
+        assert_eq!(described, pass);
         let violations = laws::check(&before, self.t.messages(), &pass, &self.e);
         assert!(
             violations.is_empty(),
@@ -851,4 +856,35 @@ fn trajectory_on_the_large_shared_session() {
     let threshold = regions::WindowConfig::for_context(128_000).threshold_tokens();
     let mut h = Harness::new(msgs, MicroConfig::default(), threshold, false);
     check_trajectory(&mut h, 30, "pi__large-session");
+}
+
+#[test]
+fn one_micro_vocabulary_rendered_one_way() {
+    use compaction_core::micro::MicroOutcomeKind as K;
+    // The `outcome` strings of spec section 8 (and the store failure).
+    let names: Vec<&str> = K::ALL.iter().map(|k| k.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "absorbed",
+            "absorbed",
+            "summarize_failed",
+            "exchange_skipped",
+            "defrag",
+            "defrag_failed",
+            "gated",
+            "noop",
+            "store_failed"
+        ]
+    );
+    for k in K::ALL {
+        let json = serde_json::to_string(&k).unwrap();
+        assert_eq!(json, format!("\"{}\"", k.as_str()));
+        let back: K = serde_json::from_str(&json).unwrap();
+        let expected = if k == K::Progressed { K::Absorbed } else { k };
+        assert_eq!(back, expected);
+        assert_eq!(K::from_name(k.as_str()), Some(expected));
+    }
+    assert!(serde_json::from_str::<K>("\"progressed\"").is_err());
+    assert_eq!(K::default(), K::Noop);
 }

@@ -50,46 +50,13 @@ pub fn occupancy_pct(tokens: u64, threshold_tokens: Option<u64>) -> Option<f64> 
     Some((tokens as f64 * 1000.0 / threshold as f64).round() / 10.0)
 }
 
-/// What a micro pass did (spec section 8).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum MicroOutcome {
-    /// One or more exchanges were folded into the rolling summary.
-    Absorbed,
-    /// The summarizer failed; the transcript is unchanged.
-    SummarizeFailed,
-    /// The same exchange failed too often; the cursor moved past it.
-    ExchangeSkipped,
-    /// The rolling summary was re-summarized into a shorter one.
-    Defrag,
-    /// The defrag failed or did not shrink the summary enough.
-    DefragFailed,
-    /// The reclaim gate held the pass back (not enough to reclaim yet).
-    Gated,
-    /// The summary was made but the store refused or failed the commit; the transcript is
-    /// unchanged.
-    StoreFailed,
-    /// Nothing to do (cadence, no whole exchange in the middle).
-    #[default]
-    Noop,
-}
+/// What a micro pass did (spec section 8): the one micro vocabulary, defined in the core and
+/// shared with the facade's micro report; [`as_str`](MicroOutcomeKind::as_str) gives the
+/// `outcome` string of the line.
+pub use compaction_core::micro::MicroOutcomeKind;
 
-impl MicroOutcome {
-    /// The snake_case name used in the telemetry line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MicroOutcome::Absorbed => "absorbed",
-            MicroOutcome::SummarizeFailed => "summarize_failed",
-            MicroOutcome::ExchangeSkipped => "exchange_skipped",
-            MicroOutcome::Defrag => "defrag",
-            MicroOutcome::DefragFailed => "defrag_failed",
-            MicroOutcome::Gated => "gated",
-            MicroOutcome::StoreFailed => "store_failed",
-            MicroOutcome::Noop => "noop",
-        }
-    }
-}
+/// [`MicroOutcomeKind`] under the name this crate gave it first (the same enum).
+pub type MicroOutcome = MicroOutcomeKind;
 
 /// One micro-compaction pass: every field of spec section 8, plus the cache-break depth and
 /// the summarizer's token use so the report can price the pass.

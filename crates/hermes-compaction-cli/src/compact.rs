@@ -70,8 +70,12 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
             if n == 1 { "" } else { "es" }
         ),
     };
+    let cause = r
+        .failure_cause
+        .as_deref()
+        .map_or(String::new(), |c| format!(": {c}"));
     Err(Error::Pass(format!(
-        "the {} pass failed{earlier}: {} (outcome {}); {after}",
+        "the {} pass failed{earlier}: {}{cause} (outcome {}); {after}",
         r.mode,
         failure_text(f),
         r.outcome

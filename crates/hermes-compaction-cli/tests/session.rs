@@ -202,7 +202,8 @@ fn session_micro_absorbs_inside_a_long_single_turn() {
     ]);
     let (stdout, stderr) = texts(&o);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
-    assert!(stdout.contains("outcome=progressed passes=10 "), "{stdout}");
+    // In-turn absorption is an absorption in the one micro vocabulary (spec section 8).
+    assert!(stdout.contains("outcome=absorbed passes=10 "), "{stdout}");
     assert!(stdout.trim_end().ends_with("generation=0->10"), "{stdout}");
     let export = |all: bool| {
         let mut args = vec!["session", "export", "--db", s(&db), "--session", "long"];

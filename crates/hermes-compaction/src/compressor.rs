@@ -15,7 +15,7 @@
 //! the transcript byte-identical and is reported in the [`BatchReport`] and in telemetry.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use compaction_core::batch::{
     self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason, SummaryJob,
@@ -25,91 +25,12 @@ use compaction_core::prune::PruneConfig;
 use compaction_core::{MarkerKind, Message, TokenCounter, Transcript};
 use compaction_llm::{Summarizer, SummaryKind, SummaryRequest};
 
+use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
-
-/// Why a batch attempt was made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
-    /// The planned check before a model request.
-    BeforeRequest,
-    /// Real usage after a response was over the threshold.
-    Usage,
-    /// The provider rejected a request as too large.
-    Overflow,
-    /// The user asked (`/compress`).
-    Manual,
-    /// Proactive prune below the threshold.
-    Proactive,
-}
-
-/// What a batch attempt did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Nothing was needed (below threshold, nothing to compact).
-    NotNeeded,
-    /// Skipped: automatic compaction is disabled, cooling down after a failure, or paused by
-    /// anti-thrash.
-    Skipped,
-    /// Prune-only was accepted.
-    Pruned,
-    /// The middle was summarized (possibly after pruning).
-    Summarized,
-    /// The protected messages alone exceed the threshold; nothing more can be done.
-    IrreducibleFloor,
-    /// The pass would not have shrunk the transcript (e.g. a summary longer than the span it
-    /// replaces); nothing was committed.
-    NoGain,
-    /// The pass failed; the transcript is unchanged.
-    Failed,
-}
-
-/// Why a pass failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// The summarizer failed with this class.
-    Summarizer(compaction_llm::ErrorClass),
-    /// The store refused the commit because another writer compacted first.
-    StaleGeneration,
-    /// The store failed.
-    Store,
-    /// The plan could not be assembled safely (e.g. it would break tool pairing).
-    Plan,
-}
-
-/// The result of one batch attempt. Counts only, never content.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BatchReport {
-    /// Why it ran.
-    pub trigger: Trigger,
-    /// What happened.
-    pub outcome: Outcome,
-    /// Why it failed, when it did.
-    pub failure: Option<Failure>,
-    /// Tokens before (calibrated when available) and after (estimated).
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before and after.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
-    /// Threshold in tokens.
-    pub threshold_tokens: u64,
-    /// First message index the pass rewrote (where the prompt cache breaks).
-    pub earliest_changed_index: Option<usize>,
-    /// Whether the extractive fallback produced a summary.
-    pub fallback_used: bool,
-    /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
-    pub demoted_tail_outputs: usize,
-    /// Whether prune-only was tried and rejected in favour of a summary.
-    pub fell_through: bool,
-    /// Summarizer usage, when reported.
-    pub summary_tokens: u64,
-    /// Wall time of the attempt.
-    pub duration: Duration,
-    /// The partition the pass was planned with (what it promised not to touch).
-    pub regions: Option<compaction_core::regions::Regions>,
-}
+use crate::persist::PersistError;
+#[cfg(feature = "store")]
+pub use crate::persist::Persistence;
+pub use crate::report::{BatchReport, Failure, Outcome, Trigger};
 
 /// A ticket from [`Compressor::before_request`] to hand back to
 /// [`Compressor::after_response`], so usage measured before a compaction is never used after it.
@@ -132,52 +53,6 @@ pub struct ThrashState {
     pub ineffective: u32,
     /// Automatic compaction paused until this time (unix ms).
     pub paused_until_ms: Option<u64>,
-}
-
-/// Where passes are persisted.
-#[cfg(feature = "store")]
-#[derive(Clone, Debug)]
-///
-/// ```
-/// use std::sync::Arc;
-/// use hermes_compaction::compressor::Persistence;
-/// use hermes_compaction::core::{Estimator, Message};
-/// use hermes_compaction::llm::ExtractiveSummarizer;
-/// use hermes_compaction::store::Store;
-/// use hermes_compaction::{Compressor, Config};
-///
-/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
-/// // One store per deployment (a file path, `sqlite:` or `postgres://` URL), one session per
-/// // conversation.
-/// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
-/// store.create_session("s1").await.unwrap();
-/// let persistence = Persistence {
-///     store: store.clone(),
-///     session: "s1".into(),
-///     generation: store.generation("s1").await.unwrap(),
-/// };
-/// let mut c = Compressor::new(
-///     Config::default(),
-///     Arc::new(ExtractiveSummarizer::default()),
-///     Arc::new(Estimator::default()),
-///     "s1",
-/// )
-/// .with_store(persistence);
-/// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
-/// // Every pass commits to the store (archive_and_compact) before it changes `t`.
-/// c.compress(&mut t, None).await;
-/// # });
-/// ```
-pub struct Persistence {
-    /// The store.
-    pub store: Arc<dyn compaction_store::TranscriptStore>,
-    /// The session in it.
-    pub session: String,
-    /// The session generation the agent's transcript reflects (from
-    /// [`TranscriptStore::generation`](compaction_store::TranscriptStore::generation) when it
-    /// was loaded). Each commit names it, so a pass planned on a transcript another writer has
-    /// since compacted is refused; the compressor advances it after each of its own commits.
-    pub generation: u64,
 }
 
 /// The batch compressor for one session.
@@ -230,15 +105,31 @@ pub struct Persistence {
 /// # });
 /// ```
 pub struct Compressor {
-    config: Config,
-    batch: BatchConfig,
-    threshold: u64,
+    /// What the configuration says, read once at construction and never changed.
+    settings: Settings,
     counter: Arc<dyn TokenCounter>,
     summarizer: Arc<dyn Summarizer>,
     fallback: Option<Arc<dyn Summarizer>>,
     #[cfg(feature = "store")]
     persistence: Option<Persistence>,
     session_id: String,
+    clock: Arc<dyn Clock>,
+    /// Everything that changes as the session goes on.
+    pub(crate) rt: Runtime,
+}
+
+/// The configuration and what is derived from it, fixed at construction.
+struct Settings {
+    config: Arc<Config>,
+    batch: BatchConfig,
+    micro: compaction_core::micro::MicroConfig,
+    micro_every_n_turns: u64,
+    threshold: u64,
+}
+
+/// The compressor's runtime state.
+#[derive(Debug, Default)]
+pub(crate) struct Runtime {
     state: ThrashState,
     epoch: u64,
     awaiting_effect: bool,
@@ -247,10 +138,13 @@ pub struct Compressor {
     proactive_rearm_at: Option<u64>,
     /// When the last model request was made (unix ms), for the cache time-to-live rule.
     last_request_ms: Option<u64>,
-    clock: fn() -> u64,
+    /// A pass was applied in memory after its commit failed: the store's active rows no longer
+    /// match the transcript until the next store write resynchronises them.
+    #[cfg(feature = "store")]
+    resync_pending: bool,
     /// The next manual pass is prune-only (set by `Compressor::prune_only`).
     pub(crate) prune_only_once: bool,
-    pub(crate) micro: crate::micro::MicroRuntime,
+    pub(crate) micro: MicroRuntime,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
@@ -260,9 +154,9 @@ impl std::fmt::Debug for Compressor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compressor")
             .field("session_id", &self.session_id)
-            .field("threshold", &self.threshold)
+            .field("threshold", &self.settings.threshold)
             .field("summarizer", &self.summarizer.name())
-            .field("state", &self.state)
+            .field("state", &self.rt.state)
             .finish_non_exhaustive()
     }
 }
@@ -276,33 +170,28 @@ impl Compressor {
         counter: Arc<dyn TokenCounter>,
         session_id: impl Into<String>,
     ) -> Compressor {
-        let batch = batch_config(&config);
-        let threshold = config.window().threshold_tokens();
-        let fallback: Option<Arc<dyn Summarizer>> = config
+        let settings = Settings {
+            batch: batch_config(&config),
+            micro: micro_config(&config),
+            micro_every_n_turns: config.micro_every_n_turns(),
+            threshold: config.window().threshold_tokens(),
+            config: Arc::new(config),
+        };
+        let fallback: Option<Arc<dyn Summarizer>> = settings
+            .config
             .compression
             .fallback_to_extractive
             .then(|| Arc::new(compaction_llm::ExtractiveSummarizer::default()) as _);
         Compressor {
-            config,
-            batch,
-            threshold,
+            settings,
             counter,
             summarizer,
             fallback,
             #[cfg(feature = "store")]
             persistence: None,
             session_id: session_id.into(),
-            state: ThrashState::default(),
-            epoch: 0,
-            awaiting_effect: false,
-            overflow_attempts: 0,
-            proactive_rearm_at: None,
-            last_request_ms: None,
-            clock: unix_ms,
-            prune_only_once: false,
-            micro: Default::default(),
-            #[cfg(all(feature = "store", feature = "telemetry"))]
-            trim_totals: Default::default(),
+            clock: Arc::new(SystemClock),
+            rt: Runtime::default(),
         }
     }
 
@@ -313,26 +202,43 @@ impl Compressor {
         self
     }
 
-    /// Replaces the clock (unix milliseconds), for tests of cooldowns and probes.
-    pub fn with_clock(mut self, clock: fn() -> u64) -> Compressor {
+    /// Replaces the clock every time the compressor reads comes from (cooldowns, pauses, the
+    /// cache time-to-live rule, the date in summary prompts). Any `Fn() -> u64 + Send + Sync`
+    /// returning unix milliseconds is a [`Clock`], so a plain `fn` still works.
+    pub fn with_clock(self, clock: impl Clock + 'static) -> Compressor {
+        self.with_shared_clock(Arc::new(clock))
+    }
+
+    /// [`with_clock`](Self::with_clock) with a clock shared by several compressors.
+    pub fn with_shared_clock(mut self, clock: Arc<dyn Clock>) -> Compressor {
         self.clock = clock;
         self
     }
 
+    /// The clock's current time in unix milliseconds.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_unix_ms()
+    }
+
+    /// The clock's date, for summary prompts.
+    pub(crate) fn today(&self) -> String {
+        self.clock.today()
+    }
+
     /// Restores durable state (e.g. loaded from the store after a restart).
     pub fn with_state(mut self, state: ThrashState) -> Compressor {
-        self.state = state;
+        self.rt.state = state;
         self
     }
 
     /// The current anti-thrash and cooldown state.
     pub fn state(&self) -> &ThrashState {
-        &self.state
+        &self.rt.state
     }
 
     /// The threshold in tokens.
     pub fn threshold_tokens(&self) -> u64 {
-        self.threshold
+        self.settings.threshold
     }
 
     /// The token counter.
@@ -340,15 +246,26 @@ impl Compressor {
         self.counter.as_ref()
     }
 
-    /// The configuration.
+    /// The configuration (read at construction; it does not change).
     pub fn config(&self) -> &Config {
-        &self.config
+        &self.settings.config
+    }
+
+    /// The core micro configuration derived from it.
+    pub(crate) fn micro_settings(&self) -> &compaction_core::micro::MicroConfig {
+        &self.settings.micro
+    }
+
+    /// `compression.micro_compact_every_n_turns`, at least 1.
+    pub(crate) fn micro_every_n_turns(&self) -> u64 {
+        self.settings.micro_every_n_turns
     }
 
     /// Seconds since the last model request, `None` before the first.
     pub(crate) fn secs_since_last_request(&self) -> Option<u64> {
-        self.last_request_ms
-            .map(|at| (self.clock)().saturating_sub(at) / 1_000)
+        self.rt
+            .last_request_ms
+            .map(|at| self.now_ms().saturating_sub(at) / 1_000)
     }
 
     /// Whether passes are persisted (summaries then say that detail can be recalled).
@@ -364,6 +281,11 @@ impl Compressor {
         self.summarizer.as_ref()
     }
 
+    /// The extractive fallback, when `compression.fallback_to_extractive` is set.
+    pub(crate) fn fallback(&self) -> Option<&Arc<dyn Summarizer>> {
+        self.fallback.as_ref()
+    }
+
     /// The session id used in telemetry.
     pub fn session_id(&self) -> &str {
         &self.session_id
@@ -372,7 +294,7 @@ impl Compressor {
     /// A pass other than a batch one rewrote history: usage measured before it no longer
     /// applies.
     pub(crate) fn note_rewrite(&mut self) {
-        self.epoch += 1;
+        self.rt.epoch += 1;
     }
 
     /// Builds a transcript with this compressor's counter, marking the session compacted when
@@ -382,7 +304,7 @@ impl Compressor {
             .iter()
             .any(|m| compaction_core::marker::classify(m).is_some())
         {
-            self.state.compacted = true;
+            self.rt.state.compacted = true;
         }
         Transcript::new(messages, self.counter.as_ref())
     }
@@ -395,15 +317,16 @@ impl Compressor {
         t: &mut Transcript,
     ) -> (RequestTicket, Option<BatchReport>) {
         let mut report = None;
-        if self.config.compression.enabled && t.current_tokens() >= self.threshold {
+        if self.settings.config.compression.enabled && t.current_tokens() >= self.settings.threshold
+        {
             report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
-        } else if self.config.compression.enabled && self.proactive_due(t) {
+        } else if self.settings.config.compression.enabled && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
-        self.last_request_ms = Some((self.clock)());
+        self.rt.last_request_ms = Some(self.now_ms());
         (
             RequestTicket {
-                epoch: self.epoch,
+                epoch: self.rt.epoch,
                 messages: t.len(),
             },
             report,
@@ -420,22 +343,25 @@ impl Compressor {
         ticket: RequestTicket,
         prompt_tokens: u64,
     ) {
-        if ticket.epoch != self.epoch {
+        if ticket.epoch != self.rt.epoch {
             return;
         }
         t.calibrate(prompt_tokens, ticket.messages.min(t.len()));
-        self.overflow_attempts = 0;
-        if self.awaiting_effect {
-            self.awaiting_effect = false;
-            if prompt_tokens >= self.threshold {
-                self.state.ineffective += 1;
-                if self.state.ineffective >= self.config.compression.anti_thrash_max_ineffective {
-                    self.state.paused_until_ms = Some(
-                        (self.clock)() + self.config.compression.anti_thrash_probe_secs * 1_000,
+        self.rt.overflow_attempts = 0;
+        if self.rt.awaiting_effect {
+            self.rt.awaiting_effect = false;
+            if prompt_tokens >= self.settings.threshold {
+                self.rt.state.ineffective += 1;
+                if self.rt.state.ineffective
+                    >= self.settings.config.compression.anti_thrash_max_ineffective
+                {
+                    self.rt.state.paused_until_ms = Some(
+                        self.now_ms()
+                            + self.settings.config.compression.anti_thrash_probe_secs * 1_000,
                     );
                 }
             } else {
-                self.state.ineffective = 0;
+                self.rt.state.ineffective = 0;
             }
         }
     }
@@ -444,9 +370,9 @@ impl Compressor {
     /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
     /// instead of waiting for the next request. Returns `None` when no pass was needed.
     pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if !self.config.compression.enabled
+        if !self.settings.config.compression.enabled
             || t.calibration().is_none()
-            || t.current_tokens() < self.threshold
+            || t.current_tokens() < self.settings.threshold
         {
             return None;
         }
@@ -454,13 +380,20 @@ impl Compressor {
     }
 
     /// The provider rejected a request as too large: compact (forced) and let the caller retry,
-    /// at most `compression.max_attempts` times in a row. Returns `None` when attempts are used
-    /// up.
+    /// at most `compression.max_attempts` times in a row (the count resets with the next
+    /// [`after_response`](Self::after_response)). Returns `None` when attempts are used up.
+    ///
+    /// Unlike the automatic hooks it ignores the failure cooldown and the anti-thrash pause.
+    /// When the store fails to commit the pass, the pass is applied to `t` all the same (the
+    /// report says so: [`BatchReport::applied_unpersisted`], with the failure and its cause);
+    /// the compressor then resynchronises the store with its next store write
+    /// ([`flush`](Self::flush) or the next pass), and until that succeeds
+    /// [`store_in_sync`](Self::store_in_sync) is `false`.
     pub async fn on_context_overflow(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if self.overflow_attempts >= self.config.compression.max_attempts {
+        if self.rt.overflow_attempts >= self.settings.config.compression.max_attempts {
             return None;
         }
-        self.overflow_attempts += 1;
+        self.rt.overflow_attempts += 1;
         Some(self.run(t, Trigger::Overflow, true, None).await)
     }
 
@@ -486,7 +419,7 @@ impl Compressor {
             tokens_after: t.current_tokens(),
             messages_before: t.len(),
             messages_after: t.len(),
-            threshold_tokens: self.threshold,
+            threshold_tokens: self.settings.threshold,
             earliest_changed_index: None,
             fallback_used: false,
             demoted_tail_outputs: 0,
@@ -494,29 +427,40 @@ impl Compressor {
             summary_tokens: 0,
             duration: Duration::ZERO,
             regions: None,
+            failure_cause: None,
+            applied_unpersisted: false,
+            strict_alternation: self.settings.batch.strict_alternation,
         };
         let manual = matches!(trigger, Trigger::Manual);
-        let now = (self.clock)();
-        let blocked = self.state.cooldown_until_ms.is_some_and(|u| now < u)
-            || self.state.paused_until_ms.is_some_and(|u| now < u);
-        if blocked && !manual {
+        // The provider refused the request: waiting is no option, so an overflow pass ignores
+        // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
+        let overflow = matches!(trigger, Trigger::Overflow);
+        let now = self.now_ms();
+        let blocked = self.rt.state.cooldown_until_ms.is_some_and(|u| now < u)
+            || self.rt.state.paused_until_ms.is_some_and(|u| now < u);
+        if blocked && !manual && !overflow {
             report.outcome = Outcome::Skipped;
             return self.finish(report, started, None);
         }
         if manual {
-            self.state.paused_until_ms = None;
-            self.state.ineffective = 0;
+            self.rt.state.paused_until_ms = None;
+            self.rt.state.ineffective = 0;
         }
 
         let req = BatchRequest {
             force: force || matches!(trigger, Trigger::Proactive),
             prune_only: matches!(trigger, Trigger::Proactive)
-                || std::mem::take(&mut self.prune_only_once),
+                || std::mem::take(&mut self.rt.prune_only_once),
             focus,
-            compacted: self.state.compacted,
+            compacted: self.rt.state.compacted,
         };
-        let mut plan =
-            batch::plan_batch(t, self.threshold, &self.batch, &req, self.counter.as_ref());
+        let mut plan = batch::plan_batch(
+            t,
+            self.settings.threshold,
+            &self.settings.batch,
+            &req,
+            self.counter.as_ref(),
+        );
         report.demoted_tail_outputs = plan.demoted_tail_outputs;
         let summaries = match &plan.step {
             BatchStep::Nothing(reason) => {
@@ -527,11 +471,15 @@ impl Compressor {
                 return self.finish(report, started, Some(&plan));
             }
             BatchStep::PruneOnly { .. } => {
-                let min = self.config.compression.proactive_prune_min_reclaim_tokens;
+                let min = self
+                    .settings
+                    .config
+                    .compression
+                    .proactive_prune_min_reclaim_tokens;
                 if matches!(trigger, Trigger::Proactive) && plan.prune.reclaimed_tokens < min {
                     // Not worth a cache break yet: wait until the transcript has grown by
                     // what is still missing.
-                    self.proactive_rearm_at =
+                    self.rt.proactive_rearm_at =
                         Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
                     report.outcome = Outcome::NotNeeded;
                     return self.finish(report, started, Some(&plan));
@@ -553,15 +501,16 @@ impl Compressor {
                 }
             }
         };
-        let mut edit = match batch::assemble_taking_prune(t, &mut plan, &summaries, &self.batch) {
-            Ok(e) => e,
-            Err(_) => {
-                report.outcome = Outcome::Failed;
-                report.failure = Some(Failure::Plan);
-                self.record_failure();
-                return self.finish(report, started, Some(&plan));
-            }
-        };
+        let mut edit =
+            match batch::assemble_taking_prune(t, &mut plan, &summaries, &self.settings.batch) {
+                Ok(e) => e,
+                Err(_) => {
+                    report.outcome = Outcome::Failed;
+                    report.failure = Some(Failure::Plan);
+                    self.record_failure();
+                    return self.finish(report, started, Some(&plan));
+                }
+            };
         let removed: u64 = edit
             .splices
             .iter()
@@ -577,11 +526,18 @@ impl Compressor {
             report.outcome = Outcome::NoGain;
             return self.finish(report, started, Some(&plan));
         }
-        if let Err(f) = self.persist_edit(t, &mut edit).await {
-            report.outcome = Outcome::Failed;
-            report.failure = Some(f);
-            self.record_failure();
-            return self.finish(report, started, Some(&plan));
+        if let Err(e) = self.persist_edit(t, &mut edit).await {
+            report.failure = Some(e.failure);
+            report.failure_cause = Some(e.cause);
+            if !overflow {
+                report.outcome = Outcome::Failed;
+                self.record_failure();
+                return self.finish(report, started, Some(&plan));
+            }
+            // An overflow pass goes on in memory: the agent cannot continue otherwise. The
+            // store keeps the rows from before until the next store write resynchronises it.
+            self.mark_unpersisted();
+            report.applied_unpersisted = true;
         }
         report.earliest_changed_index = edit.earliest_changed_index();
         if edit.apply_to(t, self.counter.as_ref()).is_err() {
@@ -590,19 +546,19 @@ impl Compressor {
             report.failure = Some(Failure::Plan);
             return self.finish(report, started, Some(&plan));
         }
-        self.state.consecutive_failures = 0;
-        self.state.cooldown_until_ms = None;
+        self.rt.state.consecutive_failures = 0;
+        self.rt.state.cooldown_until_ms = None;
         if matches!(report.outcome, Outcome::Summarized) {
-            self.state.compacted = true;
+            self.rt.state.compacted = true;
             // The next micro pass resumes from the batch marker.
-            self.micro.state.reset();
+            self.rt.micro.state.reset();
         }
-        self.epoch += 1;
-        self.awaiting_effect = true;
+        self.rt.epoch += 1;
+        self.rt.awaiting_effect = true;
         report.tokens_after = t.current_tokens();
         // Proactive prune re-arms only after the transcript has grown again by what this pass
         // reclaimed.
-        self.proactive_rearm_at =
+        self.rt.proactive_rearm_at =
             Some(report.tokens_after + report.tokens_before.saturating_sub(report.tokens_after));
         report.messages_after = t.len();
         self.finish(report, started, Some(&plan))
@@ -623,8 +579,8 @@ impl Compressor {
             let mut req = SummaryRequest::new(
                 kind,
                 job.material.clone(),
-                self.config.compression.summary_max_tokens,
-                today(),
+                self.settings.config.compression.summary_max_tokens,
+                self.today(),
             )
             .with_messages(job.messages.clone());
             req.previous_summary = job
@@ -664,61 +620,137 @@ impl Compressor {
         Ok(out)
     }
 
+    /// Persists what the agent appended to `t` since the last flush and stamps the new row
+    /// ids on `t` itself, so the next flush skips them: idempotent, and the cost is what was
+    /// appended, not the transcript. Returns how many rows were written (0 without a store).
+    ///
+    /// Call it whenever the agent wants its messages durable (after each turn, or after each
+    /// append). The compressor also flushes before each commit, so a pass never replaces a
+    /// message the store has not seen. The agent appends at the end, so "not persisted yet" is
+    /// the suffix after the last stamped message; a message inserted elsewhere without a row
+    /// id makes the next commit fail cleanly (`MissingRowId`).
+    ///
+    /// After an overflow pass that the store could not commit, the first flush resynchronises
+    /// the store instead: in one `archive_and_compact` it archives the active rows the
+    /// transcript no longer holds and inserts the messages the store has not seen, at their
+    /// positions. That fails (and the store stays as it was) when another writer changed the
+    /// session meanwhile; reload the session to recover.
+    ///
+    /// Do not append copies of the transcript's messages to the store yourself: the copies
+    /// get the row ids, the transcript does not, and the next commit writes them again.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::Persistence;
+    /// use hermes_compaction::core::{Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Store, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let persistence = Persistence {
+    ///     store: store.clone(),
+    ///     session: "s1".into(),
+    ///     generation: store.generation("s1").await.unwrap(),
+    /// };
+    /// let mut c = Compressor::new(
+    ///     Config::default(),
+    ///     Arc::new(ExtractiveSummarizer::default()),
+    ///     Arc::new(Estimator::default()),
+    ///     "s1",
+    /// )
+    /// .with_store(persistence);
+    /// let mut t = c.transcript(vec![Message::system("be brief")]);
+    /// t.push(Message::user("hi"), c.counter());
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 2); // both written, ids stamped on `t`
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 0); // idempotent
+    /// t.push(Message::assistant("hello"), c.counter());
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+    /// assert_eq!(store.load_active("s1").await.unwrap().len(), t.len());
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn flush(
+        &mut self,
+        t: &mut Transcript,
+    ) -> Result<usize, compaction_store::StoreError> {
+        let Some(p) = &mut self.persistence else {
+            return Ok(0);
+        };
+        let result = if self.rt.resync_pending {
+            crate::persist::resync(p, t).await
+        } else {
+            crate::persist::append_unstamped(p, t).await
+        };
+        match &result {
+            Ok(_) => self.rt.resync_pending = false,
+            Err(e) if self.rt.resync_pending => tracing::warn!(
+                session = %self.session_id,
+                "compaction store resync failed (the store keeps the rows from before the \
+                 last overflow pass): {e}"
+            ),
+            Err(e) => {
+                tracing::warn!(session = %self.session_id, "compaction store flush failed: {e}")
+            }
+        }
+        result
+    }
+
+    /// Whether the store's active rows are known to match what the transcript has persisted:
+    /// `false` after an overflow pass was applied without its commit, until a store write
+    /// resynchronised them (always `true` without a store).
+    pub fn store_in_sync(&self) -> bool {
+        #[cfg(feature = "store")]
+        return !self.rt.resync_pending;
+        #[cfg(not(feature = "store"))]
+        return true;
+    }
+
+    fn mark_unpersisted(&mut self) {
+        #[cfg(feature = "store")]
+        {
+            self.rt.resync_pending = self.persistence.is_some();
+        }
+    }
+
     /// Commits `edit` with `archive_and_compact` (flushing unpersisted messages first) and
-    /// stamps its new rows; a no-op without a store.
+    /// stamps its new rows; a no-op without a store. A failure is logged (without content)
+    /// and returned with its cause.
     #[cfg(feature = "store")]
     pub(crate) async fn persist_edit(
         &mut self,
         t: &mut Transcript,
         edit: &mut compaction_core::Edit,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), PersistError> {
         use compaction_store::{Commit, StoreError, stamp_edit};
+        if self.persistence.is_none() {
+            return Ok(());
+        }
+        // Flush what the agent has not persisted yet (or resync), so every replaced row has
+        // an id.
+        self.flush(t).await.map_err(PersistError::store)?;
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
-        // Flush what the agent has not persisted yet, so every replaced row has an id.
-        // The agent appends at the end, so what is not persisted yet is the suffix after the
-        // last stamped message: the flush costs what was appended, not the transcript. (An
-        // unstamped message elsewhere makes the commit fail cleanly with a missing row id.)
-        let first_unstamped = t
-            .messages()
-            .iter()
-            .rposition(|m| m.row_id().is_some())
-            .map_or(0, |i| i + 1);
-        let unstamped: Vec<usize> = (first_unstamped..t.len()).collect();
-        if !unstamped.is_empty() {
-            let mut fresh: Vec<Message> =
-                unstamped.iter().map(|&i| t.messages()[i].clone()).collect();
-            let ids = p
-                .store
-                .append(&p.session, &mut fresh)
-                .await
-                .map_err(|_| Failure::Store)?;
-            // The copies share their bodies with the transcript's messages until dropped;
-            // stamping the transcript while they live would copy every body.
-            drop(fresh);
-            if ids.len() != unstamped.len() {
-                return Err(Failure::Store);
+        let committed = async {
+            let mut commit = Commit::from_edit(p.generation, edit, t.messages())?;
+            let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
+            p.generation += 1;
+            if !stamp_edit(edit, &ids) {
+                return Err(StoreError::OutOfRange {
+                    what: crate::persist::ROW_COUNT,
+                });
             }
-            for (&i, id) in unstamped.iter().zip(ids) {
-                t.set_row_id(i, id);
-            }
+            Ok(())
         }
-        let mut commit =
-            Commit::from_edit(p.generation, edit, t.messages()).map_err(|_| Failure::Store)?;
-        let ids = p
-            .store
-            .archive_and_compact(&p.session, &mut commit)
-            .await
-            .map_err(|e| match e {
-                StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
-                _ => Failure::Store,
-            })?;
-        p.generation += 1;
-        if !stamp_edit(edit, &ids) {
-            return Err(Failure::Store);
-        }
-        Ok(())
+        .await;
+        committed.map_err(|e| {
+            tracing::warn!(session = %self.session_id, "compaction store commit failed: {e}");
+            PersistError::store(e)
+        })
     }
 
     #[cfg(not(feature = "store"))]
@@ -726,25 +758,25 @@ impl Compressor {
         &mut self,
         _t: &mut Transcript,
         _edit: &mut compaction_core::Edit,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), PersistError> {
         Ok(())
     }
 
     fn record_failure(&mut self) {
-        self.state.consecutive_failures += 1;
-        let c = &self.config.compression;
-        let factor = 1u64 << (self.state.consecutive_failures - 1).min(16);
+        self.rt.state.consecutive_failures += 1;
+        let c = &self.settings.config.compression;
+        let factor = 1u64 << (self.rt.state.consecutive_failures - 1).min(16);
         let secs =
             (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
-        self.state.cooldown_until_ms = Some((self.clock)() + secs * 1_000);
+        self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
     }
 
     fn proactive_due(&self, t: &Transcript) -> bool {
-        let c = &self.config.compression;
+        let c = &self.settings.config.compression;
         let now = t.current_tokens();
         c.proactive_prune_tokens > 0
             && now >= c.proactive_prune_tokens
-            && self.proactive_rearm_at.is_none_or(|at| now >= at)
+            && self.rt.proactive_rearm_at.is_none_or(|at| now >= at)
     }
 
     fn finish(
@@ -758,7 +790,7 @@ impl Compressor {
         #[cfg(feature = "telemetry")]
         crate::events::emit_batch(
             &self.session_id,
-            &self.config,
+            &self.settings.config,
             &report,
             plan,
             self.summarizer.name(),
@@ -766,6 +798,30 @@ impl Compressor {
         #[cfg(not(feature = "telemetry"))]
         let _ = plan;
         report
+    }
+}
+
+/// Micro state the compressor keeps between passes.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MicroRuntime {
+    pub(crate) state: compaction_core::micro::MicroState,
+    pub(crate) turns: u64,
+    pub(crate) rounds: u64,
+    pub(crate) passes_total: u64,
+    pub(crate) tokens_saved_total: i64,
+}
+
+/// Core micro configuration from the facade configuration.
+pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
+    let c = &config.compression;
+    compaction_core::micro::MicroConfig {
+        regions: config.regions(),
+        material: Default::default(),
+        defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
+        max_consecutive_failures: c.micro_compact_max_consecutive_failures,
+        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
+        strict_alternation: c.strict_alternation,
+        defrag_max_ratio: 0.5,
     }
 }
 
@@ -793,26 +849,8 @@ pub fn batch_config(config: &Config) -> BatchConfig {
     }
 }
 
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
-/// Today's date (UTC) as `YYYY-MM-DD`.
+/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock. The compressor itself reads the
+/// date from its [`Clock`].
 pub fn today() -> String {
-    let days = (unix_ms() / 86_400_000) as i64;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!("{y:04}-{m:02}-{d:02}")
+    SystemClock.today()
 }

@@ -3,18 +3,11 @@
 use compaction_core::batch::BatchPlan;
 use compaction_llm::ErrorClass;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, TriggerSource, Window,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, TriggerSource, Window,
 };
 
-use crate::compressor::{BatchReport, Failure, Outcome, Trigger};
 use crate::config::Config;
-use crate::micro::{MicroOutcomeKind, MicroReport};
-#[cfg(feature = "store")]
-use crate::trim::TrimStatus;
-#[cfg(feature = "store")]
-use compaction_telemetry::{Trim, TrimAccumulator, TrimOutcome, TrimSource};
-#[cfg(feature = "store")]
-use std::sync::{Mutex, PoisonError};
+use crate::report::{BatchReport, Failure, MicroReport, Outcome, Trigger};
 
 /// The telemetry event for a batch report.
 pub fn batch_attempt(
@@ -111,16 +104,8 @@ pub fn micro_pass(
     tokens_saved_total: i64,
     aux_model: &str,
 ) -> MicroPass {
-    let outcome = match report.outcome {
-        MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => MicroOutcome::Absorbed,
-        MicroOutcomeKind::SummarizeFailed => MicroOutcome::SummarizeFailed,
-        MicroOutcomeKind::ExchangeSkipped => MicroOutcome::ExchangeSkipped,
-        MicroOutcomeKind::Defrag => MicroOutcome::Defrag,
-        MicroOutcomeKind::DefragFailed => MicroOutcome::DefragFailed,
-        MicroOutcomeKind::Gated => MicroOutcome::Gated,
-        MicroOutcomeKind::Noop => MicroOutcome::Noop,
-        MicroOutcomeKind::StoreFailed => MicroOutcome::StoreFailed,
-    };
+    // The same vocabulary: a progress absorption renders as `absorbed` in the line.
+    let outcome = report.outcome;
     let window = Window {
         threshold_tokens: config.window().threshold_tokens(),
         context_limit: config.model.context_length,
@@ -159,56 +144,4 @@ pub fn emit_micro(
         tokens_saved_total,
         aux_model,
     ));
-}
-
-/// The telemetry event for what a trimming hook did, or `None` when no trim was due.
-///
-/// A kept message has no compact form, so both counts are its own size, which `kept_tokens`
-/// gives; it is called only for the kept outcomes. Neither the handle nor the tool's name is
-/// carried over (see [`Trim`]).
-#[cfg(feature = "store")]
-pub fn trim_event(
-    session_id: &str,
-    source: TrimSource,
-    status: &TrimStatus,
-    kept_tokens: impl FnOnce() -> u64,
-) -> Option<Trim> {
-    let (outcome, original, appended) = match status {
-        TrimStatus::NotNeeded => return None,
-        TrimStatus::Trimmed {
-            original_tokens,
-            trimmed_tokens,
-            ..
-        } => (TrimOutcome::Trimmed, *original_tokens, *trimmed_tokens),
-        TrimStatus::KeptNoStore => {
-            let n = kept_tokens();
-            (TrimOutcome::KeptNoStore, n, n)
-        }
-        TrimStatus::KeptStoreFailed => {
-            let n = kept_tokens();
-            (TrimOutcome::KeptStoreFailed, n, n)
-        }
-    };
-    Some(Trim::new(session_id, outcome, source).tokens(original, appended))
-}
-
-/// Counts a trim that was due in the session's running `totals` and emits its line; does
-/// nothing when no trim was due.
-#[cfg(feature = "store")]
-pub fn emit_trim(
-    session_id: &str,
-    source: TrimSource,
-    status: &TrimStatus,
-    kept_tokens: impl FnOnce() -> u64,
-    totals: &Mutex<TrimAccumulator>,
-) {
-    let Some(mut trim) = trim_event(session_id, source, status, kept_tokens) else {
-        return;
-    };
-    // Recording cannot panic, so a poisoned lock still holds consistent totals.
-    totals
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .record(&mut trim);
-    compaction_telemetry::emit_trim(&trim);
 }

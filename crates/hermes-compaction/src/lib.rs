@@ -48,6 +48,7 @@ pub use compaction_store as store;
 #[cfg(feature = "telemetry")]
 pub use compaction_telemetry as telemetry;
 
+pub mod clock;
 #[cfg(feature = "llm")]
 pub mod compressor;
 pub mod config;
@@ -59,8 +60,12 @@ mod events;
 pub mod micro;
 #[cfg(feature = "llm")]
 pub mod oneshot;
+#[cfg(feature = "llm")]
+mod persist;
 #[cfg(feature = "store")]
 pub mod recall;
+#[cfg(feature = "llm")]
+pub mod report;
 #[cfg(feature = "llm")]
 pub mod setup;
 #[cfg(feature = "store")]

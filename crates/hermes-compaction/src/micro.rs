@@ -9,107 +9,13 @@
 
 use std::time::{Duration, Instant};
 
-use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroStep};
+use compaction_core::micro::{self, MicroStep};
 use compaction_core::{MarkerKind, Transcript};
 use compaction_llm::{SummaryKind, SummaryRequest};
 
-use crate::compressor::{Compressor, Failure, today};
-use crate::config::Config;
-
-/// What a micro pass did (the `outcome` of spec section 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MicroOutcomeKind {
-    /// Exchanges were absorbed into the rolling marker.
-    Absorbed,
-    /// Tool groups of a long turn were absorbed into the progress marker.
-    Progressed,
-    /// The summarizer failed; the transcript is unchanged and the failure counted.
-    SummarizeFailed,
-    /// The exchange at the cursor failed too often and was skipped.
-    ExchangeSkipped,
-    /// The rolling summary was re-summarized shorter in place.
-    Defrag,
-    /// The defrag failed or did not shrink enough; absorption goes on next time.
-    DefragFailed,
-    /// The reclaim gate held.
-    Gated,
-    /// Nothing absorbable.
-    Noop,
-    /// The store refused or failed the commit; the transcript is unchanged.
-    StoreFailed,
-}
-
-impl MicroOutcomeKind {
-    /// The telemetry name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MicroOutcomeKind::Absorbed => "absorbed",
-            MicroOutcomeKind::Progressed => "progressed",
-            MicroOutcomeKind::SummarizeFailed => "summarize_failed",
-            MicroOutcomeKind::ExchangeSkipped => "exchange_skipped",
-            MicroOutcomeKind::Defrag => "defrag",
-            MicroOutcomeKind::DefragFailed => "defrag_failed",
-            MicroOutcomeKind::Gated => "gated",
-            MicroOutcomeKind::Noop => "noop",
-            MicroOutcomeKind::StoreFailed => "store_failed",
-        }
-    }
-}
-
-/// The result of one micro pass. Counts only, never content.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MicroReport {
-    /// What happened.
-    pub outcome: MicroOutcomeKind,
-    /// Why the summarizer or store failed, when it did.
-    pub failure: Option<Failure>,
-    /// Tokens before and after.
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before and after.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
-    /// Tokens of the absorbed exchanges.
-    pub exchange_tokens: u64,
-    /// Estimated tokens of the rolling summary after the pass.
-    pub rolling_summary_tokens: u64,
-    /// The cursor after the pass.
-    pub cursor: Option<usize>,
-    /// First message index the pass rewrote.
-    pub earliest_changed_index: Option<usize>,
-    /// Summarizer usage, when reported.
-    pub summary_tokens: u64,
-    /// Wall time.
-    pub duration: Duration,
-    /// The partition the pass was planned with.
-    pub regions: compaction_core::regions::Regions,
-}
-
-/// Micro state the compressor keeps between passes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct MicroRuntime {
-    pub(crate) state: micro::MicroState,
-    pub(crate) turns: u64,
-    pub(crate) rounds: u64,
-    pub(crate) passes_total: u64,
-    pub(crate) tokens_saved_total: i64,
-}
-
-/// Core micro configuration from the facade configuration.
-pub fn micro_config(config: &Config) -> MicroConfig {
-    let c = &config.compression;
-    MicroConfig {
-        regions: config.regions(),
-        material: Default::default(),
-        defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
-        max_consecutive_failures: c.micro_compact_max_consecutive_failures,
-        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
-        strict_alternation: c.strict_alternation,
-        defrag_max_ratio: 0.5,
-    }
-}
+pub use crate::compressor::micro_config;
+use crate::compressor::{Compressor, Failure};
+pub use crate::report::{MicroOutcomeKind, MicroReport};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hook {
@@ -135,17 +41,17 @@ impl Compressor {
 
     /// The micro state (cursor, rolling summary, failure counts).
     pub fn micro_state(&self) -> &micro::MicroState {
-        &self.micro.state
+        &self.rt.micro.state
     }
 
     async fn micro_hook(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         if !self.config().compression.micro_compact {
             return None;
         }
-        let every = self.config().micro_every_n_turns();
+        let every = self.micro_every_n_turns();
         let counter = match hook {
-            Hook::Turn => &mut self.micro.turns,
-            Hook::ToolRound => &mut self.micro.rounds,
+            Hook::Turn => &mut self.rt.micro.turns,
+            Hook::ToolRound => &mut self.rt.micro.rounds,
         };
         *counter += 1;
         if *counter % every != 0 {
@@ -156,7 +62,7 @@ impl Compressor {
 
     async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         let started = Instant::now();
-        let mut cfg = micro_config(self.config());
+        let mut cfg = self.micro_settings().clone();
         if cfg.min_reclaim_tokens == 0 {
             cfg.min_reclaim_tokens = self.cache_gate(t);
         }
@@ -168,7 +74,7 @@ impl Compressor {
                 t,
                 self.threshold_tokens(),
                 &cfg,
-                &self.micro.state,
+                &self.rt.micro.state,
                 compacted,
                 self.counter(),
             ),
@@ -176,7 +82,7 @@ impl Compressor {
                 t,
                 self.threshold_tokens(),
                 &cfg,
-                &self.micro.state,
+                &self.rt.micro.state,
                 compacted,
                 self.counter(),
             ),
@@ -190,7 +96,7 @@ impl Compressor {
             source: micro::CursorSource::Marker { index, kind },
             ..
         }) = &plan.resolved
-            && self.micro.state.cursor.is_none()
+            && self.rt.micro.state.cursor.is_none()
         {
             tracing::info!(
                 cursor,
@@ -202,6 +108,8 @@ impl Compressor {
         let mut report = MicroReport {
             outcome: MicroOutcomeKind::Noop,
             failure: None,
+            failure_cause: None,
+            fallback_used: false,
             tokens_before: t.current_tokens(),
             tokens_after: t.current_tokens(),
             messages_before: t.len(),
@@ -213,22 +121,23 @@ impl Compressor {
             summary_tokens: 0,
             duration: Duration::ZERO,
             regions: plan.regions.clone(),
+            strict_alternation: cfg.strict_alternation,
         };
         let (kind, previous, material, messages, budget) = match &plan.step {
             MicroStep::Noop(_) => {
-                self.micro.state.record_plan(&plan);
+                self.rt.micro.state.record_plan(&plan);
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Gated { .. } => {
-                self.micro.state.record_plan(&plan);
+                self.rt.micro.state.record_plan(&plan);
                 report.outcome = MicroOutcomeKind::Gated;
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Skip { .. } => {
-                self.micro.state.record_plan(&plan);
+                self.rt.micro.state.record_plan(&plan);
                 report.outcome = MicroOutcomeKind::ExchangeSkipped;
                 tracing::info!(
-                    cursor = self.micro.state.cursor,
+                    cursor = self.rt.micro.state.cursor,
                     "Micro-compaction: skipping exchange after consecutive failures"
                 );
                 return Some(self.micro_finish(report, started));
@@ -259,10 +168,27 @@ impl Compressor {
             }
         };
         let is_defrag = matches!(plan.step, MicroStep::Defrag(_));
-        let mut req = SummaryRequest::new(kind, material, budget, today()).with_messages(messages);
+        let mut req =
+            SummaryRequest::new(kind, material, budget, self.today()).with_messages(messages);
         req.previous_summary =
             previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
-        let summary = match self.summarizer().summarize(&req).await {
+        // The batch fallback rule: auth and quota abort; another failure uses the extractive
+        // fallback when configured.
+        let mut result = self.summarizer().summarize(&req).await;
+        if let (Err(e), Some(fallback)) = (&result, self.fallback())
+            && !e.is_fatal_for_batch()
+        {
+            tracing::warn!(
+                class = e.class().as_str(),
+                "Micro-compaction: summarizer failed; trying the extractive fallback"
+            );
+            // A failing fallback leaves the summarizer's own failure to report.
+            if let Ok(r) = fallback.summarize(&req).await {
+                report.fallback_used = true;
+                result = Ok(r);
+            }
+        }
+        let summary = match result {
             Ok(r) => {
                 if let Some(u) = r.usage {
                     report.summary_tokens = u.prompt_tokens + u.completion_tokens;
@@ -274,7 +200,7 @@ impl Compressor {
                 }
             }
             Err(e) => {
-                self.micro.state.record_failure(&plan);
+                self.rt.micro.state.record_failure(&plan);
                 report.failure = Some(Failure::Summarizer(e.class()));
                 report.outcome = if is_defrag {
                     MicroOutcomeKind::DefragFailed
@@ -294,7 +220,7 @@ impl Compressor {
         let outcome = match assembled {
             Ok(Ok(o)) => o,
             Ok(Err(_)) | Err(_) => {
-                self.micro.state.record_failure(&plan);
+                self.rt.micro.state.record_failure(&plan);
                 report.failure = Some(Failure::Plan);
                 report.outcome = MicroOutcomeKind::SummarizeFailed;
                 return Some(self.micro_finish(report, started));
@@ -302,16 +228,16 @@ impl Compressor {
         };
         let Some(edit) = outcome.edit() else {
             // A defrag that did not shrink enough.
-            self.micro.state.record_outcome(&outcome);
+            self.rt.micro.state.record_outcome(&outcome);
             report.outcome = MicroOutcomeKind::DefragFailed;
             return Some(self.micro_finish(report, started));
         };
         let mut edit = edit.clone();
-        if let Err(f) = self.persist_edit(t, &mut edit).await {
-            self.micro.state.record_plan(&plan);
-            report.failure = Some(f);
+        if let Err(e) = self.persist_edit(t, &mut edit).await {
+            self.rt.micro.state.record_plan(&plan);
+            report.failure = Some(e.failure);
+            report.failure_cause = Some(e.cause);
             report.outcome = MicroOutcomeKind::StoreFailed;
-            tracing::warn!("Micro-compaction: store commit failed; transcript unchanged");
             return Some(self.micro_finish(report, started));
         }
         report.earliest_changed_index = edit.earliest_changed_index();
@@ -320,17 +246,13 @@ impl Compressor {
             report.outcome = MicroOutcomeKind::SummarizeFailed;
             return Some(self.micro_finish(report, started));
         }
-        self.micro.state.record_outcome(&outcome);
+        self.rt.micro.state.record_outcome(&outcome);
         self.note_rewrite();
-        report.outcome = match outcome {
-            MicroOutcome::Absorbed { .. } => MicroOutcomeKind::Absorbed,
-            MicroOutcome::Progressed { .. } => MicroOutcomeKind::Progressed,
-            MicroOutcome::Defragged { .. } => MicroOutcomeKind::Defrag,
-            MicroOutcome::DefragRejected { .. } => MicroOutcomeKind::DefragFailed,
-        };
+        report.outcome = outcome.kind();
         report.tokens_after = t.current_tokens();
         report.messages_after = t.len();
         report.rolling_summary_tokens = self
+            .rt
             .micro
             .state
             .rolling_summary
@@ -339,7 +261,7 @@ impl Compressor {
             .unwrap_or(0);
         match report.outcome {
             MicroOutcomeKind::Defrag => tracing::info!(
-                chars = self.micro.state.rolling_summary.as_deref().map(str::len),
+                chars = self.rt.micro.state.rolling_summary.as_deref().map(str::len),
                 "Micro-compaction defrag: rolling summary re-summarized"
             ),
             _ => tracing::info!(
@@ -367,26 +289,27 @@ impl Compressor {
             return 0;
         }
         // The prefix a pass invalidates runs from the cursor (or the start) to the end.
-        let from = self.micro.state.cursor.unwrap_or(0).min(t.len());
+        let from = self.rt.micro.state.cursor.unwrap_or(0).min(t.len());
         compaction_core::cache::suggested_micro_reclaim_gate(
             &profile,
             t.tokens_in(from..t.len()),
-            self.config().micro_every_n_turns(),
+            self.micro_every_n_turns(),
         )
     }
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {
         report.duration = started.elapsed();
-        report.cursor = self.micro.state.cursor;
-        self.micro.passes_total += 1;
-        self.micro.tokens_saved_total += report.tokens_before as i64 - report.tokens_after as i64;
+        report.cursor = self.rt.micro.state.cursor;
+        self.rt.micro.passes_total += 1;
+        self.rt.micro.tokens_saved_total +=
+            report.tokens_before as i64 - report.tokens_after as i64;
         #[cfg(feature = "telemetry")]
         crate::events::emit_micro(
             self.session_id(),
             self.config(),
             &report,
-            self.micro.passes_total,
-            self.micro.tokens_saved_total,
+            self.rt.micro.passes_total,
+            self.rt.micro.tokens_saved_total,
             self.summarizer().name(),
         );
         report

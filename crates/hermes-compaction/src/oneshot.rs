@@ -60,12 +60,15 @@ pub struct OneShotReport {
     pub mode: &'static str,
     /// The last outcome: a batch outcome (`summarized`, `pruned`, `not_needed`,
     /// `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for a prune pass with
-    /// nothing to shorten, or a micro outcome (`absorbed`, `progressed`, `noop`, `gated`,
-    /// `summarize_failed`, `store_failed`, ...), `disabled` when micro compaction is off.
+    /// nothing to shorten, or a micro outcome (`absorbed`, in-turn absorption included,
+    /// `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
+    /// compaction is off.
     pub outcome: &'static str,
     /// Why the run failed, when it did. A failed run left the transcript as it was after its
     /// last successful pass (and, with a store, committed exactly those passes).
     pub failure: Option<Failure>,
+    /// The store error's message when the store failed (content-free).
+    pub failure_cause: Option<String>,
     /// Passes that changed the transcript.
     pub passes: u32,
     /// Messages before the run.
@@ -94,6 +97,7 @@ impl OneShotReport {
             mode: mode.as_str(),
             outcome: "not_needed",
             failure: None,
+            failure_cause: None,
             passes: 0,
             messages_before: t.len(),
             messages_after: t.len(),
@@ -158,27 +162,14 @@ impl crate::compressor::Persistence {
     }
 }
 
-/// The snake-case name of a batch outcome.
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::NotNeeded => "not_needed",
-        Outcome::Skipped => "skipped",
-        Outcome::Pruned => "pruned",
-        Outcome::Summarized => "summarized",
-        Outcome::IrreducibleFloor => "irreducible_floor",
-        Outcome::NoGain => "no_gain",
-        Outcome::Failed => "failed",
-    }
-}
-
 impl Compressor {
     /// One forced prune-only pass: old tool outputs and long arguments shortened, no
     /// summarizer. Committed (with a store), applied and reported like any batch pass
     /// (trigger `Manual`, outcome `Pruned` or why not).
     pub async fn prune_only(&mut self, t: &mut Transcript) -> BatchReport {
-        self.prune_only_once = true;
+        self.rt.prune_only_once = true;
         let report = self.compress(t, None).await;
-        self.prune_only_once = false;
+        self.rt.prune_only_once = false;
         report
     }
 
@@ -261,6 +252,7 @@ impl Compressor {
         if r.failure.is_some() {
             report.outcome = r.outcome.as_str();
             report.failure = r.failure;
+            report.failure_cause = r.failure_cause;
             return None;
         }
         if r.earliest_changed_index.is_some() {
@@ -306,9 +298,10 @@ impl Compressor {
         };
         report.outcome = match (mode, r.outcome) {
             (OneShot::Prune, Outcome::NotNeeded) => "nothing_to_prune",
-            (_, o) => outcome_name(o),
+            (_, o) => o.as_str(),
         };
         report.failure = r.failure;
+        report.failure_cause = r.failure_cause;
         if r.outcome == Outcome::Failed && report.failure.is_none() {
             report.failure = Some(Failure::Plan);
         }

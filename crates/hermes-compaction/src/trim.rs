@@ -37,6 +37,10 @@ use compaction_core::prune::ToolInfo;
 use compaction_core::trim::{self, TrimConfig};
 use compaction_core::{Message, TokenCounter, Transcript};
 use compaction_store::TranscriptStore;
+#[cfg(all(feature = "llm", feature = "telemetry"))]
+use compaction_telemetry::{Trim, TrimAccumulator, TrimOutcome, TrimSource};
+#[cfg(all(feature = "llm", feature = "telemetry"))]
+use std::sync::{Mutex, PoisonError};
 
 /// What a trimming hook did. Counts and handles only, never content.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -222,13 +226,65 @@ mod hooks {
         /// running totals; `appended` is the message the hook returns.
         #[cfg(feature = "telemetry")]
         fn trim_telemetry(&self, source: TrimSource, status: &TrimStatus, appended: &Message) {
-            crate::events::emit_trim(
+            emit_trim(
                 self.session_id(),
                 source,
                 status,
                 || self.counter().count_message(appended),
-                &self.trim_totals,
+                &self.rt.trim_totals,
             );
         }
     }
+}
+
+/// The telemetry event for what a trimming hook did, or `None` when no trim was due.
+///
+/// A kept message has no compact form, so both counts are its own size, which `kept_tokens`
+/// gives; it is called only for the kept outcomes. Neither the handle nor the tool's name is
+/// carried over (see [`Trim`]).
+#[cfg(all(feature = "llm", feature = "telemetry"))]
+pub(crate) fn trim_event(
+    session_id: &str,
+    source: TrimSource,
+    status: &TrimStatus,
+    kept_tokens: impl FnOnce() -> u64,
+) -> Option<Trim> {
+    let (outcome, original, appended) = match status {
+        TrimStatus::NotNeeded => return None,
+        TrimStatus::Trimmed {
+            original_tokens,
+            trimmed_tokens,
+            ..
+        } => (TrimOutcome::Trimmed, *original_tokens, *trimmed_tokens),
+        TrimStatus::KeptNoStore => {
+            let n = kept_tokens();
+            (TrimOutcome::KeptNoStore, n, n)
+        }
+        TrimStatus::KeptStoreFailed => {
+            let n = kept_tokens();
+            (TrimOutcome::KeptStoreFailed, n, n)
+        }
+    };
+    Some(Trim::new(session_id, outcome, source).tokens(original, appended))
+}
+
+/// Counts a trim that was due in the session's running `totals` and emits its line; does
+/// nothing when no trim was due.
+#[cfg(all(feature = "llm", feature = "telemetry"))]
+pub(crate) fn emit_trim(
+    session_id: &str,
+    source: TrimSource,
+    status: &TrimStatus,
+    kept_tokens: impl FnOnce() -> u64,
+    totals: &Mutex<TrimAccumulator>,
+) {
+    let Some(mut trim) = trim_event(session_id, source, status, kept_tokens) else {
+        return;
+    };
+    // Recording cannot panic, so a poisoned lock still holds consistent totals.
+    totals
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .record(&mut trim);
+    compaction_telemetry::emit_trim(&trim);
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use compaction_core::laws::{self, Pass, PassKind, Protected};
+use compaction_core::laws::{self, PassKind};
 use compaction_core::{Estimator, Message};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{Compressor, Failure, Outcome};
@@ -294,11 +294,8 @@ proptest! {
         if fail {
             prop_assert!(matches!(kind, PassKind::Failed | PassKind::Prune | PassKind::Unchanged), "{:?}", r);
         }
-        let protected = r.regions.as_ref().map(Protected::from_regions).unwrap_or_default();
-        let pass = Pass::new(kind, protected).with_options(laws::LawOptions {
-            tail_demotion_reported: r.demoted_tail_outputs > 0,
-            ..laws::LawOptions::default()
-        });
+        let pass = r.law_pass();
+        prop_assert_eq!(pass.kind, kind);
         let v = laws::check(&before, t.messages(), &pass, &Estimator::default());
         prop_assert!(v.is_empty(), "{:?}: {:?}", r.outcome, v);
         if matches!(kind, PassKind::Batch | PassKind::Prune) {

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use compaction_core::laws::{self, PassKind};
 use compaction_core::{Estimator, MarkerKind, Message, marker};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{MicroOutcomeKind, MicroReport, Outcome};
@@ -27,15 +27,8 @@ fn markers(msgs: &[Message], kind: MarkerKind) -> usize {
 }
 
 fn check_laws(before: &[Message], after: &[Message], r: &MicroReport, expect_progress: bool) {
-    let kind = match r.outcome {
-        MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => PassKind::Micro,
-        MicroOutcomeKind::Defrag => PassKind::Defrag,
-        _ => PassKind::Unchanged,
-    };
-    let pass = Pass::new(kind, Protected::from_regions(&r.regions)).with_options(LawOptions {
-        expect_progress: expect_progress && kind == PassKind::Micro,
-        ..LawOptions::default()
-    });
+    let mut pass = r.law_pass();
+    pass.options.expect_progress = expect_progress && pass.kind == PassKind::Micro;
     let v = laws::check(before, after, &pass, &Estimator::default());
     assert!(v.is_empty(), "{r:?}: {v:?}");
 }
@@ -91,13 +84,16 @@ fn failures_leave_the_transcript_unchanged_and_a_poison_exchange_is_skipped() {
     let rt = rt();
     let s = Arc::new(ScriptedSummarizer::new());
     s.fail_always(Some(Error::Transient { status: Some(500) }));
-    let mut c = with_summarizer(micro_config(32_000), s.clone());
+    let mut cfg = micro_config(32_000);
+    cfg.compression.fallback_to_extractive = false;
+    let mut c = with_summarizer(cfg, s.clone());
     let mut t = c.transcript(session(60, 600));
     let before = t.messages().to_vec();
     let mut outcomes = Vec::new();
     for _ in 0..4 {
         let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
         outcomes.push(r.outcome);
+        assert_eq!(r.failed(), r.outcome == MicroOutcomeKind::SummarizeFailed);
         assert_eq!(t.messages(), &before[..]);
     }
     assert_eq!(
@@ -377,4 +373,43 @@ fn absorb_and_rehydration_are_logged_in_words() {
     assert_eq!(said(&logs, "messages before -> after"), 2, "{logs:?}");
     // Content never reaches these lines.
     assert!(logs.iter().all(|(_, m)| !m.contains("summary 0")));
+}
+
+/// Micro passes follow the batch fallback rule: a non-fatal summarizer failure uses the
+/// extractive fallback when configured; auth and quota abort (and the report says the pass
+/// failed).
+#[test]
+fn micro_passes_follow_the_batch_fallback_rule() {
+    let rt = rt();
+    for (err, fallback, absorbed) in [
+        (Error::Transient { status: Some(500) }, true, true),
+        (Error::EmptyOutput, true, true),
+        (Error::Transient { status: Some(500) }, false, false),
+        (Error::Auth { status: Some(401) }, true, false),
+        (Error::Quota { status: 402 }, true, false),
+    ] {
+        let s = Arc::new(ScriptedSummarizer::new());
+        s.fail_always(Some(err.clone()));
+        let mut cfg = micro_config(32_000);
+        cfg.compression.fallback_to_extractive = fallback;
+        let mut c = with_summarizer(cfg, s.clone());
+        let mut t = c.transcript(session(60, 600));
+        let before = t.messages().to_vec();
+        let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
+        let case = format!("{err:?} fallback={fallback}");
+        assert_eq!(s.calls(), 1, "{case}");
+        if absorbed {
+            assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{case}");
+            assert!(r.fallback_used && !r.failed(), "{case}: {r:?}");
+            check_laws(&before, t.messages(), &r, false);
+        } else {
+            assert_eq!(r.outcome, MicroOutcomeKind::SummarizeFailed, "{case}");
+            assert!(r.failed() && !r.fallback_used, "{case}: {r:?}");
+            assert_eq!(
+                r.failure,
+                Some(hermes_compaction::Failure::Summarizer(err.class()))
+            );
+            assert_eq!(t.messages(), &before[..], "{case}");
+        }
+    }
 }

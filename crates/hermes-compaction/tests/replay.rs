@@ -2,7 +2,7 @@
 //! before each assistant message the model is called with the compacted view of what precedes
 //! it. No prompt may exceed the window, and every pass keeps the laws.
 
-use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use compaction_core::laws::{self, PassKind};
 use hermes_compaction::Outcome;
 
 use crate::common::{config, extractive, fixtures, rt};
@@ -28,15 +28,8 @@ fn replay(context_length: u64) {
                     if kind != PassKind::Unchanged {
                         total_passes += 1;
                     }
-                    let protected = r
-                        .regions
-                        .as_ref()
-                        .map(Protected::from_regions)
-                        .unwrap_or_default();
-                    let pass = Pass::new(kind, protected).with_options(LawOptions {
-                        tail_demotion_reported: r.demoted_tail_outputs > 0,
-                        ..LawOptions::default()
-                    });
+                    let pass = r.law_pass();
+                    assert_eq!(pass.kind, kind);
                     let v = laws::check(&before, t.messages(), &pass, c.counter());
                     assert!(v.is_empty(), "{name}: pass {r:?} broke laws: {v:?}");
                 }

@@ -4,6 +4,7 @@
 mod batch;
 mod common;
 mod micro;
+mod persistence;
 mod recall;
 mod replay;
 mod trim_telemetry;

@@ -1,0 +1,205 @@
+//! Writing passes and appended messages to the store: the append-only flush, the resync after
+//! an overflow pass that could not be committed, and the content-free failure a store write
+//! reports.
+
+#[cfg(feature = "store")]
+use std::sync::Arc;
+
+#[cfg(feature = "store")]
+use compaction_core::{Message, Transcript};
+
+use crate::report::Failure;
+
+/// Where passes are persisted.
+///
+/// ```
+/// use std::sync::Arc;
+/// use hermes_compaction::compressor::Persistence;
+/// use hermes_compaction::core::{Estimator, Message};
+/// use hermes_compaction::llm::ExtractiveSummarizer;
+/// use hermes_compaction::store::Store;
+/// use hermes_compaction::{Compressor, Config};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// // One store per deployment (a file path, `sqlite:` or `postgres://` URL), one session per
+/// // conversation.
+/// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+/// store.create_session("s1").await.unwrap();
+/// let persistence = Persistence {
+///     store: store.clone(),
+///     session: "s1".into(),
+///     generation: store.generation("s1").await.unwrap(),
+/// };
+/// let mut c = Compressor::new(
+///     Config::default(),
+///     Arc::new(ExtractiveSummarizer::default()),
+///     Arc::new(Estimator::default()),
+///     "s1",
+/// )
+/// .with_store(persistence);
+/// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
+/// // Every pass commits to the store (archive_and_compact) before it changes `t`; `flush`
+/// // persists what the agent appended.
+/// c.compress(&mut t, None).await;
+/// c.flush(&mut t).await.unwrap();
+/// # });
+/// ```
+#[cfg(feature = "store")]
+#[derive(Clone, Debug)]
+pub struct Persistence {
+    /// The store.
+    pub store: Arc<dyn compaction_store::TranscriptStore>,
+    /// The session in it.
+    pub session: String,
+    /// The session generation the agent's transcript reflects (from
+    /// [`TranscriptStore::generation`](compaction_store::TranscriptStore::generation) when it
+    /// was loaded). Each commit names it, so a pass planned on a transcript another writer has
+    /// since compacted is refused; the compressor advances it after each of its own commits.
+    pub generation: u64,
+}
+
+/// What a store that returned a different number of row ids than it was given rows is told.
+#[cfg(feature = "store")]
+pub(crate) const ROW_COUNT: &str = "the number of row ids the store returned";
+
+/// A store write that failed: the failure class and the store error's message (content-free).
+#[derive(Debug)]
+pub(crate) struct PersistError {
+    pub(crate) failure: Failure,
+    pub(crate) cause: String,
+}
+
+impl PersistError {
+    #[cfg(feature = "store")]
+    pub(crate) fn store(e: compaction_store::StoreError) -> PersistError {
+        PersistError {
+            failure: match e {
+                compaction_store::StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
+                _ => Failure::Store,
+            },
+            cause: e.to_string(),
+        }
+    }
+}
+
+/// Appends the unstamped suffix of `t` (what the agent appended since the last flush) and
+/// stamps the new row ids on `t`.
+#[cfg(feature = "store")]
+pub(crate) async fn append_unstamped(
+    p: &mut Persistence,
+    t: &mut Transcript,
+) -> Result<usize, compaction_store::StoreError> {
+    let first_unstamped = t
+        .messages()
+        .iter()
+        .rposition(|m| m.row_id().is_some())
+        .map_or(0, |i| i + 1);
+    if first_unstamped == t.len() {
+        return Ok(0);
+    }
+    let mut fresh: Vec<Message> = t.messages()[first_unstamped..].to_vec();
+    let ids = p.store.append(&p.session, &mut fresh).await?;
+    // The copies share their bodies with the transcript's messages until dropped; stamping
+    // the transcript while they live would copy every body.
+    drop(fresh);
+    let expected = t.len() - first_unstamped;
+    if ids.len() != expected {
+        return Err(compaction_store::StoreError::OutOfRange { what: ROW_COUNT });
+    }
+    for (i, id) in (first_unstamped..).zip(ids) {
+        t.set_row_id(i, id);
+    }
+    Ok(expected)
+}
+
+/// Makes the store's active rows match `t` in one `archive_and_compact`: the active rows `t`
+/// no longer holds are archived, the messages of `t` without a row id are inserted at their
+/// positions, and their new ids are stamped on `t`. Reads the session's active rows once
+/// (this runs only after a commit failed). Refused, with nothing changed, when a row `t`
+/// holds is no longer active or out of order (another writer changed the session), or when
+/// the generation moved.
+#[cfg(feature = "store")]
+pub(crate) async fn resync(
+    p: &mut Persistence,
+    t: &mut Transcript,
+) -> Result<usize, compaction_store::StoreError> {
+    use compaction_store::{Commit, CommitSplice, RowId, StoreError};
+    let active: Vec<RowId> = p
+        .store
+        .load_active(&p.session)
+        .await?
+        .iter()
+        .filter_map(Message::row_id)
+        .collect();
+    let position: std::collections::HashMap<RowId, usize> =
+        active.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut splices: Vec<CommitSplice> = Vec::new();
+    // Transcript indices that get new rows, in commit order.
+    let mut inserted: Vec<usize> = Vec::new();
+    let (mut next, mut anchor, mut pending) = (0usize, None, Vec::new());
+    // Closes the run of store rows `active[next..upto]` and of pending messages into a splice.
+    let close = |splices: &mut Vec<CommitSplice>,
+                 inserted: &mut Vec<usize>,
+                 rows: &[RowId],
+                 anchor: Option<RowId>,
+                 pending: &mut Vec<usize>| {
+        if rows.is_empty() && pending.is_empty() {
+            return;
+        }
+        splices.push(CommitSplice {
+            insert_after: if rows.is_empty() { anchor } else { None },
+            archive: rows.to_vec(),
+            insert: pending.iter().map(|&i| t.messages()[i].clone()).collect(),
+        });
+        inserted.append(pending);
+    };
+    for (i, m) in t.messages().iter().enumerate() {
+        let Some(id) = m.row_id() else {
+            pending.push(i);
+            continue;
+        };
+        match position.get(&id) {
+            Some(&k) if k >= next => {
+                close(
+                    &mut splices,
+                    &mut inserted,
+                    &active[next..k],
+                    anchor,
+                    &mut pending,
+                );
+                (next, anchor) = (k + 1, Some(id));
+            }
+            _ => {
+                return Err(StoreError::RowNotActive {
+                    splice: splices.len(),
+                    row: id,
+                });
+            }
+        }
+    }
+    close(
+        &mut splices,
+        &mut inserted,
+        &active[next..],
+        anchor,
+        &mut pending,
+    );
+    if splices.is_empty() {
+        return Ok(0);
+    }
+    let mut commit = Commit {
+        generation: p.generation,
+        splices,
+    };
+    let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
+    p.generation += 1;
+    // The commit's copies share bodies with the transcript's messages (see append_unstamped).
+    drop(commit);
+    if ids.len() != inserted.len() {
+        return Err(StoreError::OutOfRange { what: ROW_COUNT });
+    }
+    for (i, id) in inserted.into_iter().zip(ids) {
+        t.set_row_id(i, id);
+    }
+    Ok(t.len())
+}

@@ -1,0 +1,341 @@
+//! Persistence through the compressor: `flush` mid-session, overflow passes that go on when
+//! the store fails (and the resync after them), and store failure causes in reports and logs.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use compaction_core::{Message, ToolCall, Transcript};
+use compaction_llm::{Error, ScriptedSummarizer};
+use compaction_store::{FaultPoint, Store, TranscriptStore};
+use hermes_compaction::compressor::Persistence;
+use hermes_compaction::{Compressor, Failure, Outcome};
+
+use crate::common::{capture_logs, config, extractive, rt, stores, tool_session, with_summarizer};
+
+fn persistence(store: &Store, session: &str) -> Persistence {
+    Persistence {
+        store: Arc::new(store.clone()),
+        session: session.into(),
+        generation: 0,
+    }
+}
+
+fn wire(m: &[Message]) -> Vec<String> {
+    m.iter().map(Message::to_wire_json).collect()
+}
+
+/// The store's active rows are exactly the transcript, row ids included.
+async fn assert_mirrored(store: &Store, session: &str, t: &Transcript, at: &str) {
+    let active = store.load_active(session).await.unwrap();
+    assert_eq!(
+        active.len(),
+        t.len(),
+        "{at}: active rows vs transcript length"
+    );
+    assert_eq!(wire(&active), wire(t.messages()), "{at}");
+    let ids = |m: &[Message]| m.iter().map(Message::row_id).collect::<Vec<_>>();
+    assert_eq!(ids(&active), ids(t.messages()), "{at}: row ids");
+}
+
+/// The pattern of issue 15: an agent loop that persists mid-session after every append, with
+/// micro passes after each turn and tool round, batch passes before requests and overflow
+/// recovery. Rows are never duplicated, every commit succeeds (so nothing cools down), and no
+/// request exceeds the window.
+#[test]
+fn flushing_mid_session_never_duplicates_rows() {
+    const CONTEXT: u64 = 32_000;
+    rt().block_on(async {
+        for store in stores("flush_mid_session").await {
+            store.create_session("agent").await.unwrap();
+            let mut cfg = config(CONTEXT);
+            cfg.compression.micro_compact = true;
+            let mut c = extractive(cfg).with_store(persistence(&store, "agent"));
+            let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+            assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+            let mut reports = Vec::new();
+            let mut largest = 0;
+            let mut micro_passes = 0;
+            for turn in 0..30 {
+                if turn % 10 == 9 {
+                    // A `/compress` now and then: batch commits mid-session too.
+                    reports.push(c.compress(&mut t, None).await);
+                }
+                t.push(
+                    Message::user(format!("request {turn}: fix it")),
+                    c.counter(),
+                );
+                assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+                // Idempotent: nothing new, nothing written.
+                assert_eq!(c.flush(&mut t).await.unwrap(), 0);
+                for round in 0..4 {
+                    let (ticket, r) = c.before_request(&mut t).await;
+                    reports.extend(r);
+                    let mut prompt = t.current_tokens();
+                    while prompt > CONTEXT {
+                        let r = c
+                            .on_context_overflow(&mut t)
+                            .await
+                            .expect("an attempt left");
+                        reports.push(r);
+                        prompt = t.current_tokens();
+                    }
+                    largest = largest.max(prompt);
+                    c.after_response(&mut t, ticket, prompt);
+                    reports.extend(c.check_usage(&mut t).await);
+                    let id = format!("call_{turn}_{round}");
+                    t.push(
+                        Message::assistant_tool_calls(
+                            "",
+                            vec![ToolCall::function(&id, "bash", r#"{"command":"make"}"#)],
+                        ),
+                        c.counter(),
+                    );
+                    t.push(
+                        Message::tool_result(&id, format!("line {turn} {round}\n").repeat(150)),
+                        c.counter(),
+                    );
+                    assert_eq!(c.flush(&mut t).await.unwrap(), 2);
+                    if let Some(r) = c.after_tool_round(&mut t).await {
+                        assert_eq!(r.failure, None, "{r:?}");
+                        micro_passes += usize::from(r.earliest_changed_index.is_some());
+                    }
+                    assert_mirrored(&store, "agent", &t, &format!("turn {turn} round {round}"))
+                        .await;
+                }
+                t.push(Message::assistant(format!("done {turn}")), c.counter());
+                c.flush(&mut t).await.unwrap();
+                if let Some(r) = c.finalize_turn(&mut t).await {
+                    assert_eq!(r.failure, None, "{r:?}");
+                    micro_passes += usize::from(r.earliest_changed_index.is_some());
+                }
+                assert_mirrored(&store, "agent", &t, &format!("end of turn {turn}")).await;
+            }
+            assert!(largest <= CONTEXT, "{largest}");
+            let passes = reports
+                .iter()
+                .filter(|r| matches!(r.outcome, Outcome::Summarized | Outcome::Pruned))
+                .count();
+            assert!(passes >= 3 && micro_passes > 0, "{passes} {micro_passes}");
+            for r in &reports {
+                assert!(
+                    r.failure.is_none() && r.outcome != Outcome::Skipped,
+                    "{r:?}"
+                );
+            }
+            assert!(c.state().cooldown_until_ms.is_none());
+            assert!(c.store_in_sync());
+            crate::common::finish(store).await;
+        }
+    });
+}
+
+static NOW: AtomicU64 = AtomicU64::new(5_000_000);
+
+#[test]
+fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
+    let rt = rt();
+    let s = Arc::new(ScriptedSummarizer::new());
+    let mut cfg = config(16_000);
+    cfg.compression.fallback_to_extractive = false;
+    let mut c = with_summarizer(cfg, s.clone()).with_clock(|| NOW.load(Ordering::SeqCst));
+    s.fail_always(Some(Error::Transient { status: Some(503) }));
+    let mut t = c.transcript(tool_session(200, 100));
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Failed);
+    assert!(c.state().cooldown_until_ms.is_some());
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Skipped);
+    // The provider refuses the request: the overflow hook tries at once.
+    s.fail_always(None);
+    let before = t.current_tokens();
+    let r = rt.block_on(c.on_context_overflow(&mut t)).unwrap();
+    assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
+    assert!(t.current_tokens() < before);
+
+    // Paused by anti-thrash: the same.
+    let mut c = with_summarizer(config(16_000), s.clone())
+        .with_clock(|| NOW.load(Ordering::SeqCst))
+        .with_state(hermes_compaction::ThrashState {
+            paused_until_ms: Some(NOW.load(Ordering::SeqCst) + 60_000),
+            ..Default::default()
+        });
+    let mut t = c.transcript(tool_session(200, 100));
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Skipped);
+    let r = rt.block_on(c.on_context_overflow(&mut t)).unwrap();
+    assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
+    // Still bounded by max_attempts.
+    for _ in 1..c.config().compression.max_attempts {
+        assert!(rt.block_on(c.on_context_overflow(&mut t)).is_some());
+    }
+    assert!(rt.block_on(c.on_context_overflow(&mut t)).is_none());
+}
+
+/// A store failure during an overflow pass: the pass is applied in memory, the report says it
+/// was not persisted and why, and the next flush resynchronises the store (nothing lost).
+#[test]
+fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
+    let ((), logs) = capture_logs(async || {
+        for store in stores("overflow_store_failure").await {
+            store.create_session("s").await.unwrap();
+            let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+            let mut t = c.transcript(tool_session(120, 100));
+            c.flush(&mut t).await.unwrap();
+            let appended = t.len();
+            store.inject_fault(FaultPoint::AfterArchive);
+            let before = t.current_tokens();
+            let r = c.on_context_overflow(&mut t).await.unwrap();
+            assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
+            assert!(r.applied_unpersisted);
+            assert_eq!(r.failure, Some(Failure::Store));
+            assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+            assert!(t.current_tokens() < before);
+            assert!(!c.store_in_sync());
+            // No cooldown: the pass did what the agent needed.
+            assert!(c.state().cooldown_until_ms.is_none());
+            // The store still holds the rows from before the pass.
+            assert_eq!(store.load_active("s").await.unwrap().len(), appended);
+
+            // The agent goes on appending; the next flush resyncs.
+            t.push(Message::user("next request"), c.counter());
+            let written = c.flush(&mut t).await.unwrap();
+            assert!(written > 0);
+            assert!(c.store_in_sync());
+            assert_mirrored(&store, "s", &t, "after the resync").await;
+            assert_eq!(c.flush(&mut t).await.unwrap(), 0);
+            // Law 9: every message ever appended is still in the store.
+            let all = store.load_all("s").await.unwrap();
+            assert_eq!(
+                all.len(),
+                appended + 1 + 1,
+                "one marker and one user message added"
+            );
+            // Later passes commit normally.
+            for m in tool_session(60, 100).into_iter().skip(1) {
+                t.push(m, c.counter());
+            }
+            let r = c.compress(&mut t, None).await;
+            assert_eq!((r.outcome, r.failure), (Outcome::Summarized, None), "{r:?}");
+            assert_mirrored(&store, "s", &t, "after the next pass").await;
+            crate::common::finish(store).await;
+        }
+    });
+    assert!(
+        logs.iter()
+            .any(|(_, m)| m.contains("compaction store commit failed: injected fault")),
+        "{logs:?}"
+    );
+}
+
+/// The resync refuses to overwrite another writer's changes: the store stays as that writer
+/// left it, the failure is reported, and the compressor keeps saying it is out of sync.
+#[test]
+fn a_resync_after_another_writer_changed_the_session_is_refused() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut t = c.transcript(tool_session(120, 100));
+        c.flush(&mut t).await.unwrap();
+        store.inject_fault(FaultPoint::AfterArchive);
+        let r = c.on_context_overflow(&mut t).await.unwrap();
+        assert!(r.applied_unpersisted);
+        // Another writer compacts the session meanwhile.
+        let theirs = store.load_active("s").await.unwrap();
+        let g = store.generation("s").await.unwrap();
+        let edit = compaction_core::Edit::single(1..3, vec![]);
+        let mut commit = compaction_store::Commit::from_edit(g, &edit, &theirs).unwrap();
+        store.archive_and_compact("s", &mut commit).await.unwrap();
+        let err = c.flush(&mut t).await.unwrap_err();
+        assert!(!err.to_string().is_empty());
+        assert!(!c.store_in_sync());
+        assert_eq!(
+            store.load_active("s").await.unwrap().len(),
+            theirs.len() - 2,
+            "the other writer's state is kept"
+        );
+        // A later automatic pass fails cleanly (and the transcript is unchanged).
+        let r = c.compress(&mut t, None).await;
+        assert!(r.failure.is_some(), "{r:?}");
+        assert!(r.failure_cause.is_some());
+    });
+}
+
+#[test]
+fn a_failed_commit_reports_its_cause() {
+    let ((), logs) = capture_logs(async || {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut t = c.transcript(tool_session(120, 100));
+        let before = wire(t.messages());
+        store.inject_fault(FaultPoint::AfterArchive);
+        let r = c.compress(&mut t, None).await;
+        assert_eq!(r.outcome, Outcome::Failed);
+        assert_eq!(r.failure, Some(Failure::Store));
+        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+        assert!(!r.applied_unpersisted);
+        assert_eq!(wire(t.messages()), before);
+        assert!(c.store_in_sync());
+    });
+    assert!(
+        logs.iter()
+            .any(|(_, m)| m.contains("compaction store commit failed: injected fault")),
+        "{logs:?}"
+    );
+}
+
+#[test]
+fn flush_without_a_store_writes_nothing() {
+    let rt = rt();
+    let mut c: Compressor = extractive(config(16_000));
+    let mut t = c.transcript(tool_session(3, 10));
+    assert_eq!(rt.block_on(c.flush(&mut t)).unwrap(), 0);
+    assert!(t.messages().iter().all(|m| m.row_id().is_none()));
+}
+
+/// A law check whose `before` was taken before the compressor flushed (stamping row ids on
+/// every message) holds: metadata is not content.
+#[test]
+fn a_law_check_taken_before_a_flush_holds() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut t = c.transcript(tool_session(120, 100));
+        let before = t.messages().to_vec();
+        let r = c.compress(&mut t, None).await;
+        assert_eq!(r.outcome, Outcome::Summarized);
+        assert!(t.messages()[0].row_id().is_some(), "the pass flushed first");
+        let v = compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.counter());
+        assert!(v.is_empty(), "{v:?}");
+        // And a failed pass after a flush: unchanged but for the stamped ids.
+        let before = t.messages().to_vec();
+        for m in tool_session(40, 100).into_iter().skip(1) {
+            t.push(m, c.counter());
+        }
+        let before_len = before.len();
+        let snapshot = t.messages().to_vec();
+        store.inject_fault(FaultPoint::AfterArchive);
+        let r = c.compress(&mut t, None).await;
+        assert!(r.failed());
+        assert!(t.messages()[before_len].row_id().is_some());
+        let v = compaction_core::laws::check(&snapshot, t.messages(), &r.law_pass(), c.counter());
+        assert!(v.is_empty(), "{v:?}");
+    });
+}
+
+#[test]
+fn a_one_shot_run_keeps_the_store_failure_cause() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut t = c.transcript(tool_session(120, 100));
+        store.inject_fault(FaultPoint::AfterArchive);
+        let r = c.one_shot(&mut t, hermes_compaction::OneShot::Batch).await;
+        assert!(r.failed());
+        assert_eq!(r.failure, Some(Failure::Store));
+        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+    });
+}
