@@ -1,29 +1,44 @@
-//! The replay's simulated time: the one place the simulator touches the compressor's clock.
-//!
-//! The facade takes a plain `fn() -> u64` clock, so each worker thread keeps the time of the
-//! replay it is running in a thread-local (each runs one replay at a time on its own
-//! current-thread runtime). When the compressor takes a clock value, [`attach`] becomes the
-//! only line to change.
+//! The replay's simulated time: each replay owns one [`SimClock`] and hands it to its
+//! compressor (the facade's injected [`Clock`]), so replays running side by side on worker
+//! threads never share a time.
 
-use std::cell::Cell;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use hermes_compaction::Compressor;
+use hermes_compaction::clock::Clock;
 
-thread_local! {
-    /// Unix milliseconds of the replay running on this thread.
-    static NOW_MS: Cell<u64> = const { Cell::new(0) };
+/// A settable clock in unix milliseconds; clones share the time.
+#[derive(Clone, Debug, Default)]
+pub struct SimClock(Arc<AtomicU64>);
+
+impl SimClock {
+    /// A clock at unix time 0.
+    pub fn new() -> SimClock {
+        SimClock::default()
+    }
+
+    /// Sets the simulated time, unix milliseconds.
+    pub fn set(&self, ms: u64) {
+        self.0.store(ms, Ordering::Relaxed);
+    }
 }
 
-fn now() -> u64 {
-    NOW_MS.with(Cell::get)
+impl Clock for SimClock {
+    fn now_unix_ms(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
-/// Sets this thread's simulated time, unix milliseconds.
-pub fn set(ms: u64) {
-    NOW_MS.with(|c| c.set(ms));
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `c` reading this thread's simulated time.
-pub fn attach(c: Compressor) -> Compressor {
-    c.with_clock(now)
+    #[test]
+    fn clones_share_the_time() {
+        let a = SimClock::new();
+        let b = a.clone();
+        a.set(86_400_000);
+        assert_eq!(b.now_unix_ms(), 86_400_000);
+        assert_eq!(b.today(), "1970-01-02");
+    }
 }

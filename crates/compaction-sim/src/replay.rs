@@ -21,12 +21,13 @@ use hermes_compaction::llm::Summarizer;
 use hermes_compaction::store::Store;
 use hermes_compaction::{Compressor, Persistence};
 
+use crate::clock::SimClock;
 use crate::counting::CountingSummarizer;
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
 use crate::retention::{Retention, Wire};
 use crate::row::{Row, unit_cost};
-use crate::{Result, clock, time};
+use crate::{Result, time};
 
 /// The assumed gap between requests without timestamps, seconds.
 pub const DEFAULT_REQUEST_GAP_SECS: u64 = 30;
@@ -114,12 +115,14 @@ pub async fn replay(
     let counter = Estimator::default();
     let context_length = config.model.context_length;
     let session = format!("sim-{}-{name}", variant.name);
-    let mut c = clock::attach(Compressor::new(
+    let sim_clock = SimClock::new();
+    let mut c = Compressor::new(
         config,
         counting.clone(),
         Arc::new(Estimator::default()),
         session.clone(),
-    ));
+    )
+    .with_clock(sim_clock.clone());
     let persistence = if trims {
         let store = Store::connect("sqlite::memory:").await?.into_dyn();
         store.create_session(&session).await?;
@@ -148,7 +151,6 @@ pub async fn replay(
     let mut requests: Vec<RequestShape> = Vec::new();
     let mut last_request_ms: Option<u64> = None;
     let mut seen_ms: Option<u64> = None;
-    clock::set(0);
     let mut t = c.transcript(Vec::new());
     let mut prompt = Prompt {
         wires: Vec::with_capacity(msgs.len()),
@@ -174,7 +176,7 @@ pub async fn replay(
                 (None, Some(last)) => last.saturating_add(gap_ms),
                 (None, None) => 0,
             };
-            clock::set(now);
+            sim_clock.set(now);
             if t.messages().last().is_some_and(Message::is_tool)
                 && let Some(r) = c.after_tool_round(&mut t).await
                 && (row.record_micro(&r) || r.messages_after != r.messages_before)
