@@ -597,6 +597,26 @@ async fn failing_call_logged_with(filter: &str) -> String {
 
 #[tokio::test]
 async fn this_crate_logs_no_body_and_async_openai_can_be_filtered() {
+    // `tracing` caches callsite interest process-wide, so a test running beside this one can
+    // hide a line from this test's scoped subscriber. Run the body alone in a child process
+    // (this test binary, this test only).
+    const CHILD: &str = "HERMES_LOG_CAPTURE_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let name = "interop::this_crate_logs_no_body_and_async_openai_can_be_filtered";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--test-threads=1", "--nocapture"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran no test: {stdout}"
+        );
+        return;
+    }
     let all = failing_call_logged_with("trace").await;
     let ours: Vec<&str> = all
         .lines()

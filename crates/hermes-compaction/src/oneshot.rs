@@ -151,8 +151,8 @@ impl crate::compressor::Persistence {
         ),
         compaction_store::StoreError,
     > {
-        let messages = store.load_active(session).await?;
-        let generation = store.generation(session).await?;
+        // One snapshot: a commit planned from these loses a race as `StaleGeneration`.
+        let (messages, generation) = store.load_active_with_generation(session).await?;
         let persistence = crate::compressor::Persistence {
             store,
             session: session.to_owned(),
