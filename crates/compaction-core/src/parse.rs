@@ -44,7 +44,7 @@ pub enum Format {
 ///
 /// // Errors say where, never what the message said.
 /// let err = parse::parse_transcript(b"{\"role\":\"user\"}\n{\"content\":\"secret\"}\n").unwrap_err();
-/// assert_eq!(err.location, Location::Line(2));
+/// assert_eq!(err.location(), Some(Location::Line(2)));
 /// assert!(!err.to_string().contains("secret"));
 /// ```
 pub fn parse_transcript(bytes: &[u8]) -> Result<(Vec<Message>, Format)> {
