@@ -74,6 +74,7 @@ mod dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod engine;
 mod error;
+mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
@@ -87,11 +88,12 @@ pub use dialect::Dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use engine::SqlStore;
 pub use error::{DatabaseFailure, Result, StoreError};
+pub use options::StoreOptions;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresDialect, PostgresStore};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteDialect, SqliteStore};
-pub use store::{Store, StoreOptions};
+pub use store::Store;
 
 /// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
 pub type RowId = i64;

@@ -12,8 +12,8 @@ use sqlx::Database;
 
 use crate::dialect::{Dialect, sealed};
 use crate::engine::SqlStore;
+use crate::options::{Inner, StoreOptions};
 use crate::rows::{Doc, Faults, Term};
-use crate::store::{Inner, StoreOptions};
 use crate::{Backend, BoxFuture, FaultPoint, Result, StoreError};
 
 /// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process

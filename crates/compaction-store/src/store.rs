@@ -1,36 +1,14 @@
 //! [`Store`]: a backend chosen from a URL.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use compaction_core::Message;
 
+use crate::options::{Inner, StoreOptions};
 use crate::{
     Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SearchHit, SessionInfo,
     StoreError, StoredRow, TranscriptStore,
 };
-
-/// Connection settings shared by both backends.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoreOptions {
-    /// Pool size (a SQLite in-memory database always uses one connection).
-    pub max_connections: u32,
-    /// How long to wait for a connection, and (SQLite) for a lock held by another writer.
-    pub busy_timeout: Duration,
-    /// PostgreSQL only: keep the tables in this schema (created if missing) instead of the
-    /// connection's default `search_path`. 1-63 characters of `a-z`, `0-9`, `_`.
-    pub postgres_schema: Option<String>,
-}
-
-impl Default for StoreOptions {
-    fn default() -> Self {
-        StoreOptions {
-            max_connections: 8,
-            busy_timeout: Duration::from_secs(5),
-            postgres_schema: None,
-        }
-    }
-}
 
 /// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
 /// `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose backend's cargo feature
@@ -102,11 +80,6 @@ impl Store {
             Store::Postgres(ref s) => s,
         }
     }
-}
-
-/// What `Store` delegates to besides the trait.
-pub(crate) trait Inner: TranscriptStore {
-    fn inject_fault(&self, point: FaultPoint);
 }
 
 impl TranscriptStore for Store {

@@ -1,0 +1,34 @@
+//! What both backends and [`Store`](crate::Store) share: connection settings and the one
+//! method `Store` delegates to besides the trait. Its own module so the backends import
+//! nothing from `store` (which imports them).
+
+use std::time::Duration;
+
+use crate::{FaultPoint, TranscriptStore};
+
+/// Connection settings shared by both backends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Pool size (a SQLite in-memory database always uses one connection).
+    pub max_connections: u32,
+    /// How long to wait for a connection, and (SQLite) for a lock held by another writer.
+    pub busy_timeout: Duration,
+    /// PostgreSQL only: keep the tables in this schema (created if missing) instead of the
+    /// connection's default `search_path`. 1-63 characters of `a-z`, `0-9`, `_`.
+    pub postgres_schema: Option<String>,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_connections: 8,
+            busy_timeout: Duration::from_secs(5),
+            postgres_schema: None,
+        }
+    }
+}
+
+/// What `Store` delegates to besides the trait.
+pub(crate) trait Inner: TranscriptStore {
+    fn inject_fault(&self, point: FaultPoint);
+}
