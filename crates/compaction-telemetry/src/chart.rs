@@ -1,4 +1,4 @@
-//! Occupancy-over-turns charts per session (feature `svg`), drawn with [`svg`](crate::svg).
+//! Occupancy-over-turns charts per session (feature `svg`), drawn with [`svg`].
 //!
 //! One chart per session: occupancy at the end of each turn (from `compaction turn
 //! telemetry` lines) as a line, the threshold as a dashed line at 100%, and a marker at the
@@ -78,7 +78,7 @@ pub fn charts_from_readers<R: Read>(
 }
 
 impl SessionChart {
-    /// A standalone SVG document of the chart (drawn with [`svg`](crate::svg)): occupancy
+    /// A standalone SVG document of the chart (drawn with [`svg`]): occupancy
     /// as a line, the threshold dashed at 100%, a marker per compression event.
     pub fn to_svg(&self) -> String {
         let max_turn = self

@@ -178,9 +178,9 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Also write one JSON line per request, so anyone can re-price the replay:
-    /// {"policy", "transcript", "request", "chars": [..], "hashes": [..]}, where chars[i] is
-    /// the number of Unicode scalar values of message i's compact wire JSON and hashes[i] its
-    /// FNV-1a 64 digest in hex, for the prompt as sent (one pricing only).
+    /// {"policy", "transcript", "request", "chars": [..], "hashes": [..]}, where the i-th chars
+    /// entry is the number of Unicode scalar values of message i's compact wire JSON and the
+    /// i-th hashes entry its FNV-1a 64 digest in hex, for the prompt as sent (one pricing only).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace: Option<PathBuf>,
     /// Print one table per transcript as well as the totals.
