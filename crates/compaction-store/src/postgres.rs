@@ -199,12 +199,12 @@ impl Dialect for PostgresDialect {
             .join(" & ")
     }
 
-    /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
-    /// index in one statement.
     fn rows_affected(done: &<sqlx::Postgres as Database>::QueryResult) -> u64 {
         done.rows_affected()
     }
 
+    /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
+    /// index in one statement.
     fn index_docs<'a>(
         conn: &'a mut <sqlx::Postgres as Database>::Connection,
         session: &'a str,

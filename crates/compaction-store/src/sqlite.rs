@@ -225,12 +225,12 @@ impl Dialect for SqliteDialect {
             .join(" ")
     }
 
-    /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
-    /// index: their session and source rows first, then their text under the same ids.
     fn rows_affected(done: &<sqlx::Sqlite as Database>::QueryResult) -> u64 {
         done.rows_affected()
     }
 
+    /// Adds documents (at most [`DOC_CHUNK`](crate::rows::DOC_CHUNK)) to the session's search
+    /// index: their session and source rows first, then their text under the same ids.
     fn index_docs<'a>(
         conn: &'a mut <sqlx::Sqlite as Database>::Connection,
         session: &'a str,
