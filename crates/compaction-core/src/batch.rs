@@ -13,6 +13,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::edit::{Edit, Splice};
+use crate::ledger::Ledger;
 use crate::marker;
 use crate::material::{self, MaterialConfig};
 use crate::message::{Content, MarkerKind, Message, Part, Role};
@@ -39,6 +40,9 @@ pub struct BatchConfig {
     pub summary_budget_tokens: u64,
     /// Join neighbours instead of leaving same-role pairs the mainstream APIs accept.
     pub strict_alternation: bool,
+    /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
+    /// ledger). Default 2,000.
+    pub ledger_max_tokens: u64,
 }
 
 impl Default for BatchConfig {
@@ -51,6 +55,7 @@ impl Default for BatchConfig {
             prune_runway_ratio: 0.15,
             summary_budget_tokens: 2_000,
             strict_alternation: false,
+            ledger_max_tokens: 2_000,
         }
     }
 }
@@ -121,6 +126,9 @@ pub struct SummaryJob {
     /// The span itself after pruning, redacted (text and tool arguments), for deterministic
     /// summarizers.
     pub messages: Vec<Message>,
+    /// The files and commands of the span (with the ledgers of the summaries inside it),
+    /// attached to the summary by [`assemble`]; `previous_summary` comes without them.
+    pub ledger: Ledger,
 }
 
 /// A batch plan for one transcript.
@@ -271,22 +279,23 @@ pub fn plan_batch(
     let mut jobs = Vec::new();
     let mut estimate = plan.tokens_after_prune;
     if let Some(middle) = batch_range(t, &r) {
-        estimate = estimate
-            .saturating_sub(scaled(pruned_tokens(
-                t,
-                &plan.prune,
-                middle.clone(),
-                counter,
-            )))
-            .saturating_add(cfg.summary_budget_tokens);
-        jobs.push(job(
+        let job = job(
             t,
             &plan.prune,
-            middle,
+            middle.clone(),
             MarkerKind::Batch,
             focus.clone(),
             cfg,
-        ));
+        );
+        let ledger_tokens = job
+            .ledger
+            .render(cfg.ledger_max_tokens)
+            .map_or(0, |s| counter.count_text(&s));
+        estimate = estimate
+            .saturating_sub(scaled(pruned_tokens(t, &plan.prune, middle, counter)))
+            .saturating_add(cfg.summary_budget_tokens)
+            .saturating_add(ledger_tokens);
+        jobs.push(job);
     }
     if !r.turn_middle.is_empty() && (jobs.is_empty() || estimate > low_water) {
         jobs.push(job(
@@ -445,11 +454,23 @@ fn job(
             span[s.range.start - range.start] = &s.replacement[0];
         }
     }
-    let previous: Vec<String> = span
-        .iter()
-        .filter(|m| marker::classify(m).is_some())
-        .filter_map(|m| marker::parse_body(m))
-        .collect();
+    // The ledger follows the span in order: a summary inside it contributes the ledger it
+    // carries, other messages their own tool calls (as written, before pruning cut them).
+    let mut ledger = Ledger::default();
+    let mut previous: Vec<String> = Vec::new();
+    for (m, original) in span.iter().zip(&t.messages()[range.clone()]) {
+        if marker::classify(m).is_some() {
+            if let Some(body) = marker::parse_body(m) {
+                let (text, carried) = Ledger::split(&body);
+                ledger.extend(&carried);
+                if !text.trim().is_empty() {
+                    previous.push(text.to_owned());
+                }
+            }
+        } else {
+            ledger.observe(original);
+        }
+    }
     // Only what the bounded material can show is cloned: the first message and the newest
     // ones up to a few times the material bound, so the work follows the bound, not the span.
     let plain: Vec<&Message> = span
@@ -479,6 +500,7 @@ fn job(
         focus,
         // Redacted like the material: deterministic summarizers read these.
         messages: chosen.iter().map(crate::redact::redact_message).collect(),
+        ledger,
     }
 }
 
@@ -488,7 +510,9 @@ fn summary_splices(
     body: &str,
     cfg: &BatchConfig,
 ) -> Vec<Splice> {
-    let body = crate::redact::redact(body);
+    let body = job
+        .ledger
+        .attach(&crate::redact::redact(body), cfg.ledger_max_tokens);
     let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
     let next = msgs.get(job.range.end);
     let role = match job.kind {
@@ -664,6 +688,48 @@ mod tests {
         (t, plan)
     }
 
+    #[test]
+    fn the_ledger_carries_older_summaries_entries_and_can_be_turned_off() {
+        let mut msgs = session(400, 300);
+        // A summary of an earlier pass inside the middle, with a ledger of its own.
+        let mut older = Ledger::default();
+        older.observe(&Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function("x", "edit", r#"{"path":"src/old.rs"}"#)],
+        ));
+        let body = older.attach("earlier work", 500);
+        msgs.insert(9, marker::render(MarkerKind::Batch, Role::Assistant, &body));
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(msgs.clone(), 20_000, &cfg);
+        let BatchStep::Summarize(jobs) = &plan.step else {
+            panic!("expected a summary, got {:?}", plan.step);
+        };
+        assert_eq!(jobs[0].previous_summary.as_deref(), Some("earlier work"));
+        assert_eq!(jobs[0].ledger.files(), ["src/old.rs"]);
+        assert_eq!(jobs[0].ledger.commands(), ["make"]);
+        let edit = assemble(&t, &plan, &["new".to_owned()], &cfg).unwrap();
+        let after = edit.apply(t.messages()).unwrap();
+        let m = after
+            .iter()
+            .find(|m| marker::classify(m).is_some())
+            .unwrap();
+        let (_, carried) = Ledger::split(&marker::parse_body(m).unwrap());
+        assert_eq!(carried.files(), ["src/old.rs"]);
+
+        let off = BatchConfig {
+            ledger_max_tokens: 0,
+            ..BatchConfig::default()
+        };
+        let (t, plan) = run(msgs, 20_000, &off);
+        let edit = assemble(&t, &plan, &["new".to_owned()], &off).unwrap();
+        let after = edit.apply(t.messages()).unwrap();
+        let m = after
+            .iter()
+            .find(|m| marker::classify(m).is_some())
+            .unwrap();
+        assert_eq!(marker::parse_body(m).as_deref(), Some("new"));
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig { cases: 256, .. Default::default() })]
 
@@ -732,10 +798,12 @@ mod tests {
             .filter(|m| marker::classify(m).is_some())
             .collect();
         assert_eq!(markers.len(), 1);
-        assert_eq!(
-            marker::parse_body(markers[0]).as_deref(),
-            Some("the summary")
-        );
+        // The summarizer's text, then the ledger of the span's tool calls.
+        let body = marker::parse_body(markers[0]).unwrap();
+        let (text, ledger) = Ledger::split(&body);
+        assert_eq!(text, "the summary");
+        assert_eq!(ledger.commands(), ["make"]);
+        assert_eq!(jobs[0].ledger, ledger);
         assert!(after.len() < t.len());
         // No new same-role neighbours around the marker.
         let k = after

@@ -77,6 +77,7 @@ pub mod edit;
 pub mod error;
 pub mod exchange;
 pub mod laws;
+pub mod ledger;
 pub mod marker;
 pub mod material;
 pub mod message;

@@ -87,6 +87,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::batch::PlanError;
 use crate::edit::{Edit, Splice};
+use crate::ledger::Ledger;
 use crate::marker;
 use crate::material::{self, MaterialConfig};
 use crate::message::{Content, MarkerKind, Message, Part, Role};
@@ -116,6 +117,9 @@ pub struct MicroConfig {
     pub strict_alternation: bool,
     /// A defrag output above this fraction of its input counts as failed. Default 0.5.
     pub defrag_max_ratio: f64,
+    /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
+    /// ledger). Default 2,000.
+    pub ledger_max_tokens: u64,
 }
 
 impl Default for MicroConfig {
@@ -128,6 +132,7 @@ impl Default for MicroConfig {
             min_reclaim_tokens: 0,
             strict_alternation: false,
             defrag_max_ratio: 0.5,
+            ledger_max_tokens: 2_000,
         }
     }
 }
@@ -268,10 +273,12 @@ pub enum NoopReason {
 pub struct DefragJob {
     /// Index of the rolling micro marker, rewritten in place.
     pub marker_index: usize,
-    /// The rolling summary to shorten.
+    /// The rolling summary to shorten, without its ledger.
     pub summary_text: String,
     /// Its estimated size.
     pub summary_tokens: u64,
+    /// The rolling summary's ledger, attached again to the shortened text.
+    pub ledger: Ledger,
 }
 
 /// An absorption the caller must run.
@@ -283,8 +290,11 @@ pub struct AbsorbJob {
     pub ranges: Vec<Range<usize>>,
     /// Serialized, redacted material (each exchange after the user request it answers).
     pub material: String,
-    /// The summary to merge into (rolling or progress), if any.
+    /// The summary to merge into (rolling or progress), if any, without its ledger.
     pub previous_summary: Option<String>,
+    /// The previous summary's ledger with the absorbed messages' files and commands, attached
+    /// to the new summary by [`assemble_micro`].
+    pub ledger: Ledger,
     /// The absorbed messages (a progress marker among them replaced by its body), redacted, for
     /// deterministic summarizers.
     pub messages: Vec<Message>,
@@ -628,10 +638,15 @@ pub fn plan_micro(
 ) -> MicroPlan {
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
-    let summary_tokens = resolved
-        .rolling_summary
-        .as_deref()
-        .map_or(0, |s| counter.count_text(s));
+    // The ledger is the library's, not the summarizer's: sizes and requests see the text only.
+    let (rolling_text, rolling_ledger) = match resolved.rolling_summary.as_deref() {
+        Some(body) => {
+            let (text, ledger) = Ledger::split(body);
+            (Some(text.to_owned()), ledger)
+        }
+        None => (None, Ledger::default()),
+    };
+    let summary_tokens = rolling_text.as_deref().map_or(0, |s| counter.count_text(s));
     let mut plan = MicroPlan {
         regions: r.clone(),
         threshold_tokens,
@@ -644,15 +659,16 @@ pub fn plan_micro(
     let msgs = t.messages();
 
     // Step 4: defrag when the rolling summary is too large (and the guard allows).
-    if let (Some(i), Some(body)) = (resolved.rolling_marker, &resolved.rolling_summary)
+    if let (Some(i), Some(text)) = (resolved.rolling_marker, &rolling_text)
         && summary_tokens > cfg.defrag_threshold_tokens
         && r.middle.contains(&i)
         && defrag_allowed(state, summary_tokens, cfg)
     {
         plan.step = MicroStep::Defrag(DefragJob {
             marker_index: i,
-            summary_text: body.clone(),
+            summary_text: text.clone(),
             summary_tokens,
+            ledger: rolling_ledger,
         });
         plan.resolved = Some(resolved);
         return plan;
@@ -712,13 +728,15 @@ pub fn plan_micro(
     }
 
     let (messages, material) = material_for(msgs, &ranges, &cfg.material);
+    let ledger = ledger_of(rolling_ledger, msgs, &ranges);
     let job = AbsorbJob {
         kind: MarkerKind::Micro,
         exchange_tokens: ranges.iter().map(|x| t.tokens_in(x.clone())).sum(),
         expected_reclaim_tokens: reclaim(&ranges),
         ranges,
         material,
-        previous_summary: resolved.rolling_summary.clone(),
+        previous_summary: rolling_text,
+        ledger,
         messages,
         superseded_markers: superseded,
         exchange,
@@ -780,7 +798,14 @@ pub fn plan_turn_progress(
     let progress = (u + 1 < msgs.len()
         && marker::classify(&msgs[u + 1]) == Some(MarkerKind::Progress))
     .then_some(u + 1);
-    let previous = progress.and_then(|p| marker::parse_body(&msgs[p]));
+    let previous_body = progress.and_then(|p| marker::parse_body(&msgs[p]));
+    let (previous, previous_ledger) = match previous_body.as_deref() {
+        Some(body) => {
+            let (text, ledger) = Ledger::split(body);
+            (Some(text.to_owned()), ledger)
+        }
+        None => (None, Ledger::default()),
+    };
     plan.rolling_summary_tokens = previous.as_deref().map_or(0, |s| counter.count_text(s));
     let start = progress.map_or(u + 1, |p| p + 1);
     let end_limit = r.turn_middle.end;
@@ -808,7 +833,7 @@ pub fn plan_turn_progress(
     let new_marker_tokens = counter.count_message(&marker::render(
         MarkerKind::Progress,
         Role::Assistant,
-        previous.as_deref().unwrap_or(""),
+        previous_body.as_deref().unwrap_or(""),
     ));
     let reclaim = |range: &Range<usize>| -> i64 {
         (t.tokens_in(range.clone()) + superseded_tokens) as i64 - new_marker_tokens as i64
@@ -834,6 +859,7 @@ pub fn plan_turn_progress(
     }
     let ranges = vec![range.clone()];
     let (messages, material) = material_for(msgs, &ranges, &cfg.material);
+    let ledger = ledger_of(previous_ledger, msgs, &ranges);
     plan.step = MicroStep::Absorb(AbsorbJob {
         kind: MarkerKind::Progress,
         exchange_tokens: t.tokens_in(range.clone()),
@@ -841,6 +867,7 @@ pub fn plan_turn_progress(
         ranges,
         material,
         previous_summary: previous,
+        ledger,
         messages,
         superseded_markers: progress.into_iter().collect(),
         exchange,
@@ -869,13 +896,15 @@ pub fn assemble_micro(
     let msgs = t.messages();
     match &plan.step {
         MicroStep::Defrag(job) => {
-            let output_tokens = counter.count_text(&body);
+            let (text, _) = Ledger::split(&body);
+            let output_tokens = counter.count_text(text);
             if output_tokens as f64 > job.summary_tokens as f64 * cfg.defrag_max_ratio {
                 return Ok(MicroOutcome::DefragFailed {
                     input_tokens: job.summary_tokens,
                     output_tokens,
                 });
             }
+            let body = job.ledger.attach(text, cfg.ledger_max_tokens);
             let i = job.marker_index;
             let role = msgs[i].role().clone();
             let edit = Edit::single(
@@ -889,6 +918,7 @@ pub fn assemble_micro(
             })
         }
         MicroStep::Absorb(job) if job.kind == MarkerKind::Progress => {
+            let body = job.ledger.attach(&body, cfg.ledger_max_tokens);
             let range = &job.ranges[0];
             let start = job
                 .superseded_markers
@@ -906,6 +936,7 @@ pub fn assemble_micro(
             })
         }
         MicroStep::Absorb(job) => {
+            let body = job.ledger.attach(&body, cfg.ledger_max_tokens);
             check_pairs(msgs, &job.ranges)?;
             let edit = absorb_edit(
                 msgs,
@@ -1012,6 +1043,21 @@ fn check_pairs(messages: &[Message], ranges: &[Range<usize>]) -> Result<(), Plan
 
 /// The absorbed messages (a progress marker replaced by its body) and their material, each
 /// exchange preceded by the user request it answers (context only: it is not absorbed).
+/// `carried` followed by the files and commands of `ranges` (a summary marker inside them
+/// contributes the ledger it carries).
+fn ledger_of(mut carried: Ledger, msgs: &[Message], ranges: &[Range<usize>]) -> Ledger {
+    for m in ranges.iter().flat_map(|r| &msgs[r.clone()]) {
+        if marker::classify(m).is_some() {
+            if let Some(body) = marker::parse_body(m) {
+                carried.extend(&Ledger::split(&body).1);
+            }
+        } else {
+            carried.observe(m);
+        }
+    }
+    carried
+}
+
 fn material_for(
     msgs: &[Message],
     ranges: &[Range<usize>],
@@ -1030,7 +1076,7 @@ fn material_for(
             let m = match marker::classify(m) {
                 Some(MarkerKind::Progress) => Message::assistant(format!(
                     "(summary of the earlier progress of this turn)\n{}",
-                    marker::parse_body(m).unwrap_or_default()
+                    Ledger::split(&marker::parse_body(m).unwrap_or_default()).0
                 )),
                 _ => m.clone(),
             };

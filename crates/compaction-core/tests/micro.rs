@@ -3,6 +3,7 @@
 //! gate batches absorption, batch markers survive, and the token trajectory falls.
 
 use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use compaction_core::ledger::Ledger;
 use compaction_core::micro::{
     self, CursorSource, MicroConfig, MicroOutcome, MicroPlan, MicroState, MicroStep, NoopReason,
     USER_JOIN_SEPARATOR,
@@ -436,9 +437,13 @@ fn one_pass_absorbs_the_oldest_exchange_into_one_marker() {
     let m = &h.t.messages()[2];
     assert_eq!(marker::classify(m), Some(MarkerKind::Micro));
     assert_eq!(m.role(), &Role::Assistant);
-    assert_eq!(marker::parse_body(m).as_deref(), Some("did request 0"));
+    // The summarizer's text, then the ledger of the absorbed calls; the state holds the body.
+    let body = marker::parse_body(m).unwrap();
+    let (text, ledger) = Ledger::split(&body);
+    assert_eq!(text, "did request 0");
+    assert_eq!(ledger.files(), ["src/lib.rs"]);
     assert_eq!(h.state.cursor, Some(3));
-    assert_eq!(h.state.rolling_summary.as_deref(), Some("did request 0"));
+    assert_eq!(h.state.rolling_summary.as_deref(), Some(body.as_str()));
 
     // The second pass replaces the marker: the first user message now borders the second.
     let plan = h.plan();
@@ -458,10 +463,10 @@ fn one_pass_absorbs_the_oldest_exchange_into_one_marker() {
         .collect();
     assert_eq!(texts[1], "request 0");
     assert_eq!(texts[2], "request 1");
-    assert_eq!(
-        marker::parse_body(&h.t.messages()[3]).as_deref(),
-        Some("did 0 and 1")
-    );
+    let body = marker::parse_body(&h.t.messages()[3]).unwrap();
+    let (text, ledger) = Ledger::split(&body);
+    assert_eq!(text, "did 0 and 1");
+    assert_eq!(ledger.files(), ["src/lib.rs"]);
     assert_eq!(texts[4], "request 2");
     assert_eq!(h.state.cursor, Some(4));
     assert_eq!(h.count(MarkerKind::Micro), 1);
@@ -547,15 +552,19 @@ fn defrag_rewrites_the_marker_in_place_and_a_stubborn_summarizer_cannot_livelock
     let MicroStep::Defrag(job) = &plan.step else {
         panic!("expected a defrag, got {:?}", plan.step);
     };
-    assert_eq!(job.summary_text, big);
+    // The summarizer shortens the text; the ledger is the library's and comes back as it was.
+    assert_eq!(job.summary_text, big.trim_end());
+    assert_eq!(job.ledger.files(), ["src/lib.rs"]);
     let i = job.marker_index;
     assert_eq!(h.pass(plan, &mut |_| Some("short".into())), Ran::Defragged);
     assert_eq!(h.state.cursor, cursor);
-    assert_eq!(h.state.rolling_summary.as_deref(), Some("short"));
+    let rolling = h.state.rolling_summary.clone().unwrap();
+    assert_eq!(Ledger::split(&rolling).0, "short");
+    assert_eq!(Ledger::split(&rolling).1.files(), ["src/lib.rs"]);
     assert_eq!(h.t.len(), before.len());
     for (k, (a, b)) in before.iter().zip(h.t.messages()).enumerate() {
         if k == i {
-            assert_eq!(marker::parse_body(b).as_deref(), Some("short"));
+            assert_eq!(marker::parse_body(b).as_deref(), Some(rolling.as_str()));
         } else {
             assert_eq!(a, b, "message {k} changed");
         }

@@ -822,6 +822,7 @@ pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
         min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
         strict_alternation: c.strict_alternation,
         defrag_max_ratio: 0.5,
+        ledger_max_tokens: c.ledger_max_tokens,
     }
 }
 
@@ -846,6 +847,7 @@ pub fn batch_config(config: &Config) -> BatchConfig {
         },
         summary_budget_tokens: u64::from(c.summary_max_tokens),
         strict_alternation: c.strict_alternation,
+        ledger_max_tokens: c.ledger_max_tokens,
     }
 }
 
