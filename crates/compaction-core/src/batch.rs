@@ -41,7 +41,7 @@ pub struct BatchConfig {
     /// Join neighbours instead of leaving same-role pairs the mainstream APIs accept.
     pub strict_alternation: bool,
     /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
-    /// ledger). Default 2,000.
+    /// ledger). Default 3,000.
     pub ledger_max_tokens: u64,
 }
 
@@ -55,7 +55,7 @@ impl Default for BatchConfig {
             prune_runway_ratio: 0.15,
             summary_budget_tokens: 2_000,
             strict_alternation: false,
-            ledger_max_tokens: 2_000,
+            ledger_max_tokens: 3_000,
         }
     }
 }

@@ -305,6 +305,32 @@ pub fn suggested_micro_reclaim_gate(
     ((gate * 1e6).round() / 1e6).ceil() as u64
 }
 
+/// [`suggested_micro_reclaim_gate`] that also pays for the summarizer call: a micro pass
+/// re-writes the rolling summary, `summary_tokens` of output at the profile's output price
+/// (`output_price_per_mtok / input_price_per_mtok` input tokens each; 0 when the profile
+/// carries no prices), so the gate is `ceil((P (w - c) + o S) / (c n + w))`. 0 for a profile
+/// without a cache.
+pub fn micro_reclaim_gate(
+    profile: &CacheProfile,
+    prefix_tokens: u64,
+    summary_tokens: u64,
+    horizon_requests: u64,
+) -> u64 {
+    if !profile.has_cache() {
+        return 0;
+    }
+    let c = profile.cached_input_price_ratio;
+    let w = profile.cache_write_price_ratio;
+    let n = horizon_requests.max(1) as f64;
+    let o = if profile.input_price_per_mtok > 0.0 {
+        profile.output_price_per_mtok / profile.input_price_per_mtok
+    } else {
+        0.0
+    };
+    let gate = (prefix_tokens as f64 * (w - c).max(0.0) + o * summary_tokens as f64) / (c * n + w);
+    ((gate * 1e6).round() / 1e6).ceil() as u64
+}
+
 /// The prune runway (fraction of the threshold a prune-only pass must land below it) a
 /// profile suggests: 0.15 without a cache, growing with the share of the input price a rewrite
 /// throws away, up to 0.30. The more a rewrite costs against a cached read, the more room each

@@ -118,7 +118,7 @@ pub struct MicroConfig {
     /// A defrag output above this fraction of its input counts as failed. Default 0.5.
     pub defrag_max_ratio: f64,
     /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
-    /// ledger). Default 2,000.
+    /// ledger). Default 3,000.
     pub ledger_max_tokens: u64,
 }
 
@@ -132,7 +132,7 @@ impl Default for MicroConfig {
             min_reclaim_tokens: 0,
             strict_alternation: false,
             defrag_max_ratio: 0.5,
-            ledger_max_tokens: 2_000,
+            ledger_max_tokens: 3_000,
         }
     }
 }

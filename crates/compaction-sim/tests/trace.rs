@@ -118,11 +118,20 @@ fn without_compaction_the_trace_is_the_transcript_itself() {
 fn compaction_forgets_some_facts_and_the_figures_say_how_many() {
     let inputs = vec![("tools.jsonl".to_owned(), tool_session(30, 8_000))];
     let mut variants = variants(16_000);
-    // A summary budget too small to name thirty files and commands.
+    // A summary budget too small to name thirty files and commands, without the ledger that
+    // would keep them beside the summary.
     let mut terse = variants[1].clone();
     terse.name = "terse".into();
     terse.config.compression.summary_max_tokens = 60;
+    terse.config.compression.ledger_max_tokens = 0;
+    // Prune-only passes keep every call's arguments: make the pass summarize.
+    terse.config.compression.prune_runway_ratio = 0.9;
+    terse.config.compression.proactive_prune_tokens = 0;
+    let mut ledger = terse.clone();
+    ledger.name = "terse+ledger".into();
+    ledger.config.compression.ledger_max_tokens = 3_000;
     variants.push(terse);
+    variants.push(ledger);
     let sim = run(&inputs, &variants, &Options::default());
     let by = |p: &str| sim.totals.iter().find(|t| t.policy == p).unwrap();
     assert_eq!(by("none").retention_min, 1.0);
@@ -133,8 +142,16 @@ fn compaction_forgets_some_facts_and_the_figures_say_how_many() {
         assert!(mean > 0.0 && mean <= 1.0, "{p}: {mean}");
         assert!(t.retention_min <= mean, "{p}");
     }
-    let (batch, terse) = (by("batch"), by("terse"));
+    let (batch, terse, ledger) = (by("batch"), by("terse"), by("terse+ledger"));
     assert!(terse.retention_min < 1.0, "{}", terse.retention_min);
+    // The ledger keeps what the terse summary drops.
+    assert!(
+        ledger.derived().mean_retention > terse.derived().mean_retention,
+        "{} vs {}",
+        ledger.derived().mean_retention,
+        terse.derived().mean_retention
+    );
+    assert!(ledger.retention_min > terse.retention_min);
     assert!(
         terse.derived().mean_retention < batch.derived().mean_retention,
         "{} vs {}",

@@ -274,14 +274,21 @@ impl Compressor {
     }
 
     /// The reclaim gate the provider's cache economics suggest (spec: the rewrite must save
-    /// more than re-caching the prefix it invalidates costs), or 0 without a known cache
-    /// profile, with `cache_aware` off, or when the cache has already expired (a rewrite then
-    /// costs nothing extra).
+    /// more than re-caching the prefix it invalidates costs), over a horizon of
+    /// `micro_compact_gate_horizon_requests` requests. A provider whose profile is unknown
+    /// (`cache_profile = "auto"` with an unrecognised model) is assumed to price cached reads
+    /// at [`ASSUMED_CACHED_READ_RATIO`] of the input price, as most providers now do. The gate
+    /// is 0 with `cache_profile = "none"`, with `cache_aware` off, for a profile without a cache,
+    /// or when the cache has already expired (a rewrite then costs nothing extra).
     fn cache_gate(&self, t: &Transcript) -> u64 {
         let c = &self.config().compression;
-        let Some(profile) = self.config().cache_profile().filter(|_| c.cache_aware) else {
+        if !c.cache_aware || c.cache_profile == "none" {
             return 0;
-        };
+        }
+        let profile = self
+            .config()
+            .cache_profile()
+            .unwrap_or_else(assumed_profile);
         if self
             .secs_since_last_request()
             .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s))
@@ -290,10 +297,26 @@ impl Compressor {
         }
         // The prefix a pass invalidates runs from the cursor (or the start) to the end.
         let from = self.rt.micro.state.cursor.unwrap_or(0).min(t.len());
-        compaction_core::cache::suggested_micro_reclaim_gate(
+        let horizon = c
+            .micro_compact_gate_horizon_requests
+            .max(self.micro_every_n_turns());
+        // The summarizer re-writes the rolling summary (its text, not the ledger) each pass.
+        let summary = self
+            .rt
+            .micro
+            .state
+            .rolling_summary
+            .as_deref()
+            .map_or(0, |b| {
+                self.counter()
+                    .count_text(compaction_core::ledger::Ledger::split(b).0)
+            })
+            .max(MIN_SUMMARY_TOKENS);
+        compaction_core::cache::micro_reclaim_gate(
             &profile,
             t.tokens_in(from..t.len()),
-            self.micro_every_n_turns(),
+            summary,
+            horizon,
         )
     }
 
@@ -313,5 +336,27 @@ impl Compressor {
             self.summarizer().name(),
         );
         report
+    }
+}
+
+/// The cached-read price ratio the micro reclaim gate assumes when the provider's cache profile
+/// is unknown: 0.1 of the input price (Anthropic, OpenAI's GPT-5 family, and the issue 13 cost
+/// model). With `cache_profile = "none"` no gate is assumed.
+pub const ASSUMED_CACHED_READ_RATIO: f64 = 0.1;
+
+/// The smallest rolling summary the gate assumes a pass writes, in tokens.
+const MIN_SUMMARY_TOKENS: u64 = 256;
+
+/// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
+/// at 5x input (the issue 13 cost model's prices).
+fn assumed_profile() -> compaction_core::cache::CacheProfile {
+    compaction_core::cache::CacheProfile {
+        name: "assumed".into(),
+        cached_input_price_ratio: ASSUMED_CACHED_READ_RATIO,
+        cache_write_price_ratio: 1.0,
+        input_price_per_mtok: 1.0,
+        cached_input_price_per_mtok: ASSUMED_CACHED_READ_RATIO,
+        output_price_per_mtok: 5.0,
+        ..compaction_core::cache::CacheProfile::openai_gpt5()
     }
 }
