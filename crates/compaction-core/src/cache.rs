@@ -449,6 +449,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_micro_gate_pays_for_the_prefix_and_the_summary() {
+        // Anthropic: c = 0.1, w = 1.25, output 5x input. P = 10,000, S = 1,000, n = 2:
+        // (10,000 x 1.15 + 5 x 1,000) / (0.2 + 1.25) = 16,500 / 1.45 = 11,379.3...
+        let a = CacheProfile::anthropic();
+        assert_eq!(micro_reclaim_gate(&a, 10_000, 1_000, 2), 11_380);
+        // Without a summary it is the cache-only gate.
+        assert_eq!(
+            micro_reclaim_gate(&a, 10_000, 0, 2),
+            suggested_micro_reclaim_gate(&a, 10_000, 2)
+        );
+        // A longer horizon lowers it; a profile without a cache has none.
+        assert!(micro_reclaim_gate(&a, 10_000, 1_000, 8) < 11_380);
+        assert_eq!(
+            micro_reclaim_gate(&CacheProfile::local(), 10_000, 1_000, 2),
+            0
+        );
+        // A profile without prices charges nothing for the summary.
+        let free = CacheProfile {
+            input_price_per_mtok: 0.0,
+            cached_input_price_per_mtok: 0.0,
+            output_price_per_mtok: 0.0,
+            ..CacheProfile::anthropic()
+        };
+        assert_eq!(
+            micro_reclaim_gate(&free, 10_000, 1_000, 2),
+            micro_reclaim_gate(&a, 10_000, 0, 2)
+        );
+    }
+
+    #[test]
     fn named_profiles_are_valid_and_round_trip_by_name() {
         for p in CacheProfile::all() {
             p.validate().unwrap();

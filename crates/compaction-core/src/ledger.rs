@@ -12,9 +12,10 @@
 //! What counts, from each tool call's JSON arguments: a string under a key ending in `path`,
 //! or named `file`, `filename`, `paths` or `files` (a list of strings for the last two) is a
 //! file; the first non-empty line of a `command` or `cmd` argument (a string, or a list of
-//! strings joined by spaces) is a command. Entries are trimmed, at most [`MAX_ENTRY_CHARS`]
-//! characters (longer commands are cut at a character boundary, longer paths are skipped),
-//! redacted ([`redact::redact`]), and kept once; naming one again moves it to the newest end.
+//! strings joined by spaces) is a command. Entries are trimmed, redacted ([`redact::redact`];
+//! a command longer than [`MAX_ENTRY_CHARS`] characters is redacted before it is cut, with
+//! [`redact::redacted_head`], so a key straddling the cut never leaves a fragment; longer
+//! paths are skipped), and kept once; naming one again moves it to the newest end.
 //!
 //! The rendered section is bounded ([`Ledger::render`]): when it does not fit, the oldest
 //! commands go first, then the oldest files, and the section says how many were dropped.
@@ -98,7 +99,11 @@ impl Ledger {
                         _ => continue,
                     };
                     if let Some(line) = joined.lines().map(str::trim).find(|l| !l.is_empty()) {
-                        push(&mut self.commands, cut(line));
+                        // Redacted before the cut, so a key straddling it is recognised whole.
+                        push(
+                            &mut self.commands,
+                            &redact::redacted_head(line, MAX_ENTRY_CHARS),
+                        );
                     }
                 } else if key.ends_with("path") || key == "file" || key == "filename" {
                     if let Value::String(s) = value {
@@ -222,13 +227,6 @@ impl Ledger {
     }
 }
 
-fn cut(s: &str) -> &str {
-    match s.char_indices().nth(MAX_ENTRY_CHARS) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    }
-}
-
 fn push_path(list: &mut Vec<String>, s: &str) {
     let s = s.trim();
     if !s.is_empty() && !s.contains('\n') && s.chars().count() <= MAX_ENTRY_CHARS {
@@ -295,6 +293,33 @@ mod tests {
         let rendered = l.render(1_000).unwrap();
         assert!(!rendered.contains(&key), "{rendered}");
         assert!(!rendered.contains("a1B2c3D4e5F6g7H8"), "{rendered}");
+    }
+
+    #[test]
+    fn a_secret_straddling_the_cut_leaves_no_fragment() {
+        let body = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LmNbVcXz";
+        for at in [
+            MAX_ENTRY_CHARS - 30,
+            MAX_ENTRY_CHARS - 8,
+            MAX_ENTRY_CHARS - 1,
+        ] {
+            let mut l = Ledger::default();
+            let pad = "a".repeat(at);
+            for key in [
+                format!("sk-proj-{body}{body}"),
+                format!("ghp_{body}"),
+                format!("AKIA{}", &body[..16].to_ascii_uppercase()),
+            ] {
+                // JSON-escaped quotes and a backslash around the key: the parser unescapes
+                // them, the redaction sees the key as the shell would.
+                let args = serde_json::json!({ "command": format!("{pad} \"{key}\"\\ tail") });
+                l.observe(&call(&args.to_string()));
+                let rendered = l.render(10_000).unwrap();
+                for frag in [&key[..8], &body[..6]] {
+                    assert!(!rendered.contains(frag), "at {at}: {frag} in {rendered}");
+                }
+            }
+        }
     }
 
     #[test]

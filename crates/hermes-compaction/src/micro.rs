@@ -278,8 +278,8 @@ impl Compressor {
     /// `micro_compact_gate_horizon_requests` requests. A provider whose profile is unknown
     /// (`cache_profile = "auto"` with an unrecognised model) is assumed to price cached reads
     /// at [`ASSUMED_CACHED_READ_RATIO`] of the input price, as most providers now do. The gate
-    /// is 0 with `cache_profile = "none"`, with `cache_aware` off, for a profile without a cache,
-    /// or when the cache has already expired (a rewrite then costs nothing extra).
+    /// is 0 with `cache_profile = "none"`, with `cache_aware` off, or for a profile without a
+    /// cache; once the cache has expired it covers the summary's cost alone.
     fn cache_gate(&self, t: &Transcript) -> u64 {
         let c = &self.config().compression;
         if !c.cache_aware || c.cache_profile == "none" {
@@ -289,14 +289,18 @@ impl Compressor {
             .config()
             .cache_profile()
             .unwrap_or_else(assumed_profile);
-        if self
+        // The prefix a pass invalidates runs from the cursor (or the start) to the end; once
+        // the cache has expired the next request re-writes it anyway, and only the summary
+        // is left to pay for.
+        let expired = self
             .secs_since_last_request()
-            .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s))
-        {
-            return 0;
-        }
-        // The prefix a pass invalidates runs from the cursor (or the start) to the end.
+            .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s));
         let from = self.rt.micro.state.cursor.unwrap_or(0).min(t.len());
+        let prefix = if expired {
+            0
+        } else {
+            t.tokens_in(from..t.len())
+        };
         let horizon = c
             .micro_compact_gate_horizon_requests
             .max(self.micro_every_n_turns());
@@ -312,12 +316,7 @@ impl Compressor {
                     .count_text(compaction_core::ledger::Ledger::split(b).0)
             })
             .max(MIN_SUMMARY_TOKENS);
-        compaction_core::cache::micro_reclaim_gate(
-            &profile,
-            t.tokens_in(from..t.len()),
-            summary,
-            horizon,
-        )
+        compaction_core::cache::micro_reclaim_gate(&profile, prefix, summary, horizon)
     }
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {

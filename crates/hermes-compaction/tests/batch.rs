@@ -362,7 +362,12 @@ fn a_known_cache_profile_raises_the_prune_runway() {
 #[test]
 fn real_usage_over_the_threshold_compacts_at_once() {
     let rt = rt();
-    let (mut c, _s) = scripted(config(64_000));
+    // A 64K floor in a 64K window: the threshold is the floor cap, 85% (54,400).
+    let mut cfg = config(64_000);
+    cfg.compression.threshold_floor_tokens = 64_000;
+    // No proactive prune: only the usage may trigger a pass here.
+    cfg.compression.proactive_prune_tokens = 0;
+    let (mut c, _s) = scripted(cfg);
     // Estimated just under the threshold (54,400).
     let mut t = c.transcript(session(380, 300));
     assert!(t.current_tokens() < c.threshold_tokens());
@@ -384,7 +389,9 @@ fn real_usage_over_the_threshold_compacts_at_once() {
 fn when_the_estimate_undercounts_the_providers_count_drives_the_plan() {
     // Spec 9: "one measurement must drive both the trigger and the did-it-work check".
     let rt = rt();
-    let (mut c, _s) = scripted(config(64_000));
+    let mut cfg = config(64_000);
+    cfg.compression.threshold_floor_tokens = 64_000;
+    let (mut c, _s) = scripted(cfg);
     // ~5K estimated tokens, but the provider reports 70K (e.g. a tokenizer far from chars/4).
     let mut t = c.transcript(session(40, 300));
     let estimated = t.estimated_total();

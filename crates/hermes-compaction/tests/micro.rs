@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use compaction_core::laws::{self, PassKind};
+use compaction_core::ledger::Ledger;
 use compaction_core::{Estimator, MarkerKind, Message, marker};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{MicroOutcomeKind, MicroReport, Outcome};
@@ -17,6 +18,9 @@ fn session(turns: usize, chars: usize) -> Vec<Message> {
 fn micro_config(context: u64) -> hermes_compaction::Config {
     let mut c = config(context);
     c.compression.micro_compact = true;
+    // These tests are about the mechanics of a pass; the economic reclaim gate (assumed for
+    // an unknown provider) has tests of its own below.
+    c.compression.cache_profile = "none".into();
     c
 }
 
@@ -319,7 +323,9 @@ fn summaries_mention_recall_when_a_store_keeps_what_was_compacted() {
             .unwrap();
         let body = marker::parse_body(m).unwrap();
         assert!(body.starts_with("summary 1"));
-        assert!(body.ends_with(marker::RECALL_NOTE));
+        // The note closes the summarizer's text; the library's ledger follows it.
+        let (text, _) = Ledger::split(&body);
+        assert!(text.ends_with(marker::RECALL_NOTE), "{body}");
         // The summarizer sees the previous summary without the note.
         assert_eq!(
             s.requests()[1].previous_summary.as_deref(),
@@ -337,7 +343,9 @@ fn summaries_mention_recall_when_a_store_keeps_what_was_compacted() {
         .iter()
         .find(|m| marker::classify(m) == Some(MarkerKind::Micro))
         .unwrap();
-    assert_eq!(marker::parse_body(m).as_deref(), Some("plain"));
+    let body = marker::parse_body(m).unwrap();
+    assert_eq!(Ledger::split(&body).0, "plain");
+    assert!(!body.contains(marker::RECALL_NOTE));
 }
 
 /// The human-readable lines: an absorb says messages before -> after; a fresh compressor
@@ -411,5 +419,42 @@ fn micro_passes_follow_the_batch_fallback_rule() {
             );
             assert_eq!(t.messages(), &before[..], "{case}");
         }
+    }
+}
+
+/// With no known cache profile the compressor assumes cached reads at 0.1x and output at 5x:
+/// a pass absorbs only as many exchanges as pay for the prefix they invalidate and the
+/// summary they re-write within the horizon. `cache_profile = "none"` takes the oldest
+/// exchange alone, as the seed describes.
+#[test]
+fn an_unknown_provider_gets_the_economic_gate_and_none_turns_it_off() {
+    let rt = rt();
+    let run = |profile: &str| {
+        let mut cfg = config(64_000);
+        cfg.compression.micro_compact = true;
+        cfg.compression.cache_profile = profile.into();
+        let s = Arc::new(ScriptedSummarizer::new());
+        let mut c = with_summarizer(cfg, s.clone());
+        let mut t = c.transcript(session(60, 600));
+        s.push_text("summary");
+        rt.block_on(c.finalize_turn(&mut t)).unwrap()
+    };
+    let ungated = run("none");
+    assert_eq!(ungated.outcome, MicroOutcomeKind::Absorbed);
+    let gated = run("auto");
+    // P is the whole transcript (no cursor yet), S the smallest summary the gate assumes.
+    let p = gated.tokens_before as f64;
+    let gate = (p * 0.9 + 5.0 * 256.0) / (0.1 * 2.0 + 1.0);
+    match gated.outcome {
+        MicroOutcomeKind::Gated => assert_eq!(gated.tokens_after, gated.tokens_before),
+        MicroOutcomeKind::Absorbed => {
+            let reclaimed = (gated.tokens_before - gated.tokens_after) as f64;
+            assert!(
+                reclaimed >= gate,
+                "reclaimed {reclaimed} under the gate {gate}"
+            );
+            assert!(gated.exchange_tokens > 3 * ungated.exchange_tokens);
+        }
+        other => panic!("{other:?}"),
     }
 }

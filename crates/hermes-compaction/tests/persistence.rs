@@ -49,6 +49,8 @@ fn flushing_mid_session_never_duplicates_rows() {
             store.create_session("agent").await.unwrap();
             let mut cfg = config(CONTEXT);
             cfg.compression.micro_compact = true;
+            // Every pass the loop can make, ungated by the cache economics.
+            cfg.compression.cache_profile = "none".into();
             let mut c = extractive(cfg).with_store(persistence(&store, "agent"));
             let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
             assert_eq!(c.flush(&mut t).await.unwrap(), 1);
