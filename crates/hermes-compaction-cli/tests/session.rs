@@ -184,6 +184,9 @@ fn session_micro_absorbs_inside_a_long_single_turn() {
     let dir = tempfile::tempdir().unwrap();
     let input = write_jsonl(dir.path(), "long.jsonl", &msgs);
     let db = dir.path().join("s.db");
+    // One tool group per pass, as the seed describes: no economic reclaim gate.
+    let cfg = dir.path().join("ungated.toml");
+    std::fs::write(&cfg, "[compression]\ncache_profile = \"none\"\n").unwrap();
     let o = run(&["session", "import", s(&input), "--db", s(&db)]);
     assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
     let o = run(&[
@@ -199,6 +202,8 @@ fn session_micro_absorbs_inside_a_long_single_turn() {
         "10",
         "--context-length",
         "32000",
+        "--config",
+        s(&cfg),
     ]);
     let (stdout, stderr) = texts(&o);
     assert_eq!(o.status.code(), Some(0), "{stderr}");
