@@ -132,6 +132,7 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
             focus: req.focus.as_deref().map(|s| redact(s).into_owned()),
             budget_tokens: req.budget_tokens,
             current_date: req.current_date.clone(),
+            ledger_kept: req.ledger_kept,
         };
         let material = redact(&req.material);
         let chain = self.params.model_chain();

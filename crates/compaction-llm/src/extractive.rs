@@ -10,7 +10,9 @@
 //! For [`SummaryKind::Defrag`] it shortens the summary it is given to at most half its length,
 //! keeping section headings and dropping the oldest lines first, so a defrag through the
 //! extractive summarizer always shrinks. Update kinds (batch update, micro merge, turn
-//! progress) merge new facts into the previous summary's sections.
+//! progress) merge new facts into the previous summary's sections. With
+//! [`SummaryRequest::ledger_kept`] it leaves out the file paths and commands the caller's
+//! ledger lists verbatim.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
@@ -64,11 +66,16 @@ impl ExtractiveSummarizer {
                 shrink_to_half(input)
             }
             _ => {
-                let facts = if req.messages.is_empty() {
+                let mut facts = if req.messages.is_empty() {
                     facts_from_material(&req.material, self.max_request_chars)
                 } else {
                     facts_from_messages(&req.messages, self.max_request_chars)
                 };
+                if req.ledger_kept {
+                    // The caller's ledger lists every path and command verbatim.
+                    facts.items[FILES].clear();
+                    facts.items[CONTEXT].retain(|l| !l.starts_with(RAN));
+                }
                 let mut doc = match req.previous_summary.as_deref() {
                     Some(prev) if !prev.trim().is_empty() => Doc::parse(prev),
                     _ => Doc::default(),
@@ -125,6 +132,7 @@ pub fn shrink_to_half(summary: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 
 const NONE: &str = "- none recorded";
+const RAN: &str = "- ran `";
 const ACTIVE: usize = 0;
 const GOAL: usize = 1;
 const CONSTRAINTS: usize = 2;
@@ -330,10 +338,7 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
                             push_unique(&mut f.items[FILES], format!("- {p}"));
                         }
                         for c in commands_in_args(a) {
-                            push_unique(
-                                &mut f.items[CONTEXT],
-                                format!("- ran `{}`", clip(&c, 160)),
-                            );
+                            push_unique(&mut f.items[CONTEXT], format!("{RAN}{}`", clip(&c, 160)));
                         }
                     }
                     let label = match key {

@@ -55,6 +55,9 @@ pub fn build(req: &SummaryRequest, material: &str) -> Prompt {
     });
     system.push_str("\n\n");
     system.push_str(RULES);
+    if req.ledger_kept {
+        system.push_str(LEDGER_RULE);
+    }
     system.push_str("\n\nUse exactly these section headings, in this order; write \"- none\" under a heading with nothing to record:\n");
     for (i, (heading, what)) in SECTIONS.iter().zip(SECTION_GUIDE).enumerate() {
         system.push_str(&format!("{}. `{heading}`: {what}\n", i + 1));
@@ -134,6 +137,11 @@ const TASK_TURN_PROGRESS: &str = "Task: the user's current request is still bein
 and the older part of this turn must be compressed. Record the progress made so far on that \
 request: what was tried, what succeeded and failed, the state of files and tests, and what is \
 being worked on now. If a previous progress summary is given, update it.";
+
+const LEDGER_RULE: &str = "
+- The caller appends an exact list of every file path and shell command of the summarized \
+tool calls after your summary. Do not enumerate them: name a file or command only where it \
+matters to the state of the work, with what happened to it.";
 
 const RULES: &str = "Rules:
 - The most important field is the user's most recent request that is not yet fulfilled, quoted \

@@ -130,6 +130,9 @@ pub struct SummaryRequest {
     pub budget_tokens: u32,
     /// Today's date, `YYYY-MM-DD`, supplied by the caller (core has no clock).
     pub current_date: String,
+    /// The caller appends a [ledger](compaction_core::ledger) of the span's file paths and
+    /// commands to the summary, so the summarizer need not enumerate them.
+    pub ledger_kept: bool,
 }
 
 impl SummaryRequest {
@@ -148,7 +151,14 @@ impl SummaryRequest {
             focus: None,
             budget_tokens,
             current_date: current_date.into(),
+            ledger_kept: false,
         }
+    }
+
+    /// Says whether the caller appends a ledger of the span's files and commands.
+    pub fn with_ledger_kept(mut self, kept: bool) -> SummaryRequest {
+        self.ledger_kept = kept;
+        self
     }
 
     /// Sets the previous summary.
@@ -183,6 +193,7 @@ impl fmt::Debug for SummaryRequest {
             .field("focus", &self.focus.is_some())
             .field("budget_tokens", &self.budget_tokens)
             .field("current_date", &self.current_date)
+            .field("ledger_kept", &self.ledger_kept)
             .finish()
     }
 }

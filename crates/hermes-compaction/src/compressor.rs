@@ -582,7 +582,10 @@ impl Compressor {
                 self.settings.config.compression.summary_max_tokens,
                 self.today(),
             )
-            .with_messages(job.messages.clone());
+            .with_messages(job.messages.clone())
+            .with_ledger_kept(
+                self.settings.config.compression.ledger_max_tokens > 0 && !job.ledger.is_empty(),
+            );
             req.previous_summary = job
                 .previous_summary
                 .as_deref()

@@ -170,6 +170,12 @@ impl Compressor {
         let is_defrag = matches!(plan.step, MicroStep::Defrag(_));
         let mut req =
             SummaryRequest::new(kind, material, budget, self.today()).with_messages(messages);
+        req.ledger_kept = match &plan.step {
+            MicroStep::Absorb(job) => {
+                self.config().compression.ledger_max_tokens > 0 && !job.ledger.is_empty()
+            }
+            _ => false,
+        };
         req.previous_summary =
             previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
         // The batch fallback rule: auth and quota abort; another failure uses the extractive
