@@ -16,6 +16,8 @@ use crate::common::{cli, compressor, config, jsonl, rt, s, tool_session, wire};
 fn micro_config() -> hermes_compaction::Config {
     let mut c = config(32_000);
     c.compression.micro_compact = true;
+    // One exchange per pass (recovery is the subject, not the economic gate).
+    c.compression.cache_profile = "none".into();
     c
 }
 
