@@ -147,7 +147,7 @@ impl Default for CompressionConfig {
             ledger_max_tokens: 3_000,
             micro_compact: false,
             micro_compact_every_n_turns: 1,
-            micro_compact_defrag_threshold_tokens: 2_000,
+            micro_compact_defrag_threshold_tokens: 1_000,
             micro_compact_max_consecutive_failures: 3,
             micro_compact_min_reclaim_tokens: 0,
             micro_compact_gate_horizon_requests: 2,
