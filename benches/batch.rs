@@ -44,6 +44,17 @@ fn batch_pass(c: &mut Criterion) {
         let msgs = session(n);
         let mut config = Config::default();
         config.model.context_length = 200_000;
+        // `HERMES_BENCH_POLICY=previous` times the policy defaults before issue 13 (no
+        // ledger), for the before/after figures in docs/PERFORMANCE.md.
+        if std::env::var("HERMES_BENCH_POLICY").as_deref() == Ok("previous") {
+            let c = &mut config.compression;
+            c.small_window_min_threshold = 0.75;
+            c.threshold_floor_tokens = 64_000;
+            c.target_ratio = 0.2;
+            c.prune_minimum_tokens = 8_000;
+            c.proactive_prune_tokens = 0;
+            c.ledger_max_tokens = 0;
+        }
         let counter = Arc::new(Estimator::default());
         let base = Transcript::new(msgs, counter.as_ref());
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {

@@ -467,7 +467,7 @@ fn job(
                     previous.push(text.to_owned());
                 }
             }
-        } else {
+        } else if cfg.ledger_max_tokens > 0 {
             ledger.observe(original);
         }
     }

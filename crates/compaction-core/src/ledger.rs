@@ -236,7 +236,15 @@ fn push_path(list: &mut Vec<String>, s: &str) {
 
 /// Adds `entry` (redacted) at the newest end, removing an earlier copy.
 fn push(list: &mut Vec<String>, entry: &str) {
-    let entry = redact::redact(entry.trim());
+    let entry = entry.trim();
+    // A repeat (the common case: the same command run again) is found before redacting: an
+    // entry equal to a kept one is that entry, already redacted.
+    if let Some(i) = list.iter().rposition(|e| e == entry) {
+        let e = list.remove(i);
+        list.push(e);
+        return;
+    }
+    let entry = redact::redact(entry);
     if entry.is_empty() || entry.contains('\n') {
         return;
     }
