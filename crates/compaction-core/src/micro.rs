@@ -639,13 +639,7 @@ pub fn plan_micro(
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
     // The ledger is the library's, not the summarizer's: sizes and requests see the text only.
-    let (rolling_text, rolling_ledger) = match resolved.rolling_summary.as_deref() {
-        Some(body) => {
-            let (text, ledger) = Ledger::split(body);
-            (Some(text.to_owned()), ledger)
-        }
-        None => (None, Ledger::default()),
-    };
+    let (rolling_text, rolling_ledger) = split_summary(resolved.rolling_summary.as_deref());
     let summary_tokens = rolling_text.as_deref().map_or(0, |s| counter.count_text(s));
     let mut plan = MicroPlan {
         regions: r.clone(),
@@ -799,13 +793,7 @@ pub fn plan_turn_progress(
         && marker::classify(&msgs[u + 1]) == Some(MarkerKind::Progress))
     .then_some(u + 1);
     let previous_body = progress.and_then(|p| marker::parse_body(&msgs[p]));
-    let (previous, previous_ledger) = match previous_body.as_deref() {
-        Some(body) => {
-            let (text, ledger) = Ledger::split(body);
-            (Some(text.to_owned()), ledger)
-        }
-        None => (None, Ledger::default()),
-    };
+    let (previous, previous_ledger) = split_summary(previous_body.as_deref());
     plan.rolling_summary_tokens = previous.as_deref().map_or(0, |s| counter.count_text(s));
     let start = progress.map_or(u + 1, |p| p + 1);
     let end_limit = r.turn_middle.end;
@@ -1043,6 +1031,18 @@ fn check_pairs(messages: &[Message], ranges: &[Range<usize>]) -> Result<(), Plan
 
 /// The absorbed messages (a progress marker replaced by its body) and their material, each
 /// exchange preceded by the user request it answers (context only: it is not absorbed).
+/// A summary body's text (without its ledger) and the ledger it carries; `(None, empty)` for
+/// no body.
+fn split_summary(body: Option<&str>) -> (Option<String>, Ledger) {
+    match body {
+        Some(body) => {
+            let (text, ledger) = Ledger::split(body);
+            (Some(text.to_owned()), ledger)
+        }
+        None => (None, Ledger::default()),
+    }
+}
+
 /// `carried` followed by the files and commands of `ranges` (a summary marker inside them
 /// contributes the ledger it carries).
 fn ledger_of(mut carried: Ledger, msgs: &[Message], ranges: &[Range<usize>]) -> Ledger {
