@@ -45,12 +45,7 @@ fn main() -> ExitCode {
 
 fn ci() -> Result<(), String> {
     let summary = ci_steps()?;
-    report_skips();
-    // The closing line CI reads: the totals of every test binary and doctest run.
-    println!(
-        "xtask: {} passed, {} failed",
-        summary.passed, summary.failed
-    );
+    summary.close();
     Ok(())
 }
 
@@ -95,18 +90,14 @@ fn ci_steps() -> Result<TestSummary, String> {
 
 fn test() -> Result<(), String> {
     let summary = run_tests()?;
-    report_skips();
-    println!(
-        "xtask: {} passed, {} failed",
-        summary.passed, summary.failed
-    );
+    summary.close();
     Ok(())
 }
 
 /// Says plainly which groups of tests skipped themselves (each test also prints `skipped: …`
 /// to its captured stderr), so a run without PostgreSQL or the shared fixtures is not mistaken
 /// for full coverage. `.ci/run` sets `HERMES_REQUIRE_*`, which turns these skips into failures.
-fn report_skips() {
+fn report_skipped_groups() {
     if std::env::var_os("HERMES_TEST_DATABASE_URL").is_none() {
         println!("xtask: skipped: PostgreSQL tests (HERMES_TEST_DATABASE_URL not set; SQLite ran)");
     }
@@ -124,20 +115,74 @@ fn report_skips() {
     }
 }
 
-/// Totals over every `test result:` line of a `cargo test` run.
+/// Totals over every `test result:` line of a `cargo test` run, with the skips the tests
+/// recorded (`test_support::skip`, through `HERMES_SKIP_LOG`).
 #[derive(Debug, Default)]
 struct TestSummary {
+    /// What libtest counted as passed, wholly skipped tests included.
     passed: u64,
     failed: u64,
+    /// Tests that only said `skipped: …` (libtest counts them as passed).
+    skipped: u64,
+    /// Tests that ran without their PostgreSQL part (SQLite ran).
+    partial: u64,
+}
+
+impl TestSummary {
+    /// Prints the skipped groups and the closing line CI reads: the totals of every test
+    /// binary and doctest run, a wholly skipped test counted as skipped, not passed.
+    fn close(&self) {
+        report_skipped_groups();
+        if self.partial > 0 {
+            println!(
+                "xtask: {} passed tests ran without their PostgreSQL part",
+                self.partial
+            );
+        }
+        let passed = self.passed.saturating_sub(self.skipped);
+        if self.skipped > 0 {
+            println!(
+                "xtask: {passed} passed, {} failed, {} skipped",
+                self.failed, self.skipped
+            );
+        } else {
+            println!("xtask: {passed} passed, {} failed", self.failed);
+        }
+    }
+
+    /// Reads the skip log: one `whole|part<TAB>test` line per skip, a test counted once.
+    fn read_skips(&mut self, log: &std::path::Path) {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let mut whole = std::collections::BTreeSet::new();
+        let mut part = std::collections::BTreeSet::new();
+        for line in text.lines() {
+            match line.split_once('\t') {
+                Some(("whole", test)) => {
+                    whole.insert(test);
+                }
+                Some(("part", test)) => {
+                    part.insert(test);
+                }
+                _ => {}
+            }
+        }
+        self.skipped = whole.len() as u64;
+        self.partial = part.difference(&whole).count() as u64;
+    }
 }
 
 /// Runs the tests, echoing their output, and adds up what they report.
 fn run_tests() -> Result<TestSummary, String> {
     use std::io::{BufRead, BufReader};
+    let skip_log = workspace_root().join("target").join("xtask-skips.log");
+    let _ = std::fs::create_dir_all(workspace_root().join("target"));
+    std::fs::write(&skip_log, "").map_err(|e| format!("test: {}: {e}", skip_log.display()))?;
     let mut cmd = Command::new(cargo());
     cmd.args(["test", "--workspace", "--all-features"])
+        .env("HERMES_SKIP_LOG", &skip_log)
         .stdout(std::process::Stdio::piped());
     eprintln!("xtask: running test: {cmd:?}");
+    let _beat = Heartbeat::start("test");
     let mut child = cmd.spawn().map_err(|e| format!("test: {e}"))?;
     let mut summary = TestSummary::default();
     if let Some(out) = child.stdout.take() {
@@ -150,14 +195,67 @@ fn run_tests() -> Result<TestSummary, String> {
         }
     }
     let status = child.wait().map_err(|e| format!("test: {e}"))?;
+    summary.read_skips(&skip_log);
     if status.success() && summary.failed == 0 {
         Ok(summary)
     } else {
-        println!(
-            "xtask: {} passed, {} failed",
-            summary.passed, summary.failed
-        );
+        summary.close();
         Err(format!("test failed ({status})"))
+    }
+}
+
+/// Prints `xtask: NAME still running (N s)` every 30 s until dropped, so a long quiet step
+/// (a test binary compiling under `-q`, clippy on a cold cache) never looks hung.
+struct Heartbeat {
+    stop: std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Heartbeat {
+    const EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+    fn start(name: &str) -> Self {
+        let stop = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+        let (flag, name) = (stop.clone(), name.to_owned());
+        let thread = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let (lock, cvar) = &*flag;
+            let mut done = lock
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            loop {
+                let (guard, timeout) = cvar
+                    .wait_timeout(done, Self::EVERY)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                done = guard;
+                if *done {
+                    return;
+                }
+                if timeout.timed_out() {
+                    eprintln!(
+                        "xtask: {name} still running ({} s)",
+                        started.elapsed().as_secs()
+                    );
+                }
+            }
+        });
+        Self {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        let (lock, cvar) = &*self.stop;
+        *lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        cvar.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
@@ -285,6 +383,7 @@ fn step(name: &str, args: &[&str]) -> Result<(), String> {
 
 fn run(name: &str, mut cmd: Command) -> Result<(), String> {
     eprintln!("xtask: running {name}: {cmd:?}");
+    let _beat = Heartbeat::start(name);
     let status = cmd.status().map_err(|e| format!("{name}: {e}"))?;
     if status.success() {
         Ok(())

@@ -1,7 +1,5 @@
 //! The deterministic extractive summarizer.
 
-use std::path::PathBuf;
-
 use compaction_core::tokens::estimate_text;
 use compaction_core::{Message, ToolCall, parse};
 use compaction_llm::extractive::{EXTRACTIVE_NOTE, shrink_to_half};
@@ -186,28 +184,11 @@ fn defrag_always_shrinks_to_half() {
 
 #[test]
 fn real_transcripts_summarize_within_budget() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let shared = std::env::var("HERMES_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| root.join("../shared"));
-    let dir = shared.join("fixtures/transcripts");
-    if !dir.is_dir() {
-        let msg = format!("skipped: shared fixtures not found at {}", dir.display());
-        if std::env::var("HERMES_REQUIRE_SHARED").as_deref() == Ok("1") {
-            panic!("{msg}");
-        }
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!("{msg}");
-        }
+    let Some(files) = test_support::fixture_files() else {
         return;
-    }
+    };
     let mut seen = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-            continue;
-        }
+    for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         let messages = parse::parse_jsonl(&text).unwrap();
         let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 1_500, "2026-01-01")

@@ -45,11 +45,24 @@ pub fn postgres_url(test: &str) -> Option<String> {
     if cfg!(feature = "postgres") {
         return test_support::postgres_url(test);
     }
+    feature_off(test, test_support::Skip::Part)
+}
+
+/// As [`postgres_url`], for a test that runs on PostgreSQL only (counted as skipped, not
+/// passed, when there is no database).
+pub fn postgres_only_url(test: &str) -> Option<String> {
+    if cfg!(feature = "postgres") {
+        return test_support::postgres_only_url(test);
+    }
+    feature_off(test, test_support::Skip::Whole)
+}
+
+fn feature_off(test: &str, kind: test_support::Skip) -> Option<String> {
     let why = "the `postgres` feature is off";
     if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
         panic!("{why} (HERMES_REQUIRE_POSTGRES=1)");
     }
-    eprintln!("skipped: {why} ({test}: PostgreSQL part)");
+    test_support::skip(kind, &format!("skipped: {why} ({test}: PostgreSQL part)"));
     None
 }
 

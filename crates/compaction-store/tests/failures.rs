@@ -352,7 +352,7 @@ mod postgres {
 
     #[tokio::test]
     async fn missing_database_says_so() {
-        let Some(url) = crate::common::postgres_url("missing_database_says_so") else {
+        let Some(url) = crate::common::postgres_only_url("missing_database_says_so") else {
             return;
         };
         let bad = with(&url, None, Some("hermes_no_such_database_9f3a"));
@@ -367,7 +367,7 @@ mod postgres {
 
     #[tokio::test]
     async fn unknown_user_says_authentication_failed() {
-        let Some(url) = crate::common::postgres_url("unknown_user_says_authentication_failed")
+        let Some(url) = crate::common::postgres_only_url("unknown_user_says_authentication_failed")
         else {
             return;
         };

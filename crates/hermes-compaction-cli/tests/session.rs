@@ -104,11 +104,7 @@ fn sqlite_round_trip() {
 
 #[test]
 fn postgres_round_trip() {
-    let Ok(url) = std::env::var("HERMES_TEST_DATABASE_URL") else {
-        if std::env::var("HERMES_REQUIRE_POSTGRES").as_deref() == Ok("1") {
-            panic!("skipped: HERMES_TEST_DATABASE_URL not set");
-        }
-        eprintln!("skipped: HERMES_TEST_DATABASE_URL not set");
+    let Some(url) = test_support::postgres_only_url("postgres_round_trip") else {
         return;
     };
     round_trip(&url);
