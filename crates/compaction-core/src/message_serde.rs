@@ -30,11 +30,24 @@
 //! assert_eq!(m.to_json(), r#"{"role":"assistant","content":"ok","vendor":{"x":1}}"#);
 //! ```
 //!
-//! The impls are written for `serde_json`, the format chat messages live in: a message is
-//! carried as its JSON text (a [`RawValue`]), which is what keeps it byte-exact. Serializing
-//! to `serde_json::Value` and reading from one work too; formats other than JSON are not
-//! supported (serialize them through [`Message::to_json`]). Errors name the problem, never
-//! the message text.
+//! In `serde_json`, the format chat messages live in, a message is carried as its JSON text (a
+//! [`RawValue`]), which is what keeps it byte-exact; serializing to `serde_json::Value` and
+//! reading from one work too. Binary formats (those whose serializer says it is not human
+//! readable: CBOR through ciborium, MessagePack through rmp-serde, bincode, postcard) carry
+//! the same JSON text as one string, so a message round-trips through them byte-exact as well:
+//!
+//! ```
+//! # use compaction_core::Message;
+//! let m = Message::from_json(r#"{"role":"tool","tool_call_id":"c1","content":"ok","x":[1]}"#).unwrap();
+//! let mut cbor = Vec::new();
+//! ciborium::into_writer(&m, &mut cbor).unwrap();
+//! let back: Message = ciborium::from_reader(cbor.as_slice()).unwrap();
+//! assert_eq!(back.to_json(), m.to_json());
+//! ```
+//!
+//! Human-readable formats other than JSON (YAML, TOML) are not supported: serialize the
+//! message through [`Message::to_json`] there. Errors name the problem, never the message
+//! text.
 
 use serde::de::Error as _;
 use serde::ser::Error as _;
@@ -45,8 +58,12 @@ use serde_json::value::RawValue;
 use crate::message::{Message, MessageError};
 
 impl Serialize for Message {
-    /// Writes [`Message::to_json`] verbatim.
+    /// Writes [`Message::to_json`] verbatim: as raw JSON in a human-readable format, as one
+    /// string holding it in a binary one.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if !serializer.is_human_readable() {
+            return serializer.serialize_str(&self.to_json());
+        }
         let raw = RawValue::from_string(self.to_json())
             .map_err(|_| S::Error::custom("message did not serialize to JSON"))?;
         raw.serialize(serializer)
@@ -54,8 +71,13 @@ impl Serialize for Message {
 }
 
 impl<'de> Deserialize<'de> for Message {
-    /// Reads one JSON object with [`Message::from_json`].
+    /// Reads one JSON object with [`Message::from_json`] (in a binary format, the string
+    /// [`Serialize`] wrote).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Message, D::Error> {
+        if !deserializer.is_human_readable() {
+            let text = String::deserialize(deserializer)?;
+            return Message::from_json(&text).map_err(D::Error::custom);
+        }
         let raw = Box::<RawValue>::deserialize(deserializer)?;
         Message::from_json(raw.get()).map_err(D::Error::custom)
     }

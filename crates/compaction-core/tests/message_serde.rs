@@ -71,6 +71,7 @@ fn check_round_trips(name: &str, msgs: &[Message]) {
         }
         assert!(back.maybe.as_ref().map(Message::to_json) == msgs.last().map(Message::to_json));
     }
+    check_binary_formats(name, &env);
     // The compact form embeds each message's bytes verbatim.
     let compact = serde_json::to_string(&env.rest).expect("serializes");
     let expected = format!(
@@ -81,6 +82,59 @@ fn check_round_trips(name: &str, msgs: &[Message]) {
             .join(",")
     );
     assert!(compact == expected, "{name}: embedded bytes differ");
+}
+
+/// CBOR, MessagePack and bincode (the last not self-describing): every message, embedded in
+/// a framework's struct, comes back with its exact bytes.
+fn check_binary_formats(name: &str, env: &Envelope) {
+    let same = |back: &Envelope, format: &str| {
+        assert_eq!(back.session, env.session, "{name}: {format}");
+        assert!(
+            back.first.to_json() == env.first.to_json(),
+            "{name}: {format} first"
+        );
+        assert_eq!(back.rest.len(), env.rest.len(), "{name}: {format}");
+        for (i, (a, b)) in back.rest.iter().zip(&env.rest).enumerate() {
+            assert!(
+                a.to_json() == b.to_json(),
+                "{name}[{i}]: {format} changed the message"
+            );
+            assert_eq!(a.meta(), b.meta(), "{name}[{i}]: {format} metadata");
+        }
+        assert!(
+            back.maybe.as_ref().map(Message::to_json) == env.maybe.as_ref().map(Message::to_json),
+            "{name}: {format} option"
+        );
+    };
+    let mut cbor = Vec::new();
+    ciborium::into_writer(env, &mut cbor).unwrap_or_else(|e| panic!("{name}: cbor {e}"));
+    let back: Envelope =
+        ciborium::from_reader(cbor.as_slice()).unwrap_or_else(|e| panic!("{name}: cbor {e}"));
+    same(&back, "CBOR");
+    let packed = rmp_serde::to_vec(env).unwrap_or_else(|e| panic!("{name}: msgpack {e}"));
+    let back: Envelope =
+        rmp_serde::from_slice(&packed).unwrap_or_else(|e| panic!("{name}: msgpack {e}"));
+    same(&back, "MessagePack");
+    let packed = rmp_serde::to_vec_named(env).unwrap_or_else(|e| panic!("{name}: msgpack {e}"));
+    let back: Envelope =
+        rmp_serde::from_slice(&packed).unwrap_or_else(|e| panic!("{name}: msgpack {e}"));
+    same(&back, "MessagePack (named)");
+    let bin = bincode::serialize(env).unwrap_or_else(|e| panic!("{name}: bincode {e}"));
+    let back: Envelope =
+        bincode::deserialize(&bin).unwrap_or_else(|e| panic!("{name}: bincode {e}"));
+    same(&back, "bincode");
+}
+
+#[test]
+fn binary_formats_refuse_what_is_not_a_message() {
+    // A string that is not a message's JSON is an error naming the problem, never its text.
+    let bin = bincode::serialize(&"{\"content\":\"secret text\"}").expect("serializes");
+    let err = bincode::deserialize::<Message>(&bin).unwrap_err();
+    assert!(err.to_string().contains("no `role`"), "{err}");
+    assert!(!err.to_string().contains("secret"), "{err}");
+    let mut cbor = Vec::new();
+    ciborium::into_writer(&7_u32, &mut cbor).expect("serializes");
+    assert!(ciborium::from_reader::<Message, _>(cbor.as_slice()).is_err());
 }
 
 #[test]
