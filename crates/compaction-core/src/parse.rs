@@ -134,4 +134,28 @@ mod tests {
         let err = parse_transcript(b"[1, 2").unwrap_err();
         assert_eq!(err.location().unwrap(), Location::Line(1));
     }
+
+    /// A byte-order mark is not a line: the lines after it keep their numbers, whether the
+    /// first line is blank, the file is an array, or the bad bytes are not UTF-8.
+    #[test]
+    fn a_byte_order_mark_does_not_shift_line_numbers() {
+        let bom = "\u{feff}";
+        for (text, line) in [
+            (format!("{bom}\n{{\"role\":\"user\"}}\n{{\"x\":1}}\n"), 3),
+            (format!("{bom}\r\n\r\n{{\"x\":1}}\r\n"), 3),
+            (format!("{bom}{{\"x\":1}}\n"), 1),
+            (format!("{bom}\n\n[{{\"role\":\"user\"}},\n{{\"x\":1"), 4),
+        ] {
+            let err = parse_transcript(text.as_bytes()).unwrap_err();
+            assert_eq!(err.location(), Some(Location::Line(line)), "{text:?}");
+        }
+        let mut bytes = bom.as_bytes().to_vec();
+        bytes.extend_from_slice(b"\n{\"role\":\"user\"}\n\xff\n");
+        let err = parse_transcript(&bytes).unwrap_err();
+        assert_eq!(err.location(), Some(Location::Line(3)));
+        let err =
+            parse_transcript(format!("{bom}\n[{{\"role\":\"user\"}}, {{\"x\":1}}]").as_bytes())
+                .unwrap_err();
+        assert_eq!(err.location(), Some(Location::Index(1)));
+    }
 }
