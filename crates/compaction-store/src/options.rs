@@ -16,6 +16,10 @@ pub struct StoreOptions {
     /// PostgreSQL only: keep the tables in this schema (created if missing) instead of the
     /// connection's default `search_path`. 1-63 characters of `a-z`, `0-9`, `_`.
     pub postgres_schema: Option<String>,
+    /// SQLite only: create the database file when it does not exist (the default). Off, a
+    /// missing file fails with [`DatabaseFailure::CannotOpen`](crate::DatabaseFailure) and
+    /// nothing is created: for commands that only read or change an existing session.
+    pub create_if_missing: bool,
 }
 
 impl Default for StoreOptions {
@@ -24,6 +28,7 @@ impl Default for StoreOptions {
             max_connections: 8,
             busy_timeout: Duration::from_secs(5),
             postgres_schema: None,
+            create_if_missing: true,
         }
     }
 }

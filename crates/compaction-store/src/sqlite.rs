@@ -34,11 +34,12 @@ impl SqliteStore {
         SqliteStore::connect_with(url, &StoreOptions::default()).await
     }
 
-    /// Opens (creating if missing) the database at `url` and runs the embedded migrations.
+    /// Opens the database at `url` (creating it when missing, unless
+    /// [`StoreOptions::create_if_missing`] is off) and runs the embedded migrations.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<SqliteStore> {
         let memory = url.contains(":memory:") || url.contains("mode=memory");
         let mut connect = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
+            .create_if_missing(options.create_if_missing || memory)
             .foreign_keys(true)
             .busy_timeout(options.busy_timeout);
         if !memory {

@@ -61,6 +61,20 @@ impl Store {
         }
     }
 
+    /// Closes the pool, waiting for the connections in use to be returned. On SQLite the last
+    /// connection to close checkpoints the write-ahead log into the database file, so the
+    /// `.db` file alone then holds everything (a process that exits without closing leaves
+    /// the data in the `-wal` file until the next open). Later calls fail with
+    /// [`DatabaseFailure::PoolClosed`](crate::DatabaseFailure).
+    pub async fn close(&self) {
+        match *self {
+            #[cfg(feature = "sqlite")]
+            Store::Sqlite(ref s) => s.close().await,
+            #[cfg(feature = "postgres")]
+            Store::Postgres(ref s) => s.close().await,
+        }
+    }
+
     /// The store as a shared trait object.
     pub fn into_dyn(self) -> Arc<dyn TranscriptStore> {
         Arc::new(self)

@@ -226,6 +226,54 @@ async fn read_only_sqlite_says_read_only() {
     assert!(e.to_string().contains("read-only"), "{e}");
 }
 
+/// With `create_if_missing` off, a missing SQLite file is an error naming the failure, and no
+/// file (nor `-wal`/`-shm`) is created; the same options open an existing file.
+#[tokio::test]
+async fn missing_sqlite_file_is_not_created_when_asked_not_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("typo.db");
+    let url = format!("sqlite:{}", file.display());
+    let existing_only = StoreOptions {
+        create_if_missing: false,
+        ..StoreOptions::default()
+    };
+    let e = Store::connect_with(&url, &existing_only).await.unwrap_err();
+    assert_eq!(
+        e.database_failure(),
+        Some(DatabaseFailure::CannotOpen),
+        "{e:?}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing created: {left:?}");
+    let store = Store::connect(&url).await.unwrap();
+    store.create_session("s").await.unwrap();
+    store.close().await;
+    let again = Store::connect_with(&url, &existing_only).await.unwrap();
+    assert_eq!(again.list_sessions().await.unwrap().len(), 1);
+}
+
+/// `Store::close` checkpoints the write-ahead log: the `.db` file alone, copied elsewhere,
+/// holds the imported session byte for byte.
+#[tokio::test]
+async fn close_leaves_everything_in_the_database_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.db");
+    let url = format!("sqlite:{}", file.display());
+    let store = Store::connect(&url).await.unwrap();
+    let mut messages = conversation(40);
+    messages.push(Message::tool_result("call_big", "y".repeat(512 * 1024)));
+    store.import_session("s1", &mut messages).await.unwrap();
+    let before = wire(&store.load_active("s1").await.unwrap());
+    store.close().await;
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&file, &copy).unwrap();
+    let copied = Store::connect(&format!("sqlite:{}", copy.display()))
+        .await
+        .unwrap();
+    assert_eq!(wire(&copied.load_active("s1").await.unwrap()), before);
+    copied.close().await;
+}
+
 /// A database that cannot grow (SQLite `max_page_count`, as a full disk) reports a full disk,
 /// and an import that hit it leaves no session; with room again the same import succeeds.
 #[tokio::test]
