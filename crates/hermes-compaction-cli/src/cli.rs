@@ -273,7 +273,10 @@ pub enum SessionCommand {
         #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
         session: Option<String>,
     },
-    /// Print a session as JSONL to stdout.
+    /// Print a session as JSONL to stdout: its active messages as stored, each line with the
+    /// library's `_hermes` metadata (row id, summary marker kind, trim handle), which
+    /// `session import` and `compact` read back. `--wire` prints what a model is sent instead.
+    /// Never creates a database: a missing SQLite file exits 2.
     Export {
         /// SQLite path or URL, or postgres:// URL.
         #[arg(long, value_name = "URL")]
@@ -283,8 +286,11 @@ pub enum SessionCommand {
         session: String,
         /// Include archived rows; every row then carries `active`, `compacted`, `generation`
         /// and `position` in its `_hermes` metadata.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "wire")]
         all: bool,
+        /// The plain wire form: the active messages without the `_hermes` metadata.
+        #[arg(long)]
+        wire: bool,
     },
     /// Run one pass on a stored session and commit it (archive_and_compact).
     Compact {

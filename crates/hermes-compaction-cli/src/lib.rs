@@ -168,7 +168,8 @@ impl Error {
                 StoreError::UnsupportedUrl { .. }
                 | StoreError::BackendDisabled { .. }
                 | StoreError::InvalidSchemaName
-                | StoreError::InvalidSessionId,
+                | StoreError::InvalidSessionId
+                | StoreError::SessionExists { .. },
             ) => 2,
             Error::Io { .. } | Error::Store(_) | Error::Pass(_) => 1,
         }

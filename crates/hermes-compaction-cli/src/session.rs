@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, parse};
-use hermes_compaction::store::{Store, TranscriptStore};
+use hermes_compaction::store::{Store, StoreOptions, TranscriptStore};
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, Mode, SessionCommand};
@@ -27,8 +27,18 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             let line = rt.block_on(import(&db, &id, input))?;
             write_out(out, &line)
         }
-        SessionCommand::Export { db, session, all } => {
-            let text = rt.block_on(export(&db, &session, all))?;
+        SessionCommand::Export {
+            db,
+            session,
+            all,
+            wire,
+        } => {
+            let form = match (all, wire) {
+                (true, _) => Export::All,
+                (false, true) => Export::Wire,
+                (false, false) => Export::Stored,
+            };
+            let text = rt.block_on(export(&db, &session, form))?;
             write_out(out, &text)
         }
         SessionCommand::Compact {
@@ -42,11 +52,10 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
             mode.configure(&mut config);
             let summarizer = build_summarizer(&config, engine.summarizer)?;
-            let line = rt.block_on(async {
-                let store = connect(&db).await?;
+            let line = rt.block_on(with_store(&db, Open::Existing, async |store| {
                 // One persistence for the session: the compressor commits every pass and
                 // advances the generation it names.
-                let (persistence, messages) = Persistence::load(store.clone(), &session).await?;
+                let (persistence, messages) = Persistence::load(store, &session).await?;
                 let generation = persistence.generation;
                 let mut c = Compressor::new(
                     config,
@@ -57,26 +66,37 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
                 .with_store(persistence);
                 let mut t = c.transcript(messages);
                 let report = c.one_shot(&mut t, mode).await;
-                let after = store.generation(&session).await?;
+                // The generation the committed passes reached, as the compressor counted
+                // them: no store read that could fail after the commits and hide them.
+                let after = c.store_generation().unwrap_or(generation);
                 check(
                     &report,
                     &format!(
                         "the store holds what the earlier passes committed (generation {generation}->{after})"
                     ),
                 )?;
-                Ok::<_, crate::Error>(format!(
+                Ok(format!(
                     "session={session} {} generation={generation}->{after}",
                     summary_line(&report)
                 ))
-            })?;
+            }))?;
             write_out(out, &line)
         }
     }
 }
 
-/// Connects to a store: a `sqlite:`/`postgres://` URL, or a plain path (a SQLite file,
-/// created when missing).
-pub async fn connect(db: &str) -> Result<Arc<dyn TranscriptStore>> {
+/// Whether a command may create the database it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Open {
+    /// `session import`: a missing SQLite file is created.
+    Create,
+    /// Every other command: a missing SQLite file is a usage error (exit 2) and nothing is
+    /// created.
+    Existing,
+}
+
+/// Connects to a store: a `sqlite:`/`postgres://` URL, or a plain path (a SQLite file).
+pub async fn connect(db: &str, open: Open) -> Result<Store> {
     let url = if db.starts_with("sqlite:")
         || db.starts_with("postgres://")
         || db.starts_with("postgresql://")
@@ -91,37 +111,95 @@ pub async fn connect(db: &str) -> Result<Arc<dyn TranscriptStore>> {
     } else {
         format!("sqlite:{db}")
     };
-    Ok(Store::connect(&url).await?.into_dyn())
+    if open == Open::Existing
+        && let Some(path) = sqlite_file(&url)
+        && !Path::new(path).exists()
+    {
+        return Err(crate::Error::Config(format!(
+            "--db: no database at {path} (`session import` creates one)"
+        )));
+    }
+    let options = StoreOptions {
+        create_if_missing: open == Open::Create,
+        ..StoreOptions::default()
+    };
+    Ok(Store::connect_with(&url, &options).await?)
+}
+
+/// Runs `work` against the store at `db`, then closes the store whatever `work` returned: on
+/// SQLite that checkpoints the write-ahead log, so the `.db` file alone holds the session.
+pub async fn with_store<T>(
+    db: &str,
+    open: Open,
+    work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
+) -> Result<T> {
+    let store = connect(db, open).await?;
+    let result = work(store.clone().into_dyn()).await;
+    store.close().await;
+    result
+}
+
+/// The file of a `sqlite:` URL (`None` for an in-memory database or another backend).
+fn sqlite_file(url: &str) -> Option<&str> {
+    let rest = url.strip_prefix("sqlite:")?;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split_once('?').map_or(rest, |(p, _)| p);
+    (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory")).then_some(path)
 }
 
 /// Stores `input` as the new session `id`; returns the one-line result.
 pub async fn import(db: &str, id: &str, input: Input) -> Result<String> {
-    let store = connect(db).await?;
-    let mut messages = input.messages;
-    // One transaction: a failed import leaves no session behind.
-    let ids = store.import_session(id, &mut messages).await?;
-    Ok(format!("imported {} messages into session {id}", ids.len()))
+    with_store(db, Open::Create, async |store| {
+        let mut messages = input.messages;
+        // One transaction: a failed import leaves no session behind.
+        let ids = store.import_session(id, &mut messages).await?;
+        Ok(format!("imported {} messages into session {id}", ids.len()))
+    })
+    .await
 }
 
-/// The session as JSONL: the active messages, or with `all` every row with its flags in the
-/// `_hermes` metadata.
-pub async fn export(db: &str, id: &str, all: bool) -> Result<String> {
-    let store = connect(db).await?;
-    if !all {
-        return Ok(parse::to_jsonl(&store.load_active(id).await?));
-    }
-    let rows = store.load_all(id).await?;
-    let mut messages = Vec::with_capacity(rows.len());
-    for row in rows {
-        let mut m = row.message;
-        let extra = &mut m.meta_mut().extra;
-        extra.insert("active".into(), row.active.into());
-        extra.insert("compacted".into(), row.compacted.into());
-        extra.insert("generation".into(), row.generation.into());
-        extra.insert("position".into(), row.position.into());
-        messages.push(m);
-    }
-    Ok(parse::to_jsonl(&messages))
+/// What `session export` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Export {
+    /// The active messages as stored: each with its `_hermes` metadata (row id, marker kind,
+    /// trim handle), which `session import` and `compact` read back.
+    Stored,
+    /// The active messages as a model is sent them: no `_hermes` metadata.
+    Wire,
+    /// Every row, archived ones included, each with `active`, `compacted`, `generation` and
+    /// `position` added to its `_hermes` metadata.
+    All,
+}
+
+/// The session as JSONL, in the form `form` names.
+pub async fn export(db: &str, id: &str, form: Export) -> Result<String> {
+    with_store(db, Open::Existing, async |store| {
+        match form {
+            Export::Stored => return Ok(parse::to_jsonl(&store.load_active(id).await?)),
+            Export::Wire => {
+                let mut out = String::new();
+                for m in store.load_active(id).await? {
+                    out.push_str(&m.to_wire_json());
+                    out.push('\n');
+                }
+                return Ok(out);
+            }
+            Export::All => {}
+        }
+        let rows = store.load_all(id).await?;
+        let mut messages = Vec::with_capacity(rows.len());
+        for row in rows {
+            let mut m = row.message;
+            let extra = &mut m.meta_mut().extra;
+            extra.insert("active".into(), row.active.into());
+            extra.insert("compacted".into(), row.compacted.into());
+            extra.insert("generation".into(), row.generation.into());
+            extra.insert("position".into(), row.position.into());
+            messages.push(m);
+        }
+        Ok(parse::to_jsonl(&messages))
+    })
+    .await
 }
 
 /// `demo`: the bundled example session through the embedded defaults.

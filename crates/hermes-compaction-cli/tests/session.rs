@@ -29,7 +29,7 @@ fn round_trip(db: &str) {
             .0
             .contains(&format!("imported {} messages", msgs.len()))
     );
-    // The same id twice is refused.
+    // The same id twice is a usage error, and the first import is untouched.
     let o = run(&[
         "session",
         "import",
@@ -39,7 +39,8 @@ fn round_trip(db: &str) {
         "--session",
         &session,
     ]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+    assert!(texts(&o).1.contains("already exists"), "{}", texts(&o).1);
 
     let export = |all: bool| {
         let mut args = vec!["session", "export", "--db", db, "--session", &session];
@@ -51,7 +52,24 @@ fn round_trip(db: &str) {
         parse::parse_jsonl(&texts(&o).0).unwrap()
     };
     let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
-    assert_eq!(wire(&export(false)), wire(&msgs));
+    let stored = export(false);
+    assert_eq!(wire(&stored), wire(&msgs));
+    assert!(stored.iter().all(|m| m.row_id().is_some()), "row ids kept");
+    // `--wire`: what a model is sent, line for line, no `_hermes`.
+    let o = run(&[
+        "session",
+        "export",
+        "--db",
+        db,
+        "--session",
+        &session,
+        "--wire",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let printed = texts(&o).0;
+    let lines: Vec<String> = printed.lines().map(str::to_owned).collect();
+    assert_eq!(lines, wire(&msgs));
+    assert!(!printed.contains("_hermes"));
 
     for mode in ["prune", "batch", "micro"] {
         let o = run(&[
@@ -114,6 +132,28 @@ fn postgres_round_trip() {
 fn unknown_session_and_bad_url_fail_cleanly() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("x.db");
+    // A database that does not exist is a usage error, and nothing is created, for every
+    // command but import, plain path or sqlite: URL.
+    for url in [
+        s(&db).to_owned(),
+        format!("sqlite:{}", s(&db)),
+        format!("sqlite://{}?mode=rwc", s(&db)),
+    ] {
+        for args in [
+            vec!["session", "export", "--db", &url, "--session", "nope"],
+            vec!["session", "compact", "--db", &url, "--session", "nope"],
+        ] {
+            let o = run(&args);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {}", texts(&o).1);
+            assert!(texts(&o).1.contains("no database at"), "{}", texts(&o).1);
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert!(left.is_empty(), "{args:?} created {left:?}");
+        }
+    }
+    // An existing database without the session: a store error naming it.
+    let input = write_jsonl(dir.path(), "one.jsonl", &[Message::user("hi")]);
+    let o = run(&["session", "import", s(&input), "--db", s(&db)]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
     let o = run(&["session", "export", "--db", s(&db), "--session", "nope"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(texts(&o).1.starts_with("error: store: "));
@@ -126,6 +166,55 @@ fn unknown_session_and_bad_url_fail_cleanly() {
         "nope",
     ]);
     assert_ne!(o.status.code(), Some(0));
+}
+
+/// Every command closes its SQLite store, which checkpoints the write-ahead log: the `.db`
+/// file alone, copied after `session import` or `session compact`, holds the session.
+#[test]
+fn the_database_file_alone_holds_the_session_after_each_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let msgs = tool_session(20, 6_000);
+    let input = write_jsonl(dir.path(), "w.jsonl", &msgs);
+    let db = dir.path().join("w.db");
+    let export = |db: &std::path::Path, tag: &str| {
+        let o = run(&[
+            "session",
+            "export",
+            "--db",
+            s(db),
+            "--session",
+            "w",
+            "--wire",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{tag}: {}", texts(&o).1);
+        texts(&o).0
+    };
+    let copy = |tag: &str| {
+        let copy = dir.path().join(format!("copy-{tag}.db"));
+        std::fs::copy(&db, &copy).unwrap();
+        copy
+    };
+    let o = run(&["session", "import", s(&input), "--db", s(&db)]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let imported = export(&copy("import"), "import");
+    assert_eq!(imported.lines().count(), msgs.len());
+    let o = run(&[
+        "session",
+        "compact",
+        "--db",
+        s(&db),
+        "--session",
+        "w",
+        "--mode",
+        "batch",
+        "--context-length",
+        "16000",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    assert!(texts(&o).0.contains("generation=0->1"), "{}", texts(&o).0);
+    let compacted = export(&copy("compact"), "compact");
+    assert_ne!(compacted, imported, "the committed pass is in the copy");
+    assert_eq!(compacted, export(&db, "original"));
 }
 
 #[test]

@@ -702,6 +702,15 @@ impl Compressor {
         result
     }
 
+    /// The session generation the transcript reflects in the store: the one the compressor
+    /// was given, advanced by each pass it committed; `None` without a store. Read it instead
+    /// of asking the store after a run: it needs no connection, so a store that went away
+    /// after the last commit cannot hide what was committed.
+    #[cfg(feature = "store")]
+    pub fn store_generation(&self) -> Option<u64> {
+        self.persistence.as_ref().map(|p| p.generation)
+    }
+
     /// Whether the store's active rows are known to match what the transcript has persisted:
     /// `false` after an overflow pass was applied without its commit, until a store write
     /// resynchronised them (always `true` without a store).
