@@ -638,7 +638,7 @@ fn breaks_pairs(msgs: &[Message], edit: &Edit) -> bool {
         let ids = |m: &[Message]| -> (Vec<String>, Vec<String>) {
             let calls = m
                 .iter()
-                .flat_map(|x| x.tool_calls().iter().map(|c| c.id.clone()))
+                .flat_map(|x| x.tool_calls().iter().map(|c| c.call_id().to_owned()))
                 .collect();
             let results = m
                 .iter()

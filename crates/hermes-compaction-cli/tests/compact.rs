@@ -6,7 +6,9 @@ use hermes_compaction::Config;
 use hermes_compaction::core::laws::{self, LawOptions, Pass, PassKind, Protected};
 use hermes_compaction::core::{Estimator, Message, Transcript, regions};
 
-use crate::common::{fixtures, read_messages, run, s, texts, tool_session, write_jsonl};
+use crate::common::{
+    fixtures, read_messages, responses_session, run, s, texts, tool_session, write_jsonl,
+};
 
 const CONTEXT: u64 = 32_000;
 
@@ -105,6 +107,31 @@ fn every_mode_keeps_the_laws_on_a_small_session() {
     for mode in ["batch", "prune", "micro"] {
         let line = check_mode(&input, mode, dir.path());
         assert_ne!(field(&line, "passes"), "0", "{mode}: {line}");
+    }
+}
+
+/// Issue 21, item 3: Responses-style calls (`id` differs from `call_id`, the result answers the
+/// `call_id`) are accepted, every mode keeps the laws over them (spec section 2, law 2), and
+/// the calls that survive keep both fields byte for byte.
+#[test]
+fn responses_style_calls_compact_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let msgs = responses_session(30, 6_000);
+    let input = write_jsonl(dir.path(), "r.jsonl", &msgs);
+    for mode in ["batch", "prune", "micro"] {
+        let line = check_mode(&input, mode, dir.path());
+        assert_ne!(field(&line, "passes"), "0", "{mode}: {line}");
+        let after = read_messages(&dir.path().join(format!("out-{mode}.jsonl")));
+        let kept: Vec<&Message> = after.iter().filter(|m| m.has_tool_calls()).collect();
+        assert!(!kept.is_empty(), "{mode}: no call kept");
+        for m in kept {
+            let c = &m.tool_calls()[0];
+            let n = c.id.strip_prefix("fc_").expect("the item id survives");
+            assert_eq!(c.call_id(), format!("call_{n}"), "{mode}");
+            let wire = m.to_wire_json();
+            assert!(wire.contains(&format!(r#""id":"fc_{n}""#)), "{mode}");
+            assert!(wire.contains(&format!(r#""call_id":"call_{n}""#)), "{mode}");
+        }
     }
 }
 
