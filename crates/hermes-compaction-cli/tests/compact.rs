@@ -344,3 +344,78 @@ fn micro_compacts_long_single_turn_fixtures() {
         eprintln!("{}: {line}", f.display());
     }
 }
+
+/// Issue 21, item 17: `compact --focus TEXT` hands the focus topic to the summarizer in place
+/// of the one derived from the latest request, redacted like every text bound for a summarizer
+/// (spec section 6: the library redacts secrets before anything leaves the process). It is a
+/// batch option: with another mode it is a usage error (exit 2) and nothing is written.
+#[test]
+fn focus_reaches_the_summarizer_redacted() {
+    use crate::fake_openai::{Reply, config, serve};
+    const SECRET: &str = "sk-live0123456789abcdefghijklmnop";
+    let server = serve(Reply::Summary, None);
+    let dir = tempfile::tempdir().unwrap();
+    // Long replies: pruning cannot reach the low-water mark, so the middle is summarized.
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..30 {
+        msgs.push(Message::user(format!("request {i}: explain the design")));
+        msgs.push(Message::assistant(format!(
+            "{i} {}",
+            "design notes ".repeat(300)
+        )));
+    }
+    let input = write_jsonl(dir.path(), "s.jsonl", &msgs);
+    let cfg = config(dir.path(), &server.url, false);
+    let out = dir.path().join("o.jsonl");
+    let focus = format!("the flaky migration test (token {SECRET})");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--context-length",
+        "32000",
+        "--config",
+        s(&cfg),
+        "--focus",
+        &focus,
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert_eq!(field(stdout.trim(), "outcome"), "summarized", "{stdout}");
+    let bodies = server.bodies();
+    assert!(!bodies.is_empty());
+    for body in &bodies {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let system = v["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            system.contains("Focus topic: the flaky migration test (token "),
+            "{system}"
+        );
+        assert!(!system.contains("Focus topic: request 29"), "{system}");
+        assert!(!body.contains(SECRET), "the secret reached the summarizer");
+        assert!(
+            !body.contains(&SECRET[..16]),
+            "a part of the secret reached it"
+        );
+    }
+    for mode in ["prune", "micro"] {
+        let fresh = dir.path().join(format!("fresh-{mode}.jsonl"));
+        let o = run(&[
+            "compact",
+            "-i",
+            s(&input),
+            "-o",
+            s(&fresh),
+            "--mode",
+            mode,
+            "--focus",
+            "x",
+        ]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(stderr.contains("--focus"), "{stderr}");
+        assert!(!fresh.exists());
+    }
+}
