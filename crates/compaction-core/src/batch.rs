@@ -77,7 +77,9 @@ pub struct BatchRequest {
     pub force: bool,
     /// Only prune; never summarize (the `prune` mode of the CLI).
     pub prune_only: bool,
-    /// A focus topic for the summary; derived from the latest user message when absent.
+    /// A focus topic for the summary; derived from the latest user message when absent or
+    /// blank. Redacted, and cut to its first and last characters beyond 1,000, before any
+    /// job carries it.
     pub focus: Option<String>,
     /// Whether the session has been compacted before (head protection decays).
     pub compacted: bool,
@@ -275,7 +277,14 @@ pub fn plan_batch(
     }
 
     // Summarize: the middle, and the older part of a long turn when one summary is not enough.
-    let focus = req.focus.clone().or_else(|| derive_focus(t));
+    // A caller's focus is bounded and redacted like every text bound for a summarizer.
+    let focus = req
+        .focus
+        .as_deref()
+        .map(str::trim)
+        .filter(|f| !f.is_empty())
+        .map(|f| material::cut_middle(f, MAX_FOCUS_CHARS))
+        .or_else(|| derive_focus(t));
     let mut jobs = Vec::new();
     let mut estimate = plan.tokens_after_prune;
     if let Some(middle) = batch_range(t, &r) {
@@ -619,6 +628,9 @@ fn demote_tail(
     plan.prune.edit.splices.sort_by_key(|s| s.range.start);
 }
 
+/// Characters of a caller's focus topic kept (head and tail, see [`material::cut_middle`]).
+const MAX_FOCUS_CHARS: usize = 1_000;
+
 fn derive_focus(t: &Transcript) -> Option<String> {
     let u = t.last_real_user()?;
     let text = t.messages()[u].text();
@@ -638,7 +650,7 @@ fn breaks_pairs(msgs: &[Message], edit: &Edit) -> bool {
         let ids = |m: &[Message]| -> (Vec<String>, Vec<String>) {
             let calls = m
                 .iter()
-                .flat_map(|x| x.tool_calls().iter().map(|c| c.id.clone()))
+                .flat_map(|x| x.tool_calls().iter().map(|c| c.call_id().to_owned()))
                 .collect();
             let results = m
                 .iter()

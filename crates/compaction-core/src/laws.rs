@@ -652,8 +652,8 @@ fn pairing(messages: &[Message]) -> Pairing<'_> {
         }
         group = m.has_tool_calls().then_some(i);
         for (pos, call) in m.tool_calls().iter().enumerate() {
-            by_id.insert(call.id.as_str(), p.calls.len());
-            p.calls.push((i, pos, call.id.as_str(), 0));
+            by_id.insert(call.call_id(), p.calls.len());
+            p.calls.push((i, pos, call.call_id(), 0));
         }
     }
     p

@@ -195,7 +195,8 @@ impl Part {
 /// One entry of an assistant message's `tool_calls`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The call id that the tool result's `tool_call_id` answers.
+    /// The call's `id`. A tool result's `tool_call_id` answers [`ToolCall::call_id`], which
+    /// is this unless the call also carries a `call_id`.
     pub id: String,
     /// Usually `"function"`.
     #[serde(rename = "type", default = "function_kind")]
@@ -240,6 +241,27 @@ impl ToolCall {
                 extra: Map::new(),
             },
             extra: Map::new(),
+        }
+    }
+
+    /// The id a tool result's `tool_call_id` answers: the call's `call_id` when it carries a
+    /// non-empty one (Responses-style items stored as chat messages, `{"id": "fc_1",
+    /// "call_id": "call_1", ...}`), otherwise its `id`. Every pairing of calls and results in
+    /// the library goes through this; both fields are kept as they were.
+    ///
+    /// ```
+    /// use compaction_core::Message;
+    ///
+    /// let line = r#"{"role":"assistant","content":null,"tool_calls":[{"id":"fc_1","call_id":"call_1","type":"function","function":{"name":"ls","arguments":"{}"}}]}"#;
+    /// let m = Message::from_json(line).unwrap();
+    /// let call = &m.tool_calls()[0];
+    /// assert_eq!((call.id.as_str(), call.call_id()), ("fc_1", "call_1"));
+    /// assert_eq!(m.to_wire_json(), line);
+    /// ```
+    pub fn call_id(&self) -> &str {
+        match self.extra.get("call_id") {
+            Some(Value::String(s)) if !s.is_empty() => s,
+            _ => &self.id,
         }
     }
 }
@@ -356,6 +378,7 @@ static BLANK: std::sync::LazyLock<Arc<Body>> = std::sync::LazyLock::new(|| {
         content: None,
         tool_calls: None,
         tool_calls_null: false,
+        tool_calls_raw: None,
         tool_call_id: None,
         name: None,
         extra: Vec::new(),
@@ -373,6 +396,10 @@ struct Body {
     /// The input said `"tool_calls": null`: written back as `null` while no call is added
     /// (providers reject an empty list).
     tool_calls_null: bool,
+    /// The parsed `tool_calls` text, written back while the calls are unmodified, so the key
+    /// order and bytes inside each call (a Responses `call_id`, a provider's extra keys)
+    /// survive a rewrite of another field, as unknown top-level fields do.
+    tool_calls_raw: Option<Box<RawValue>>,
     tool_call_id: Option<String>,
     name: Option<String>,
     extra: Vec<(String, Box<RawValue>)>,
@@ -529,6 +556,7 @@ impl Message {
                                 })?;
                             msg.tool_calls_null = v.is_none();
                             msg.tool_calls = Some(v.unwrap_or_default());
+                            msg.tool_calls_raw = Some(single_line(raw));
                         }
                         Known::ToolCallId => {
                             msg.tool_call_id =
@@ -643,7 +671,9 @@ impl Message {
                     Known::ToolCalls => {
                         if let Some(calls) = &self.b.tool_calls {
                             push_key(&mut out, "tool_calls");
-                            if calls.is_empty() && self.b.tool_calls_null {
+                            if let Some(raw) = &self.b.tool_calls_raw {
+                                out.push_str(raw.get());
+                            } else if calls.is_empty() && self.b.tool_calls_null {
                                 out.push_str("null");
                             } else {
                                 out.push_str(&serde_json::to_string(calls).unwrap_or_default());
@@ -741,6 +771,7 @@ impl Message {
                 meta: self.b.meta.clone(),
                 raw: None,
                 tool_calls_null: self.b.tool_calls_null,
+                tool_calls_raw: self.b.tool_calls_raw.clone(),
             }),
         };
         m.set_content(content);
@@ -766,12 +797,14 @@ impl Message {
     pub fn set_tool_calls(&mut self, calls: Option<Vec<ToolCall>>) {
         self.body_mut().tool_calls = calls;
         self.body_mut().tool_calls_null = false;
+        self.body_mut().tool_calls_raw = None;
         self.touch(Known::ToolCalls);
     }
 
     /// Mutable access to the tool calls; marks the body modified.
     pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
         self.touch(Known::ToolCalls);
+        self.body_mut().tool_calls_raw = None;
         self.body_mut().tool_calls.as_mut()
     }
 

@@ -993,7 +993,7 @@ fn pairs_inside(messages: &[Message], range: Range<usize>) -> bool {
     let span = &messages[range.clone()];
     let calls: Vec<&str> = span
         .iter()
-        .flat_map(|m| m.tool_calls().iter().map(|c| c.id.as_str()))
+        .flat_map(|m| m.tool_calls().iter().map(|c| c.call_id()))
         .collect();
     let answered: Vec<&str> = span
         .iter()

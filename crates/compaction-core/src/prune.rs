@@ -239,7 +239,7 @@ impl<'a> CallIndex<'a> {
         for m in messages {
             for c in m.tool_calls() {
                 by_id.insert(
-                    c.id.as_str(),
+                    c.call_id(),
                     ToolInfo {
                         name: c.function.name.as_str(),
                         arguments: c.function.arguments.as_str(),

@@ -8,6 +8,8 @@
 //! - an optional system prompt, then user turns;
 //! - assistants with and without tool calls, parallel tool calls, and several tool rounds
 //!   within one turn (the last turn may end mid-loop, after tool results);
+//! - Responses-style calls (`{"id": "fc_…", "call_id": "call_…", …}`, answered by the
+//!   `call_id`) beside chat-style ones;
 //! - multimodal user messages (text and `image_url` parts, and an unknown part type);
 //! - ASCII, CJK (ideographs, Kana, Hangul), emoji and JSON-escape-heavy text;
 //! - occasionally very large tool outputs (50K+ characters; rare by default so tests stay
@@ -292,6 +294,8 @@ struct CallSpec {
     argument: String,
     output: String,
     output_extras: Vec<Extra>,
+    /// A Responses-style call: an `id` of its own and the `call_id` its result answers.
+    responses: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -367,14 +371,20 @@ fn turn(cfg: &TranscriptConfig) -> impl Strategy<Value = TurnSpec> + use<> {
                 unit.chars().cycle().take(n).collect::<String>()
             }),
     ];
-    let call = (select(&TOOL_NAMES[..]), text(t / 2), output, extras()).prop_map(
-        |(name, arg, output, output_extras)| CallSpec {
+    let call = (
+        select(&TOOL_NAMES[..]),
+        text(t / 2),
+        output,
+        extras(),
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(name, arg, output, output_extras, responses)| CallSpec {
             name,
             argument: arg,
             output,
             output_extras,
-        },
-    );
+            responses,
+        });
     let round = (
         proptest::option::of(text(t)),
         proptest::collection::vec(call, 1..=cfg.max_parallel_calls.max(1)),
@@ -423,7 +433,14 @@ fn assemble(system: Option<String>, turns: Vec<TurnSpec>, id_prefix: &str) -> Ve
                 .zip(&ids)
                 .map(|(c, id)| {
                     let args = json!({ "input": c.argument }).to_string();
-                    json!({"id": id, "type": "function", "function": {"name": c.name, "arguments": args}})
+                    let function = json!({"name": c.name, "arguments": args});
+                    if c.responses {
+                        // The item id differs from the call id the result answers.
+                        let item = format!("fc_{}", &id["call_".len()..]);
+                        json!({"id": item, "call_id": id, "type": "function", "function": function})
+                    } else {
+                        json!({"id": id, "type": "function", "function": function})
+                    }
                 })
                 .collect();
             let content = round.text.map(Value::String).unwrap_or(Value::Null);

@@ -158,7 +158,7 @@ pub fn validate(messages: &[Message]) -> Report {
         if m.has_tool_calls() {
             let mut dup = false;
             for (pos, call) in m.tool_calls().iter().enumerate() {
-                if latest.insert(call.id.as_str(), calls.len()).is_some() {
+                if latest.insert(call.call_id(), calls.len()).is_some() {
                     dup = true;
                 }
                 calls.push((index, pos, false));

@@ -155,14 +155,14 @@ proptest! {
     ) {
         // Results in their call's group whose id is used by one call and one result only.
         let once = |id: &str| {
-            msgs.iter().filter(|m| m.tool_calls().iter().any(|c| c.id == id)).count() == 1
+            msgs.iter().filter(|m| m.tool_calls().iter().any(|c| c.call_id() == id)).count() == 1
                 && msgs.iter().filter(|m| m.tool_call_id() == Some(id)).count() == 1
         };
         let grouped: Vec<usize> = (0..msgs.len())
             .filter(|&i| {
                 let Some(id) = msgs[i].tool_call_id() else { return false };
                 let k = (0..i).rev().find(|&k| !msgs[k].is_tool());
-                once(id) && k.is_some_and(|k| msgs[k].tool_calls().iter().any(|c| c.id == id))
+                once(id) && k.is_some_and(|k| msgs[k].tool_calls().iter().any(|c| c.call_id() == id))
             })
             .collect();
         if grouped.is_empty() {

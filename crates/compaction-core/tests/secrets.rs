@@ -370,3 +370,40 @@ fn the_focus_is_redacted_before_it_is_cut() {
         }
     }
 }
+
+/// Issue 21, item 17: a focus topic the caller gives (`compact --focus`, `compress(t, focus)`)
+/// is redacted and bounded like the derived one before any job carries it; a blank one is no
+/// focus (the latest request's is derived).
+#[test]
+fn a_callers_focus_is_redacted_and_bounded() {
+    let e = Estimator::default();
+    let mut msgs = vec![Message::system("sys")];
+    for i in 0..12 {
+        msgs.push(Message::user(format!("request {i}")));
+        msgs.push(Message::assistant("x".repeat(4_000)));
+    }
+    let t = Transcript::new(msgs, &e);
+    let body = "Zq7Rb2Lm9Xc4Vn8Kd1Tf6Hs3Gp5Wj0Ya2Ue7Io4Pl";
+    let plan = |focus: &str| {
+        let req = BatchRequest {
+            force: true,
+            focus: Some(focus.to_owned()),
+            ..BatchRequest::default()
+        };
+        match batch::plan_batch(&t, 6_000, &BatchConfig::default(), &req, &e).step {
+            BatchStep::Summarize(jobs) => jobs,
+            other => panic!("expected a summary, got {other:?}"),
+        }
+    };
+    let long = format!("{} sk-proj-{body} {}", "a".repeat(990), "b".repeat(3_000));
+    for focus in [format!("the deploy key sk-proj-{body}"), long] {
+        for job in plan(&focus) {
+            let f = job.focus.expect("a focus");
+            assert!(!f.contains(&body[..8]), "a secret in the focus");
+            assert!(f.chars().count() <= 1_100, "{} chars", f.chars().count());
+        }
+    }
+    for job in plan("  \n ") {
+        assert_eq!(job.focus.as_deref(), Some("request 11"));
+    }
+}

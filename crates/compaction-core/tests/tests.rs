@@ -10,6 +10,7 @@ mod markers;
 mod message_serde;
 mod micro;
 mod regions;
+mod responses;
 mod roundtrip;
 mod secrets;
 mod strategies;

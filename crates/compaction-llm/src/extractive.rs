@@ -345,7 +345,7 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
                         Some(k) => format!("{}({})", call.function.name, clip(&k, 120)),
                         None => format!("{}()", call.function.name),
                     };
-                    call_index.insert(call.id.clone(), actions.len());
+                    call_index.insert(call.call_id().to_owned(), actions.len());
                     actions.push(label);
                 }
             }

@@ -122,6 +122,11 @@ pub struct CompactArgs {
     /// Micro mode: at most this many passes that change the transcript (micro only).
     #[arg(long, value_name = "N")]
     pub passes: Option<u32>,
+    /// Batch mode: the topic the summary keeps in full detail (other topics are compressed
+    /// harder) [default: derived from the latest user request]. Secrets in it are redacted
+    /// before it reaches the summarizer, like everything sent there.
+    #[arg(long, value_name = "TEXT")]
+    pub focus: Option<String>,
     /// Write the run's telemetry lines to this file (one event per pass); it must not be the
     /// input or the output file.
     #[arg(long, value_name = "FILE")]

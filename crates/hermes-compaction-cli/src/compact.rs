@@ -86,6 +86,9 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
 /// [`summary_line`] to `out`. Nothing is written when a pass fails.
 pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let mode = args.mode.one_shot(args.passes)?;
+    if args.focus.is_some() && args.mode != Mode::Batch {
+        return Err(Error::Config("--focus applies to --mode batch only".into()));
+    }
     let mut config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
     mode.configure(&mut config);
     let summarizer = build_summarizer(&config, args.engine.summarizer)?;
@@ -106,7 +109,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let mut c = Compressor::new(config, summarizer, Arc::new(Estimator::default()), session);
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
-    let report = rt.block_on(c.one_shot(&mut t, mode));
+    let report = rt.block_on(c.one_shot_with_focus(&mut t, mode, args.focus.clone()));
     check(&report, "nothing was written")?;
     write_atomically(&args.output, parse::to_jsonl(t.messages()).as_bytes())?;
     write_out(out, &summary_line(&report))

@@ -21,17 +21,13 @@ pub enum SummarizerKind {
 }
 
 /// Loads the configuration: defaults, then `file`, then `HERMES_COMPACTION__*` variables; a
-/// context length given on the command line wins over all of them.
+/// context length given on the command line wins over all of them. The result is checked by
+/// [`Config::validate`] alone (its error names the key, e.g. `model.context_length`, and the
+/// allowed range), so every bound is stated in one place.
 pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<Config, Error> {
     let mut config = Config::load(file).map_err(|e| Error::Config(e.to_string()))?;
     if let Some(n) = context_length {
         config.model.context_length = n;
-    }
-    if config.model.context_length < 1_000 {
-        return Err(Error::Config(format!(
-            "context length {} is too small (at least 1000 tokens)",
-            config.model.context_length
-        )));
     }
     config
         .validate()

@@ -197,3 +197,51 @@ fn a_50_mb_message_works() {
         assert!(hermes_compaction::core::validate::validate(&after).tool_pairing_ok());
     }
 }
+
+/// Issue 21, item 18: the minimum context length is stated once, by the configuration's
+/// validation. A value under it exits 2 naming `model.context_length` and the allowed range,
+/// in every command that takes `--context-length`; the smallest allowed value is accepted.
+#[test]
+fn the_context_length_minimum_is_the_validations_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(4, 300));
+    let out = dir.path().join("o.jsonl");
+    for n in ["0", "999", "1000", "1023"] {
+        for args in [
+            vec![
+                "compact",
+                "-i",
+                s(&input),
+                "-o",
+                s(&out),
+                "--context-length",
+                n,
+            ],
+            vec!["simulate", "-i", s(&input), "--context-length", n],
+        ] {
+            let o = run(&args);
+            let (stdout, stderr) = texts(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stdout.is_empty(), "{stdout}");
+            assert!(
+                stderr.contains("model.context_length"),
+                "{args:?}: {stderr}"
+            );
+            assert!(stderr.contains("1024"), "{args:?}: {stderr}");
+            assert!(!stderr.contains("1000 tokens"), "{args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        }
+        assert!(!out.exists());
+    }
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--context-length",
+        "1024",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    assert!(out.exists());
+}

@@ -59,6 +59,27 @@ pub fn tool_session(turns: usize, output_chars: usize) -> Vec<Message> {
     msgs
 }
 
+/// [`tool_session`] with Responses-style calls (issue 21, item 3): each call has an item `id`
+/// (`fc_…`) and the `call_id` (`call_…`) its result answers.
+pub fn responses_session(turns: usize, output_chars: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        msgs.push(Message::user(format!("request {i}: run the tests")));
+        msgs.push(
+            Message::from_json(&format!(
+                r#"{{"role":"assistant","content":null,"tool_calls":[{{"id":"fc_{i}","call_id":"call_{i}","type":"function","function":{{"name":"run_shell","arguments":"{{\"cmd\":\"cargo test\"}}"}}}}]}}"#
+            ))
+            .expect("a valid message"),
+        );
+        msgs.push(Message::tool_result(
+            format!("call_{i}"),
+            "ok\n".repeat(output_chars / 3),
+        ));
+        msgs.push(Message::assistant(format!("request {i} done")));
+    }
+    msgs
+}
+
 /// Writes messages as JSONL into `dir/name`.
 pub fn write_jsonl(dir: &Path, name: &str, msgs: &[Message]) -> PathBuf {
     let p = dir.join(name);

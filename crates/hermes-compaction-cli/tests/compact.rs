@@ -6,7 +6,9 @@ use hermes_compaction::Config;
 use hermes_compaction::core::laws::{self, LawOptions, Pass, PassKind, Protected};
 use hermes_compaction::core::{Estimator, Message, Transcript, regions};
 
-use crate::common::{fixtures, read_messages, run, s, texts, tool_session, write_jsonl};
+use crate::common::{
+    fixtures, read_messages, responses_session, run, s, texts, tool_session, write_jsonl,
+};
 
 const CONTEXT: u64 = 32_000;
 
@@ -105,6 +107,31 @@ fn every_mode_keeps_the_laws_on_a_small_session() {
     for mode in ["batch", "prune", "micro"] {
         let line = check_mode(&input, mode, dir.path());
         assert_ne!(field(&line, "passes"), "0", "{mode}: {line}");
+    }
+}
+
+/// Issue 21, item 3: Responses-style calls (`id` differs from `call_id`, the result answers the
+/// `call_id`) are accepted, every mode keeps the laws over them (spec section 2, law 2), and
+/// the calls that survive keep both fields byte for byte.
+#[test]
+fn responses_style_calls_compact_in_every_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let msgs = responses_session(30, 6_000);
+    let input = write_jsonl(dir.path(), "r.jsonl", &msgs);
+    for mode in ["batch", "prune", "micro"] {
+        let line = check_mode(&input, mode, dir.path());
+        assert_ne!(field(&line, "passes"), "0", "{mode}: {line}");
+        let after = read_messages(&dir.path().join(format!("out-{mode}.jsonl")));
+        let kept: Vec<&Message> = after.iter().filter(|m| m.has_tool_calls()).collect();
+        assert!(!kept.is_empty(), "{mode}: no call kept");
+        for m in kept {
+            let c = &m.tool_calls()[0];
+            let n = c.id.strip_prefix("fc_").expect("the item id survives");
+            assert_eq!(c.call_id(), format!("call_{n}"), "{mode}");
+            let wire = m.to_wire_json();
+            assert!(wire.contains(&format!(r#""id":"fc_{n}""#)), "{mode}");
+            assert!(wire.contains(&format!(r#""call_id":"call_{n}""#)), "{mode}");
+        }
     }
 }
 
@@ -315,5 +342,80 @@ fn micro_compacts_long_single_turn_fixtures() {
     for f in chosen {
         let line = micro_compacts(f, dir.path());
         eprintln!("{}: {line}", f.display());
+    }
+}
+
+/// Issue 21, item 17: `compact --focus TEXT` hands the focus topic to the summarizer in place
+/// of the one derived from the latest request, redacted like every text bound for a summarizer
+/// (spec section 6: the library redacts secrets before anything leaves the process). It is a
+/// batch option: with another mode it is a usage error (exit 2) and nothing is written.
+#[test]
+fn focus_reaches_the_summarizer_redacted() {
+    use crate::fake_openai::{Reply, config, serve};
+    const SECRET: &str = "sk-live0123456789abcdefghijklmnop";
+    let server = serve(Reply::Summary, None);
+    let dir = tempfile::tempdir().unwrap();
+    // Long replies: pruning cannot reach the low-water mark, so the middle is summarized.
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..30 {
+        msgs.push(Message::user(format!("request {i}: explain the design")));
+        msgs.push(Message::assistant(format!(
+            "{i} {}",
+            "design notes ".repeat(300)
+        )));
+    }
+    let input = write_jsonl(dir.path(), "s.jsonl", &msgs);
+    let cfg = config(dir.path(), &server.url, false);
+    let out = dir.path().join("o.jsonl");
+    let focus = format!("the flaky migration test (token {SECRET})");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--context-length",
+        "32000",
+        "--config",
+        s(&cfg),
+        "--focus",
+        &focus,
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert_eq!(field(stdout.trim(), "outcome"), "summarized", "{stdout}");
+    let bodies = server.bodies();
+    assert!(!bodies.is_empty());
+    for body in &bodies {
+        let v: serde_json::Value = serde_json::from_str(body).unwrap();
+        let system = v["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            system.contains("Focus topic: the flaky migration test (token "),
+            "{system}"
+        );
+        assert!(!system.contains("Focus topic: request 29"), "{system}");
+        assert!(!body.contains(SECRET), "the secret reached the summarizer");
+        assert!(
+            !body.contains(&SECRET[..16]),
+            "a part of the secret reached it"
+        );
+    }
+    for mode in ["prune", "micro"] {
+        let fresh = dir.path().join(format!("fresh-{mode}.jsonl"));
+        let o = run(&[
+            "compact",
+            "-i",
+            s(&input),
+            "-o",
+            s(&fresh),
+            "--mode",
+            mode,
+            "--focus",
+            "x",
+        ]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{mode}: {stderr}");
+        assert!(stderr.contains("--focus"), "{stderr}");
+        assert!(!fresh.exists());
     }
 }

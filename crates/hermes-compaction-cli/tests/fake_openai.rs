@@ -3,8 +3,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// What the endpoint answers.
@@ -25,12 +25,18 @@ pub struct Server {
     /// The base URL (`http://127.0.0.1:PORT/v1`).
     pub url: String,
     hits: Arc<AtomicUsize>,
+    bodies: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
     /// Requests received so far.
     pub fn hits(&self) -> usize {
         self.hits.load(Ordering::SeqCst)
+    }
+
+    /// The bodies of the requests received so far, in order.
+    pub fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().unwrap().clone()
     }
 }
 
@@ -41,13 +47,16 @@ pub fn serve(reply: Reply, before_first: Option<Box<dyn FnOnce() + Send>>) -> Se
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
     let counter = hits.clone();
+    let bodies = Arc::new(Mutex::new(Vec::new()));
+    let received = bodies.clone();
     std::thread::spawn(move || {
         let mut before_first = before_first;
         for stream in listener.incoming() {
             let Ok(stream) = stream else { continue };
-            if read_request(&stream).is_none() {
+            let Some(body) = read_request(&stream) else {
                 continue;
-            }
+            };
+            received.lock().unwrap().push(body);
             counter.fetch_add(1, Ordering::SeqCst);
             if let Some(f) = before_first.take() {
                 f();
@@ -55,10 +64,10 @@ pub fn serve(reply: Reply, before_first: Option<Box<dyn FnOnce() + Send>>) -> Se
             answer(stream, reply);
         }
     });
-    Server { url, hits }
+    Server { url, hits, bodies }
 }
 
-fn read_request(stream: &TcpStream) -> Option<()> {
+fn read_request(stream: &TcpStream) -> Option<String> {
     let mut reader = BufReader::new(stream);
     let mut length = 0usize;
     loop {
@@ -77,7 +86,8 @@ fn read_request(stream: &TcpStream) -> Option<()> {
         }
     }
     let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()
+    reader.read_exact(&mut body).ok()?;
+    Some(String::from_utf8_lossy(&body).into_owned())
 }
 
 fn answer(mut stream: TcpStream, reply: Reply) {

@@ -2,11 +2,16 @@
 
 use hermes_compaction::core::{Message, parse};
 
-use crate::common::{read_messages, repo_root, run, s, texts, tool_session, write_jsonl};
+use crate::common::{
+    read_messages, repo_root, responses_session, run, s, texts, tool_session, write_jsonl,
+};
 
 fn round_trip(db: &str) {
+    round_trip_of(db, tool_session(30, 6_000));
+}
+
+fn round_trip_of(db: &str, msgs: Vec<Message>) {
     let dir = tempfile::tempdir().unwrap();
-    let msgs = tool_session(30, 6_000);
     let input = write_jsonl(dir.path(), "rt.jsonl", &msgs);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -118,6 +123,18 @@ fn sqlite_round_trip() {
     let db = dir.path().join("store.db");
     round_trip(s(&db));
     round_trip(&format!("sqlite:{}", s(&dir.path().join("other.db"))));
+}
+
+/// Issue 21, item 3: a session of Responses-style calls (`id` differs from `call_id`) is
+/// imported, compacted in every mode and exported through the store; every original message
+/// stays byte-identical among the rows (spec section 2, law 9).
+#[test]
+fn sqlite_round_trip_of_responses_style_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    round_trip_of(
+        s(&dir.path().join("responses.db")),
+        responses_session(30, 6_000),
+    );
 }
 
 #[test]

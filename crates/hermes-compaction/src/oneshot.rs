@@ -289,11 +289,24 @@ impl Compressor {
     /// One one-shot run of `mode` over `t` (see the [module](self) documentation). The
     /// compressor must have been configured with [`OneShot::configure`] for micro runs.
     pub async fn one_shot(&mut self, t: &mut Transcript, mode: OneShot) -> OneShotReport {
+        self.one_shot_with_focus(t, mode, None).await
+    }
+
+    /// [`one_shot`](Self::one_shot) with a focus topic for a batch pass, as
+    /// [`compress`](Self::compress) takes one (the summary keeps what concerns it in full
+    /// detail; it is redacted and bounded before it reaches the summarizer). Prune and micro
+    /// runs have no summary to focus and ignore it.
+    pub async fn one_shot_with_focus(
+        &mut self,
+        t: &mut Transcript,
+        mode: OneShot,
+        focus: Option<String>,
+    ) -> OneShotReport {
         let started = Instant::now();
         let mut report = OneShotReport::start(mode, t, self.threshold_tokens());
         let r = match mode {
             OneShot::Micro { max_passes } => return self.micro_run(t, max_passes).await,
-            OneShot::Batch => self.compress(t, None).await,
+            OneShot::Batch => self.compress(t, focus).await,
             OneShot::Prune => self.prune_only(t).await,
         };
         report.outcome = match (mode, r.outcome) {

@@ -120,7 +120,7 @@ pub fn find_call<'a>(t: &'a Transcript, result: &Message) -> Option<ToolInfo<'a>
     t.messages().iter().rev().find_map(|m| {
         m.tool_calls()
             .iter()
-            .find(|c| c.id == id)
+            .find(|c| c.call_id() == id)
             .map(|c| ToolInfo {
                 name: c.function.name.as_str(),
                 arguments: c.function.arguments.as_str(),
