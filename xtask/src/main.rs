@@ -14,7 +14,12 @@ mod measure;
 const FORBIDDEN_IN_CORE: [&str; 5] = ["tokio", "sqlx", "reqwest", "hyper", "async-openai"];
 
 /// Adapter crates: each depends on core, never on another adapter.
-const ADAPTERS: [&str; 3] = ["compaction-llm", "compaction-store", "compaction-telemetry"];
+const ADAPTERS: [&str; 4] = [
+    "compaction-llm",
+    "compaction-logs",
+    "compaction-store",
+    "compaction-telemetry",
+];
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::input::InputFormat;
 use crate::setup::SummarizerKind;
 use compaction_sim::Policy;
 
@@ -110,9 +111,13 @@ pub struct EngineArgs {
 /// `compact`.
 #[derive(Clone, Debug, Args)]
 pub struct CompactArgs {
-    /// The transcript (JSONL or JSON array).
+    /// The transcript (JSONL or JSON array, or an agent's log: see --format).
     #[arg(long, short, value_name = "FILE")]
     pub input: PathBuf,
+    /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
+    /// chat), openai, claude-code, codex, pi or gemini.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
     /// Where to write the compacted transcript (JSONL).
     #[arg(long, short, value_name = "FILE")]
     pub output: PathBuf,
@@ -139,9 +144,13 @@ pub struct CompactArgs {
 /// `simulate`.
 #[derive(Clone, Debug, Args)]
 pub struct SimulateArgs {
-    /// Transcripts to replay (JSONL or JSON arrays).
+    /// Transcripts to replay (JSONL or JSON arrays, or agents' logs: see --format).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
+    /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
+    /// chat), openai, claude-code, codex, pi or gemini.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
     /// Policies, comma-separated: none, batch, prune-first, batch-naive, micro, batch+trim,
     /// micro+trim.
     #[arg(
@@ -199,9 +208,14 @@ pub struct SimulateArgs {
 /// `tune`.
 #[derive(Clone, Debug, Args)]
 pub struct TuneArgs {
-    /// Sessions to replay (JSONL or JSON arrays).
+    /// Sessions to replay (JSONL or JSON arrays, or agents' logs such as
+    /// ~/.claude/projects/*/*.jsonl: see --format).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
+    /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
+    /// chat), openai, claude-code, codex, pi or gemini.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
     /// Pricing: a cache profile (anthropic, openai, openai-gpt5, google, local, custom) or
     /// prices (the price table; the cost is then in the units of docs/ECONOMICS.md)
     /// [default: compression.cache_profile of the configuration, else prices].
@@ -267,9 +281,13 @@ pub struct ReportArgs {
 pub enum SessionCommand {
     /// Store a transcript as a new session.
     Import {
-        /// The transcript (JSONL or JSON array).
+        /// The transcript (JSONL or JSON array, or an agent's log: see --format).
         #[arg(value_name = "FILE")]
         file: PathBuf,
+        /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
+        /// chat), openai, claude-code, codex, pi or gemini.
+        #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+        format: InputFormat,
         /// SQLite path or URL (sqlite:PATH), or postgres:// URL.
         #[arg(long, value_name = "URL")]
         db: String,

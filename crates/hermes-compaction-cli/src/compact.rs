@@ -92,7 +92,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let mut config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
     mode.configure(&mut config);
     let summarizer = build_summarizer(&config, args.engine.summarizer)?;
-    let input = Input::read(&args.input, Strictness::COMPACTION)?;
+    let input = Input::read_format(&args.input, args.format, Strictness::COMPACTION)?;
     if let Some(telemetry) = &args.telemetry {
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.input, "the input")?;
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.output, "the output")?;

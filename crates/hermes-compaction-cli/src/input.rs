@@ -7,6 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use compaction_logs as logs;
 use hermes_compaction::core::Message;
 use hermes_compaction::core::parse::{self, Format, Location, ParseError};
 use hermes_compaction::core::validate::{self, Issue};
@@ -57,6 +58,26 @@ pub struct InputError {
     pub reason: String,
 }
 
+/// The format of an input file (`--format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// Recognise it from the first lines: an agent's own log (Claude Code, Codex, pi, Gemini
+    /// CLI), else an OpenAI chat transcript.
+    #[default]
+    Auto,
+    /// OpenAI chat messages, JSONL or a JSON array.
+    Openai,
+    /// A Claude Code project log (`~/.claude/projects/*/SESSION.jsonl`, or a subagent log).
+    ClaudeCode,
+    /// A Codex rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    Codex,
+    /// A pi coding-agent session.
+    Pi,
+    /// A Gemini CLI chat recording (`~/.gemini/tmp/*/chats/session-*.json`; positions are
+    /// record indices).
+    Gemini,
+}
+
 /// How strict [`Input::read`] is about the transcript's shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Strictness {
@@ -87,10 +108,35 @@ impl Input {
         Input::from_bytes(path, &bytes, strictness)
     }
 
+    /// Reads `path` in `format` (an agent's own log is converted; `auto` recognises it from
+    /// the first lines), then checks it as [`Input::read`] does.
+    pub fn read_format(
+        path: &Path,
+        format: InputFormat,
+        strictness: Strictness,
+    ) -> Result<Input, InputError> {
+        let bytes = std::fs::read(path).map_err(|e| InputError {
+            path: path.to_owned(),
+            position: Position::File,
+            reason: format!("cannot read the file: {}", io_reason(&e)),
+        })?;
+        Input::from_bytes_format(path, &bytes, format, strictness)
+    }
+
     /// Parses bytes as if read from `path` (for tests and embedded sessions).
     pub fn from_bytes(
         path: &Path,
         bytes: &[u8],
+        strictness: Strictness,
+    ) -> Result<Input, InputError> {
+        Input::from_bytes_format(path, bytes, InputFormat::Openai, strictness)
+    }
+
+    /// Parses bytes in `format` as if read from `path`.
+    pub fn from_bytes_format(
+        path: &Path,
+        bytes: &[u8],
+        format: InputFormat,
         strictness: Strictness,
     ) -> Result<Input, InputError> {
         let err = |position, reason: String| InputError {
@@ -98,19 +144,52 @@ impl Input {
             position,
             reason,
         };
-        let (messages, format) =
-            parse::parse_transcript(bytes).map_err(|e| parse_error(path, &e))?;
+        let log_format = match format {
+            InputFormat::Openai => None,
+            InputFormat::Auto => std::str::from_utf8(bytes).ok().and_then(logs::detect),
+            InputFormat::ClaudeCode => Some(logs::Format::ClaudeCode),
+            InputFormat::Codex => Some(logs::Format::Codex),
+            InputFormat::Pi => Some(logs::Format::Pi),
+            InputFormat::Gemini => Some(logs::Format::Gemini),
+        };
+        let (messages, format, lines) = match log_format {
+            Some(f) => {
+                let text = std::str::from_utf8(bytes).map_err(|e| {
+                    let offset = e.valid_up_to();
+                    let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
+                    err(
+                        Position::Line(line),
+                        format!("input is not valid UTF-8 (byte offset {offset})"),
+                    )
+                })?;
+                let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+                let log = logs::read(f, text, logs::Options::default()).map_err(|e| {
+                    let position = match e.position {
+                        logs::Position::Line(n) => Position::Line(n),
+                        logs::Position::Record(i) => Position::Index(i),
+                        _ => Position::File,
+                    };
+                    err(position, format!("{} log: {}", f.name(), e.reason))
+                })?;
+                (log.messages, Format::Jsonl, log.lines)
+            }
+            None => {
+                let (messages, format) =
+                    parse::parse_transcript(bytes).map_err(|e| parse_error(path, &e))?;
+                let lines = match format {
+                    // The input parsed, so it is UTF-8.
+                    Format::Jsonl => jsonl_lines(std::str::from_utf8(bytes).unwrap_or_default()),
+                    Format::JsonArray => Vec::new(),
+                };
+                (messages, format, lines)
+            }
+        };
         if messages.is_empty() {
             return Err(err(
                 Position::File,
                 "the file holds no messages (empty transcript)".into(),
             ));
         }
-        let lines = match format {
-            // The input parsed, so it is UTF-8.
-            Format::Jsonl => jsonl_lines(std::str::from_utf8(bytes).unwrap_or_default()),
-            Format::JsonArray => Vec::new(),
-        };
         let input = Input {
             path: path.to_owned(),
             messages,

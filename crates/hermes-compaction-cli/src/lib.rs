@@ -123,7 +123,7 @@ pub mod simulate;
 pub mod tune;
 
 pub use cli::{Cli, Command};
-pub use input::{Input, InputError, Strictness};
+pub use input::{Input, InputError, InputFormat, Strictness};
 
 /// Why a command failed. [`Error::exit_code`] maps it to the process exit code.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,13 @@ use crate::{Result, runtime, write_out};
 pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
     let rt = runtime()?;
     match cmd {
-        SessionCommand::Import { file, db, session } => {
-            let input = Input::read(&file, Strictness::COMPACTION)?;
+        SessionCommand::Import {
+            file,
+            format,
+            db,
+            session,
+        } => {
+            let input = Input::read_format(&file, format, Strictness::COMPACTION)?;
             let id = match session {
                 Some(id) => id,
                 None => default_session_id(&file)?,

@@ -14,7 +14,7 @@ use hermes_compaction::{CacheProfile, Config};
 pub use compaction_sim::Policy;
 
 use crate::cli::SimulateArgs;
-use crate::input::{Input, Strictness};
+use crate::input::{Input, InputFormat, Strictness};
 use crate::setup::{SummarizerKind, build_summarizer, load_config};
 use crate::{Error, Result, write_atomically, write_out};
 
@@ -108,7 +108,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
             "--trace takes one pricing (not --cache-profile all)".into(),
         ));
     }
-    let inputs = read_inputs(&args.input)?;
+    let inputs = read_inputs(&args.input, args.format)?;
     let mut policies = Vec::new();
     for p in &args.policies {
         if !policies.contains(p) {
@@ -178,10 +178,13 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
 }
 
 /// Reads the transcripts, each named by its file name.
-pub(crate) fn read_inputs(paths: &[std::path::PathBuf]) -> Result<Vec<(String, Vec<Message>)>> {
+pub(crate) fn read_inputs(
+    paths: &[std::path::PathBuf],
+    format: InputFormat,
+) -> Result<Vec<(String, Vec<Message>)>> {
     let mut inputs = Vec::new();
     for path in paths {
-        let input = Input::read(path, Strictness::COMPACTION)?;
+        let input = Input::read_format(path, format, Strictness::COMPACTION)?;
         inputs.push((display_name(path), input.messages));
     }
     Ok(inputs)

@@ -32,7 +32,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if args.budget == 0 {
         return Err(Error::Config("--budget must be more than 0".into()));
     }
-    let inputs = read_inputs(&args.input)?;
+    let inputs = read_inputs(&args.input, args.format)?;
     let options = TuneOptions {
         pricing: pricing.clone(),
         request_gap_secs: args.request_gap_secs,

@@ -6,5 +6,6 @@ mod common;
 mod compact;
 mod failures;
 mod fake_openai;
+mod logs;
 mod session;
 mod simulate;

@@ -54,6 +54,20 @@ pub fn fixtures_dir() -> Option<PathBuf> {
     None
 }
 
+/// The raw agent logs directory (`fixtures/raw`: Claude Code and pi logs as the agents wrote
+/// them), or `None` as [`fixtures_dir`].
+pub fn raw_fixtures_dir() -> Option<PathBuf> {
+    let dir = shared_dir().join("fixtures").join("raw");
+    if dir.is_dir() {
+        return Some(dir);
+    }
+    skip_or_fail(
+        "HERMES_REQUIRE_SHARED",
+        &format!("skipped: raw agent logs not found at {}", dir.display()),
+    );
+    None
+}
+
 /// The shared fixture files (`*.jsonl`), sorted by name, or `None` as [`fixtures_dir`].
 ///
 /// # Panics

@@ -1,0 +1,6 @@
+//! The integration tests of compaction-logs (one binary; each module is one concern).
+
+mod detect;
+mod errors;
+mod raw;
+mod samples;

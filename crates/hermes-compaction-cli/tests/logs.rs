@@ -1,0 +1,175 @@
+//! Agents' own logs as input (`--format`): the raw Claude Code and pi logs simulate to the
+//! figures of their normalized fixtures, import and compact like them, and a wrong format is
+//! refused with its line.
+
+use std::path::PathBuf;
+
+use crate::common::{run, texts};
+
+fn raw_and_normalized() -> Option<Vec<(PathBuf, PathBuf)>> {
+    let raw = test_support::raw_fixtures_dir()?;
+    let normalized = test_support::fixtures_dir()?;
+    Some(vec![
+        (
+            raw.join("claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"),
+            normalized.join("claude-code__spotter-8463c716.jsonl"),
+        ),
+        (
+            raw.join("claude-code/tool_heavy.jsonl"),
+            normalized.join("claude-code__spotter-tool-heavy.jsonl"),
+        ),
+        (
+            raw.join("pi/large-session.jsonl"),
+            normalized.join("pi__large-session.jsonl"),
+        ),
+    ])
+}
+
+fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn simulating_a_raw_log_gives_the_figures_of_its_normalized_form() {
+    let Some(pairs) = raw_and_normalized() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (raw, normalized)) in pairs.iter().enumerate() {
+        let mut outs = Vec::new();
+        for (input, format) in [(raw, "auto"), (normalized, "openai")] {
+            let json = dir.path().join(format!("{i}-{format}.json"));
+            let o = run(&[
+                "simulate",
+                "--format",
+                format,
+                "--context-length",
+                "64000",
+                "--policies",
+                "none,batch,micro",
+                "--json",
+                s(&json),
+                "--input",
+                s(input),
+            ]);
+            let (out, err) = texts(&o);
+            assert!(o.status.success(), "{}: {err}", raw.display());
+            let mut v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+            // Only the file name and the wall time may differ.
+            strip(&mut v);
+            outs.push((out, v));
+        }
+        assert!(
+            outs[0].1 == outs[1].1,
+            "{}: the figures differ",
+            raw.display()
+        );
+        assert!(outs[0].0.contains("batch"), "{}", outs[0].0);
+    }
+}
+
+/// Removes the keys that name a file or measure wall time.
+fn strip(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|k, _| {
+                !matches!(k.as_str(), "transcript" | "file" | "name") && !k.ends_with("_ms")
+            });
+            m.values_mut().for_each(strip);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(strip),
+        _ => {}
+    }
+}
+
+#[test]
+fn compact_and_import_read_agent_logs() {
+    let Some(pairs) = raw_and_normalized() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (raw, _) = &pairs[1];
+    let out = dir.path().join("out.jsonl");
+    let o = run(&[
+        "compact",
+        "--format",
+        "claude-code",
+        "--mode",
+        "prune",
+        "--context-length",
+        "8000",
+        "--input",
+        s(raw),
+        "--output",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", texts(&o).1);
+    // The output is an OpenAI chat transcript that reads back as such.
+    let o2 = run(&[
+        "simulate",
+        "--format",
+        "openai",
+        "--policies",
+        "none",
+        "--input",
+        s(&out),
+    ]);
+    assert!(o2.status.success(), "{}", texts(&o2).1);
+
+    let db = dir.path().join("s.db");
+    let o = run(&[
+        "session",
+        "import",
+        s(raw),
+        "--db",
+        s(&db),
+        "--session",
+        "cc",
+    ]);
+    assert!(o.status.success(), "{}", texts(&o).1);
+    let o = run(&["session", "export", "--db", s(&db), "--session", "cc"]);
+    let exported = hermes_compaction::core::parse::parse_jsonl(&texts(&o).0).unwrap();
+    let normalized = crate::common::read_messages(&pairs[1].1);
+    let wire = |m: &[hermes_compaction::core::Message]| {
+        m.iter().map(|m| m.to_wire_json()).collect::<Vec<_>>()
+    };
+    assert!(
+        wire(&exported) == wire(&normalized),
+        "the stored session is the normalized transcript"
+    );
+}
+
+#[test]
+fn a_log_in_the_wrong_format_is_refused_with_its_line() {
+    let Some(pairs) = raw_and_normalized() else {
+        return;
+    };
+    let (raw, normalized) = &pairs[1];
+    // A Claude Code log read as OpenAI chat: its first line has no role.
+    let o = run(&["simulate", "--format", "openai", "--input", s(raw)]);
+    let err = texts(&o).1;
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(":1: "), "{err}");
+    // A chat transcript read as a pi session holds no pi entries: nothing to read.
+    let o = run(&["simulate", "--format", "pi", "--input", s(normalized)]);
+    let err = texts(&o).1;
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no messages"), "{err}");
+    // A broken line of a Codex log names its line, not its text.
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("rollout.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{}}\n{\"type\":\"response_item\",\"payload\":{\"type\":\"function_call\",\"name\":\"shell\",\"arguments\":\"SECRET-ARGS\"}}\n",
+    )
+    .unwrap();
+    let o = run(&["simulate", "--input", s(&bad)]);
+    let err = texts(&o).1;
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("rollout.jsonl:2: codex log: field `call_id` must be a string"),
+        "{err}"
+    );
+    assert!(!err.contains("SECRET"), "{err}");
+}
