@@ -126,6 +126,7 @@ fn store_commit(c: &mut Criterion) {
                                         "rolling summary of the earlier turns",
                                     )],
                                 }],
+                                ..Default::default()
                             };
                             let start = Instant::now();
                             let new = b

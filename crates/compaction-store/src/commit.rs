@@ -13,6 +13,110 @@ pub struct Commit {
     pub generation: u64,
     /// Non-overlapping splices in transcript order.
     pub splices: Vec<CommitSplice>,
+    /// What the pass was, for [`TranscriptStore::history`](crate::TranscriptStore::history)
+    /// (content-free; the default says nothing).
+    pub label: PassLabel,
+}
+
+/// What made a generation: the kind of pass and, where its writer knew them, the tokens
+/// before and after. Recorded with the commit, listed by
+/// [`TranscriptStore::history`](crate::TranscriptStore::history).
+///
+/// ```
+/// use compaction_store::{GenerationKind, PassLabel};
+/// let label = PassLabel::new(GenerationKind::Batch).with_tokens(12_000, 3_400);
+/// assert_eq!(label.kind.as_str(), "batch");
+/// assert_eq!((label.tokens_before, label.tokens_after), (Some(12_000), Some(3_400)));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct PassLabel {
+    /// The kind of pass.
+    pub kind: GenerationKind,
+    /// The transcript's tokens before the pass, when known.
+    pub tokens_before: Option<u64>,
+    /// The transcript's tokens after the pass, when known.
+    pub tokens_after: Option<u64>,
+}
+
+impl PassLabel {
+    /// A label of `kind` with no token counts.
+    pub fn new(kind: GenerationKind) -> PassLabel {
+        PassLabel {
+            kind,
+            tokens_before: None,
+            tokens_after: None,
+        }
+    }
+
+    /// The same label with the tokens before and after the pass.
+    pub fn with_tokens(mut self, before: u64, after: u64) -> PassLabel {
+        self.tokens_before = Some(before);
+        self.tokens_after = Some(after);
+        self
+    }
+}
+
+/// What made a generation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GenerationKind {
+    /// The writer did not say (and every generation written before schema version 4).
+    #[default]
+    Unknown,
+    /// Generation 0: the session was created.
+    Created,
+    /// A batch pass (prune first, then summaries).
+    Batch,
+    /// A prune-only pass.
+    Prune,
+    /// A micro pass (rolling or progress marker).
+    Micro,
+    /// The store was brought back in line with a transcript after an unpersisted pass.
+    Resync,
+    /// [`TranscriptStore::restore`](crate::TranscriptStore::restore).
+    Restore,
+    /// A message was pinned or unpinned.
+    Pin,
+}
+
+impl GenerationKind {
+    /// The stored and printed name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GenerationKind::Unknown => "unknown",
+            GenerationKind::Created => "created",
+            GenerationKind::Batch => "batch",
+            GenerationKind::Prune => "prune",
+            GenerationKind::Micro => "micro",
+            GenerationKind::Resync => "resync",
+            GenerationKind::Restore => "restore",
+            GenerationKind::Pin => "pin",
+        }
+    }
+
+    /// The kind named `name` (what [`as_str`](Self::as_str) gives); an unknown name is
+    /// [`Unknown`](Self::Unknown), so a newer writer's kinds still read.
+    pub fn parse(name: &str) -> GenerationKind {
+        [
+            GenerationKind::Created,
+            GenerationKind::Batch,
+            GenerationKind::Prune,
+            GenerationKind::Micro,
+            GenerationKind::Resync,
+            GenerationKind::Restore,
+            GenerationKind::Pin,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+        .unwrap_or(GenerationKind::Unknown)
+    }
+}
+
+impl std::fmt::Display for GenerationKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Archive a run of consecutive active rows and put `insert` in their place.
@@ -79,7 +183,14 @@ impl Commit {
         Ok(Commit {
             generation,
             splices,
+            label: PassLabel::default(),
         })
+    }
+
+    /// The same commit with `label`.
+    pub fn with_label(mut self, label: PassLabel) -> Commit {
+        self.label = label;
+        self
     }
 
     /// Whether the commit archives nothing and inserts nothing.

@@ -13,8 +13,9 @@ use crate::rows::{
     insert_sql, now_ms, placeholders, prepare, search_terms, search_text, spread, to_i64,
 };
 use crate::{
-    Backend, BoxFuture, Commit, CompactionState, FaultPoint, HitSource, Result, RowId, SearchHit,
-    SessionInfo, StoreError, StoredRow, TranscriptStore,
+    Backend, BoxFuture, Commit, CompactionState, FaultPoint, GenerationInfo, GenerationKind,
+    HitSource, PassLabel, Restored, Result, RowId, SearchHit, SessionInfo, StoreError, StoredRow,
+    TranscriptStore,
 };
 
 type Tx<D> = sqlx::Transaction<'static, <D as Dialect>::Db>;
@@ -211,6 +212,19 @@ where
         commit: &'a mut Commit,
     ) -> BoxFuture<'a, Result<Vec<RowId>>> {
         Box::pin(self.commit_pass(session, commit))
+    }
+
+    fn history<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<GenerationInfo>>> {
+        Box::pin(self.list_history(session))
+    }
+
+    fn restore<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        target: u64,
+    ) -> BoxFuture<'a, Result<Restored>> {
+        Box::pin(self.restore_generation(session, expected, target))
     }
 
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>> {
@@ -604,9 +618,15 @@ where
                 });
                 spread(lo, hi, rows.len(), index)?
             } else {
-                let archived =
-                    Self::archive_rows(&mut tx, session, index, &splice.archive, prev_key, now)
-                        .await?;
+                let archived = Self::archive_rows(
+                    &mut tx,
+                    session,
+                    index,
+                    &splice.archive,
+                    prev_key,
+                    (now, new_generation),
+                )
+                .await?;
                 prev_key = archived.last().copied();
                 self.faults.check(FaultPoint::AfterArchive)?;
                 if rows.len() <= archived.len() {
@@ -632,6 +652,16 @@ where
                 );
             }
         }
+        Self::record_generation(
+            &mut tx,
+            session,
+            new_generation,
+            now,
+            &commit.label,
+            None,
+            (commit.archived_len() as i64, ids.len() as i64),
+        )
+        .await?;
         tx.commit().await?;
 
         let inserted = commit.splices.iter_mut().flat_map(|s| s.insert.iter_mut());
@@ -649,7 +679,7 @@ where
         splice: usize,
         archive: &[RowId],
         prev_key: Option<i64>,
-        now: i64,
+        (now, generation): (i64, i64),
     ) -> Result<Vec<i64>> {
         let sql = format!(
             "SELECT id, session_id, pos, active FROM hermes_messages WHERE id IN ({})",
@@ -696,11 +726,13 @@ where
             }
         }
         let sql = format!(
-            "UPDATE hermes_messages SET active = FALSE, compacted = TRUE, archived_at = $1 \
-             WHERE id IN ({})",
-            placeholders(2, archive.len())
+            "UPDATE hermes_messages SET active = FALSE, compacted = TRUE, archived_at = $1, \
+             archived_generation = $2 WHERE id IN ({})",
+            placeholders(3, archive.len())
         );
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now);
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(now)
+            .bind(generation);
         for id in archive {
             q = q.bind(*id);
         }
@@ -709,6 +741,207 @@ where
             return Err(StoreError::NotContiguous { splice });
         }
         Ok(positions)
+    }
+
+    /// Records what made `generation` (inside the transaction that writes it).
+    async fn record_generation(
+        tx: &mut Tx<D>,
+        session: &str,
+        generation: i64,
+        now: i64,
+        label: &PassLabel,
+        restored_to: Option<i64>,
+        (archived, inserted): (i64, i64),
+    ) -> Result<()> {
+        let tokens = |t: Option<u64>| t.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+        sqlx::query(
+            "INSERT INTO hermes_generations (session_id, generation, created_at, kind, \
+             tokens_before, tokens_after, restored_to, archived, inserted) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(session)
+        .bind(generation)
+        .bind(now)
+        .bind(label.kind.as_str())
+        .bind(tokens(label.tokens_before))
+        .bind(tokens(label.tokens_after))
+        .bind(restored_to)
+        .bind(archived)
+        .bind(inserted)
+        .execute(&mut **tx)
+        .await?;
+        Ok(())
+    }
+
+    async fn list_history(&self, session: &str) -> Result<Vec<GenerationInfo>> {
+        check_session_id(session)?;
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_READ).await?;
+        let found: Option<(i64, i64, i64)> = sqlx::query_as(
+            "SELECT generation, history_from, created_at FROM hermes_sessions WHERE id = $1",
+        )
+        .bind(session)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let (current, from, created) = found.ok_or_else(|| unknown(session))?;
+        type Recorded = (
+            i64,
+            i64,
+            String,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            i64,
+            i64,
+        );
+        let recorded: Vec<Recorded> = sqlx::query_as(
+            "SELECT generation, created_at, kind, tokens_before, tokens_after, restored_to, \
+             archived, inserted FROM hermes_generations WHERE session_id = $1 \
+             ORDER BY generation",
+        )
+        .bind(session)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut recorded: HashMap<i64, Recorded> = recorded.into_iter().map(|r| (r.0, r)).collect();
+        let tokens = |t: Option<i64>| t.and_then(|t| u64::try_from(t).ok());
+        Ok((0..=current)
+            .map(|g| {
+                let mut info = GenerationInfo {
+                    generation: g as u64,
+                    created_at_ms: None,
+                    label: PassLabel::default(),
+                    restored_to: None,
+                    archived: 0,
+                    inserted: 0,
+                    restorable: g >= from,
+                };
+                if g == 0 && from == 0 {
+                    info.created_at_ms = Some(created);
+                    info.label = PassLabel::new(GenerationKind::Created);
+                }
+                if let Some((_, at, kind, before, after, to, archived, inserted)) =
+                    recorded.remove(&g)
+                {
+                    info.created_at_ms = Some(at);
+                    info.label = PassLabel {
+                        kind: GenerationKind::parse(&kind),
+                        tokens_before: tokens(before),
+                        tokens_after: tokens(after),
+                    };
+                    info.restored_to = to.map(|t| t as u64);
+                    info.archived = archived as u64;
+                    info.inserted = inserted as u64;
+                }
+                info
+            })
+            .collect())
+    }
+
+    async fn restore_generation(
+        &self,
+        session: &str,
+        expected: u64,
+        target: u64,
+    ) -> Result<Restored> {
+        check_session_id(session)?;
+        let expected_i = to_i64(expected, "generation")?;
+        let target_i = to_i64(target, "generation")?;
+        let now = now_ms();
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_WRITE).await?;
+        // Locks the session row first, as a commit does: writers of the session queue here.
+        let found: Option<(i64, i64)> = sqlx::query_as(
+            "UPDATE hermes_sessions SET updated_at = updated_at WHERE id = $1 \
+             RETURNING generation, history_from",
+        )
+        .bind(session)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let (current, from) = found.ok_or_else(|| unknown(session))?;
+        if current != expected_i {
+            return Err(StoreError::StaleGeneration {
+                session: session.to_owned(),
+                expected,
+                actual: current as u64,
+            });
+        }
+        if target_i > current {
+            return Err(StoreError::UnknownGeneration {
+                generation: target,
+                current: current as u64,
+            });
+        }
+        if target_i < from {
+            return Err(StoreError::HistoryUnavailable {
+                generation: target,
+                from: from as u64,
+            });
+        }
+        if target_i == current {
+            return Ok(Restored {
+                generation: expected,
+                archived: 0,
+                reactivated: 0,
+            });
+        }
+        let new_generation = current + 1;
+        // Active now but not at the target: written after it.
+        let archived = sqlx::query(
+            "UPDATE hermes_messages SET active = FALSE, compacted = TRUE, archived_at = $3, \
+             archived_generation = $4 WHERE session_id = $1 AND active AND generation > $2",
+        )
+        .bind(session)
+        .bind(target_i)
+        .bind(now)
+        .bind(new_generation)
+        .execute(&mut *tx)
+        .await?;
+        let archived = D::rows_affected(&archived);
+        self.faults.check(FaultPoint::AfterRestoreArchive)?;
+        // Active at the target but archived since: copies of them take their old places.
+        let reactivated = sqlx::query(
+            "INSERT INTO hermes_messages (session_id, generation, created_at, pos, role, kind, \
+             body, meta, active, compacted, origin_id) \
+             SELECT session_id, $3, $4, pos, role, kind, body, meta, TRUE, FALSE, id \
+             FROM hermes_messages WHERE session_id = $1 AND NOT active \
+             AND generation <= $2 AND archived_generation > $2",
+        )
+        .bind(session)
+        .bind(target_i)
+        .bind(new_generation)
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+        let reactivated = D::rows_affected(&reactivated);
+        if archived == 0 && reactivated == 0 {
+            // The generations between differ only in rows that came and went again.
+            return Ok(Restored {
+                generation: expected,
+                archived: 0,
+                reactivated: 0,
+            });
+        }
+        sqlx::query("UPDATE hermes_sessions SET generation = $2, updated_at = $3 WHERE id = $1")
+            .bind(session)
+            .bind(new_generation)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        Self::record_generation(
+            &mut tx,
+            session,
+            new_generation,
+            now,
+            &PassLabel::new(GenerationKind::Restore),
+            Some(target_i),
+            (archived as i64, reactivated as i64),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(Restored {
+            generation: new_generation as u64,
+            archived,
+            reactivated,
+        })
     }
 
     async fn anchor_position(

@@ -52,6 +52,25 @@ pub enum StoreError {
         /// The session's current generation.
         actual: u64,
     },
+    /// A restore named a generation the session has not reached.
+    #[error("unknown generation {generation}: the session is at generation {current}")]
+    UnknownGeneration {
+        /// The generation asked for.
+        generation: u64,
+        /// The session's current generation.
+        current: u64,
+    },
+    /// A restore named a generation older than the session's recorded history (written
+    /// before schema version 4, which began recording what each generation archived).
+    #[error(
+        "generation {generation} cannot be restored: the session's history starts at generation {from}"
+    )]
+    HistoryUnavailable {
+        /// The generation asked for.
+        generation: u64,
+        /// The oldest restorable generation.
+        from: u64,
+    },
     /// The commit changes nothing.
     #[error("empty commit: no rows to archive and none to insert")]
     EmptyCommit,

@@ -82,7 +82,7 @@ mod rows;
 mod sqlite;
 mod store;
 
-pub use commit::{Commit, CommitSplice, stamp_edit};
+pub use commit::{Commit, CommitSplice, GenerationKind, PassLabel, stamp_edit};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use dialect::Dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
@@ -124,7 +124,8 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>>>;
 
     /// The session's current generation: 0 when created, plus one per successful
-    /// [`archive_and_compact`](Self::archive_and_compact). Appends do not change it.
+    /// [`archive_and_compact`](Self::archive_and_compact) or [`restore`](Self::restore) that
+    /// changed something. Appends do not change it.
     fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>>;
 
     /// The agent's append-only flush: stores every message that carries no row id, after all
@@ -181,6 +182,35 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         session: &'a str,
         commit: &'a mut Commit,
     ) -> BoxFuture<'a, Result<Vec<RowId>>>;
+
+    /// The session's generations, oldest first, from 0 (its creation) to the current one:
+    /// when each was written, what made it ([`PassLabel`] of its commit), how many rows it
+    /// archived and inserted, and whether [`restore`](Self::restore) can go back to it.
+    /// Generations written before schema version 4 are listed with
+    /// [`GenerationKind::Unknown`] and no time, and only the newest of them is restorable.
+    fn history<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<GenerationInfo>>>;
+
+    /// Undo: makes the active rows exactly the rows that were active at generation `target`
+    /// (their bodies, metadata, kinds and order), as a new generation committed in one
+    /// transaction. The rows active now that were not active then are archived; the rows
+    /// active then that are archived now come back as new rows (copies that name their
+    /// origin) at their old places; rows active in both stay as they are. The archive is never
+    /// rewritten, so a restore can itself be undone by restoring the generation before it.
+    /// "Active at `target`" includes what was appended while the session was at `target`,
+    /// and excludes what was appended since.
+    ///
+    /// `expected` is the generation the caller's view of the session reflects: when the
+    /// session has moved on the restore is refused with [`StoreError::StaleGeneration`].
+    /// [`StoreError::UnknownGeneration`] when `target` is newer than the session,
+    /// [`StoreError::HistoryUnavailable`] when it is older than the session's recorded
+    /// history. On any error nothing changes. Restoring the current generation changes
+    /// nothing and writes no generation.
+    fn restore<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        target: u64,
+    ) -> BoxFuture<'a, Result<Restored>>;
 
     /// The session's durable compaction state.
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>>;
@@ -306,6 +336,38 @@ pub struct StoredRow {
     pub archived_at_ms: Option<i64>,
 }
 
+/// One generation of a session, as [`TranscriptStore::history`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GenerationInfo {
+    /// The generation.
+    pub generation: u64,
+    /// When it was written, unix milliseconds (`None` before schema version 4).
+    pub created_at_ms: Option<i64>,
+    /// What wrote it, with the tokens before and after when its writer knew them.
+    pub label: PassLabel,
+    /// For a restore, the generation it went back to.
+    pub restored_to: Option<u64>,
+    /// Rows it archived.
+    pub archived: u64,
+    /// Rows it inserted.
+    pub inserted: u64,
+    /// Whether [`TranscriptStore::restore`] can go back to it.
+    pub restorable: bool,
+}
+
+/// What [`TranscriptStore::restore`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Restored {
+    /// The session's generation after the restore (unchanged when nothing changed).
+    pub generation: u64,
+    /// Rows active before that the restore archived.
+    pub archived: u64,
+    /// Rows the restore made active again (as copies of the archived rows).
+    pub reactivated: u64,
+}
+
 /// Durable per-session compaction state, so anti-thrash survives a restart.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CompactionState {
@@ -318,7 +380,7 @@ pub struct CompactionState {
 }
 
 /// A one-shot fault for atomicity tests: armed with `inject_fault`, it makes the next
-/// `archive_and_compact` or `import_session` reaching that point fail there with
+/// `archive_and_compact`, `import_session` or `restore` reaching that point fail there with
 /// `StoreError::InjectedFault`.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -328,4 +390,6 @@ pub enum FaultPoint {
     AfterArchive,
     /// After an `import_session` inserted the session and its messages, before it commits.
     BeforeImportCommit,
+    /// After a `restore` archived the rows it replaces, before it re-activates the others.
+    AfterRestoreArchive,
 }

@@ -140,6 +140,11 @@ fn migrator() -> sqlx::migrate::Migrator {
             "search: CJK bigrams, index rebuilt",
             include_str!("../migrations/postgres/0003_cjk_bigrams.sql"),
         ),
+        (
+            4,
+            "history: archived generations, restore",
+            include_str!("../migrations/postgres/0004_history.sql"),
+        ),
     ])
 }
 

@@ -437,6 +437,7 @@ fn fault_code(point: FaultPoint) -> u8 {
     match point {
         FaultPoint::AfterArchive => 1,
         FaultPoint::BeforeImportCommit => 2,
+        FaultPoint::AfterRestoreArchive => 3,
     }
 }
 

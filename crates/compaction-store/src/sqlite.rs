@@ -179,6 +179,11 @@ fn migrator() -> sqlx::migrate::Migrator {
             "search: CJK bigrams, index rebuilt",
             include_str!("../migrations/sqlite/0003_cjk_bigrams.sql"),
         ),
+        (
+            4,
+            "history: archived generations, restore",
+            include_str!("../migrations/sqlite/0004_history.sql"),
+        ),
     ])
 }
 

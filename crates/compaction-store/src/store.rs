@@ -6,8 +6,8 @@ use compaction_core::Message;
 
 use crate::options::{Inner, StoreOptions};
 use crate::{
-    Backend, BoxFuture, Commit, CompactionState, FaultPoint, Result, RowId, SearchHit, SessionInfo,
-    StoreError, StoredRow, TranscriptStore,
+    Backend, BoxFuture, Commit, CompactionState, FaultPoint, GenerationInfo, Restored, Result,
+    RowId, SearchHit, SessionInfo, StoreError, StoredRow, TranscriptStore,
 };
 
 /// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
@@ -158,6 +158,19 @@ impl TranscriptStore for Store {
         commit: &'a mut Commit,
     ) -> BoxFuture<'a, Result<Vec<RowId>>> {
         self.inner().archive_and_compact(session, commit)
+    }
+
+    fn history<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<GenerationInfo>>> {
+        self.inner().history(session)
+    }
+
+    fn restore<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        target: u64,
+    ) -> BoxFuture<'a, Result<Restored>> {
+        self.inner().restore(session, expected, target)
     }
 
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>> {

@@ -25,6 +25,11 @@ impl TestBackend {
         Store::connect_with(&self.url, &self.options).await.unwrap()
     }
 
+    /// The URL and options this backend was opened with (for a child process).
+    pub fn connection(&self) -> (&str, &StoreOptions) {
+        (&self.url, &self.options)
+    }
+
     /// Drops the per-test PostgreSQL schema.
     pub async fn finish(self) {
         #[cfg(feature = "postgres")]

@@ -26,6 +26,7 @@ on_both_backends! {
         let mut c = Commit {
             generation: 0,
             splices: vec![CommitSplice { insert: vec![Message::user("x")], ..Default::default() }],
+            ..Default::default()
         };
         assert!(is_unknown(st.archive_and_compact("nope", &mut c).await));
         assert!(st.list_sessions().await.unwrap().is_empty(), "nothing was created");
@@ -67,25 +68,25 @@ on_both_backends! {
         let their_rows = snapshot(&st.load_all("theirs").await.unwrap());
         let splice = |archive: Vec<i64>| CommitSplice { archive, insert: vec![Message::user("s")], ..Default::default() };
         let cases: Vec<(Commit, Check)> = vec![
-            (Commit { generation: 1, splices: vec![splice(vec![theirs[1].row_id().unwrap()])] },
+            (Commit { generation: 1, splices: vec![splice(vec![theirs[1].row_id().unwrap()])], ..Default::default() },
              |e| matches!(e, StoreError::RowNotInSession { splice: 0, .. })),
-            (Commit { generation: 1, splices: vec![splice(vec![999_999])] },
+            (Commit { generation: 1, splices: vec![splice(vec![999_999])], ..Default::default() },
              |e| matches!(e, StoreError::RowNotInSession { row: 999_999, .. })),
-            (Commit { generation: 1, splices: vec![splice(vec![ours(1), archived])] },
+            (Commit { generation: 1, splices: vec![splice(vec![ours(1), archived])], ..Default::default() },
              |e| matches!(e, StoreError::RowNotActive { .. })),
-            (Commit { generation: 1, splices: vec![splice(vec![ours(5), ours(7)])] },
+            (Commit { generation: 1, splices: vec![splice(vec![ours(5), ours(7)])], ..Default::default() },
              |e| matches!(e, StoreError::NotContiguous { splice: 0 })),
-            (Commit { generation: 1, splices: vec![splice(vec![ours(6), ours(5)])] },
+            (Commit { generation: 1, splices: vec![splice(vec![ours(6), ours(5)])], ..Default::default() },
              |e| matches!(e, StoreError::NotContiguous { splice: 0 })),
-            (Commit { generation: 1, splices: vec![splice(vec![ours(7)]), splice(vec![ours(5)])] },
+            (Commit { generation: 1, splices: vec![splice(vec![ours(7)]), splice(vec![ours(5)])], ..Default::default() },
              |e| matches!(e, StoreError::SplicesOutOfOrder { splice: 1 })),
-            (Commit { generation: 1, splices: vec![CommitSplice { insert_after: Some(archived), insert: vec![Message::user("i")], ..Default::default() }] },
+            (Commit { generation: 1, splices: vec![CommitSplice { insert_after: Some(archived), insert: vec![Message::user("i")], ..Default::default() }], ..Default::default() },
              |e| matches!(e, StoreError::RowNotActive { .. })),
-            (Commit { generation: 1, splices: vec![CommitSplice::default(), CommitSplice::default()] },
+            (Commit { generation: 1, splices: vec![CommitSplice::default(), CommitSplice::default()], ..Default::default() },
              |e| matches!(e, StoreError::EmptyCommit)),
-            (Commit { generation: 1, splices: vec![] },
+            (Commit { generation: 1, splices: vec![], ..Default::default() },
              |e| matches!(e, StoreError::EmptyCommit)),
-            (Commit { generation: 0, splices: vec![splice(vec![ours(5)])] },
+            (Commit { generation: 0, splices: vec![splice(vec![ours(5)])], ..Default::default() },
              |e| matches!(e, StoreError::StaleGeneration { expected: 0, actual: 1, .. })),
         ];
         for (i, (mut commit, expected)) in cases.into_iter().enumerate() {

@@ -9,6 +9,7 @@ mod compact;
 mod concurrency;
 mod errors;
 mod failures;
+mod history;
 mod recall;
 mod roundtrip;
 mod state;

@@ -747,8 +747,9 @@ impl Compressor {
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
+        let label = pass_label(t, edit, self.counter.as_ref());
         let committed = async {
-            let mut commit = Commit::from_edit(p.generation, edit, t.messages())?;
+            let mut commit = Commit::from_edit(p.generation, edit, t.messages())?.with_label(label);
             let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
             p.generation += 1;
             if !stamp_edit(edit, &ids) {
@@ -867,4 +868,42 @@ pub fn batch_config(config: &Config) -> BatchConfig {
 /// date from its [`Clock`].
 pub fn today() -> String {
     SystemClock.today()
+}
+
+/// What the store's history records for a pass: its kind, read from the markers it writes (a
+/// batch marker: batch; a micro or progress marker: micro; none: prune), and the estimated
+/// tokens before and after.
+#[cfg(feature = "store")]
+fn pass_label(
+    t: &Transcript,
+    edit: &compaction_core::Edit,
+    counter: &dyn TokenCounter,
+) -> compaction_store::PassLabel {
+    use compaction_store::{GenerationKind, PassLabel};
+    let markers: Vec<MarkerKind> = edit
+        .splices
+        .iter()
+        .flat_map(|s| s.replacement.iter())
+        .filter_map(Message::marker_kind)
+        .collect();
+    let kind = if markers.contains(&MarkerKind::Batch) {
+        GenerationKind::Batch
+    } else if markers.is_empty() {
+        GenerationKind::Prune
+    } else {
+        GenerationKind::Micro
+    };
+    let before = t.current_tokens();
+    let removed: u64 = edit
+        .splices
+        .iter()
+        .map(|s| t.tokens_in(s.range.clone()))
+        .sum();
+    let added: u64 = edit
+        .splices
+        .iter()
+        .flat_map(|s| s.replacement.iter())
+        .map(|m| counter.count_message(m))
+        .sum();
+    PassLabel::new(kind).with_tokens(before, (before + added).saturating_sub(removed))
 }

@@ -190,6 +190,7 @@ pub(crate) async fn resync(
     let mut commit = Commit {
         generation: p.generation,
         splices,
+        label: compaction_store::PassLabel::new(compaction_store::GenerationKind::Resync),
     };
     let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
     p.generation += 1;

@@ -249,6 +249,13 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
         // Law 9: nothing lost.
         let all = store.load_all("s1").await.unwrap();
         assert!(all.len() >= 801);
+        // The store's history says what the pass was, with its estimated sizes.
+        let history = store.history("s1").await.unwrap();
+        let pass = &history[1].label;
+        assert_eq!(pass.kind, compaction_store::GenerationKind::Batch);
+        let (before, after) = (pass.tokens_before.unwrap(), pass.tokens_after.unwrap());
+        assert!(before > 16_000 && after < before / 2, "{before} -> {after}");
+        assert_eq!(after, t.current_tokens());
 
         // Another writer compacts first: our next pass is discarded, transcript unchanged.
         let mut other = store.load_active("s1").await.unwrap();

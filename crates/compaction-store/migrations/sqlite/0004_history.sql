@@ -1,0 +1,36 @@
+-- hermes-compaction session store, SQLite schema version 4: history and restore.
+--
+-- Every row now records the generation that archived it (`archived_generation`), so the rows
+-- active at any generation g are exactly those written at g or before and not archived by g:
+-- `generation <= g AND (active OR archived_generation > g)`. A restore re-activates such a set
+-- as copies (`origin_id` names the row each copy was made from); the archive is never
+-- rewritten.
+--
+-- hermes_generations records what made each generation: the pass kind, tokens before and
+-- after when the writer knew them, and for a restore the generation it went back to.
+--
+-- Rows archived before this migration carry no archived generation. Their generation is
+-- unknown, so a session's history starts where this migration found it (`history_from`):
+-- generations before it cannot be restored.
+
+ALTER TABLE hermes_messages ADD COLUMN archived_generation INTEGER;
+ALTER TABLE hermes_messages ADD COLUMN origin_id INTEGER;
+ALTER TABLE hermes_sessions ADD COLUMN history_from INTEGER NOT NULL DEFAULT 0;
+UPDATE hermes_sessions SET history_from = generation;
+
+-- The archived rows a restore to an older generation looks for.
+CREATE INDEX IF NOT EXISTS hermes_messages_archived_generation
+    ON hermes_messages (session_id, archived_generation) WHERE NOT active;
+
+CREATE TABLE IF NOT EXISTS hermes_generations (
+    session_id    TEXT NOT NULL REFERENCES hermes_sessions (id) ON DELETE CASCADE,
+    generation    INTEGER NOT NULL,
+    created_at    INTEGER NOT NULL,
+    kind          TEXT NOT NULL,
+    tokens_before INTEGER,
+    tokens_after  INTEGER,
+    restored_to   INTEGER,
+    archived      INTEGER NOT NULL,
+    inserted      INTEGER NOT NULL,
+    PRIMARY KEY (session_id, generation)
+);
