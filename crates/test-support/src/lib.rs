@@ -63,6 +63,7 @@ pub fn raw_fixtures_dir() -> Option<PathBuf> {
     }
     skip_or_fail(
         "HERMES_REQUIRE_SHARED",
+        Skip::Whole,
         &format!("skipped: raw agent logs not found at {}", dir.display()),
     );
     None
