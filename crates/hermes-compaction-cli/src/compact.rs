@@ -97,7 +97,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.input, "the input")?;
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.output, "the output")?;
     }
-    let _telemetry = args
+    let telemetry = args
         .telemetry
         .as_deref()
         .map(telemetry_to_file)
@@ -111,6 +111,9 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let rt = runtime()?;
     let report = rt.block_on(c.one_shot_with_focus(&mut t, mode, args.focus.clone()));
     check(&report, "nothing was written")?;
+    if let Some(telemetry) = telemetry {
+        telemetry.finish()?;
+    }
     write_atomically(&args.output, parse::to_jsonl(t.messages()).as_bytes())?;
     write_out(out, &summary_line(&report))
 }

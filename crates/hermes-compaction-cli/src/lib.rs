@@ -214,9 +214,17 @@ pub(crate) fn write_out(out: &mut dyn std::io::Write, text: &str) -> Result<()> 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed into
 /// place. On error nothing is created or overwritten. A file that is replaced keeps its
 /// permissions; a new file gets the default the umask gives (0644 under the usual 022), not
-/// the temporary file's private 0600.
+/// the temporary file's private 0600. A symbolic link is followed: the file it names is
+/// replaced and the link stays.
 pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
+    // A symbolic link stays a link: the file it points to is replaced (atomically, in the
+    // target's directory), not the link.
+    let target = link_target(path).map_err(|e| Error::Io {
+        what: format!("cannot follow the link {}", path.display()),
+        source: e,
+    })?;
+    let path = target.as_path();
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => PathBuf::from("."),
@@ -246,6 +254,25 @@ pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
     tmp.persist(path)
         .map_err(|e| io("cannot rename the temporary file to", e.error))?;
     Ok(())
+}
+
+/// Where writing `path` should go: `path` itself, or for a symbolic link (a chain of them
+/// included, dangling ones too) the file it finally names.
+fn link_target(path: &std::path::Path) -> std::io::Result<PathBuf> {
+    let mut current = path.to_owned();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&current) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let next = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if next.is_relative() => dir.join(next),
+                    _ => next,
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
 /// A current-thread tokio runtime (telemetry is captured per thread).

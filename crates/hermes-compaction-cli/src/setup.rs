@@ -53,9 +53,9 @@ pub fn build_summarizer(
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
 }
 
-/// Writes this thread's telemetry lines (target [`TARGET`], INFO) to `path` while the guard
-/// lives. The lines are the plain `tracing` format that `hermes-compaction report` reads.
-pub fn telemetry_to_file(path: &Path) -> Result<tracing::subscriber::DefaultGuard, Error> {
+/// Writes this thread's telemetry lines (target [`TARGET`], INFO) to `path` until the
+/// returned [`TelemetryFile`] is finished or dropped. The lines are the plain `tracing` format that `hermes-compaction report` reads.
+pub fn telemetry_to_file(path: &Path) -> Result<TelemetryFile, Error> {
     use tracing_subscriber::util::SubscriberInitExt;
     let file = File::create(path).map_err(|e| Error::Io {
         what: format!("cannot create the telemetry file {}", path.display()),
@@ -63,10 +63,95 @@ pub fn telemetry_to_file(path: &Path) -> Result<tracing::subscriber::DefaultGuar
     })?;
     let filter = tracing_subscriber::EnvFilter::try_new(format!("{TARGET}=info"))
         .map_err(|e| Error::Config(e.to_string()))?;
+    let file = Arc::new(Mutex::new(CheckedFile { file, error: None }));
     let subscriber = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false)
-        .with_writer(Mutex::new(file))
+        .with_writer(SharedFile(file.clone()))
         .finish();
-    Ok(subscriber.set_default())
+    Ok(TelemetryFile {
+        guard: Some(subscriber.set_default()),
+        file,
+        path: path.to_owned(),
+    })
+}
+
+/// The telemetry sink of a command: event lines go to a file while it is alive. Call
+/// [`TelemetryFile::finish`] when the passes are done: a line that could not be written (a
+/// full disk, a device that refuses writes) is then an error naming the file, so a run never
+/// reports success with its telemetry silently lost.
+#[derive(Debug)]
+pub struct TelemetryFile {
+    guard: Option<tracing::subscriber::DefaultGuard>,
+    file: Arc<Mutex<CheckedFile>>,
+    path: std::path::PathBuf,
+}
+
+impl TelemetryFile {
+    /// Stops collecting, flushes the file to disk and reports the first write failure.
+    pub fn finish(mut self) -> Result<(), Error> {
+        drop(self.guard.take());
+        let mut file = self
+            .file
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let synced = file.file.sync_all();
+        let error = file.error.take().map_or(synced, Err);
+        error.map_err(|e| Error::Io {
+            what: format!("cannot write the telemetry file {}", self.path.display()),
+            source: e,
+        })
+    }
+}
+
+/// A file that remembers its first write error (the logging layer drops errors).
+#[derive(Debug)]
+struct CheckedFile {
+    file: File,
+    error: Option<std::io::Error>,
+}
+
+impl std::io::Write for CheckedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // All or nothing per line: a short write would leave half an event in the log.
+        let result = self.file.write_all(buf).map(|()| buf.len());
+        if let Err(e) = &result
+            && self.error.is_none()
+        {
+            self.error = Some(std::io::Error::new(e.kind(), e.to_string()));
+        }
+        result
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A writer handed to the logging layer: one lock of the shared checked file per line.
+#[derive(Debug, Clone)]
+struct SharedFile(Arc<Mutex<CheckedFile>>);
+
+impl std::io::Write for SharedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .flush()
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SharedFile {
+    type Writer = SharedFile;
+
+    fn make_writer(&'a self) -> SharedFile {
+        self.clone()
+    }
 }

@@ -121,7 +121,9 @@ fn session_micro_whose_commit_is_stale_exits_1() {
         "{stderr}"
     );
     assert!(stderr.contains("stale generation"), "{stderr}");
-    assert!(stderr.contains("generation 0->1"), "{stderr}");
+    // What this run committed (nothing: its first pass lost the race), not the generation the
+    // other writer reached.
+    assert!(stderr.contains("generation 0->0"), "{stderr}");
 }
 
 fn compact_to(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
@@ -161,6 +163,82 @@ fn output_files_keep_their_mode_and_new_ones_get_the_umask_default() {
     let o = compact_to(&input, &fresh, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
     assert_eq!(mode(&fresh), mode(&reference));
+}
+
+/// A symbolic link as `--output` stays a link (relative, absolute, chained, dangling): the
+/// file it names gets the compacted transcript.
+#[cfg(unix)]
+#[test]
+fn a_symlinked_output_keeps_its_link() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    let target = real.join("target.jsonl");
+    std::fs::write(&target, "old\n").unwrap();
+    let relative = dir.path().join("relative.jsonl");
+    symlink("real/target.jsonl", &relative).unwrap();
+    let absolute = dir.path().join("absolute.jsonl");
+    symlink(&target, &absolute).unwrap();
+    let chained = dir.path().join("chained.jsonl");
+    symlink("relative.jsonl", &chained).unwrap();
+    for link in [&relative, &absolute, &chained] {
+        std::fs::write(&target, "old\n").unwrap();
+        let o = compact_to(&input, link, &[]);
+        assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+        assert!(
+            std::fs::symlink_metadata(link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        let written = std::fs::read_to_string(&target).unwrap();
+        assert!(
+            written.starts_with("{\"role\""),
+            "{link:?} wrote {written:.40}"
+        );
+    }
+    let dangling = dir.path().join("dangling.jsonl");
+    symlink("real/new.jsonl", &dangling).unwrap();
+    let o = compact_to(&input, &dangling, &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    assert!(
+        std::fs::symlink_metadata(&dangling)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(real.join("new.jsonl").is_file());
+    // No temporary file left behind anywhere.
+    for d in [dir.path(), real.as_path()] {
+        for e in std::fs::read_dir(d).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            assert!(!name.starts_with(".hermes-compaction-"), "{name}");
+        }
+    }
+}
+
+/// A telemetry file that cannot be written (a full disk: `/dev/full`) fails the run, exit 1,
+/// naming the file, and the output is not written.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_telemetry_file_that_cannot_be_written_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let out = dir.path().join("out.jsonl");
+    let o = compact_to(
+        &input,
+        &out,
+        &["--mode", "batch", "--telemetry", "/dev/full"],
+    );
+    let stderr = texts(&o).1;
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("cannot write the telemetry file /dev/full"),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "no output after a telemetry failure");
 }
 
 #[test]
