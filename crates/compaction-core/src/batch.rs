@@ -297,11 +297,15 @@ pub fn plan_batch(
             .saturating_add(ledger_tokens);
         jobs.push(job);
     }
-    if !r.turn_middle.is_empty() && (jobs.is_empty() || estimate > low_water) {
+    let turn_middle = r.rewritable_turn_middle();
+    let turn_has_news = turn_middle
+        .clone()
+        .any(|i| marker::classify(&t.messages()[i]).is_none());
+    if turn_has_news && (jobs.is_empty() || estimate > low_water) {
         jobs.push(job(
             t,
             &plan.prune,
-            r.turn_middle.clone(),
+            turn_middle,
             MarkerKind::Progress,
             focus,
             cfg,
@@ -406,20 +410,34 @@ pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Rol
 fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
     // Find the largest span of the middle, cut on unit boundaries, around which a marker role
     // fits without creating a same-role pair: shrink the end first (moving whole units into the
-    // kept tail side), then, if nothing fits, keep leading units verbatim as well.
+    // kept tail side), then, if nothing fits, keep leading units verbatim as well. A span that
+    // reaches more of the middle's older summaries wins over a longer one, so an older summary
+    // at an edge is folded into the new one rather than left beside it. The span ends before
+    // the last reply the user saw ([`Regions::rewritable_middle`]).
     let msgs = t.messages();
-    let unit_starts: Vec<usize> = groups::units(msgs, r.middle.clone())
+    let middle = r.rewritable_middle();
+    let markers: Vec<usize> = middle
+        .clone()
+        .filter(|&i| marker::classify(&msgs[i]).is_some())
+        .collect();
+    let covered = |x: &Range<usize>| markers.iter().filter(|&&i| x.contains(&i)).count();
+    let unit_starts: Vec<usize> = groups::units(msgs, middle.clone())
         .into_iter()
         .map(|u| u.start)
         .collect();
-    let mut best: Option<Range<usize>> = None;
+    let mut best: Option<(usize, Range<usize>)> = None;
     for &start in &unit_starts {
         let prev = start.checked_sub(1).map(|i| &msgs[i]);
-        let mut end = r.middle.end;
+        let mut end = middle.end;
         while end > start {
             if marker_role(prev, msgs.get(end)).is_some() {
-                if best.as_ref().is_none_or(|b| end - start > b.len()) {
-                    best = Some(start..end);
+                let span = start..end;
+                let key = covered(&span);
+                if best
+                    .as_ref()
+                    .is_none_or(|(k, b)| (key, span.len()) > (*k, b.len()))
+                {
+                    best = Some((key, span));
                 }
                 break;
             }
@@ -429,14 +447,18 @@ fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
                 end - 1
             };
         }
+        let left = markers.iter().filter(|&&i| i >= start).count();
         if best
             .as_ref()
-            .is_some_and(|b| b.len() >= r.middle.end - start)
+            .is_some_and(|(k, b)| b.len() >= middle.end - start && *k >= left)
         {
             break;
         }
     }
-    best
+    // Nothing new to fold: a span of summaries alone would cost a summarizer call for a
+    // summary of a summary.
+    best.map(|(_, b)| b)
+        .filter(|b| b.clone().any(|i| marker::classify(&msgs[i]).is_none()))
 }
 
 fn job(
@@ -466,6 +488,17 @@ fn job(
                 if !text.trim().is_empty() {
                     previous.push(text.to_owned());
                 }
+            }
+            // A message Hermes Agent merged its summary into keeps its own text before the
+            // summary: carried into the update, not lost with the marker.
+            if let Some((prior, _)) = marker::split_merged(&m.text())
+                && !prior.is_empty()
+            {
+                previous.push(format!(
+                    "Earlier message kept with that summary ({}): {}",
+                    m.role(),
+                    crate::redact::redact(prior)
+                ));
             }
         } else if cfg.ledger_max_tokens > 0 {
             ledger.observe(original);
