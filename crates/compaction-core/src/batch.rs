@@ -129,6 +129,12 @@ pub struct SummaryJob {
     /// The files and commands of the span (with the ledgers of the summaries inside it),
     /// attached to the summary by [`assemble`]; `previous_summary` comes without them.
     pub ledger: Ledger,
+    /// The size to ask of the summarizer, in tokens: [`BatchConfig::summary_budget_tokens`],
+    /// or less when the window leaves less room, so the pass lands under the threshold.
+    pub budget_tokens: u64,
+    /// The bound of the ledger [`assemble`] attaches, in tokens:
+    /// [`BatchConfig::ledger_max_tokens`], or less when the window leaves less room.
+    pub ledger_max_tokens: u64,
 }
 
 /// A batch plan for one transcript.
@@ -277,7 +283,8 @@ pub fn plan_batch(
     // Summarize: the middle, and the older part of a long turn when one summary is not enough.
     let focus = req.focus.clone().or_else(|| derive_focus(t));
     let mut jobs = Vec::new();
-    let mut estimate = plan.tokens_after_prune;
+    // What the pass keeps besides its summaries (scaled), as the jobs are chosen.
+    let mut kept = plan.tokens_after_prune;
     if let Some(middle) = batch_range(t, &r) {
         let job = job(
             t,
@@ -287,21 +294,29 @@ pub fn plan_batch(
             focus.clone(),
             cfg,
         );
-        let ledger_tokens = job
-            .ledger
-            .render(cfg.ledger_max_tokens)
-            .map_or(0, |s| counter.count_text(&s));
-        estimate = estimate
-            .saturating_sub(scaled(pruned_tokens(t, &plan.prune, middle, counter)))
-            .saturating_add(cfg.summary_budget_tokens)
-            .saturating_add(ledger_tokens);
+        kept = kept.saturating_sub(scaled(pruned_tokens(t, &plan.prune, middle, counter)));
         jobs.push(job);
     }
+    // One summary at full size: is it enough?
+    let estimate_full = kept
+        .saturating_add(jobs.len() as u64 * cfg.summary_budget_tokens)
+        .saturating_add(
+            jobs.iter()
+                .filter_map(|j| j.ledger.render(cfg.ledger_max_tokens))
+                .map(|s| counter.count_text(&s))
+                .sum::<u64>(),
+        );
     let turn_middle = r.rewritable_turn_middle();
     let turn_has_news = turn_middle
         .clone()
         .any(|i| marker::classify(&t.messages()[i]).is_none());
-    if turn_has_news && (jobs.is_empty() || estimate > low_water) {
+    if turn_has_news && (jobs.is_empty() || estimate_full > low_water) {
+        kept = kept.saturating_sub(scaled(pruned_tokens(
+            t,
+            &plan.prune,
+            turn_middle.clone(),
+            counter,
+        )));
         jobs.push(job(
             t,
             &plan.prune,
@@ -311,6 +326,7 @@ pub fn plan_batch(
             cfg,
         ));
     }
+    size_jobs(&mut jobs, kept, low_water, scale, cfg, counter);
     plan.step = if !jobs.is_empty() {
         BatchStep::Summarize(jobs)
     } else if has_prune {
@@ -534,6 +550,8 @@ fn job(
         // Redacted like the material: deterministic summarizers read these.
         messages: chosen.iter().map(crate::redact::redact_message).collect(),
         ledger,
+        budget_tokens: cfg.summary_budget_tokens,
+        ledger_max_tokens: cfg.ledger_max_tokens,
     }
 }
 
@@ -545,7 +563,7 @@ fn summary_splices(
 ) -> Vec<Splice> {
     let body = job
         .ledger
-        .attach(&crate::redact::redact(body), cfg.ledger_max_tokens);
+        .attach(&crate::redact::redact(body), job.ledger_max_tokens);
     let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
     let next = msgs.get(job.range.end);
     let role = match job.kind {
@@ -582,6 +600,46 @@ fn summary_splices(
             range: job.range.clone(),
             replacement: vec![marker::render(job.kind, Role::Assistant, &body)],
         }],
+    }
+}
+
+/// The smallest summary budget a job is given, however little room the window leaves.
+pub const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
+
+/// Sizes each job's summary budget and ledger bound so the pass lands at or below the
+/// low-water mark when that is possible: the room the kept messages leave under it (minus
+/// each marker's fixed text) is shared by the jobs, a third at most for the ledger, and
+/// neither exceeds its configured size ([`BatchConfig::summary_budget_tokens`],
+/// [`BatchConfig::ledger_max_tokens`]) nor the budget falls below
+/// [`MIN_SUMMARY_BUDGET_TOKENS`]. Large windows therefore get the configured sizes; a tiny
+/// window gets summaries that fit it.
+fn size_jobs(
+    jobs: &mut [SummaryJob],
+    kept: u64,
+    low_water: u64,
+    scale: f64,
+    cfg: &BatchConfig,
+    counter: &dyn TokenCounter,
+) {
+    if jobs.is_empty() {
+        return;
+    }
+    let overhead = |kind: MarkerKind| {
+        counter.count_message(&marker::render(kind, Role::User, marker::RECALL_NOTE))
+    };
+    let overheads: u64 = jobs.iter().map(|j| overhead(j.kind)).sum();
+    let room = (low_water.saturating_sub(kept) as f64 / scale.max(f64::MIN_POSITIVE)) as u64;
+    let share = room.saturating_sub(overheads) / jobs.len() as u64;
+    for j in jobs.iter_mut() {
+        j.ledger_max_tokens = cfg.ledger_max_tokens.min(share / 3);
+        let ledger = j
+            .ledger
+            .render(j.ledger_max_tokens)
+            .map_or(0, |s| counter.count_text(&s));
+        j.budget_tokens = share.saturating_sub(ledger).clamp(
+            MIN_SUMMARY_BUDGET_TOKENS,
+            cfg.summary_budget_tokens.max(MIN_SUMMARY_BUDGET_TOKENS),
+        );
     }
 }
 
