@@ -131,6 +131,12 @@ pub struct SummaryJob {
     /// The files and commands of the span (with the ledgers of the summaries inside it),
     /// attached to the summary by [`assemble`]; `previous_summary` comes without them.
     pub ledger: Ledger,
+    /// The size to ask of the summarizer, in tokens: [`BatchConfig::summary_budget_tokens`],
+    /// or less when the window leaves less room, so the pass lands under the threshold.
+    pub budget_tokens: u64,
+    /// The bound of the ledger [`assemble`] attaches, in tokens:
+    /// [`BatchConfig::ledger_max_tokens`], or less when the window leaves less room.
+    pub ledger_max_tokens: u64,
 }
 
 /// A batch plan for one transcript.
@@ -286,7 +292,8 @@ pub fn plan_batch(
         .map(|f| material::cut_middle(f, MAX_FOCUS_CHARS))
         .or_else(|| derive_focus(t));
     let mut jobs = Vec::new();
-    let mut estimate = plan.tokens_after_prune;
+    // What the pass keeps besides its summaries (scaled), as the jobs are chosen.
+    let mut kept = plan.tokens_after_prune;
     if let Some(middle) = batch_range(t, &r) {
         let job = job(
             t,
@@ -296,26 +303,39 @@ pub fn plan_batch(
             focus.clone(),
             cfg,
         );
-        let ledger_tokens = job
-            .ledger
-            .render(cfg.ledger_max_tokens)
-            .map_or(0, |s| counter.count_text(&s));
-        estimate = estimate
-            .saturating_sub(scaled(pruned_tokens(t, &plan.prune, middle, counter)))
-            .saturating_add(cfg.summary_budget_tokens)
-            .saturating_add(ledger_tokens);
+        kept = kept.saturating_sub(scaled(pruned_tokens(t, &plan.prune, middle, counter)));
         jobs.push(job);
     }
-    if !r.turn_middle.is_empty() && (jobs.is_empty() || estimate > low_water) {
+    // One summary at full size: is it enough?
+    let estimate_full = kept
+        .saturating_add(jobs.len() as u64 * cfg.summary_budget_tokens)
+        .saturating_add(
+            jobs.iter()
+                .filter_map(|j| j.ledger.render(cfg.ledger_max_tokens))
+                .map(|s| counter.count_text(&s))
+                .sum::<u64>(),
+        );
+    let turn_middle = r.rewritable_turn_middle();
+    let turn_has_news = turn_middle
+        .clone()
+        .any(|i| marker::classify(&t.messages()[i]).is_none());
+    if turn_has_news && (jobs.is_empty() || estimate_full > low_water) {
+        kept = kept.saturating_sub(scaled(pruned_tokens(
+            t,
+            &plan.prune,
+            turn_middle.clone(),
+            counter,
+        )));
         jobs.push(job(
             t,
             &plan.prune,
-            r.turn_middle.clone(),
+            turn_middle,
             MarkerKind::Progress,
             focus,
             cfg,
         ));
     }
+    size_jobs(&mut jobs, kept, low_water, scale, cfg, counter);
     plan.step = if !jobs.is_empty() {
         BatchStep::Summarize(jobs)
     } else if has_prune {
@@ -415,20 +435,34 @@ pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Rol
 fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
     // Find the largest span of the middle, cut on unit boundaries, around which a marker role
     // fits without creating a same-role pair: shrink the end first (moving whole units into the
-    // kept tail side), then, if nothing fits, keep leading units verbatim as well.
+    // kept tail side), then, if nothing fits, keep leading units verbatim as well. A span that
+    // reaches more of the middle's older summaries wins over a longer one, so an older summary
+    // at an edge is folded into the new one rather than left beside it. The span ends before
+    // the last reply the user saw ([`Regions::rewritable_middle`]).
     let msgs = t.messages();
-    let unit_starts: Vec<usize> = groups::units(msgs, r.middle.clone())
+    let middle = r.rewritable_middle();
+    let markers: Vec<usize> = middle
+        .clone()
+        .filter(|&i| marker::classify(&msgs[i]).is_some())
+        .collect();
+    let covered = |x: &Range<usize>| markers.iter().filter(|&&i| x.contains(&i)).count();
+    let unit_starts: Vec<usize> = groups::units(msgs, middle.clone())
         .into_iter()
         .map(|u| u.start)
         .collect();
-    let mut best: Option<Range<usize>> = None;
+    let mut best: Option<(usize, Range<usize>)> = None;
     for &start in &unit_starts {
         let prev = start.checked_sub(1).map(|i| &msgs[i]);
-        let mut end = r.middle.end;
+        let mut end = middle.end;
         while end > start {
             if marker_role(prev, msgs.get(end)).is_some() {
-                if best.as_ref().is_none_or(|b| end - start > b.len()) {
-                    best = Some(start..end);
+                let span = start..end;
+                let key = covered(&span);
+                if best
+                    .as_ref()
+                    .is_none_or(|(k, b)| (key, span.len()) > (*k, b.len()))
+                {
+                    best = Some((key, span));
                 }
                 break;
             }
@@ -438,14 +472,18 @@ fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
                 end - 1
             };
         }
+        let left = markers.iter().filter(|&&i| i >= start).count();
         if best
             .as_ref()
-            .is_some_and(|b| b.len() >= r.middle.end - start)
+            .is_some_and(|(k, b)| b.len() >= middle.end - start && *k >= left)
         {
             break;
         }
     }
-    best
+    // Nothing new to fold: a span of summaries alone would cost a summarizer call for a
+    // summary of a summary.
+    best.map(|(_, b)| b)
+        .filter(|b| b.clone().any(|i| marker::classify(&msgs[i]).is_none()))
 }
 
 fn job(
@@ -475,6 +513,17 @@ fn job(
                 if !text.trim().is_empty() {
                     previous.push(text.to_owned());
                 }
+            }
+            // A message Hermes Agent merged its summary into keeps its own text before the
+            // summary: carried into the update, not lost with the marker.
+            if let Some((prior, _)) = marker::split_merged(&m.text())
+                && !prior.is_empty()
+            {
+                previous.push(format!(
+                    "Earlier message kept with that summary ({}): {}",
+                    m.role(),
+                    crate::redact::redact(prior)
+                ));
             }
         } else if cfg.ledger_max_tokens > 0 {
             ledger.observe(original);
@@ -510,6 +559,8 @@ fn job(
         // Redacted like the material: deterministic summarizers read these.
         messages: chosen.iter().map(crate::redact::redact_message).collect(),
         ledger,
+        budget_tokens: cfg.summary_budget_tokens,
+        ledger_max_tokens: cfg.ledger_max_tokens,
     }
 }
 
@@ -521,7 +572,7 @@ fn summary_splices(
 ) -> Vec<Splice> {
     let body = job
         .ledger
-        .attach(&crate::redact::redact(body), cfg.ledger_max_tokens);
+        .attach(&crate::redact::redact(body), job.ledger_max_tokens);
     let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
     let next = msgs.get(job.range.end);
     let role = match job.kind {
@@ -558,6 +609,46 @@ fn summary_splices(
             range: job.range.clone(),
             replacement: vec![marker::render(job.kind, Role::Assistant, &body)],
         }],
+    }
+}
+
+/// The smallest summary budget a job is given, however little room the window leaves.
+pub const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
+
+/// Sizes each job's summary budget and ledger bound so the pass lands at or below the
+/// low-water mark when that is possible: the room the kept messages leave under it (minus
+/// each marker's fixed text) is shared by the jobs, a third at most for the ledger, and
+/// neither exceeds its configured size ([`BatchConfig::summary_budget_tokens`],
+/// [`BatchConfig::ledger_max_tokens`]) nor the budget falls below
+/// [`MIN_SUMMARY_BUDGET_TOKENS`]. Large windows therefore get the configured sizes; a tiny
+/// window gets summaries that fit it.
+fn size_jobs(
+    jobs: &mut [SummaryJob],
+    kept: u64,
+    low_water: u64,
+    scale: f64,
+    cfg: &BatchConfig,
+    counter: &dyn TokenCounter,
+) {
+    if jobs.is_empty() {
+        return;
+    }
+    let overhead = |kind: MarkerKind| {
+        counter.count_message(&marker::render(kind, Role::User, marker::RECALL_NOTE))
+    };
+    let overheads: u64 = jobs.iter().map(|j| overhead(j.kind)).sum();
+    let room = (low_water.saturating_sub(kept) as f64 / scale.max(f64::MIN_POSITIVE)) as u64;
+    let share = room.saturating_sub(overheads) / jobs.len() as u64;
+    for j in jobs.iter_mut() {
+        j.ledger_max_tokens = cfg.ledger_max_tokens.min(share / 3);
+        let ledger = j
+            .ledger
+            .render(j.ledger_max_tokens)
+            .map_or(0, |s| counter.count_text(&s));
+        j.budget_tokens = share.saturating_sub(ledger).clamp(
+            MIN_SUMMARY_BUDGET_TOKENS,
+            cfg.summary_budget_tokens.max(MIN_SUMMARY_BUDGET_TOKENS),
+        );
     }
 }
 

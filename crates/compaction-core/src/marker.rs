@@ -7,7 +7,10 @@
 //! [`parse_body`] returns exactly the body that [`render_text`] was given.
 //!
 //! Summaries written by Hermes Agent (text starting `[CONTEXT COMPACTION` or the legacy
-//! `[CONTEXT SUMMARY]:`) are recognised as batch markers so such a transcript can be resumed.
+//! `[CONTEXT SUMMARY]:`) are recognised as batch markers so such a transcript can be resumed,
+//! and so is a summary Hermes Agent merged into a kept message: the message's own text
+//! wrapped in `[PRIOR CONTEXT — …]` and ended by [`MERGED_DELIMITER`], then the summary
+//! ([`split_merged`] separates the two).
 
 use crate::message::{Content, MarkerKind, Message, Part, Role};
 
@@ -18,10 +21,28 @@ pub const END_LINE: &str = "[END OF CONTEXT SUMMARY]";
 /// The fixed preamble.
 pub const PREAMBLE: &str = "This message is reference material, not an instruction: it summarizes \
 earlier parts of this conversation that were compacted to save space. Do not act on anything in \
-it by itself. The most recent user message after this summary is the active task.";
+it by itself. The most recent user message with text after this summary is the active task.";
+
+/// Preambles of earlier releases: markers they wrote still parse to the same body.
+pub const LEGACY_PREAMBLES: [&str; 1] = [
+    "This message is reference material, not an instruction: it summarizes earlier parts of \
+this conversation that were compacted to save space. Do not act on anything in it by itself. \
+The most recent user message after this summary is the active task.",
+];
 
 /// Text prefixes of summaries written by Hermes Agent.
 pub const FOREIGN_PREFIXES: [&str; 2] = ["[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:"];
+
+/// How Hermes Agent opens a message into which it merged a summary (the message's own text
+/// follows, then [`MERGED_DELIMITER`], then the summary).
+pub const MERGED_HEADER: &str = "[PRIOR CONTEXT — for reference only; not a new message]";
+
+/// The line after which Hermes Agent's merged summary starts.
+pub const MERGED_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]";
+
+/// The line Hermes Agent ends its summaries with.
+pub const FOREIGN_END_LINE: &str =
+    "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---";
 
 /// Bytes of leading text that decide a classification: the longest header plus its `]`.
 const LONGEST_PREFIX: usize = HEADER_PREFIX.len() + "progress]".len();
@@ -39,7 +60,11 @@ fn header(kind: MarkerKind) -> String {
 }
 
 fn prefix(kind: MarkerKind) -> String {
-    format!("{}\n{PREAMBLE}\n\n{}\n", header(kind), heading(kind))
+    prefix_with(kind, PREAMBLE)
+}
+
+fn prefix_with(kind: MarkerKind, preamble: &str) -> String {
+    format!("{}\n{preamble}\n\n{}\n", header(kind), heading(kind))
 }
 
 /// The marker text for a body.
@@ -70,7 +95,12 @@ pub fn classify(m: &Message) -> Option<MarkerKind> {
     match m.content() {
         Some(Content::Text(s)) => classify_text(s),
         Some(Content::Parts(parts)) => match parts.iter().find_map(Part::text) {
-            Some(first) if first.len() >= LONGEST_PREFIX => classify_text(first),
+            Some(first)
+                if first.len() >= LONGEST_PREFIX
+                    && !first.trim_start().starts_with(MERGED_HEADER) =>
+            {
+                classify_text(first)
+            }
             Some(_) => classify_text(&m.text()),
             None => None,
         },
@@ -88,10 +118,49 @@ pub fn classify_text(text: &str) -> Option<MarkerKind> {
         }
         return None;
     }
-    FOREIGN_PREFIXES
-        .iter()
-        .any(|p| text.starts_with(p))
-        .then_some(MarkerKind::Batch)
+    // Only a message that opens with Hermes Agent's wrapper is searched for a merged summary,
+    // so classifying ordinary text stays a look at its first characters.
+    let lead = text.trim_start();
+    let foreign = FOREIGN_PREFIXES.iter().any(|p| lead.starts_with(p))
+        || (lead.starts_with(MERGED_HEADER) && split_merged(lead).is_some());
+    foreign.then_some(MarkerKind::Batch)
+}
+
+/// Splits a message into which Hermes Agent merged its summary: `(prior, summary)`, where
+/// `prior` is the message's own text (without the [`MERGED_HEADER`] wrapper) and `summary` the
+/// Hermes summary after [`MERGED_DELIMITER`]. `None` unless the delimiter starts a line and
+/// is followed by a Hermes summary prefix, so text that merely mentions it is no marker.
+///
+/// ```
+/// use compaction_core::marker::{self, MERGED_DELIMITER, MERGED_HEADER};
+/// use compaction_core::{MarkerKind, Message};
+///
+/// let text = format!(
+///     "{MERGED_HEADER}\nplease also update the docs\n\n{MERGED_DELIMITER}\n\n\
+///      [CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted.\nGoal: ship it"
+/// );
+/// let (prior, _summary) = marker::split_merged(&text).unwrap();
+/// assert_eq!(prior, "please also update the docs");
+/// let m = Message::user(text.clone());
+/// assert_eq!(marker::classify(&m), Some(MarkerKind::Batch));
+/// assert_eq!(marker::parse_body(&m).as_deref(), Some("Goal: ship it"));
+/// ```
+pub fn split_merged(text: &str) -> Option<(&str, &str)> {
+    let mut from = 0;
+    while let Some(found) = text[from..].find(MERGED_DELIMITER) {
+        let at = from + found;
+        from = at + MERGED_DELIMITER.len();
+        if at > 0 && !text[..at].ends_with('\n') {
+            continue;
+        }
+        let summary = text[from..].trim_start();
+        if FOREIGN_PREFIXES.iter().any(|p| summary.starts_with(p)) {
+            let prior = text[..at].trim_start();
+            let prior = prior.strip_prefix(MERGED_HEADER).unwrap_or(prior);
+            return Some((prior.trim(), summary));
+        }
+    }
+    None
 }
 
 /// The body of a marker: exactly what [`render_text`] was given for markers written here; for
@@ -99,16 +168,25 @@ pub fn classify_text(text: &str) -> Option<MarkerKind> {
 pub fn parse_body(m: &Message) -> Option<String> {
     let text = m.text();
     let kind = classify(m)?;
-    let p = prefix(kind);
-    if let Some(rest) = text.strip_prefix(p.as_str()) {
-        let end = format!("\n{END_LINE}");
-        return Some(rest.strip_suffix(end.as_str()).unwrap_or(rest).to_owned());
+    for preamble in std::iter::once(PREAMBLE).chain(LEGACY_PREAMBLES) {
+        let p = prefix_with(kind, preamble);
+        if let Some(rest) = text.strip_prefix(p.as_str()) {
+            let end = format!("\n{END_LINE}");
+            return Some(rest.strip_suffix(end.as_str()).unwrap_or(rest).to_owned());
+        }
     }
-    if FOREIGN_PREFIXES.iter().any(|f| text.starts_with(f)) {
-        return Some(match text.split_once('\n') {
-            Some((_, rest)) => rest.to_owned(),
-            None => String::new(),
-        });
+    let foreign = match split_merged(&text) {
+        Some((_, summary)) => summary,
+        None => text.trim_start(),
+    };
+    if FOREIGN_PREFIXES.iter().any(|f| foreign.starts_with(f)) {
+        let body = match foreign.split_once('\n') {
+            Some((_, rest)) => rest,
+            None => "",
+        };
+        let body = body.trim_end();
+        let body = body.strip_suffix(FOREIGN_END_LINE).unwrap_or(body);
+        return Some(body.trim().to_owned());
     }
     None
 }

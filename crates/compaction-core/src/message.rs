@@ -742,7 +742,14 @@ impl Message {
 
     /// Whether the content carries any non-whitespace text.
     pub fn has_visible_text(&self) -> bool {
-        !self.text().trim().is_empty()
+        match &self.b.content {
+            Some(Content::Text(s)) => !s.trim().is_empty(),
+            Some(Content::Parts(parts)) => parts
+                .iter()
+                .filter_map(Part::text)
+                .any(|t| !t.trim().is_empty()),
+            _ => false,
+        }
     }
 
     /// Replaces the content (`None` removes the key).

@@ -668,8 +668,9 @@ pub fn plan_micro(
         return plan;
     }
 
-    // Step 3: the oldest whole exchange at or after the cursor.
-    let Some(first) = next_micro_exchange(msgs, r.middle.clone(), resolved.cursor) else {
+    // Step 3: the oldest whole exchange at or after the cursor (before the last reply the user
+    // saw, which stays verbatim).
+    let Some(first) = next_micro_exchange(msgs, r.rewritable_middle(), resolved.cursor) else {
         plan.resolved = Some(resolved);
         return plan;
     };
@@ -707,7 +708,7 @@ pub fn plan_micro(
     if cfg.min_reclaim_tokens > 0 {
         while reclaim(&ranges) < cfg.min_reclaim_tokens as i64 {
             let from = ranges.last().map_or(resolved.cursor, |x| x.end);
-            match next_micro_exchange(msgs, r.middle.clone(), from) {
+            match next_micro_exchange(msgs, r.rewritable_middle(), from) {
                 Some(next) => ranges.push(next),
                 None => {
                     plan.step = MicroStep::Gated {
@@ -796,7 +797,8 @@ pub fn plan_turn_progress(
     let (previous, previous_ledger) = split_summary(previous_body.as_deref());
     plan.rolling_summary_tokens = previous.as_deref().map_or(0, |s| counter.count_text(s));
     let start = progress.map_or(u + 1, |p| p + 1);
-    let end_limit = r.turn_middle.end;
+    // The last reply the user saw stays verbatim: absorption stops before it.
+    let end_limit = r.rewritable_turn_middle().end;
 
     let next_unit = |from: usize| -> Option<Range<usize>> {
         if from >= end_limit || marker::classify(&msgs[from]).is_some() || msgs[from].is_user() {

@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use crate::message::{MarkerKind, Message};
 use crate::transcript::{Transcript, groups};
 
 /// How the compaction threshold is derived from the model's window.
@@ -29,6 +30,8 @@ pub struct WindowConfig {
     pub threshold_floor_tokens: u64,
     /// When the floor would swallow the window, the threshold is this fraction of it. Default 0.85.
     pub floor_cap_percent: f64,
+    /// Absolute cap of the threshold in tokens, whatever the window (0: no cap). Default 0.
+    pub threshold_cap_tokens: u64,
 }
 
 impl Default for WindowConfig {
@@ -41,6 +44,7 @@ impl Default for WindowConfig {
             small_window_min_percent: 0.75,
             threshold_floor_tokens: 64_000,
             floor_cap_percent: 0.85,
+            threshold_cap_tokens: 0,
         }
     }
 }
@@ -60,7 +64,8 @@ impl WindowConfig {
             .saturating_sub(self.output_reserve_tokens)
     }
 
-    /// The threshold in tokens (spec section 4, "Trigger").
+    /// The threshold in tokens (spec section 4, "Trigger"), never above
+    /// [`threshold_cap_tokens`](Self::threshold_cap_tokens) when that is set.
     pub fn threshold_tokens(&self) -> u64 {
         let w = self.effective_window() as f64;
         let mut pct = self.threshold_percent;
@@ -70,7 +75,11 @@ impl WindowConfig {
         let by_pct = w * pct;
         let cap = w * self.floor_cap_percent;
         let floor = (self.threshold_floor_tokens as f64).min(cap);
-        by_pct.max(floor).floor() as u64
+        let threshold = by_pct.max(floor).floor() as u64;
+        match self.threshold_cap_tokens {
+            0 => threshold,
+            cap => threshold.min(cap),
+        }
     }
 }
 
@@ -86,6 +95,9 @@ pub struct RegionConfig {
     pub tail_ratio: f64,
     /// How far past the budget the tail may stretch to keep a tool group whole. Default 1.5.
     pub tail_soft_ceiling: f64,
+    /// The tail reaches back to hold at least this many real user requests verbatim (0: only
+    /// the latest, which is always kept). Default 0.
+    pub min_tail_user_messages: usize,
 }
 
 impl Default for RegionConfig {
@@ -95,6 +107,7 @@ impl Default for RegionConfig {
             protect_last_n: 6,
             tail_ratio: 0.2,
             tail_soft_ceiling: 1.5,
+            min_tail_user_messages: 0,
         }
     }
 }
@@ -120,12 +133,36 @@ pub struct Regions {
     pub turn_middle: Range<usize>,
     /// The protected recent messages.
     pub tail: Range<usize>,
+    /// The last assistant reply the user saw (visible text, no tool calls, not a summary) when
+    /// it lies in `middle` or `turn_middle`. It is kept verbatim in place: passes rewrite only
+    /// what lies before it in its region ([`rewritable_middle`](Self::rewritable_middle),
+    /// [`rewritable_turn_middle`](Self::rewritable_turn_middle)); pruning never touches it (it
+    /// has no tool call and is no tool output).
+    pub reply: Option<usize>,
 }
 
 impl Regions {
     /// Whether the active turn was split (spec section 4a).
     pub fn is_split_turn(&self) -> bool {
         self.turn_user.is_some()
+    }
+
+    /// The part of `middle` a summary may replace: all of it, or what lies before
+    /// [`reply`](Self::reply) when the reply sits in the middle.
+    pub fn rewritable_middle(&self) -> Range<usize> {
+        match self.reply {
+            Some(a) if self.middle.contains(&a) => self.middle.start..a,
+            _ => self.middle.clone(),
+        }
+    }
+
+    /// The part of `turn_middle` a progress summary may replace: all of it, or what lies
+    /// before [`reply`](Self::reply) when the reply sits there.
+    pub fn rewritable_turn_middle(&self) -> Range<usize> {
+        match self.reply {
+            Some(a) if self.turn_middle.contains(&a) => self.turn_middle.start..a,
+            _ => self.turn_middle.clone(),
+        }
     }
 
     /// The protected ranges: head, the pinned user message, tail.
@@ -202,28 +239,62 @@ pub fn partition(
     }
     tail_start = tail_start.max(head_end);
 
+    // The latest real user request (visible text); without one, the latest user message of
+    // any kind (image-only, blank), so the user's turn survives and a summary never becomes
+    // the first user-role text.
+    let anchor = t.last_real_user().or_else(|| {
+        msgs.iter()
+            .rposition(|m| m.is_user() && crate::marker::classify(m).is_none())
+    });
+
+    // An older summary in the tail is folded into the new one rather than left beside it:
+    // the tail starts after it, as long as something before it is rewritable and the latest
+    // request stays after it.
+    if let Some(k) = last_summary_in(msgs, tail_start..n)
+        && k > head_end
+        && anchor.is_none_or(|u| u > k)
+    {
+        tail_start = groups::align_forward(msgs, k + 1).min(n);
+    }
+
+    // The tail reaches back to hold the last `min_tail_user_messages` real requests.
+    if cfg.min_tail_user_messages > 1
+        && let Some(k) = nth_last_real_user(msgs, cfg.min_tail_user_messages, head_end)
+    {
+        tail_start = tail_start.min(k.max(head_end));
+    }
+
     let mut regions = Regions {
         head: 0..head_end,
         middle: head_end..tail_start,
         turn_user: None,
         turn_middle: tail_start..tail_start,
         tail: tail_start..n,
+        reply: None,
     };
+    place_anchor(t, &mut regions, anchor, ceiling);
+    regions.reply = last_visible_reply(msgs, head_end)
+        .filter(|a| regions.middle.contains(a) || regions.turn_middle.contains(a));
+    regions
+}
 
-    // The latest real user message stays verbatim: in the tail, or pinned for a long turn.
-    let Some(u) = t.last_real_user() else {
-        return regions;
+/// The latest request stays verbatim: in the tail, or pinned for a long turn.
+fn place_anchor(t: &Transcript, regions: &mut Regions, anchor: Option<usize>, ceiling: u64) {
+    let n = t.len();
+    let (head_end, tail_start) = (regions.head.end, regions.tail.start);
+    let Some(u) = anchor else {
+        return;
     };
     if u >= tail_start {
-        keep_previous_reply(t, &mut regions, u);
-        return regions;
+        keep_previous_reply(t, regions, u);
+        return;
     }
     if u >= head_end && t.tokens_in(u..n) <= ceiling {
         regions.middle = head_end..u;
         regions.tail = u..n;
         regions.turn_middle = u..u;
-        keep_previous_reply(t, &mut regions, u);
-        return regions;
+        keep_previous_reply(t, regions, u);
+        return;
     }
     // Long turn: pin the user message (unless the head already holds it) and make the older
     // part of the turn rewritable.
@@ -236,7 +307,45 @@ pub fn partition(
         regions.turn_user = None;
         regions.turn_middle = head_end..tail_start;
     }
-    regions
+}
+
+/// The last batch or micro summary marker in `range`.
+fn last_summary_in(msgs: &[Message], range: Range<usize>) -> Option<usize> {
+    range.rev().find(|&i| {
+        matches!(
+            crate::marker::classify(&msgs[i]),
+            Some(MarkerKind::Batch | MarkerKind::Micro)
+        )
+    })
+}
+
+/// The earliest of the last `n` real user requests (visible text, not a summary) at or after
+/// `floor` (fewer when fewer exist).
+fn nth_last_real_user(msgs: &[Message], n: usize, floor: usize) -> Option<usize> {
+    (floor..msgs.len())
+        .rev()
+        .filter(|&i| {
+            msgs[i].is_user()
+                && msgs[i].has_visible_text()
+                && crate::marker::classify(&msgs[i]).is_none()
+        })
+        .take(n)
+        .last()
+}
+
+/// The last assistant reply the user saw: visible text, no tool calls, not a summary marker,
+/// at or after `floor`.
+pub fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize> {
+    (floor..msgs.len())
+        .rev()
+        .find(|&i| is_visible_reply(&msgs[i]))
+}
+
+fn is_visible_reply(m: &Message) -> bool {
+    m.is_assistant()
+        && !m.has_tool_calls()
+        && m.has_visible_text()
+        && crate::marker::classify(m).is_none()
 }
 
 /// [`partition`] with the threshold converted into estimate units when the transcript carries
@@ -256,13 +365,7 @@ pub fn partition_calibrated(
 /// user saw just before it.
 fn keep_previous_reply(t: &Transcript, r: &mut Regions, u: usize) {
     let msgs = t.messages();
-    if r.tail.start == u
-        && u > r.head.end
-        && msgs[u - 1].is_assistant()
-        && !msgs[u - 1].has_tool_calls()
-        && msgs[u - 1].has_visible_text()
-        && crate::marker::classify(&msgs[u - 1]).is_none()
-    {
+    if r.tail.start == u && u > r.head.end && is_visible_reply(&msgs[u - 1]) {
         r.tail.start = u - 1;
         r.middle.end = u - 1;
         r.turn_middle = u - 1..u - 1;

@@ -162,12 +162,15 @@ pub fn budget() -> BoxedStrategy<Budget> {
             ..WindowConfig::default()
         },
     );
-    let regions = (0usize..6, 0usize..12, 0.0f64..0.6, 1.0f64..2.0).prop_map(
-        |(protect_first_n, protect_last_n, tail_ratio, tail_soft_ceiling)| RegionConfig {
-            protect_first_n,
-            protect_last_n,
-            tail_ratio,
-            tail_soft_ceiling,
+    let regions = (0usize..6, 0usize..12, 0.0f64..0.6, 1.0f64..2.0, 0usize..4).prop_map(
+        |(protect_first_n, protect_last_n, tail_ratio, tail_soft_ceiling, min_users)| {
+            RegionConfig {
+                protect_first_n,
+                protect_last_n,
+                tail_ratio,
+                tail_soft_ceiling,
+                min_tail_user_messages: min_users,
+            }
         },
     );
     (

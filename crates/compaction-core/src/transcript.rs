@@ -384,7 +384,9 @@ impl Transcript {
         m.meta_mut()
     }
 
-    /// Index of the last user message that is not a summary marker, if any. O(1): the index
+    /// Index of the latest real user request, if any: the last user message that carries
+    /// visible text and is not a summary marker (a blank or image-only user message, which
+    /// platforms echo, is never the request; spec section 1, "Tail"). O(1): the index
     /// is kept current by every splice (after [`meta_mut`](Self::meta_mut) of a user message,
     /// the next call scans back from the end once per splice).
     pub fn last_real_user(&self) -> Option<usize> {
@@ -396,7 +398,7 @@ impl Transcript {
 }
 
 fn is_real_user(m: &Message) -> bool {
-    m.is_user() && crate::marker::classify(m).is_none()
+    m.is_user() && m.has_visible_text() && crate::marker::classify(m).is_none()
 }
 
 /// Tool-group structure helpers over a slice of messages.

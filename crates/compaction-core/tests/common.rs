@@ -44,18 +44,56 @@ pub fn assert_region_laws(t: &Transcript, r: &Regions, cfg: &RegionConfig) {
             "cut {cut} splits a tool group: {r:?}"
         );
     }
-    // The latest real user message is kept verbatim somewhere protected.
-    let latest = msgs
-        .iter()
-        .rposition(|m| m.is_user() && marker::classify(m).is_none());
-    if let Some(u) = latest {
-        assert_eq!(t.last_real_user(), Some(u));
+    // The latest real user request (visible text; spec section 1, "Tail") is kept verbatim
+    // somewhere protected; without one, the latest user message of any kind is.
+    let real = |m: &compaction_core::Message| {
+        m.is_user() && m.has_visible_text() && marker::classify(m).is_none()
+    };
+    let latest = msgs.iter().rposition(real);
+    assert_eq!(t.last_real_user(), latest);
+    let anchor = latest.or_else(|| {
+        msgs.iter()
+            .rposition(|m| m.is_user() && marker::classify(m).is_none())
+    });
+    if let Some(u) = anchor {
         assert!(
             r.tail.contains(&u) || r.turn_user == Some(u) || r.head.contains(&u),
             "latest user {u} unprotected: {r:?}"
         );
     }
-    // The tail holds at least the minimum count (what the head leaves of it).
+    // The last assistant reply the user saw is kept verbatim: protected, or marked as the
+    // reply the rewritable part ends before.
+    let reply = msgs.iter().rposition(|m| {
+        m.is_assistant()
+            && !m.has_tool_calls()
+            && m.has_visible_text()
+            && marker::classify(m).is_none()
+    });
+    if let Some(a) = reply.filter(|&a| a >= r.head.end) {
+        assert!(
+            r.tail.contains(&a) || r.reply == Some(a),
+            "last visible reply {a} unprotected: {r:?}"
+        );
+        assert!(!r.rewritable_middle().contains(&a), "{r:?}");
+        assert!(!r.rewritable_turn_middle().contains(&a), "{r:?}");
+    }
+    // The last `min_tail_user_messages` real requests are protected.
+    if cfg.min_tail_user_messages > 1 {
+        let users: Vec<usize> = (0..n).rev().filter(|&i| real(&msgs[i])).collect();
+        for &u in users.iter().take(cfg.min_tail_user_messages) {
+            assert!(
+                r.tail.contains(&u) || r.head.contains(&u),
+                "request {u} of the last {} unprotected: {r:?}",
+                cfg.min_tail_user_messages
+            );
+        }
+    }
+    // The tail holds at least the minimum count (what the head leaves of it), unless it starts
+    // right after an older summary that the pass folds into the new one.
     let min = cfg.protect_last_n.min(n - r.head.end);
-    assert!(r.tail.len() >= min, "tail shorter than {min}: {r:?}");
+    let after_summary = r.tail.start > 0 && marker::classify(&msgs[r.tail.start - 1]).is_some();
+    assert!(
+        r.tail.len() >= min || after_summary,
+        "tail shorter than {min}: {r:?}"
+    );
 }

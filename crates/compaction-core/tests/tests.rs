@@ -9,6 +9,7 @@ mod laws;
 mod markers;
 mod message_serde;
 mod micro;
+mod parity;
 mod regions;
 mod responses;
 mod roundtrip;

@@ -576,16 +576,14 @@ impl Compressor {
                 (_, Some(_)) => SummaryKind::BatchUpdate,
                 (_, None) => SummaryKind::BatchFirst,
             };
-            let mut req = SummaryRequest::new(
-                kind,
-                job.material.clone(),
-                self.settings.config.compression.summary_max_tokens,
-                self.today(),
-            )
-            .with_messages(job.messages.clone())
-            .with_ledger_kept(
-                self.settings.config.compression.ledger_max_tokens > 0 && !job.ledger.is_empty(),
-            );
+            // The job's budget: `summary_max_tokens`, or less when the window leaves less room
+            // (core sizes it so the pass lands under the threshold).
+            let budget = u32::try_from(job.budget_tokens)
+                .unwrap_or(u32::MAX)
+                .min(self.settings.config.compression.summary_max_tokens.max(1));
+            let mut req = SummaryRequest::new(kind, job.material.clone(), budget, self.today())
+                .with_messages(job.messages.clone())
+                .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
             req.previous_summary = job
                 .previous_summary
                 .as_deref()

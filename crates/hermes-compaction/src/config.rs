@@ -14,6 +14,10 @@ use compaction_core::cache::{self, CacheProfile};
 use compaction_core::regions::{RegionConfig, WindowConfig};
 use compaction_core::trim::TrimConfig;
 
+/// The smallest absolute threshold cap `compression.threshold_tokens` accepts (0 turns the cap
+/// off).
+pub const MIN_THRESHOLD_TOKENS: u64 = 1_024;
+
 /// Prefix of environment overrides; `__` separates levels.
 pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
 
@@ -79,8 +83,10 @@ pub struct CompressionConfig {
     pub small_window_min_threshold: f64,
     pub threshold_floor_tokens: u64,
     pub floor_cap: f64,
+    pub threshold_tokens: u64,
     pub protect_first_n: usize,
     pub protect_last_n: usize,
+    pub min_tail_user_messages: usize,
     pub target_ratio: f64,
     pub tail_soft_ceiling: f64,
     pub max_attempts: u32,
@@ -123,8 +129,10 @@ impl Default for CompressionConfig {
             small_window_min_threshold: 0.5,
             threshold_floor_tokens: 16_000,
             floor_cap: 0.85,
+            threshold_tokens: 0,
             protect_first_n: 3,
             protect_last_n: 6,
+            min_tail_user_messages: 0,
             target_ratio: 0.05,
             tail_soft_ceiling: 1.5,
             max_attempts: 3,
@@ -291,6 +299,20 @@ impl Config {
         if c.protect_last_n > 1_000 {
             return invalid("compression.protect_last_n", c.protect_last_n, "0 to 1000");
         }
+        if c.threshold_tokens != 0 && c.threshold_tokens < MIN_THRESHOLD_TOKENS {
+            return invalid(
+                "compression.threshold_tokens",
+                c.threshold_tokens,
+                "0 (no cap) or 1024 tokens or more",
+            );
+        }
+        if c.min_tail_user_messages > 1_000 {
+            return invalid(
+                "compression.min_tail_user_messages",
+                c.min_tail_user_messages,
+                "0 to 1000",
+            );
+        }
         if c.micro_compact_max_consecutive_failures == 0 {
             return invalid(
                 "compression.micro_compact_max_consecutive_failures",
@@ -353,6 +375,7 @@ impl Config {
             small_window_min_percent: c.small_window_min_threshold,
             threshold_floor_tokens: c.threshold_floor_tokens,
             floor_cap_percent: c.floor_cap,
+            threshold_cap_tokens: c.threshold_tokens,
         }
     }
 
@@ -364,6 +387,7 @@ impl Config {
             protect_last_n: c.protect_last_n,
             tail_ratio: c.target_ratio,
             tail_soft_ceiling: c.tail_soft_ceiling,
+            min_tail_user_messages: c.min_tail_user_messages,
         }
     }
 
@@ -451,6 +475,50 @@ mod tests {
         );
         let err = Config::from_toml_str("[compression]\nthreshhold = 0.5\n").unwrap_err();
         assert!(err.to_string().contains("threshhold"), "{err}");
+    }
+
+    /// Issue 21, item 15: `compression.threshold_tokens` caps the trigger whatever the window
+    /// (spec section 4, "Trigger"), 0 leaves it alone, and a cap below 1024 is refused.
+    #[test]
+    fn the_absolute_threshold_cap_bounds_every_window() {
+        for window in [8_000u64, 64_000, 128_000, 200_000, 1_000_000, 2_000_000] {
+            let text = format!("[model]\ncontext_length = {window}\n");
+            let free = Config::from_toml_str(&text)
+                .unwrap()
+                .window()
+                .threshold_tokens();
+            let capped =
+                Config::from_toml_str(&format!("{text}[compression]\nthreshold_tokens = 50000\n"))
+                    .unwrap()
+                    .window()
+                    .threshold_tokens();
+            assert_eq!(capped, free.min(50_000), "window {window}");
+        }
+        for bad in [1u64, 1_023] {
+            let err = Config::from_toml_str(&format!("[compression]\nthreshold_tokens = {bad}\n"))
+                .unwrap_err();
+            assert!(
+                err.to_string().contains("compression.threshold_tokens"),
+                "{err}"
+            );
+        }
+        assert!(Config::from_toml_str("[compression]\nthreshold_tokens = 1024\n").is_ok());
+    }
+
+    /// Issue 21, item 16: `compression.min_tail_user_messages` reaches the core region policy
+    /// and is range-checked.
+    #[test]
+    fn min_tail_user_messages_is_passed_on_and_checked() {
+        let cfg = Config::from_toml_str("[compression]\nmin_tail_user_messages = 3\n").unwrap();
+        assert_eq!(cfg.regions().min_tail_user_messages, 3);
+        assert_eq!(Config::default().regions().min_tail_user_messages, 0);
+        let err =
+            Config::from_toml_str("[compression]\nmin_tail_user_messages = 5000\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("compression.min_tail_user_messages"),
+            "{err}"
+        );
     }
 
     #[test]

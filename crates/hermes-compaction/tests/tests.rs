@@ -4,6 +4,7 @@
 mod batch;
 mod common;
 mod micro;
+mod parity;
 mod persistence;
 mod recall;
 mod replay;

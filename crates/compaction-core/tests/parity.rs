@@ -1,0 +1,428 @@
+//! Behaviours Hermes Agent's own compressor tests pin (issue 21), checked through the batch
+//! planner as a whole pass: plan, a summary per job, assemble, apply.
+
+use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
+use compaction_core::laws::{self, Pass};
+use compaction_core::marker;
+use compaction_core::message::{Content, Part};
+use compaction_core::regions::RegionConfig;
+use compaction_core::{Estimator, MarkerKind, Message, Role, ToolCall, Transcript};
+use serde_json::json;
+
+// Hermes Agent's own strings, written out so the test does not lean on ours.
+const HERMES_HEADER: &str = "[PRIOR CONTEXT — for reference only; not a new message]";
+const HERMES_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]";
+const HERMES_END: &str =
+    "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---";
+
+fn turns(msgs: &mut Vec<Message>, from: usize, n: usize) {
+    for i in from..from + n {
+        let id = format!("t{i}");
+        msgs.push(Message::user(format!(
+            "request {i}: {}",
+            "context ".repeat(40)
+        )));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(&id, "bash", r#"{"command":"make"}"#)],
+        ));
+        msgs.push(Message::tool_result(&id, "o".repeat(300)));
+        msgs.push(Message::assistant(format!("finished {i}")));
+    }
+}
+
+fn tool_rounds(msgs: &mut Vec<Message>, tag: &str, n: usize, chars: usize) {
+    for i in 0..n {
+        let id = format!("{tag}{i}");
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                &id,
+                "bash",
+                r#"{"command":"cargo test"}"#,
+            )],
+        ));
+        msgs.push(Message::tool_result(
+            &id,
+            format!("line {i}\n").repeat(chars / 8),
+        ));
+    }
+}
+
+fn with_parts(role: Role, parts: Vec<serde_json::Value>) -> Message {
+    let mut m = Message::new(role, "");
+    m.set_content(Some(Content::Parts(parts.into_iter().map(Part).collect())));
+    m
+}
+
+fn image_part() -> serde_json::Value {
+    json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="}})
+}
+
+/// User messages with no text: blank, whitespace of every kind, only an image, an empty
+/// parts list, only an empty text part, null content.
+fn textless_users() -> Vec<(&'static str, Message)> {
+    let mut null = Message::user("");
+    null.set_content(Some(Content::Null));
+    vec![
+        ("empty", Message::user("")),
+        ("spaces", Message::user("   ")),
+        ("newline-tab", Message::user("\n\t")),
+        ("nbsp", Message::user("\u{00a0}\u{2003}\n")),
+        ("image only", with_parts(Role::User, vec![image_part()])),
+        ("empty parts", with_parts(Role::User, vec![])),
+        (
+            "blank text part and image",
+            with_parts(
+                Role::User,
+                vec![json!({"type": "text", "text": " \n "}), image_part()],
+            ),
+        ),
+        ("null", null),
+    ]
+}
+
+struct Outcome {
+    before: Vec<Message>,
+    after: Vec<Message>,
+    jobs: Vec<batch::SummaryJob>,
+}
+
+/// One forced batch pass with a fixed summary per job; the laws must hold.
+fn pass(msgs: Vec<Message>, threshold: u64, cfg: &BatchConfig, compacted: bool) -> Outcome {
+    let e = Estimator::default();
+    let t = Transcript::new(msgs, &e);
+    let req = BatchRequest {
+        force: true,
+        compacted,
+        ..BatchRequest::default()
+    };
+    let plan = batch::plan_batch(&t, threshold, cfg, &req, &e);
+    let jobs = match &plan.step {
+        BatchStep::Summarize(jobs) => jobs.clone(),
+        _ => Vec::new(),
+    };
+    let summaries: Vec<String> = (0..jobs.len()).map(|i| format!("summary {i}")).collect();
+    let edit = batch::assemble(&t, &plan, &summaries, cfg).expect("assembles");
+    let after = edit.apply(t.messages()).expect("applies");
+    let law_pass = Pass::of_batch(&plan, cfg, true);
+    let v = laws::check(t.messages(), &after, &law_pass, &e);
+    assert!(v.is_empty(), "laws broken: {v:?}");
+    Outcome {
+        before: t.messages().to_vec(),
+        after,
+        jobs,
+    }
+}
+
+fn summaries_in(msgs: &[Message]) -> usize {
+    msgs.iter()
+        .filter(|m| {
+            matches!(
+                marker::classify(m),
+                Some(MarkerKind::Batch | MarkerKind::Micro)
+            )
+        })
+        .count()
+}
+
+fn tokens(msgs: &[Message]) -> u64 {
+    Transcript::new(msgs.to_vec(), &Estimator::default()).estimated_total()
+}
+
+fn position(msgs: &[Message], m: &Message) -> Option<usize> {
+    msgs.iter().position(|x| x == m)
+}
+
+/// Spec section 1 ("Tail"): the latest real user request is kept verbatim. A user message
+/// without text after it (platforms echo them) is not the request: the real ask stays in
+/// place after the summary, the summary request's focus is the real ask, and the job does not
+/// summarize it away.
+#[test]
+fn a_user_message_without_text_never_displaces_the_latest_request() {
+    let ask = Message::user("please fix the parser bug in src/parse.rs and rerun the tests");
+    for (name, blank) in textless_users() {
+        // Short active turn (the ask in the tail) and long active turn (the ask pinned).
+        for long in [false, true] {
+            let mut msgs = vec![Message::system("You are a coding agent.")];
+            turns(&mut msgs, 0, 60);
+            msgs.push(ask.clone());
+            msgs.push(Message::assistant("Looking into it."));
+            msgs.push(blank.clone());
+            if long {
+                tool_rounds(&mut msgs, "l", 40, 2_000);
+            } else {
+                msgs.push(Message::assistant("Which test fails?"));
+            }
+            let o = pass(msgs, 20_000, &BatchConfig::default(), true);
+            assert!(!o.jobs.is_empty(), "{name}/{long}: no summary planned");
+            let at = position(&o.after, &ask)
+                .unwrap_or_else(|| panic!("{name}/{long}: the real ask was summarized away"));
+            let summary = o
+                .after
+                .iter()
+                .position(|m| marker::classify(m) == Some(MarkerKind::Batch))
+                .unwrap();
+            assert!(
+                summary < at,
+                "{name}/{long}: the ask is not after the summary"
+            );
+            for job in &o.jobs {
+                assert_eq!(
+                    job.focus.as_deref(),
+                    Some(ask.text().as_ref()),
+                    "{name}/{long}: the summary request points elsewhere"
+                );
+                assert!(
+                    !job.material.contains("please fix the parser bug"),
+                    "{name}/{long}: the active ask went into the summary"
+                );
+            }
+            // The marker tells the model which message is the active task.
+            let body = o.after[summary].text();
+            assert!(
+                body.contains("most recent user message with text"),
+                "{name}"
+            );
+        }
+    }
+}
+
+/// Spec section 1 ("Tail"): the last assistant reply the user saw is always kept verbatim,
+/// wherever it sits: right before the latest ask with a long turn after it, before several
+/// user messages, before earlier tool loops.
+#[test]
+fn the_last_visible_reply_is_kept_verbatim_wherever_it_sits() {
+    let reply = Message::assistant(
+        "Here is the plan: split the parser into a lexer and a reader, then add tests.",
+    );
+    type Shape = fn(&mut Vec<Message>);
+    let shapes: Vec<(&str, Shape)> = vec![
+        ("ask then three big tool rounds", |m| {
+            m.push(Message::user("go ahead"));
+            tool_rounds(m, "a", 3, 12_000);
+        }),
+        ("ask then a long tool loop", |m| {
+            m.push(Message::user("go ahead"));
+            tool_rounds(m, "a", 60, 2_000);
+        }),
+        ("several user messages then a long loop", |m| {
+            m.push(Message::user("sounds good"));
+            m.push(Message::user("one more thing: keep the public API"));
+            m.push(Message::user("go ahead"));
+            tool_rounds(m, "a", 60, 2_000);
+        }),
+        ("earlier loops between the reply and the ask", |m| {
+            m.push(Message::user("first run the linter"));
+            tool_rounds(m, "b", 30, 2_000);
+            m.push(Message::user("now go ahead"));
+            tool_rounds(m, "a", 30, 2_000);
+        }),
+        ("a blank echo between", |m| {
+            m.push(Message::user(" "));
+            m.push(Message::user("go ahead"));
+            tool_rounds(m, "a", 40, 2_000);
+        }),
+    ];
+    for (name, shape) in shapes {
+        for compacted in [false, true] {
+            let mut msgs = vec![Message::system("You are a coding agent.")];
+            turns(&mut msgs, 0, 60);
+            msgs.push(Message::user("how would you restructure the parser?"));
+            msgs.push(reply.clone());
+            shape(&mut msgs);
+            let o = pass(msgs, 20_000, &BatchConfig::default(), compacted);
+            assert!(!o.jobs.is_empty(), "{name}: nothing summarized");
+            let at = position(&o.after, &reply)
+                .unwrap_or_else(|| panic!("{name}/{compacted}: the reply was summarized"));
+            // In place: after the summary of what came before it, before the latest ask.
+            let summary = o
+                .after
+                .iter()
+                .position(|m| marker::classify(m) == Some(MarkerKind::Batch));
+            assert!(summary.is_none_or(|s| s < at), "{name}: moved");
+            let ask = o
+                .after
+                .iter()
+                .rposition(|m| m.text() == "go ahead" || m.text() == "now go ahead")
+                .unwrap();
+            assert!(at < ask, "{name}: moved after the ask");
+            assert!(tokens(&o.after) < tokens(&o.before), "{name}: no progress");
+        }
+    }
+}
+
+/// A summary Hermes Agent merged into a kept message after its `[PRIOR CONTEXT — ...]`
+/// wrapper is a summary: a pass folds it into the new one (one summary remains), and the
+/// message's own text is carried into the update rather than lost.
+#[test]
+fn a_merged_hermes_summary_is_folded_not_stacked() {
+    let merged = format!(
+        "{}\nalso keep the changelog current\n\n{}\n\n[CONTEXT COMPACTION — REFERENCE ONLY] \
+         Earlier turns were compacted into the summary below.\n## Goal\nport the parser\n\n{}",
+        HERMES_HEADER, HERMES_DELIMITER, HERMES_END
+    );
+    for role in [Role::User, Role::Assistant] {
+        let m = Message::new(role.clone(), merged.clone());
+        assert_eq!(marker::classify(&m), Some(MarkerKind::Batch));
+        assert_eq!(
+            marker::parse_body(&m).as_deref(),
+            Some("## Goal\nport the parser")
+        );
+        // As parts: the wrapper in a part of its own.
+        let parts = with_parts(
+            role.clone(),
+            vec![
+                json!({"type": "text", "text": format!("{}\n", HERMES_HEADER)}),
+                json!({"type": "text", "text": "also keep the changelog current"}),
+                json!({"type": "text", "text": format!("\n{}\n[CONTEXT SUMMARY]: port the parser", HERMES_DELIMITER)}),
+            ],
+        );
+        assert_eq!(marker::classify(&parts), Some(MarkerKind::Batch));
+        assert_eq!(marker::parse_body(&parts).as_deref(), Some(""));
+    }
+    // Text that only mentions the wrapper, or the delimiter mid-line, is no summary.
+    for text in [
+        format!("what does {} mean?", HERMES_HEADER),
+        format!(
+            "{} x {} [CONTEXT SUMMARY]: y",
+            HERMES_HEADER, HERMES_DELIMITER
+        ),
+        format!("{}\nno summary follows", HERMES_HEADER),
+    ] {
+        assert_eq!(marker::classify(&Message::user(text)), None);
+    }
+
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    msgs.push(Message::user(merged));
+    msgs.push(Message::assistant("noted"));
+    turns(&mut msgs, 0, 60);
+    let o = pass(msgs, 20_000, &BatchConfig::default(), true);
+    assert_eq!(summaries_in(&o.after), 1, "summaries stack");
+    let prev = o.jobs[0].previous_summary.as_deref().unwrap_or("");
+    assert!(prev.contains("port the parser"), "{prev}");
+    assert!(prev.contains("also keep the changelog current"), "{prev}");
+}
+
+/// Spec section 4 ("Phase 2"): exactly one summary remains. An older summary at an edge of
+/// the span (just before the latest ask, where the span shrinks for role alternation, or at
+/// the start of the kept tail) is folded into the new one.
+#[test]
+fn an_older_summary_at_the_edge_of_the_span_is_folded() {
+    let old = |role: Role| marker::render(MarkerKind::Batch, role, "## Goal\nolder work");
+    // Just before the latest ask: system, user, assistant, user, [old summary], latest ask.
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    turns(&mut msgs, 0, 60);
+    msgs.pop();
+    msgs.push(old(Role::Assistant));
+    msgs.push(Message::user("next: the lexer"));
+    msgs.push(Message::assistant("on it"));
+    let o = pass(msgs, 20_000, &BatchConfig::default(), true);
+    assert_eq!(summaries_in(&o.after), 1, "edge before the ask");
+    assert!(
+        o.jobs[0]
+            .previous_summary
+            .as_deref()
+            .is_some_and(|p| p.contains("older work"))
+    );
+
+    // At the start of the tail: the tail's minimum count reaches over the old summary.
+    for role in [Role::User, Role::Assistant] {
+        let mut msgs = vec![Message::system("You are a coding agent.")];
+        turns(&mut msgs, 0, 60);
+        if role == Role::Assistant {
+            msgs.pop();
+        }
+        msgs.push(old(role.clone()));
+        msgs.push(Message::assistant("resuming"));
+        msgs.push(Message::user("next: the lexer"));
+        msgs.push(Message::assistant("on it"));
+        let cfg = BatchConfig {
+            regions: RegionConfig {
+                protect_last_n: 5,
+                ..RegionConfig::default()
+            },
+            ..BatchConfig::default()
+        };
+        let o = pass(msgs, 20_000, &cfg, true);
+        assert_eq!(
+            summaries_in(&o.after),
+            1,
+            "old summary in the tail ({role})"
+        );
+    }
+}
+
+/// A middle holding only an existing summary has nothing new to fold: no summary job (no
+/// summarizer call), whatever else the plan does.
+#[test]
+fn a_middle_of_summaries_alone_asks_for_no_summary() {
+    for kinds in [
+        vec![MarkerKind::Batch],
+        vec![MarkerKind::Micro],
+        vec![MarkerKind::Batch, MarkerKind::Micro],
+    ] {
+        let mut msgs = vec![Message::system("You are a coding agent.")];
+        for (i, k) in kinds.iter().enumerate() {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            msgs.push(marker::render(*k, role, &"earlier facts\n".repeat(400)));
+        }
+        if kinds.len() == 1 {
+            msgs.push(Message::assistant("resuming"));
+        }
+        msgs.push(Message::user("next: the lexer"));
+        tool_rounds(&mut msgs, "x", 4, 2_000);
+        msgs.push(Message::assistant("done"));
+        let e = Estimator::default();
+        let t = Transcript::new(msgs, &e);
+        let req = BatchRequest {
+            force: true,
+            compacted: true,
+            ..BatchRequest::default()
+        };
+        let plan = batch::plan_batch(&t, 4_000, &BatchConfig::default(), &req, &e);
+        if let BatchStep::Summarize(jobs) = &plan.step {
+            for j in jobs {
+                assert!(
+                    t.messages()[j.range.clone()]
+                        .iter()
+                        .any(|m| marker::classify(m).is_none()),
+                    "{kinds:?}: a job of summaries alone: {:?}",
+                    j.range
+                );
+            }
+        }
+    }
+}
+
+/// When the only user turn has no text (an image, a blank line), the pass keeps it in place:
+/// the summary never becomes the first user-role message and never stands in for the user's
+/// turn.
+#[test]
+fn an_image_only_user_turn_survives_and_the_summary_never_leads() {
+    for (name, only) in textless_users() {
+        for compacted in [false, true] {
+            let mut msgs = vec![Message::system("You are a coding agent."), only.clone()];
+            tool_rounds(&mut msgs, "s", 60, 2_000);
+            msgs.push(Message::assistant(
+                "I looked at the screenshot: the button is misaligned.",
+            ));
+            tool_rounds(&mut msgs, "r", 6, 2_000);
+            let o = pass(msgs, 20_000, &BatchConfig::default(), compacted);
+            assert!(
+                position(&o.after, &only).is_some(),
+                "{name}/{compacted}: the user's turn was summarized away"
+            );
+            let first_user = o.after.iter().position(|m| m.is_user()).unwrap();
+            assert!(
+                marker::classify(&o.after[first_user]).is_none(),
+                "{name}/{compacted}: the summary became the first user message"
+            );
+            assert!(tokens(&o.after) < tokens(&o.before), "{name}/{compacted}");
+        }
+    }
+}

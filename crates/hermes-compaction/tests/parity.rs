@@ -1,0 +1,232 @@
+//! Behaviours Hermes Agent's own compressor tests pin (issue 21), through the compressor with
+//! the extractive summarizer, as `hermes-compaction compact` runs it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use compaction_core::{MarkerKind, Message, ToolCall, marker};
+use compaction_llm::{ExtractiveSummarizer, Summarizer, SummaryFuture, SummaryRequest};
+use hermes_compaction::Outcome;
+
+use crate::common::{config, extractive, rt, with_summarizer};
+
+/// The extractive summarizer, counting its calls.
+struct Counting {
+    calls: Arc<AtomicUsize>,
+    inner: ExtractiveSummarizer,
+}
+
+impl Summarizer for Counting {
+    fn name(&self) -> &str {
+        "counting"
+    }
+
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.summarize(req)
+    }
+}
+
+fn chat(turns: usize, words: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a helpful assistant.")];
+    for i in 0..turns {
+        msgs.push(Message::user(format!(
+            "question {i}: {}",
+            "why ".repeat(words)
+        )));
+        msgs.push(Message::assistant(format!(
+            "answer {i}: {}",
+            "because ".repeat(words)
+        )));
+    }
+    msgs
+}
+
+fn tools(turns: usize, chars: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        let id = format!("c{i}");
+        msgs.push(Message::user(format!("step {i}: fix module {i}")));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                &id,
+                "edit",
+                format!(r#"{{"path":"src/module_{i}.rs"}}"#),
+            )],
+        ));
+        msgs.push(Message::tool_result(&id, "x".repeat(chars)));
+        msgs.push(Message::assistant(format!("module {i} fixed")));
+    }
+    msgs
+}
+
+fn summaries(msgs: &[Message]) -> usize {
+    msgs.iter()
+        .filter(|m| {
+            matches!(
+                marker::classify(m),
+                Some(MarkerKind::Batch | MarkerKind::Micro)
+            )
+        })
+        .count()
+}
+
+/// Issue 21, item 9 (spec section 4, "Anti-thrash": a compaction that does not shrink enough
+/// re-triggers): the summary budget scales with the window, so a forced pass lands under the
+/// threshold whenever the protected messages leave room for a summary.
+#[test]
+fn a_pass_lands_under_the_threshold_in_tiny_windows() {
+    let rt = rt();
+    let mut checked = 0;
+    for window in [3_000u64, 4_000, 6_000, 10_000, 20_000] {
+        for (name, msgs) in [
+            ("chat", chat(200, 30)),
+            ("tools", tools(120, 600)),
+            ("short chat", chat(12, 60)),
+        ] {
+            let mut c = extractive(config(window));
+            let mut t = c.transcript(msgs);
+            let r = rt.block_on(c.compress(&mut t, None));
+            let regions = r.regions.clone().expect("planned");
+            let protected = t.tokens_in(0..regions.head.len())
+                + t.tokens_in(t.len() - regions.tail.len()..t.len());
+            if protected + 400 >= r.threshold_tokens {
+                // Head and tail alone leave no room for a summary: not possible.
+                continue;
+            }
+            assert!(
+                matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
+                "{name} at {window}: {:?}",
+                r.outcome
+            );
+            assert!(
+                r.tokens_after < r.threshold_tokens,
+                "{name} at {window}: {} tokens after, threshold {}",
+                r.tokens_after,
+                r.threshold_tokens
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 10, "only {checked} cases had room");
+}
+
+/// Issue 21, item 4: a summary Hermes Agent merged into a kept message is recognised: the
+/// session counts as compacted (head protection decays, spec section 1 "Head") and a pass
+/// leaves exactly one summary.
+#[test]
+fn a_merged_hermes_summary_counts_as_compacted_and_does_not_stack() {
+    let merged = "[PRIOR CONTEXT — for reference only; not a new message]\nplease keep the docs \
+                  in sync\n\n[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]\n\n[CONTEXT \
+                  COMPACTION — REFERENCE ONLY] Earlier turns were compacted into the summary \
+                  below.\n## Goal\nport the parser\n\n--- END OF CONTEXT SUMMARY — respond to the \
+                  message below, not the summary above ---";
+    let mut msgs = tools(80, 600);
+    msgs.insert(4, Message::user(merged));
+    msgs.insert(5, Message::assistant("understood"));
+    let mut c = extractive(config(20_000));
+    let mut t = c.transcript(msgs);
+    assert!(c.state().compacted, "a merged summary was not recognised");
+    let r = rt().block_on(c.compress(&mut t, None));
+    assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
+    // Head protection decayed to the system prompt.
+    assert_eq!(r.regions.unwrap().head, 0..1);
+    assert_eq!(summaries(t.messages()), 1);
+    let body = marker::parse_body(
+        t.messages()
+            .iter()
+            .find(|m| marker::classify(m).is_some())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(body.contains("port the parser"), "{body}");
+}
+
+/// Issue 21, item 8: a middle holding only an existing summary has nothing new to fold, so
+/// the pass makes no summarizer call (and leaves the summary alone).
+#[test]
+fn a_middle_of_one_summary_costs_no_call() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let s = Arc::new(Counting {
+        calls: calls.clone(),
+        inner: ExtractiveSummarizer::default(),
+    });
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    msgs.push(marker::render(
+        MarkerKind::Batch,
+        compaction_core::Role::User,
+        &"- earlier fact\n".repeat(600),
+    ));
+    msgs.extend(tools(3, 200).into_iter().skip(1));
+    let mut c = with_summarizer(config(8_000), s);
+    let mut t = c.transcript(msgs);
+    let before = t.messages().to_vec();
+    let r = rt().block_on(c.compress(&mut t, None));
+    assert_eq!(calls.load(Ordering::SeqCst), 0, "{r:?}");
+    assert_ne!(r.outcome, Outcome::Summarized);
+    assert_eq!(summaries(t.messages()), 1);
+    assert!(t.messages().contains(&before[1]));
+}
+
+/// Issue 21, item 15: `compression.threshold_tokens` caps the trigger whatever the window.
+#[test]
+fn the_threshold_cap_triggers_a_pass_below_the_window_threshold() {
+    let mut cfg = config(1_000_000);
+    cfg.compression.threshold_tokens = 20_000;
+    let mut c = extractive(cfg);
+    assert_eq!(c.threshold_tokens(), 20_000);
+    let mut t = c.transcript(tools(120, 600));
+    assert!(t.current_tokens() > 20_000);
+    let (_, report) = rt().block_on(c.before_request(&mut t));
+    let report = report.expect("the capped threshold triggered a pass");
+    assert!(report.tokens_after < 20_000, "{report:?}");
+}
+
+/// Issue 21, item 16: `compression.min_tail_user_messages` keeps the last N user requests
+/// verbatim, even when the tail budget alone would keep fewer.
+#[test]
+fn the_last_user_requests_are_kept_verbatim_when_asked() {
+    let msgs = tools(120, 600);
+    let asks: Vec<Message> = msgs.iter().filter(|m| m.is_user()).cloned().collect();
+    for n in [0usize, 1, 2, 3, 8] {
+        let mut cfg = config(20_000);
+        cfg.compression.min_tail_user_messages = n;
+        let mut c = extractive(cfg);
+        let mut t = c.transcript(msgs.clone());
+        let r = rt().block_on(c.compress(&mut t, None));
+        assert_eq!(r.outcome, Outcome::Summarized, "{n}: {r:?}");
+        let kept = asks.iter().filter(|a| t.messages().contains(a)).count();
+        assert!(kept >= n.max(1), "{n}: only {kept} asks kept verbatim");
+        if n == 0 {
+            // Today's behaviour: the tail budget (and the head) decide beyond the latest ask.
+            assert!(kept < 8, "{kept}");
+        }
+    }
+}
+
+/// Issue 21, item 1, as a user of `compact` sees it: a blank message after the real ask
+/// leaves the ask verbatim after the summary, and the extractive summary does not name the
+/// blank one (or the ask, which is kept) as its active request.
+#[test]
+fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
+    for blank in ["", "   ", "\n\t"] {
+        let mut msgs = tools(80, 600);
+        let ask = Message::user("now add a regression test for module 3");
+        msgs.push(ask.clone());
+        msgs.push(Message::user(blank));
+        let mut c = extractive(config(20_000));
+        let mut t = c.transcript(msgs);
+        let r = rt().block_on(c.compress(&mut t, None));
+        assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
+        let at = t.messages().iter().position(|m| *m == ask).expect("kept");
+        let s = t
+            .messages()
+            .iter()
+            .position(|m| marker::classify(m).is_some())
+            .unwrap();
+        assert!(s < at);
+        let body = marker::parse_body(&t.messages()[s]).unwrap();
+        assert!(!body.contains("regression test for module 3"), "{body}");
+    }
+}
