@@ -307,12 +307,14 @@ pub fn shrink_middle(text: &str, max_chars: usize) -> String {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Errors worth sending the same request again on the same model.
+/// Errors worth sending the same request again on the same model. A 402 whose limit resets
+/// is not: its window does not reset within a backoff, so the chain moves on.
 pub(crate) fn retry_in_place(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::RateLimited { .. } | Error::Transient { .. } | Error::Network { .. }
-    )
+    match e {
+        Error::Transient { status: Some(402) } => false,
+        Error::RateLimited { .. } | Error::Transient { .. } | Error::Network { .. } => true,
+        _ => false,
+    }
 }
 
 pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
@@ -349,6 +351,23 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
         "exceeds the maximum",
         "request too large",
     ];
+    // A limit that says it resets (a usage window, a daily cap) is waited out, not paid.
+    const RESETS: &[&str] = &[
+        "resets",
+        "reset at",
+        "reset in",
+        "will reset",
+        "try again in",
+        "try again at",
+        "try again after",
+        "retry in",
+        "retry after",
+        "rate limit",
+        "rate-limit",
+        "rate_limit",
+        "usage window",
+        "rate window",
+    ];
     const MODEL: &[&str] = &[
         "model_not_found",
         "model not found",
@@ -359,6 +378,9 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
     ];
     match status {
         401 | 403 => Error::Auth {
+            status: Some(status),
+        },
+        402 if retry_after.is_some() || has(RESETS) => Error::Transient {
             status: Some(status),
         },
         402 => Error::Quota { status },

@@ -10,8 +10,8 @@
 //!   and `Retry-After` honoured up to [`RetryConfig::max_retry_after`]. There is no other retry
 //!   layer underneath.
 //! - **Summary-model fallback.** When a separate [`OpenAiConfig::summary_model`] fails with
-//!   model-not-found, timeout, 5xx or a malformed response, the request is sent once more on
-//!   the main [`OpenAiConfig::model`].
+//!   model-not-found, timeout, 5xx, a 402 whose limit resets or a malformed response, the
+//!   request is sent once more on the main [`OpenAiConfig::model`].
 //! - **Context-length shrink.** When the provider says the request is too large, the material
 //!   is cut to half ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit
 //!   note) and the request is retried once.
