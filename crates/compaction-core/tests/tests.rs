@@ -10,6 +10,7 @@ mod markers;
 mod message_serde;
 mod micro;
 mod regions;
+mod requests;
 mod responses;
 mod roundtrip;
 mod secrets;

@@ -586,6 +586,88 @@ async fn context_length_error_shrinks_the_material_once() {
     assert!(second.contains("characters omitted from the middle"));
 }
 
+/// Issue 21, item 6 (spec section 9: the compaction request itself exceeds the summarizer's
+/// window): the context-length shrink halves the whole request, the previous summary
+/// included, cutting what is large. A huge previous summary with a smaller material, a huge
+/// material with a small summary, and a defrag (the summary alone) each end at about half.
+#[tokio::test]
+async fn context_length_shrink_halves_the_previous_summary_too() {
+    let cases = [
+        (SummaryKind::BatchUpdate, 320_000, 200_000),
+        (SummaryKind::BatchUpdate, 2_000, 200_000),
+        (SummaryKind::MicroMerge, 300_000, 3_000),
+        (SummaryKind::Defrag, 300_000, 0),
+    ];
+    for (kind, previous_chars, material_chars) in cases {
+        let server = MockServer::start().await;
+        let too_big = json!({"error": {"code": "context_length_exceeded", "message": "maximum context length is 32768 tokens"}});
+        mount(
+            &server,
+            ResponseTemplate::new(400).set_body_json(too_big),
+            Some(1),
+        )
+        .await;
+        mount(
+            &server,
+            ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")),
+            None,
+        )
+        .await;
+        let filler = |head: &str, n: usize, tail: &str| {
+            let mut s = format!("{head}\n");
+            while s.len() + tail.len() < n {
+                s.push_str("a line of earlier text\n");
+            }
+            s.push_str(tail);
+            s
+        };
+        let previous = filler("PREV-FIRST", previous_chars, "PREV-LAST");
+        let material = if material_chars == 0 {
+            String::new()
+        } else {
+            filler("MAT-FIRST", material_chars, "MAT-LAST")
+        };
+        let req = SummaryRequest::new(kind, material.clone(), 500, "2026-03-04")
+            .with_previous(previous.clone());
+        summarizer(config(&server))
+            .summarize(&req)
+            .await
+            .expect("the shrunk request is answered");
+        let sent = bodies(&server).await;
+        assert_eq!(sent.len(), 2);
+        let (first, second) = (user_content(&sent[0]), user_content(&sent[1]));
+        assert!(first.len() >= previous.len() + material.len(), "{kind:?}");
+        assert!(
+            second.len() <= first.len() * 55 / 100,
+            "{kind:?} {previous_chars}+{material_chars}: {} of {}",
+            second.len(),
+            first.len()
+        );
+        // Head and tail of each part survive; a small part survives whole.
+        for mark in ["PREV-FIRST", "PREV-LAST"] {
+            assert!(second.contains(mark), "{kind:?}: {mark}");
+        }
+        if material_chars > 0 {
+            assert!(
+                second.contains("MAT-FIRST") && second.contains("MAT-LAST"),
+                "{kind:?}"
+            );
+        }
+        if previous_chars * 4 < material_chars {
+            assert!(
+                second.contains(&previous),
+                "{kind:?}: the small summary was cut"
+            );
+        }
+        if material_chars > 0 && material_chars * 4 < previous_chars {
+            assert!(
+                second.contains(&material),
+                "{kind:?}: the small material was cut"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn context_length_twice_is_an_error() {
     let server = MockServer::start().await;

@@ -194,3 +194,75 @@ async fn a_402_that_resets_falls_back_and_a_plain_402_aborts() {
     assert_eq!(after, before);
     assert_eq!(models_asked(&server).await, ["aux-model"]);
 }
+
+/// Item 6, end to end: a session whose earlier summary holds 320K characters, plus 480K
+/// characters of turns since. The request the configured summarizer sends stays within the
+/// material bound (200K characters, previous summary included, plus the prompt), and when the
+/// provider says it is still too large, the retry halves the whole of it.
+#[tokio::test]
+async fn the_request_is_bounded_with_its_previous_summary() {
+    let server = MockServer::start().await;
+    let too_big = json!({"error": {"code": "context_length_exceeded", "message": "maximum context length is 65536 tokens"}});
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(400).set_body_json(too_big))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    answer(
+        &server,
+        "main-model",
+        ResponseTemplate::new(200).set_body_json(completion(MAIN_SUMMARY)),
+    )
+    .await;
+    let c = configured(&server, "", "main-model", false);
+    let mut body = String::from("## Active request\n> step 0\n");
+    while body.len() < 320_000 {
+        body.push_str("- an earlier decision about the parser, kept for reference\n");
+    }
+    let mut msgs = vec![
+        compaction_core::Message::system("You are a coding agent."),
+        marker::render(
+            compaction_core::MarkerKind::Batch,
+            compaction_core::Role::User,
+            &body,
+        ),
+        compaction_core::Message::assistant("ok"),
+    ];
+    for i in 0..120 {
+        msgs.push(compaction_core::Message::user(format!(
+            "step {i}: keep going"
+        )));
+        msgs.push(compaction_core::Message::assistant(format!(
+            "{i} {}",
+            "z".repeat(4_000)
+        )));
+    }
+    let s = summarizer_from_config(&c).unwrap();
+    let mut comp = Compressor::new(
+        c,
+        s,
+        std::sync::Arc::new(compaction_core::Estimator::default()),
+        "bounded",
+    );
+    let mut t = comp.transcript(msgs);
+    let r = comp.compress(&mut t, None).await;
+    assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
+    let sizes: Vec<usize> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let v: Value = serde_json::from_slice(&r.body).unwrap();
+            v["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["content"].as_str().unwrap().chars().count())
+                .sum()
+        })
+        .collect();
+    assert_eq!(sizes.len(), 2, "{sizes:?}");
+    assert!(sizes[0] <= 215_000, "{sizes:?}");
+    assert!(sizes[1] <= 115_000, "{sizes:?}");
+}
