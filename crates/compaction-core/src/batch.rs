@@ -529,6 +529,12 @@ fn job(
             ledger.observe(original);
         }
     }
+    // The previous summaries and the material share one bound (spec section 9).
+    let previous = (!previous.is_empty()).then(|| previous.join("\n\n"));
+    let bounds = material::share(
+        previous.as_deref().map_or(0, |p| p.chars().count()),
+        &cfg.material,
+    );
     // Only what the bounded material can show is cloned: the first message and the newest
     // ones up to a few times the material bound, so the work follows the bound, not the span.
     let plain: Vec<&Message> = span
@@ -550,11 +556,13 @@ fn job(
         chosen.push((*first).clone());
         chosen.extend(newest.into_iter().rev());
     }
+    let material = material::serialize(&chosen, t.messages(), &bounds);
+    let previous_summary = previous.map(|p| material::bound_previous(&p, &material, &cfg.material));
     SummaryJob {
         kind,
         range,
-        material: material::serialize(&chosen, t.messages(), &cfg.material),
-        previous_summary: (!previous.is_empty()).then(|| previous.join("\n\n")),
+        material,
+        previous_summary,
         focus,
         // Redacted like the material: deterministic summarizers read these.
         messages: chosen.iter().map(crate::redact::redact_message).collect(),

@@ -23,7 +23,8 @@ use crate::redact;
 pub struct MaterialConfig {
     /// Characters of a single message kept before cutting (head + tail). Default 6,000.
     pub max_message_chars: usize,
-    /// Characters of the whole material. Default 200,000.
+    /// Characters of what a summary job sends: the material and the previous summary
+    /// together ([`share`], [`bound_previous`]). Default 200,000.
     pub max_total_chars: usize,
     /// Characters of one tool-call argument string shown. Default 500.
     pub max_argument_chars: usize,
@@ -103,6 +104,44 @@ fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> St
         out.push_str(")\n");
     }
     out
+}
+
+/// The bounds for the material of a job that also sends a previous summary of
+/// `previous_chars` characters: the two share [`MaterialConfig::max_total_chars`] (spec
+/// section 9: the compaction request itself must fit the summarizer's window, however large
+/// the summary it folds has grown). The material gets what the summary leaves, and never less
+/// than half; [`bound_previous`] then gives the summary what the material left.
+///
+/// ```
+/// use compaction_core::material::{self, MaterialConfig};
+///
+/// let cfg = MaterialConfig { max_total_chars: 1_000, ..MaterialConfig::default() };
+/// assert_eq!(material::share(100, &cfg).max_total_chars, 900);
+/// assert_eq!(material::share(5_000, &cfg).max_total_chars, 500);
+/// let material = "m".repeat(500);
+/// let previous = material::bound_previous(&"p".repeat(5_000), &material, &cfg);
+/// assert!(previous.chars().count() + material.len() <= 1_050);
+/// assert!(previous.contains("[truncated"));
+/// ```
+pub fn share(previous_chars: usize, cfg: &MaterialConfig) -> MaterialConfig {
+    let max = cfg.max_total_chars;
+    MaterialConfig {
+        max_total_chars: max - previous_chars.min(max / 2),
+        ..cfg.clone()
+    }
+}
+
+/// `previous` cut to what `material` leaves of [`MaterialConfig::max_total_chars`] (at least a
+/// quarter of it), keeping its head and tail around an explicit note, redacted before it is
+/// cut ([`cut_middle`]); unchanged when it fits.
+pub fn bound_previous(previous: &str, material: &str, cfg: &MaterialConfig) -> String {
+    let max = cfg.max_total_chars;
+    let room = max.saturating_sub(material.chars().count()).max(max / 4);
+    if previous.chars().count() <= room {
+        return previous.to_owned();
+    }
+    // The note takes a few dozen characters of the room.
+    cut_middle(previous, room.saturating_sub(40).max(1))
 }
 
 /// Keeps the head and tail of `text` within `max` characters, with an explicit note of what

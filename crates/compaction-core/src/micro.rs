@@ -660,7 +660,8 @@ pub fn plan_micro(
     {
         plan.step = MicroStep::Defrag(DefragJob {
             marker_index: i,
-            summary_text: text.clone(),
+            // Bounded like any request (spec section 9).
+            summary_text: material::bound_previous(text, "", &cfg.material),
             summary_tokens,
             ledger: rolling_ledger,
         });
@@ -722,7 +723,8 @@ pub fn plan_micro(
         }
     }
 
-    let (messages, material) = material_for(msgs, &ranges, &cfg.material);
+    let (messages, material, rolling_text) =
+        material_for(msgs, &ranges, &cfg.material, rolling_text);
     let ledger = ledger_of(rolling_ledger, msgs, &ranges);
     let job = AbsorbJob {
         kind: MarkerKind::Micro,
@@ -848,7 +850,7 @@ pub fn plan_turn_progress(
         }
     }
     let ranges = vec![range.clone()];
-    let (messages, material) = material_for(msgs, &ranges, &cfg.material);
+    let (messages, material, previous) = material_for(msgs, &ranges, &cfg.material, previous);
     let ledger = ledger_of(previous_ledger, msgs, &ranges);
     plan.step = MicroStep::Absorb(AbsorbJob {
         kind: MarkerKind::Progress,
@@ -1060,11 +1062,14 @@ fn ledger_of(mut carried: Ledger, msgs: &[Message], ranges: &[Range<usize>]) -> 
     carried
 }
 
+/// The redacted messages and the material of `ranges`, and `previous` (the summary they are
+/// merged into) bounded with the material ([`material::share`]).
 fn material_for(
     msgs: &[Message],
     ranges: &[Range<usize>],
     cfg: &MaterialConfig,
-) -> (Vec<Message>, String) {
+    previous: Option<String>,
+) -> (Vec<Message>, String, Option<String>) {
     let mut messages = Vec::new();
     let mut with_context = Vec::new();
     for r in ranges {
@@ -1086,8 +1091,10 @@ fn material_for(
             messages.push(crate::redact::redact_message(&m));
         }
     }
-    let material = material::serialize(&with_context, &with_context, cfg);
-    (messages, material)
+    let bounds = material::share(previous.as_deref().map_or(0, |p| p.chars().count()), cfg);
+    let material = material::serialize(&with_context, &with_context, &bounds);
+    let previous = previous.map(|p| material::bound_previous(&p, &material, cfg));
+    (messages, material, previous)
 }
 
 /// The splices of an absorb: superseded markers and the absorbed ranges are removed and one

@@ -11,6 +11,7 @@ mod message_serde;
 mod micro;
 mod parity;
 mod regions;
+mod requests;
 mod responses;
 mod roundtrip;
 mod secrets;

@@ -166,27 +166,40 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
         material: &str,
     ) -> Result<SummaryResponse> {
         let mut material: Cow<'_, str> = Cow::Borrowed(material);
+        // The request with its previous summary shrunk, once the provider said it is too large.
+        let mut shrunk_req: Option<SummaryRequest> = None;
         let mut shrunk = false;
         let mut regenerated = false;
         let mut usage: Option<Usage> = None;
         loop {
-            let prompt = prompts::build(req, &material);
+            let current = shrunk_req.as_ref().unwrap_or(req);
+            let prompt = prompts::build(current, &material);
             let completion = match self
                 .complete_with_retries(model, &prompt, req.budget_tokens)
                 .await
             {
                 Ok(c) => c,
                 Err(Error::ContextLengthExceeded { status }) if !shrunk => {
+                    // Halve what is sent, the previous summary included: the larger part
+                    // gives up the most.
                     let chars = material.chars().count();
-                    if chars < 2 {
+                    let previous = current.previous_summary.as_deref();
+                    let previous_chars = previous.map_or(0, |p| p.chars().count());
+                    if chars + previous_chars < 2 {
                         return Err(Error::ContextLengthExceeded { status });
                     }
+                    let (material_max, previous_max) = halve_shares(chars, previous_chars);
                     tracing::warn!(
                         model,
                         chars,
-                        "summarizer context exceeded; shrinking material once"
+                        previous_chars,
+                        "summarizer context exceeded; shrinking the request once"
                     );
-                    material = Cow::Owned(shrink_middle(&material, chars / 2));
+                    let shrunk_previous = previous.map(|p| shrink_middle(p, previous_max));
+                    material = Cow::Owned(shrink_middle(&material, material_max));
+                    let mut next = current.clone();
+                    next.previous_summary = shrunk_previous;
+                    shrunk_req = Some(next);
                     shrunk = true;
                     continue;
                 }
@@ -283,6 +296,20 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
     }
 }
 
+/// The characters the material and the previous summary keep when a request of `material`
+/// plus `previous` characters must be halved: each keeps half of the target unless the other
+/// needs less, so whichever is large is cut and a small one survives whole.
+fn halve_shares(material: usize, previous: usize) -> (usize, usize) {
+    let target = (material + previous) / 2;
+    if material <= target / 2 {
+        (material, target - material)
+    } else if previous <= target / 2 {
+        (target - previous, previous)
+    } else {
+        (target / 2, target - target / 2)
+    }
+}
+
 /// Cuts `text` to about `max_chars` characters: the head and the tail are kept, the middle is
 /// replaced by a line saying how many characters were left out.
 pub fn shrink_middle(text: &str, max_chars: usize) -> String {
@@ -299,7 +326,7 @@ pub fn shrink_middle(text: &str, max_chars: usize) -> String {
         .nth(n - tail)
         .map_or(text.len(), |(i, _)| i);
     format!(
-        "{}\n[… {omitted} characters omitted from the middle of the material to fit the summarizer's context window …]\n{}",
+        "{}\n[… {omitted} characters omitted from the middle to fit the summarizer's context window …]\n{}",
         &text[..head_end],
         &text[tail_start..]
     )
@@ -307,12 +334,14 @@ pub fn shrink_middle(text: &str, max_chars: usize) -> String {
 
 // ---------------------------------------------------------------------------------------------
 
-/// Errors worth sending the same request again on the same model.
+/// Errors worth sending the same request again on the same model. A 402 whose limit resets
+/// is not: its window does not reset within a backoff, so the chain moves on.
 pub(crate) fn retry_in_place(e: &Error) -> bool {
-    matches!(
-        e,
-        Error::RateLimited { .. } | Error::Transient { .. } | Error::Network { .. }
-    )
+    match e {
+        Error::Transient { status: Some(402) } => false,
+        Error::RateLimited { .. } | Error::Transient { .. } | Error::Network { .. } => true,
+        _ => false,
+    }
 }
 
 pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
@@ -349,6 +378,23 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
         "exceeds the maximum",
         "request too large",
     ];
+    // A limit that says it resets (a usage window, a daily cap) is waited out, not paid.
+    const RESETS: &[&str] = &[
+        "resets",
+        "reset at",
+        "reset in",
+        "will reset",
+        "try again in",
+        "try again at",
+        "try again after",
+        "retry in",
+        "retry after",
+        "rate limit",
+        "rate-limit",
+        "rate_limit",
+        "usage window",
+        "rate window",
+    ];
     const MODEL: &[&str] = &[
         "model_not_found",
         "model not found",
@@ -359,6 +405,9 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
     ];
     match status {
         401 | 403 => Error::Auth {
+            status: Some(status),
+        },
+        402 if retry_after.is_some() || has(RESETS) => Error::Transient {
             status: Some(status),
         },
         402 => Error::Quota { status },
@@ -516,6 +565,19 @@ mod tests {
         assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
         assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
         assert_eq!(parse_retry_after("-1"), None);
+    }
+
+    #[test]
+    fn halving_cuts_what_is_large() {
+        assert_eq!(halve_shares(100, 0), (50, 0));
+        assert_eq!(halve_shares(0, 100), (0, 50));
+        // A small previous summary survives whole; a small material too.
+        assert_eq!(halve_shares(1_000, 100), (450, 100));
+        assert_eq!(halve_shares(100, 1_000), (100, 450));
+        // Both large: each keeps a half of the target.
+        assert_eq!(halve_shares(480_000, 320_000), (200_000, 200_000));
+        let (m, p) = halve_shares(7, 4);
+        assert!(m + p <= 5);
     }
 
     #[test]

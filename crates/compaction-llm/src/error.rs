@@ -20,7 +20,8 @@ pub enum Error {
         /// The HTTP status, `None` when the key was missing before any request.
         status: Option<u16>,
     },
-    /// Out of quota or credits (402, or 429 `insufficient_quota`).
+    /// Out of quota or credits (402, or 429 `insufficient_quota`). A 402 whose error says the
+    /// limit resets is [`Error::Transient`] instead.
     #[error("summarizer quota exhausted (HTTP {status})")]
     Quota {
         /// The HTTP status.
@@ -32,7 +33,9 @@ pub enum Error {
         /// How long the provider asked to wait.
         retry_after: Option<Duration>,
     },
-    /// A server error (5xx, 408) or a request timeout (`status: None`).
+    /// A server error (5xx, 408), a request timeout (`status: None`), or a 402 whose error says
+    /// the limit resets (a usage window, "try again in", "resets at", a `Retry-After`): worth
+    /// the main model or the extractive fallback, not an abort.
     #[error("summarizer transient failure ({})", status_or(*.status, "timed out"))]
     Transient {
         /// The HTTP status, `None` for a timeout.
@@ -196,7 +199,7 @@ impl Error {
     }
 
     /// Failures of one model that justify trying the main model instead of a separate summary
-    /// model: model not found, timeout, 5xx, malformed response.
+    /// model: model not found, timeout, 5xx, a 402 whose limit resets, malformed response.
     pub fn allows_model_fallback(&self) -> bool {
         matches!(
             self,

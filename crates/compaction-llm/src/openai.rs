@@ -10,11 +10,12 @@
 //!   and `Retry-After` honoured up to [`RetryConfig::max_retry_after`]. There is no other retry
 //!   layer underneath.
 //! - **Summary-model fallback.** When a separate [`OpenAiConfig::summary_model`] fails with
-//!   model-not-found, timeout, 5xx or a malformed response, the request is sent once more on
-//!   the main [`OpenAiConfig::model`].
+//!   model-not-found, timeout, 5xx, a 402 whose limit resets or a malformed response, the
+//!   request is sent once more on the main [`OpenAiConfig::model`].
 //! - **Context-length shrink.** When the provider says the request is too large, the material
-//!   is cut to half ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit
-//!   note) and the request is retried once.
+//!   and the previous summary together are cut to half, the larger of them giving up the most
+//!   ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit note), and the
+//!   request is retried once.
 //! - **Guards.** Reasoning blocks are stripped; empty, truncated (`finish_reason: "length"`) and
 //!   directive output is regenerated once, then reported as an error ([`crate::guard`]).
 //! - **Redaction.** Material, previous summary and focus are redacted before sending, the

@@ -199,6 +199,94 @@ async fn quota_402_and_429_insufficient_quota_are_fatal() {
     assert_eq!(bodies(&server).await.len(), 1, "quota is not retried");
 }
 
+/// Issue 21, item 12: a 402 whose error says the limit resets (a usage window, "try again
+/// in", "resets at", or a `Retry-After`) is transient: the summary model falls back to the
+/// main model, and the error a caller sees is not fatal for a batch pass (the extractive
+/// fallback applies). It is not retried in place (the window does not reset in seconds). A
+/// plain 402 (credits exhausted, even one saying "add credits and try again") stays quota.
+#[tokio::test]
+async fn a_402_whose_limit_resets_is_transient_and_a_plain_402_is_quota() {
+    let resetting = [
+        json!({"error": {"message": "Usage limit reached for the 5-hour window. Your limit resets at 14:00 UTC."}}),
+        json!({"error": {"code": "payment_required", "message": "Daily spend limit reached; try again in 3 hours"}}),
+        json!({"error": {"type": "rate_limit", "message": "Rate limit window exhausted (402)"}}),
+        json!({"error": "Weekly quota used up. Quota resets in 2 days."}),
+    ];
+    for body in &resetting {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(body_partial_json(json!({"model": "summary-model"})))
+            .respond_with(ResponseTemplate::new(402).set_body_json(body))
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(body_partial_json(json!({"model": "main-model"})))
+            .respond_with(ResponseTemplate::new(402).set_body_json(body))
+            .mount(&server)
+            .await;
+        let mut c = config(&server);
+        c.summary_model = Some("summary-model".into());
+        let err = summarizer(c).summarize(&request()).await.unwrap_err();
+        assert_eq!(err, Error::Transient { status: Some(402) }, "{body}");
+        assert!(!err.is_fatal_for_batch(), "{body}");
+        let sent = bodies(&server).await;
+        let models: Vec<&str> = sent.iter().map(|b| b["model"].as_str().unwrap()).collect();
+        assert_eq!(models, ["summary-model", "main-model"], "{body}");
+    }
+    // The main model answers after the summary model's window ran out.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"model": "summary-model"})))
+        .respond_with(ResponseTemplate::new(402).set_body_json(&resetting[0]))
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(body_partial_json(json!({"model": "main-model"})))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")))
+        .mount(&server)
+        .await;
+    let mut c = config(&server);
+    c.summary_model = Some("summary-model".into());
+    assert_eq!(
+        summarizer(c).summarize(&request()).await.unwrap().text,
+        GOOD
+    );
+    // A Retry-After on a 402 says the same.
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        ResponseTemplate::new(402)
+            .insert_header("retry-after", "120")
+            .set_body_string("payment required"),
+        None,
+    )
+    .await;
+    let err = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::Transient { status: Some(402) });
+
+    for plain in [
+        json!({"error": {"message": "Insufficient credits. Add more using https://example.test/credits and try again.", "code": 402}}),
+        json!({"error": {"type": "insufficient_quota", "message": "You exceeded your current quota, please check your plan and billing details."}}),
+    ] {
+        let server = MockServer::start().await;
+        mount(
+            &server,
+            ResponseTemplate::new(402).set_body_json(&plain),
+            None,
+        )
+        .await;
+        let mut c = config(&server);
+        c.summary_model = Some("summary-model".into());
+        let err = summarizer(c).summarize(&request()).await.unwrap_err();
+        assert_eq!(err, Error::Quota { status: 402 }, "{plain}");
+        assert!(err.is_fatal_for_batch());
+        assert_eq!(bodies(&server).await.len(), 1, "{plain}");
+    }
+}
+
 #[tokio::test]
 async fn rate_limited_then_success() {
     let server = MockServer::start().await;
@@ -496,6 +584,88 @@ async fn context_length_error_shrinks_the_material_once() {
     );
     assert!(second.contains("FIRST-LINE") && second.contains("LAST-LINE"));
     assert!(second.contains("characters omitted from the middle"));
+}
+
+/// Issue 21, item 6 (spec section 9: the compaction request itself exceeds the summarizer's
+/// window): the context-length shrink halves the whole request, the previous summary
+/// included, cutting what is large. A huge previous summary with a smaller material, a huge
+/// material with a small summary, and a defrag (the summary alone) each end at about half.
+#[tokio::test]
+async fn context_length_shrink_halves_the_previous_summary_too() {
+    let cases = [
+        (SummaryKind::BatchUpdate, 320_000, 200_000),
+        (SummaryKind::BatchUpdate, 2_000, 200_000),
+        (SummaryKind::MicroMerge, 300_000, 3_000),
+        (SummaryKind::Defrag, 300_000, 0),
+    ];
+    for (kind, previous_chars, material_chars) in cases {
+        let server = MockServer::start().await;
+        let too_big = json!({"error": {"code": "context_length_exceeded", "message": "maximum context length is 32768 tokens"}});
+        mount(
+            &server,
+            ResponseTemplate::new(400).set_body_json(too_big),
+            Some(1),
+        )
+        .await;
+        mount(
+            &server,
+            ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")),
+            None,
+        )
+        .await;
+        let filler = |head: &str, n: usize, tail: &str| {
+            let mut s = format!("{head}\n");
+            while s.len() + tail.len() < n {
+                s.push_str("a line of earlier text\n");
+            }
+            s.push_str(tail);
+            s
+        };
+        let previous = filler("PREV-FIRST", previous_chars, "PREV-LAST");
+        let material = if material_chars == 0 {
+            String::new()
+        } else {
+            filler("MAT-FIRST", material_chars, "MAT-LAST")
+        };
+        let req = SummaryRequest::new(kind, material.clone(), 500, "2026-03-04")
+            .with_previous(previous.clone());
+        summarizer(config(&server))
+            .summarize(&req)
+            .await
+            .expect("the shrunk request is answered");
+        let sent = bodies(&server).await;
+        assert_eq!(sent.len(), 2);
+        let (first, second) = (user_content(&sent[0]), user_content(&sent[1]));
+        assert!(first.len() >= previous.len() + material.len(), "{kind:?}");
+        assert!(
+            second.len() <= first.len() * 55 / 100,
+            "{kind:?} {previous_chars}+{material_chars}: {} of {}",
+            second.len(),
+            first.len()
+        );
+        // Head and tail of each part survive; a small part survives whole.
+        for mark in ["PREV-FIRST", "PREV-LAST"] {
+            assert!(second.contains(mark), "{kind:?}: {mark}");
+        }
+        if material_chars > 0 {
+            assert!(
+                second.contains("MAT-FIRST") && second.contains("MAT-LAST"),
+                "{kind:?}"
+            );
+        }
+        if previous_chars * 4 < material_chars {
+            assert!(
+                second.contains(&previous),
+                "{kind:?}: the small summary was cut"
+            );
+        }
+        if material_chars > 0 && material_chars * 4 < previous_chars {
+            assert!(
+                second.contains(&material),
+                "{kind:?}: the small material was cut"
+            );
+        }
+    }
 }
 
 #[tokio::test]

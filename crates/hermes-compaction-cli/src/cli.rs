@@ -103,7 +103,11 @@ pub struct EngineArgs {
     pub config: Option<PathBuf>,
     /// Summarizer [default: auxiliary.compression.provider, extractive]. `openai` reads
     /// auxiliary.compression.{base_url, model, api_key_env, timeout, max_retries, temperature}
-    /// and fails with exit 2 when the key variable is unset.
+    /// and fails with exit 2 when the key variable is unset. When auxiliary.compression.model
+    /// differs from model.name, a failing auxiliary model (not found, 5xx, timeout) is retried
+    /// on model.name. Auth and quota failures abort the pass; an HTTP 402 that says its limit
+    /// resets ("resets at", "try again in", Retry-After) is transient instead (main model, then
+    /// the extractive fallback).
     #[arg(long, value_enum)]
     pub summarizer: Option<SummarizerKind>,
 }

@@ -59,7 +59,8 @@ pub struct ModelConfig {
     pub context_length: u64,
     /// Tokens reserved for output.
     pub output_reserve_tokens: u64,
-    /// Model name (telemetry only).
+    /// Model name: telemetry, and the main-model fallback of the `openai` summarizer when
+    /// `auxiliary.compression.model` names another model.
     pub name: String,
 }
 

@@ -12,7 +12,10 @@ use crate::config::{Config, ConfigError};
 /// `extractive` (or an empty provider) needs nothing else. `openai` (cargo feature `openai`)
 /// reads `base_url`, `model` (empty means `model.name`), `api_key_env` (empty means no key,
 /// for local servers), `timeout`, `max_retries` and `temperature`; a key variable that is
-/// unset or blank is an error naming the variable, never a value.
+/// unset or blank is an error naming the variable, never a value. When `model` and
+/// `model.name` are both set and differ, `model` is the summary model and `model.name` the
+/// main model on the same endpoint: a summary-model failure that allows it (model not found,
+/// 5xx, timeout, a 402 whose limit resets, a malformed response) is retried on the main model.
 ///
 /// ```
 /// use hermes_compaction::{Config, summarizer_from_config};
@@ -39,12 +42,15 @@ fn openai(config: &Config) -> Result<Arc<dyn Summarizer>, ConfigError> {
     use compaction_llm::{ApiKey, OpenAiConfig, OpenAiSummarizer, RetryConfig};
 
     let aux = &config.auxiliary.compression;
-    let model = if aux.model.trim().is_empty() {
-        config.model.name.clone()
-    } else {
-        aux.model.clone()
+    let (aux_model, main_model) = (aux.model.trim(), config.model.name.trim());
+    // The main model is the fallback of a separate summary model (the chain drops a summary
+    // model equal to it).
+    let (model, summary_model) = match (aux_model.is_empty(), main_model.is_empty()) {
+        (true, _) => (main_model.to_owned(), None),
+        (false, true) => (aux_model.to_owned(), None),
+        (false, false) => (main_model.to_owned(), Some(aux_model.to_owned())),
     };
-    if model.trim().is_empty() {
+    if model.is_empty() {
         return Err(ConfigError::Invalid {
             key: "auxiliary.compression.model",
             value: "\"\"".into(),
@@ -75,6 +81,7 @@ fn openai(config: &Config) -> Result<Arc<dyn Summarizer>, ConfigError> {
         }
     };
     let mut oc = OpenAiConfig::new(base.to_owned(), model, key);
+    oc.summary_model = summary_model;
     oc.timeout = Duration::from_secs(aux.timeout.max(1));
     oc.temperature = Some(f64::from(aux.temperature));
     oc.retry = RetryConfig {

@@ -3,6 +3,8 @@
 
 mod batch;
 mod common;
+#[cfg(feature = "openai")]
+mod configured;
 mod micro;
 mod parity;
 mod persistence;
