@@ -7,7 +7,7 @@ use hermes_compaction::core::{Estimator, parse};
 use hermes_compaction::store::{Store, TranscriptStore};
 use hermes_compaction::{Compressor, Persistence};
 
-use crate::cli::{DemoArgs, Mode, SessionCommand};
+use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
 use crate::compact::{check, summary_line};
 use crate::input::{Input, Strictness};
 use crate::setup::{build_summarizer, load_config};
@@ -32,8 +32,25 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             let line = rt.block_on(import(&db, &id, input))?;
             write_out(out, &line)
         }
-        SessionCommand::Export { db, session, all } => {
-            let text = rt.block_on(export(&db, &session, all))?;
+        SessionCommand::Export {
+            db,
+            session,
+            all,
+            format,
+        } => {
+            let text = match format {
+                ExportFormat::Openai => rt.block_on(export(&db, &session, all))?,
+                ExportFormat::Anthropic if all => {
+                    return Err(crate::Error::Config(
+                        "--all writes library metadata: use it with --format openai".into(),
+                    ));
+                }
+                ExportFormat::Anthropic => rt.block_on(async {
+                    let store = connect(&db).await?;
+                    let messages = store.load_active(&session).await?;
+                    Ok::<_, crate::Error>(hermes_compaction::core::anthropic::to_jsonl(&messages))
+                })?,
+            };
             write_out(out, &text)
         }
         SessionCommand::Compact {
