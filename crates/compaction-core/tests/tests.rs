@@ -1,5 +1,6 @@
 //! Integration tests of compaction-core: one binary, one module per area.
 
+mod anthropic;
 mod common;
 mod errors;
 mod exchanges;

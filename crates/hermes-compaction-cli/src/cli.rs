@@ -118,8 +118,9 @@ pub struct CompactArgs {
     /// The transcript (JSONL or JSON array, or an agent's log: see --format).
     #[arg(long, short, value_name = "FILE")]
     pub input: PathBuf,
-    /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
-    /// chat), openai, claude-code, codex, pi or gemini.
+    /// Input format: auto (an agent's own log recognised from its first lines, else
+    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
+    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
     /// Where to write the compacted transcript (JSONL).
@@ -151,8 +152,9 @@ pub struct SimulateArgs {
     /// Transcripts to replay (JSONL or JSON arrays, or agents' logs: see --format).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
-    /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
-    /// chat), openai, claude-code, codex, pi or gemini.
+    /// Input format: auto (an agent's own log recognised from its first lines, else
+    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
+    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
     /// Policies, comma-separated: none, batch, prune-first, batch-naive, micro, batch+trim,
@@ -216,8 +218,9 @@ pub struct TuneArgs {
     /// ~/.claude/projects/*/*.jsonl: see --format).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
-    /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
-    /// chat), openai, claude-code, codex, pi or gemini.
+    /// Input format: auto (an agent's own log recognised from its first lines, else
+    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
+    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
     /// Pricing: a cache profile (anthropic, openai, openai-gpt5, google, local, custom) or
@@ -288,8 +291,9 @@ pub enum SessionCommand {
         /// The transcript (JSONL or JSON array, or an agent's log: see --format).
         #[arg(value_name = "FILE")]
         file: PathBuf,
-        /// Input format: auto (an agent's own log recognised from its first lines, else OpenAI
-        /// chat), openai, claude-code, codex, pi or gemini.
+        /// Input format: auto (an agent's own log recognised from its first lines, else
+        /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
+        /// chat), openai, anthropic, claude-code, codex, pi or gemini.
         #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
         format: InputFormat,
         /// SQLite path or URL (sqlite:PATH), or postgres:// URL.
@@ -312,12 +316,17 @@ pub enum SessionCommand {
         #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
         session: String,
         /// Include archived rows; every row then carries `active`, `compacted`, `generation`
-        /// and `position` in its `_hermes` metadata.
+        /// and `position` in its `_hermes` metadata (`--format openai` only).
         #[arg(long, conflicts_with = "wire")]
         all: bool,
         /// The plain wire form: the active messages without the `_hermes` metadata.
         #[arg(long)]
         wire: bool,
+        /// Dialect of the output: openai (chat messages with their `_hermes` metadata) or
+        /// anthropic (Anthropic Messages: results grouped into user turns as `tool_result`
+        /// blocks, calls as `tool_use` blocks).
+        #[arg(long, value_enum, default_value_t = ExportFormat::Openai)]
+        format: ExportFormat,
     },
     /// Run one pass on a stored session and commit it (archive_and_compact).
     Compact {
@@ -337,6 +346,16 @@ pub enum SessionCommand {
         #[command(flatten)]
         engine: EngineArgs,
     },
+}
+
+/// The dialect `session export` writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// OpenAI chat messages.
+    #[default]
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 /// `demo`.

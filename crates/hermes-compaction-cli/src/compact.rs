@@ -107,6 +107,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         .file_stem()
         .map_or("transcript".into(), |s| s.to_string_lossy().into_owned());
     let mut c = Compressor::new(config, summarizer, Arc::new(Estimator::default()), session);
+    let anthropic = input.anthropic;
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
     let report = rt.block_on(c.one_shot_with_focus(&mut t, mode, args.focus.clone()));
@@ -114,6 +115,11 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if let Some(telemetry) = telemetry {
         telemetry.finish()?;
     }
-    write_atomically(&args.output, parse::to_jsonl(t.messages()).as_bytes())?;
+    let text = if anthropic {
+        hermes_compaction::core::anthropic::to_jsonl(t.messages())
+    } else {
+        parse::to_jsonl(t.messages())
+    };
+    write_atomically(&args.output, text.as_bytes())?;
     write_out(out, &summary_line(&report))
 }

@@ -21,6 +21,8 @@ pub struct Input {
     pub messages: Vec<Message>,
     /// The format on disk.
     pub format: Format,
+    /// Read as Anthropic Messages (and written back so by `compact`).
+    pub anthropic: bool,
     /// For JSONL input, the 1-based line of each message.
     lines: Vec<usize>,
 }
@@ -61,12 +63,16 @@ pub struct InputError {
 /// The format of an input file (`--format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
-    /// Recognise it from the first lines: an agent's own log (Claude Code, Codex, pi, Gemini
-    /// CLI), else an OpenAI chat transcript.
+    /// Recognise it: an agent's own log (Claude Code, Codex, pi, Gemini CLI) from its first
+    /// lines, else Anthropic Messages when a message has Anthropic tool or thinking blocks,
+    /// else OpenAI chat.
     #[default]
     Auto,
     /// OpenAI chat messages, JSONL or a JSON array.
     Openai,
+    /// Anthropic Messages (`tool_use`/`tool_result`/`thinking` content blocks), JSONL or a
+    /// JSON array; `compact` writes the result back in the same dialect.
+    Anthropic,
     /// A Claude Code project log (`~/.claude/projects/*/SESSION.jsonl`, or a subagent log).
     ClaudeCode,
     /// A Codex rollout (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
@@ -144,9 +150,17 @@ impl Input {
             position,
             reason,
         };
+        let text = std::str::from_utf8(bytes).ok();
+        let anthropic = match format {
+            InputFormat::Anthropic => true,
+            InputFormat::Auto => text.is_some_and(|t| {
+                logs::detect(t).is_none() && hermes_compaction::core::anthropic::looks_like(t)
+            }),
+            _ => false,
+        };
         let log_format = match format {
-            InputFormat::Openai => None,
-            InputFormat::Auto => std::str::from_utf8(bytes).ok().and_then(logs::detect),
+            InputFormat::Openai | InputFormat::Anthropic => None,
+            InputFormat::Auto => text.and_then(logs::detect),
             InputFormat::ClaudeCode => Some(logs::Format::ClaudeCode),
             InputFormat::Codex => Some(logs::Format::Codex),
             InputFormat::Pi => Some(logs::Format::Pi),
@@ -173,6 +187,29 @@ impl Input {
                 })?;
                 (log.messages, Format::Jsonl, log.lines)
             }
+            None if anthropic => {
+                let text = text.ok_or_else(|| {
+                    parse::parse_transcript(bytes)
+                        .err()
+                        .map(|e| parse_error(path, &e))
+                        .unwrap_or_else(|| err(Position::File, "input is not valid UTF-8".into()))
+                })?;
+                let messages = hermes_compaction::core::anthropic::parse(text)
+                    .map_err(|e| parse_error(path, &e))?;
+                let array = text.trim_start().starts_with('[');
+                let format = if array {
+                    Format::JsonArray
+                } else {
+                    Format::Jsonl
+                };
+                // Each message's line is its Anthropic message's line.
+                let lines = if array {
+                    Vec::new()
+                } else {
+                    anthropic_lines(text, &messages)
+                };
+                (messages, format, lines)
+            }
             None => {
                 let (messages, format) =
                     parse::parse_transcript(bytes).map_err(|e| parse_error(path, &e))?;
@@ -194,6 +231,7 @@ impl Input {
             path: path.to_owned(),
             messages,
             format,
+            anthropic,
             lines,
         };
         for issue in validate::validate(&input.messages).issues {
@@ -247,6 +285,22 @@ fn jsonl_lines(text: &str) -> Vec<usize> {
         .enumerate()
         .filter(|(_, l)| !l.strip_suffix('\r').unwrap_or(l).trim().is_empty())
         .map(|(i, _)| i + 1)
+        .collect()
+}
+
+/// The line of each message read from Anthropic JSONL: the messages of one original carry its
+/// group number (its 0-based line) in their tag.
+fn anthropic_lines(text: &str, messages: &[Message]) -> Vec<usize> {
+    let lines = jsonl_lines(text);
+    messages
+        .iter()
+        .map(|m| {
+            m.meta()
+                .and_then(|meta| meta.extra.get(hermes_compaction::core::anthropic::TAG_KEY))
+                .and_then(|t| t.get("g"))
+                .and_then(serde_json::Value::as_u64)
+                .map_or(lines.first().copied().unwrap_or(0), |g| g as usize + 1)
+        })
         .collect()
 }
 

@@ -7,7 +7,7 @@ use hermes_compaction::core::{Estimator, parse};
 use hermes_compaction::store::{Store, StoreOptions, TranscriptStore};
 use hermes_compaction::{Compressor, Persistence};
 
-use crate::cli::{DemoArgs, Mode, SessionCommand};
+use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
 use crate::compact::{check, summary_line};
 use crate::input::{Input, Strictness};
 use crate::setup::{build_summarizer, load_config};
@@ -37,11 +37,18 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             session,
             all,
             wire,
+            format,
         } => {
-            let form = match (all, wire) {
-                (true, _) => Export::All,
-                (false, true) => Export::Wire,
-                (false, false) => Export::Stored,
+            let form = match (format, all, wire) {
+                (ExportFormat::Anthropic, true, _) => {
+                    return Err(crate::Error::Config(
+                        "--all writes library metadata: use it with --format openai".into(),
+                    ));
+                }
+                (ExportFormat::Anthropic, false, _) => Export::Anthropic,
+                (ExportFormat::Openai, true, _) => Export::All,
+                (ExportFormat::Openai, false, true) => Export::Wire,
+                (ExportFormat::Openai, false, false) => Export::Stored,
             };
             let text = rt.block_on(export(&db, &session, form))?;
             write_out(out, &text)
@@ -171,6 +178,9 @@ pub enum Export {
     Stored,
     /// The active messages as a model is sent them: no `_hermes` metadata.
     Wire,
+    /// The active messages as Anthropic Messages (tool results grouped into user turns as
+    /// `tool_result` blocks, calls as `tool_use` blocks).
+    Anthropic,
     /// Every row, archived ones included, each with `active`, `compacted`, `generation` and
     /// `position` added to its `_hermes` metadata.
     All,
@@ -188,6 +198,10 @@ pub async fn export(db: &str, id: &str, form: Export) -> Result<String> {
                     out.push('\n');
                 }
                 return Ok(out);
+            }
+            Export::Anthropic => {
+                let messages = store.load_active(id).await?;
+                return Ok(hermes_compaction::core::anthropic::to_jsonl(&messages));
             }
             Export::All => {}
         }

@@ -173,3 +173,121 @@ fn a_log_in_the_wrong_format_is_refused_with_its_line() {
     );
     assert!(!err.contains("SECRET"), "{err}");
 }
+
+/// An Anthropic Messages transcript: thinking, parallel calls, results with cache marks, and
+/// big outputs so a prune pass has work.
+fn anthropic_transcript() -> String {
+    let mut lines = vec![r#"{"role":"user","content":"Fix the failing test."}"#.to_owned()];
+    let big = "test output line\\n".repeat(400);
+    for i in 0..8 {
+        lines.push(format!(
+            r#"{{"role":"assistant","content":[{{"type":"thinking","thinking":"Step {i}: run it.","signature":"EqQBCkYIBxgCKkD{i}=="}},{{"type":"tool_use","id":"toolu_{i}a","name":"Bash","input":{{"command":"cargo test {i}"}}}},{{"type":"tool_use","id":"toolu_{i}b","name":"Read","input":{{"file_path":"src/m{i}.rs"}}}}]}}"#
+        ));
+        lines.push(format!(
+            r#"{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_{i}a","content":"{big}"}},{{"type":"tool_result","tool_use_id":"toolu_{i}b","content":[{{"type":"text","text":"fn m{i}() {{}}"}}],"cache_control":{{"type":"ephemeral"}}}},{{"type":"text","text":"keep going"}}]}}"#
+        ));
+    }
+    lines.push(r#"{"role":"assistant","content":[{"type":"text","text":"Fixed."}]}"#.to_owned());
+    lines.join("\n") + "\n"
+}
+
+#[test]
+fn anthropic_transcripts_compact_import_and_export_in_their_dialect() {
+    use hermes_compaction::core::anthropic;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("claude-api.jsonl");
+    let text = anthropic_transcript();
+    std::fs::write(&input, &text).unwrap();
+
+    // Auto recognises the dialect; the pass writes Anthropic back.
+    let out = dir.path().join("out.jsonl");
+    let o = run(&[
+        "compact",
+        "--mode",
+        "prune",
+        "--context-length",
+        "8000",
+        "--input",
+        s(&input),
+        "--output",
+        s(&out),
+    ]);
+    assert!(o.status.success(), "{}", texts(&o).1);
+    let written = std::fs::read_to_string(&out).unwrap();
+    assert_ne!(written, text, "the prune pass changed nothing");
+    let back = anthropic::parse(&written).unwrap();
+    assert_eq!(anthropic::to_jsonl(&back), written);
+    for i in 0..8 {
+        let thinking = format!(
+            r#"{{"type":"thinking","thinking":"Step {i}: run it.","signature":"EqQBCkYIBxgCKkD{i}=="}}"#
+        );
+        assert!(
+            written.contains(&thinking),
+            "thinking block {i} changed or lost"
+        );
+    }
+    assert!(
+        !written.contains("\"role\":\"tool\""),
+        "chat roles leaked into the dialect"
+    );
+
+    // Through the store (bodies only) and back: byte-identical.
+    let db = dir.path().join("a.db");
+    let o = run(&[
+        "session",
+        "import",
+        s(&input),
+        "--db",
+        s(&db),
+        "--session",
+        "a",
+    ]);
+    assert!(o.status.success(), "{}", texts(&o).1);
+    let o = run(&[
+        "session",
+        "export",
+        "--db",
+        s(&db),
+        "--session",
+        "a",
+        "--format",
+        "anthropic",
+    ]);
+    assert!(o.status.success(), "{}", texts(&o).1);
+    assert!(
+        texts(&o).0 == text,
+        "export --format anthropic is not the imported transcript"
+    );
+    let o = run(&[
+        "session",
+        "export",
+        "--db",
+        s(&db),
+        "--session",
+        "a",
+        "--format",
+        "anthropic",
+        "--all",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+
+    // Read as OpenAI chat, the same file has no pairing to offer: tool_use blocks are opaque,
+    // but nothing is refused; as Anthropic it simulates with its tool pairs.
+    let o = run(&["simulate", "--policies", "none,batch", "--input", s(&input)]);
+    assert!(o.status.success(), "{}", texts(&o).1);
+    // A broken line names its line, never its text.
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        text.replacen("\"tool_use_id\":\"toolu_3a\"", "\"tool_use_id\":7", 1),
+    )
+    .unwrap();
+    let o = run(&["simulate", "--format", "anthropic", "--input", s(&bad)]);
+    let err = texts(&o).1;
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("bad.jsonl:9: field `tool_use_id` must be a string"),
+        "{err}"
+    );
+    assert!(!err.contains("test output"), "{err}");
+}
