@@ -244,7 +244,9 @@ pub fn plan_batch(
         .into_iter()
         .filter(|x| !x.is_empty())
         .collect();
-    plan.prune = prune::plan_prune(t, &ranges, &cfg.prune, counter);
+    // Pinned messages (and their tool groups) are kept like head messages: nothing prunes them.
+    let free = crate::pins::free_ranges_of(t.messages(), &ranges);
+    plan.prune = prune::plan_prune(t, &free, &cfg.prune, counter);
     plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
     let has_prune = !plan.prune.edit.is_empty();
@@ -297,11 +299,22 @@ pub fn plan_batch(
             .saturating_add(ledger_tokens);
         jobs.push(job);
     }
-    if !r.turn_middle.is_empty() && (jobs.is_empty() || estimate > low_water) {
+    // The progress marker sits right after the turn's user message: it summarizes the turn's
+    // older part up to its first pinned message.
+    let turn_middle = crate::pins::free_ranges(t.messages(), r.turn_middle.clone())
+        .into_iter()
+        .next()
+        .filter(|f| f.start == r.turn_middle.start)
+        // Under strict alternation the summary is merged into the message after it, which
+        // must not belong to a pinned group.
+        .filter(|f| !cfg.strict_alternation || f.end == r.turn_middle.end);
+    if let Some(turn_middle) = turn_middle
+        && (jobs.is_empty() || estimate > low_water)
+    {
         jobs.push(job(
             t,
             &plan.prune,
-            r.turn_middle.clone(),
+            turn_middle,
             MarkerKind::Progress,
             focus,
             cfg,
@@ -404,18 +417,31 @@ pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Rol
 }
 
 fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
+    // Pinned messages split the middle; the summary takes the largest span of one piece.
+    let mut best: Option<Range<usize>> = None;
+    for piece in crate::pins::free_ranges(t.messages(), r.middle.clone()) {
+        if let Some(found) = batch_range_in(t, piece)
+            && best.as_ref().is_none_or(|b| found.len() > b.len())
+        {
+            best = Some(found);
+        }
+    }
+    best
+}
+
+fn batch_range_in(t: &Transcript, middle: Range<usize>) -> Option<Range<usize>> {
     // Find the largest span of the middle, cut on unit boundaries, around which a marker role
     // fits without creating a same-role pair: shrink the end first (moving whole units into the
     // kept tail side), then, if nothing fits, keep leading units verbatim as well.
     let msgs = t.messages();
-    let unit_starts: Vec<usize> = groups::units(msgs, r.middle.clone())
+    let unit_starts: Vec<usize> = groups::units(msgs, middle.clone())
         .into_iter()
         .map(|u| u.start)
         .collect();
     let mut best: Option<Range<usize>> = None;
     for &start in &unit_starts {
         let prev = start.checked_sub(1).map(|i| &msgs[i]);
-        let mut end = r.middle.end;
+        let mut end = middle.end;
         while end > start {
             if marker_role(prev, msgs.get(end)).is_some() {
                 if best.as_ref().is_none_or(|b| end - start > b.len()) {
@@ -429,10 +455,7 @@ fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
                 end - 1
             };
         }
-        if best
-            .as_ref()
-            .is_some_and(|b| b.len() >= r.middle.end - start)
-        {
+        if best.as_ref().is_some_and(|b| b.len() >= middle.end - start) {
             break;
         }
     }
@@ -580,9 +603,10 @@ fn demote_tail(
 ) {
     let msgs = t.messages();
     let calls = prune::CallIndex::build(msgs);
-    let mut candidates: Vec<usize> = r
-        .tail
-        .clone()
+    let free = crate::pins::free_ranges(msgs, r.tail.clone());
+    let mut candidates: Vec<usize> = free
+        .into_iter()
+        .flatten()
         .filter(|&i| msgs[i].is_tool() && t.tokens_of(i) > cfg.prune.tool_output_min_tokens)
         .filter(|&i| {
             !calls

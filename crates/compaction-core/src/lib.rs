@@ -84,6 +84,7 @@ pub mod message;
 pub mod message_serde;
 pub mod micro;
 pub mod parse;
+pub mod pins;
 pub mod prune;
 pub mod redact;
 pub mod regions;

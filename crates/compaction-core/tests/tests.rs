@@ -9,6 +9,7 @@ mod laws;
 mod markers;
 mod message_serde;
 mod micro;
+mod pins;
 mod regions;
 mod roundtrip;
 mod secrets;
