@@ -10,6 +10,7 @@ mod markers;
 mod message_serde;
 mod micro;
 mod pins;
+mod preview;
 mod regions;
 mod roundtrip;
 mod secrets;
