@@ -252,7 +252,9 @@ pub fn plan_batch(
         .into_iter()
         .filter(|x| !x.is_empty())
         .collect();
-    plan.prune = prune::plan_prune(t, &ranges, &cfg.prune, counter);
+    // Pinned messages (and their tool groups) are kept like head messages: nothing prunes them.
+    let free = crate::pins::free_ranges_of(t.messages(), &ranges);
+    plan.prune = prune::plan_prune(t, &free, &cfg.prune, counter);
     plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
     let has_prune = !plan.prune.edit.is_empty();
@@ -315,11 +317,21 @@ pub fn plan_batch(
                 .map(|s| counter.count_text(&s))
                 .sum::<u64>(),
         );
-    let turn_middle = r.rewritable_turn_middle();
-    let turn_has_news = turn_middle
-        .clone()
-        .any(|i| marker::classify(&t.messages()[i]).is_none());
-    if turn_has_news && (jobs.is_empty() || estimate_full > low_water) {
+    // The progress marker sits right after the turn's user message: it summarizes the turn's
+    // older part up to its first pinned message.
+    let rewritable = r.rewritable_turn_middle();
+    let turn_middle = crate::pins::free_ranges(t.messages(), rewritable.clone())
+        .into_iter()
+        .next()
+        .filter(|f| f.start == rewritable.start)
+        // Under strict alternation the summary is merged into the message after it, which
+        // must not belong to a pinned group.
+        .filter(|f| !cfg.strict_alternation || f.end == rewritable.end)
+        // Nothing new to fold (only an existing progress summary): no summary call.
+        .filter(|f| f.clone().any(|i| marker::classify(&t.messages()[i]).is_none()));
+    if let Some(turn_middle) = turn_middle
+        && (jobs.is_empty() || estimate_full > low_water)
+    {
         kept = kept.saturating_sub(scaled(pruned_tokens(
             t,
             &plan.prune,
@@ -433,6 +445,19 @@ pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Rol
 }
 
 fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
+    // Pinned messages split the middle; the summary takes the largest span of one piece.
+    let mut best: Option<Range<usize>> = None;
+    for piece in crate::pins::free_ranges(t.messages(), r.rewritable_middle()) {
+        if let Some(found) = batch_range_in(t, piece)
+            && best.as_ref().is_none_or(|b| found.len() > b.len())
+        {
+            best = Some(found);
+        }
+    }
+    best
+}
+
+fn batch_range_in(t: &Transcript, middle: Range<usize>) -> Option<Range<usize>> {
     // Find the largest span of the middle, cut on unit boundaries, around which a marker role
     // fits without creating a same-role pair: shrink the end first (moving whole units into the
     // kept tail side), then, if nothing fits, keep leading units verbatim as well. A span that
@@ -440,7 +465,6 @@ fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
     // at an edge is folded into the new one rather than left beside it. The span ends before
     // the last reply the user saw ([`Regions::rewritable_middle`]).
     let msgs = t.messages();
-    let middle = r.rewritable_middle();
     let markers: Vec<usize> = middle
         .clone()
         .filter(|&i| marker::classify(&msgs[i]).is_some())
@@ -688,9 +712,10 @@ fn demote_tail(
 ) {
     let msgs = t.messages();
     let calls = prune::CallIndex::build(msgs);
-    let mut candidates: Vec<usize> = r
-        .tail
-        .clone()
+    let free = crate::pins::free_ranges(msgs, r.tail.clone());
+    let mut candidates: Vec<usize> = free
+        .into_iter()
+        .flatten()
         .filter(|&i| msgs[i].is_tool() && t.tokens_of(i) > cfg.prune.tool_output_min_tokens)
         .filter(|&i| {
             !calls

@@ -12,7 +12,7 @@
 //!
 //! | law | checked here | for pass kinds |
 //! |---|---|---|
-//! | 1 head and tail untouched | yes ([`Violation::HeadChanged`], [`Violation::TailChanged`], [`Violation::PinnedMissing`]) | batch, prune, micro, defrag |
+//! | 1 head and tail untouched, pins kept | yes ([`Violation::HeadChanged`], [`Violation::TailChanged`], [`Violation::PinnedMissing`], [`Violation::UserPinLost`]) | batch, prune, micro, defrag |
 //! | 2 tool integrity | yes | batch, prune, micro, defrag |
 //! | 3 roles | yes | batch, prune, micro, defrag |
 //! | 4 micro never summarizes user text | yes | micro, defrag |
@@ -377,6 +377,12 @@ pub enum Violation {
         /// Index in `before`.
         before_index: usize,
     },
+    /// Law 1: a message pinned in `before` ([`Message::is_pinned`]) is not in `after`,
+    /// identical and still pinned, in the order of the pins.
+    UserPinLost {
+        /// Index in `before`.
+        before_index: usize,
+    },
     /// Law 6: a failed or unchanged pass changed the transcript.
     ChangedOnFailure {
         /// First index where the two differ (or the shorter length).
@@ -398,7 +404,8 @@ impl Violation {
             Violation::ProtectedLost { .. }
             | Violation::HeadChanged { .. }
             | Violation::TailChanged { .. }
-            | Violation::PinnedMissing { .. } => Law::HeadAndTail,
+            | Violation::PinnedMissing { .. }
+            | Violation::UserPinLost { .. } => Law::HeadAndTail,
             Violation::OrphanToolResult { .. }
             | Violation::MissingToolResult { .. }
             | Violation::DuplicateToolResult { .. }
@@ -436,6 +443,10 @@ impl fmt::Display for Violation {
             Violation::PinnedMissing { before_index } => write!(
                 f,
                 "pinned message {before_index} is missing between head and tail"
+            ),
+            Violation::UserPinLost { before_index } => write!(
+                f,
+                "message {before_index}, pinned, is not kept identical and in order"
             ),
             Violation::OrphanToolResult { index } => {
                 write!(f, "tool result at {index} answers no tool call before it")
@@ -524,6 +535,7 @@ pub fn check(
         return out;
     }
     check_protected(before, after, pass, &mut out);
+    check_pins(before, after, &mut out);
     check_tools(before, after, &mut out);
     check_roles(before, after, pass, &mut out);
     if pass.kind.is_micro_family() {
@@ -565,6 +577,21 @@ pub fn check_unchanged(before: &[Message], after: &[Message], out: &mut Vec<Viol
 /// Whether two messages have the same content: what a model sees, library metadata aside.
 fn same_content(a: &Message, b: &Message) -> bool {
     a.to_wire_json() == b.to_wire_json()
+}
+
+/// Law 1 for pinned messages: each survives with its content, still pinned, after the
+/// previous one (a greedy match in order decides whether they form a subsequence).
+fn check_pins(before: &[Message], after: &[Message], out: &mut Vec<Violation>) {
+    let mut from = 0;
+    for (i, m) in before.iter().enumerate().filter(|(_, m)| m.is_pinned()) {
+        let found = after[from.min(after.len())..]
+            .iter()
+            .position(|a| a.is_pinned() && same_content(m, a));
+        match found {
+            Some(k) => from += k + 1,
+            None => out.push(Violation::UserPinLost { before_index: i }),
+        }
+    }
 }
 
 /// Law 1. Head, tail and pinned messages compare by content (metadata aside).

@@ -85,6 +85,8 @@ pub mod message;
 pub mod message_serde;
 pub mod micro;
 pub mod parse;
+pub mod pins;
+pub mod preview;
 pub mod prune;
 pub mod redact;
 pub mod regions;

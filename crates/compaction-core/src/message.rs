@@ -302,6 +302,10 @@ pub struct Meta {
     /// Handle of the full original when the content was trimmed at insertion time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trimmed_handle: Option<String>,
+    /// Pinned by the user or the agent: no pass prunes, trims, summarizes or reorders it
+    /// (its tool group stays whole with it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
     /// Anything a newer version wrote, kept as-is.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -313,6 +317,7 @@ impl Meta {
         self.marker.is_none()
             && self.row_id.is_none()
             && self.trimmed_handle.is_none()
+            && !self.pinned
             && self.extra.is_empty()
     }
 }
@@ -862,6 +867,29 @@ impl Message {
     pub fn set_meta(&mut self, meta: Option<Meta>) {
         if self.b.meta.is_some() || meta.is_some() {
             self.body_mut().meta = meta;
+        }
+    }
+
+    /// Whether the message is pinned ([`Meta::pinned`]): no pass prunes, trims, summarizes
+    /// or reorders it.
+    ///
+    /// ```
+    /// use compaction_core::Message;
+    /// let mut m = Message::user("never forget: the API key lives in the vault");
+    /// assert!(!m.is_pinned());
+    /// m.set_pinned(true);
+    /// assert!(m.is_pinned());
+    /// // A pin is library metadata: the model never sees it.
+    /// assert!(!m.to_wire_json().contains("pinned"));
+    /// ```
+    pub fn is_pinned(&self) -> bool {
+        self.b.meta.as_ref().is_some_and(|m| m.pinned)
+    }
+
+    /// Pins or unpins the message (metadata only; the body is unchanged).
+    pub fn set_pinned(&mut self, pinned: bool) {
+        if self.is_pinned() != pinned {
+            self.meta_mut().pinned = pinned;
         }
     }
 

@@ -638,6 +638,22 @@ pub fn plan_micro(
 ) -> MicroPlan {
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
+    if resolved
+        .rolling_marker
+        .is_some_and(|i| t.messages()[i].is_pinned())
+    {
+        // A pinned rolling marker is never rewritten nor superseded: micro waits until it is
+        // unpinned (a second rolling marker would break law 5).
+        return MicroPlan {
+            regions: r,
+            threshold_tokens,
+            tokens_before: t.current_tokens(),
+            resolved: Some(resolved),
+            rolling_summary_tokens: 0,
+            step: MicroStep::Noop(NoopReason::NothingToAbsorb),
+            planned_stamp: t.stamp(),
+        };
+    }
     // The ledger is the library's, not the summarizer's: sizes and requests see the text only.
     let (rolling_text, rolling_ledger) = split_summary(resolved.rolling_summary.as_deref());
     let summary_tokens = rolling_text.as_deref().map_or(0, |s| counter.count_text(s));
@@ -795,6 +811,11 @@ pub fn plan_turn_progress(
     let progress = (u + 1 < msgs.len()
         && marker::classify(&msgs[u + 1]) == Some(MarkerKind::Progress))
     .then_some(u + 1);
+    if progress.is_some_and(|p| msgs[p].is_pinned()) {
+        // A pinned progress marker is never rewritten.
+        plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
+        return plan;
+    }
     let previous_body = progress.and_then(|p| marker::parse_body(&msgs[p]));
     let (previous, previous_ledger) = split_summary(previous_body.as_deref());
     plan.rolling_summary_tokens = previous.as_deref().map_or(0, |s| counter.count_text(s));
@@ -807,7 +828,8 @@ pub fn plan_turn_progress(
             return None;
         }
         let e = groups::group_end(msgs, from);
-        (e <= end_limit).then_some(from..e)
+        // The progress marker absorbs the turn's groups in order, up to the first pinned one.
+        (e <= end_limit && !crate::pins::any_pinned(msgs, from..e)).then_some(from..e)
     };
     let Some(first) = next_unit(start) else {
         plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
@@ -984,7 +1006,8 @@ fn next_micro_exchange(
         {
             r.start -= 1;
         }
-        if pairs_inside(messages, r.clone()) {
+        // An exchange holding a pinned message stays as it is; later ones may still go.
+        if pairs_inside(messages, r.clone()) && !crate::pins::any_pinned(messages, r.clone()) {
             return Some(r);
         }
     }

@@ -384,6 +384,38 @@ impl Transcript {
         m.meta_mut()
     }
 
+    /// Pins or unpins message `i` ([`Meta::pinned`](crate::Meta::pinned)): no pass prunes,
+    /// trims, summarizes or reorders a pinned message, and its tool group stays whole with it.
+    /// Metadata only (token counts are unchanged), but plans made before are refused by
+    /// `assemble` like after any change. Returns `false` (and changes nothing) when `i` is out
+    /// of range.
+    ///
+    /// ```
+    /// use compaction_core::{Estimator, Message, Transcript};
+    /// let mut t = Transcript::new(
+    ///     vec![Message::system("s"), Message::user("keep this"), Message::assistant("ok")],
+    ///     &Estimator::default(),
+    /// );
+    /// assert!(t.pin(1, true));
+    /// assert!(!t.pin(7, true));
+    /// assert_eq!(t.pinned(), vec![1]);
+    /// ```
+    pub fn pin(&mut self, i: usize, pinned: bool) -> bool {
+        if i >= self.len() {
+            return false;
+        }
+        if self.messages()[i].is_pinned() != pinned {
+            self.stamp = next_stamp();
+            self.messages.as_mut_slice()[i].set_pinned(pinned);
+        }
+        true
+    }
+
+    /// Indices of the pinned messages, in order.
+    pub fn pinned(&self) -> Vec<usize> {
+        crate::pins::pinned_indices(self.messages())
+    }
+
     /// Index of the latest real user request, if any: the last user message that carries
     /// visible text and is not a summary marker (a blank or image-only user message, which
     /// platforms echo, is never the request; spec section 1, "Tail"). O(1): the index

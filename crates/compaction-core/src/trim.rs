@@ -113,14 +113,19 @@ pub struct Trimmed {
 /// answers, when known) or a user message. Returns `None` when the message stays as it is:
 /// trimming is off, the message is at or under the limit, it is not a tool result or user
 /// message, its tool is protected, it is a marker, a pruned or trimmed form, already persisted,
-/// holds non-text parts (images), or the compact form would not be smaller.
+/// holds non-text parts (images), is [pinned](Message::is_pinned), or the compact form would
+/// not be smaller.
 pub fn plan_trim(
     message: &Message,
     tool: Option<&ToolInfo<'_>>,
     cfg: &TrimConfig,
     counter: &dyn TokenCounter,
 ) -> Option<Trimmed> {
-    if cfg.max_tokens == 0 || is_trimmed(message) || message.row_id().is_some() {
+    if cfg.max_tokens == 0
+        || is_trimmed(message)
+        || message.row_id().is_some()
+        || message.is_pinned()
+    {
         return None;
     }
     let is_result = match message.role() {
@@ -388,5 +393,8 @@ mod tests {
         assert!(plan_trim(&marker, None, &cfg(50), &Estimator::default()).is_none());
         let assistant = Message::assistant("x\n".repeat(500));
         assert!(plan_trim(&assistant, None, &cfg(50), &Estimator::default()).is_none());
+        let mut pinned = m.clone();
+        pinned.set_pinned(true);
+        assert!(plan_trim(&pinned, None, &cfg(50), &Estimator::default()).is_none());
     }
 }

@@ -11,6 +11,8 @@ mod markers;
 mod message_serde;
 mod micro;
 mod parity;
+mod pins;
+mod preview;
 mod regions;
 mod requests;
 mod responses;

@@ -212,6 +212,61 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         target: u64,
     ) -> BoxFuture<'a, Result<Restored>>;
 
+    /// Pins or unpins the active row `row` ([`compaction_core::Meta::pinned`]: no pass
+    /// prunes, trims, summarizes or reorders it), as a generation of its own
+    /// ([`GenerationKind::Pin`], so [`restore`](Self::restore) undoes it): the row is archived
+    /// and a copy with the new flag takes its place. Returns the copy's row id and the new
+    /// generation; when the flag is already as asked, nothing is written and the row and
+    /// generation are returned as they are. Refused like a commit, with nothing changed:
+    /// [`StoreError::StaleGeneration`] when the session is not at `expected`,
+    /// [`StoreError::RowNotInSession`] or [`StoreError::RowNotActive`] for another row.
+    /// (Messages appended or committed with the flag set keep it too: it is stored with the
+    /// rest of their metadata.)
+    fn set_pinned<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        row: RowId,
+        pinned: bool,
+    ) -> BoxFuture<'a, Result<(RowId, u64)>> {
+        Box::pin(async move {
+            let found = self.load_rows(session, &[row]).await?;
+            let Some(stored) = found.into_iter().next() else {
+                return Err(StoreError::RowNotInSession { splice: 0, row });
+            };
+            if !stored.active {
+                return Err(StoreError::RowNotActive { splice: 0, row });
+            }
+            if stored.message.is_pinned() == pinned {
+                let generation = self.generation(session).await?;
+                if generation != expected {
+                    return Err(StoreError::StaleGeneration {
+                        session: session.to_owned(),
+                        expected,
+                        actual: generation,
+                    });
+                }
+                return Ok((row, generation));
+            }
+            let mut copy = stored.message;
+            copy.set_pinned(pinned);
+            let mut commit = Commit {
+                generation: expected,
+                splices: vec![CommitSplice {
+                    archive: vec![row],
+                    insert_after: None,
+                    insert: vec![copy],
+                }],
+                label: PassLabel::new(GenerationKind::Pin),
+            };
+            let ids = self.archive_and_compact(session, &mut commit).await?;
+            let id = ids.first().copied().ok_or(StoreError::OutOfRange {
+                what: "row ids returned",
+            })?;
+            Ok((id, expected + 1))
+        })
+    }
+
     /// The session's durable compaction state.
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>>;
 

@@ -541,3 +541,52 @@ async fn history_of_an_upgraded_session_starts_where_the_upgrade_found_it() {
     store.restore("old", 2, 1).await.unwrap();
     assert_eq!(active(&store, "old").await, g1);
 }
+
+on_both_backends! {
+    /// Pins persist: set with the rest of the metadata on append, or later with set_pinned
+    /// (a generation of its own, undone by restore); bad pins change nothing.
+    async fn pins_persist_and_pinning_is_undoable(b) {
+        let st = &b.store;
+        st.create_session("pins").await.unwrap();
+        let mut messages = conversation(2);
+        messages[1].set_pinned(true);
+        st.append("pins", &mut messages).await.unwrap();
+        let pinned = |m: &[Message]| -> Vec<usize> {
+            m.iter().enumerate().filter(|(_, m)| m.is_pinned()).map(|(i, _)| i).collect()
+        };
+        let loaded = b.reconnect().await.load_active("pins").await.unwrap();
+        assert_eq!(pinned(&loaded), vec![1]);
+        let g0 = active(st, "pins").await;
+
+        let (row, generation) = st.set_pinned("pins", 0, loaded[4].row_id().unwrap(), true).await.unwrap();
+        assert_eq!(generation, 1);
+        let loaded = b.reconnect().await.load_active("pins").await.unwrap();
+        assert_eq!(pinned(&loaded), vec![1, 4]);
+        assert_eq!(loaded[4].row_id(), Some(row));
+        // The body is untouched: only the flag changed.
+        assert_eq!(content(&loaded)[4].0, g0[4].0);
+        let last = st.history("pins").await.unwrap().pop().unwrap();
+        assert_eq!((last.label.kind, last.archived, last.inserted), (GenerationKind::Pin, 1, 1));
+        // Already pinned: nothing written.
+        assert_eq!(st.set_pinned("pins", 1, row, true).await.unwrap(), (row, 1));
+        // Unpin, then undo the unpin.
+        let (unpinned, _) = st.set_pinned("pins", 1, loaded[1].row_id().unwrap(), false).await.unwrap();
+        assert_eq!(pinned(&st.load_active("pins").await.unwrap()), vec![4]);
+        st.restore("pins", 2, 1).await.unwrap();
+        assert_eq!(pinned(&st.load_active("pins").await.unwrap()), vec![1, 4]);
+        st.restore("pins", 3, 0).await.unwrap();
+        assert_eq!(active(st, "pins").await, g0);
+
+        let before = snapshot(&st.load_all("pins").await.unwrap());
+        let e = st.set_pinned("pins", 4, unpinned, true).await.unwrap_err();
+        assert!(matches!(e, StoreError::RowNotActive { .. }), "{e:?}");
+        let e = st.set_pinned("pins", 4, 999_999, true).await.unwrap_err();
+        assert!(matches!(e, StoreError::RowNotInSession { row: 999_999, .. }), "{e:?}");
+        let live = st.load_active("pins").await.unwrap()[2].row_id().unwrap();
+        let e = st.set_pinned("pins", 3, live, true).await.unwrap_err();
+        assert!(matches!(e, StoreError::StaleGeneration { expected: 3, actual: 4, .. }), "{e:?}");
+        let e = st.set_pinned("pins", 3, loaded[1].row_id().unwrap(), true).await.unwrap_err();
+        assert!(matches!(e, StoreError::RowNotActive { .. } | StoreError::StaleGeneration { .. }), "{e:?}");
+        assert_eq!(snapshot(&st.load_all("pins").await.unwrap()), before);
+    }
+}

@@ -252,6 +252,10 @@ impl Compressor {
     }
 
     /// The core micro configuration derived from it.
+    pub(crate) fn batch_settings(&self) -> &BatchConfig {
+        &self.settings.batch
+    }
+
     pub(crate) fn micro_settings(&self) -> &compaction_core::micro::MicroConfig {
         &self.settings.micro
     }

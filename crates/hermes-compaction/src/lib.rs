@@ -62,6 +62,8 @@ pub mod micro;
 pub mod oneshot;
 #[cfg(feature = "llm")]
 mod persist;
+#[cfg(feature = "llm")]
+pub mod preview;
 #[cfg(feature = "store")]
 pub mod recall;
 #[cfg(feature = "llm")]

@@ -286,7 +286,7 @@ impl Compressor {
     /// at [`ASSUMED_CACHED_READ_RATIO`] of the input price, as most providers now do. The gate
     /// is 0 with `cache_profile = "none"`, with `cache_aware` off, or for a profile without a
     /// cache; once the cache has expired it covers the summary's cost alone.
-    fn cache_gate(&self, t: &Transcript) -> u64 {
+    pub(crate) fn cache_gate(&self, t: &Transcript) -> u64 {
         let c = &self.config().compression;
         if !c.cache_aware || c.cache_profile == "none" {
             return 0;

@@ -414,3 +414,64 @@ fn when_the_estimate_undercounts_the_providers_count_drives_the_plan() {
     // Scaled back to the provider's units, the result is under the threshold.
     assert!(t.estimated_total() * 70_000 / estimated < c.threshold_tokens());
 }
+
+/// What `preview` announces is what `compress` then does: every message kept, pinned, pruned
+/// or summarized as previewed, the summaries where previewed, and nothing called or written
+/// by the preview itself.
+#[test]
+fn preview_is_what_compress_then_does() {
+    use hermes_compaction::preview::{Fate, PreviewKind};
+    let rt = rt();
+    rt.block_on(async {
+        for (turns, pin) in [(200, None), (200, Some(301)), (120, Some(7))] {
+            let (mut c, s) = scripted(config(16_000));
+            let mut t = c.transcript(session(turns, 300));
+            if let Some(i) = pin {
+                assert!(t.pin(i, true));
+            }
+            let before = t.messages().to_vec();
+            let p = c.preview(&t);
+            assert_eq!(c.preview(&t), p, "a preview changes nothing");
+            assert_eq!(s.requests().len(), 0, "a preview calls no summarizer");
+            assert_eq!(p.kind, PreviewKind::Batch);
+            if let Some(i) = pin {
+                assert_eq!(p.messages[i].fate, Fate::Pinned);
+            }
+            let r = c.compress(&mut t, None).await;
+            assert_eq!(r.outcome, Outcome::Summarized);
+            assert_eq!(s.requests().len(), p.summaries.len());
+            // Rebuild the compacted transcript from the preview: kept messages verbatim,
+            // pruned ones by their one-liner, each summary once where it was planned.
+            let mut expected: Vec<(Option<String>, Option<String>)> = Vec::new();
+            for (i, (m, fate)) in before
+                .iter()
+                .zip(p.messages.iter().map(|m| &m.fate))
+                .enumerate()
+            {
+                match fate {
+                    Fate::Kept | Fate::Pinned => expected.push((Some(m.to_wire_json()), None)),
+                    Fate::Pruned { one_liner } => expected.push((None, one_liner.clone())),
+                    Fate::Demoted { one_liner } => expected.push((None, Some(one_liner.clone()))),
+                    Fate::Summarized { summary } if p.summaries[*summary].range.start == i => {
+                        expected.push((None, None));
+                    }
+                    Fate::Summarized { .. } => {}
+                    _ => expected.push((None, None)),
+                }
+            }
+            let after = t.messages();
+            assert_eq!(after.len(), expected.len());
+            for (a, (wire, text)) in after.iter().zip(&expected) {
+                if let Some(w) = wire {
+                    assert_eq!(&a.to_wire_json(), w);
+                }
+                if let Some(text) = text {
+                    assert_eq!(&a.text().into_owned(), text);
+                }
+            }
+            assert!(
+                after.iter().filter(|m| m.marker_kind().is_some()).count() >= p.summaries.len()
+            );
+        }
+    });
+}

@@ -1,0 +1,81 @@
+//! Previews: what the pass that would run now would do, planned by core and read without
+//! calling a summarizer or writing anything (see [`compaction_core::preview`]).
+
+use compaction_core::Transcript;
+use compaction_core::batch::{self, BatchRequest};
+use compaction_core::micro;
+pub use compaction_core::preview::{Fate, MessagePreview, PlannedSummary, Preview, PreviewKind};
+
+use crate::compressor::Compressor;
+
+impl Compressor {
+    /// The batch pass [`compress`](Self::compress) would run on `t` now (forced, with the
+    /// compressor's settings and state), as a [`Preview`]: every message's fate, the summaries
+    /// it would write, tokens before and after (each summary estimated from
+    /// `summary_budget_tokens`). Calls no summarizer, writes nothing, changes no state.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hermes_compaction::core::{Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::preview::Fate;
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let mut config = Config::default();
+    /// config.model.context_length = 16_000;
+    /// let mut c = Compressor::new(
+    ///     config,
+    ///     Arc::new(ExtractiveSummarizer::default()),
+    ///     Arc::new(Estimator::default()),
+    ///     "s1",
+    /// );
+    /// let mut msgs = vec![Message::system("You are a coding agent.")];
+    /// for i in 0..60 {
+    ///     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(80))));
+    ///     msgs.push(Message::assistant(format!("answer {i}: {}", "done ".repeat(80))));
+    /// }
+    /// let t = c.transcript(msgs);
+    /// let p = c.preview(&t);
+    /// assert!(p.messages.iter().any(|m| matches!(m.fate, Fate::Summarized { .. })));
+    /// assert!(p.tokens_after < p.tokens_before);
+    /// ```
+    pub fn preview(&self, t: &Transcript) -> Preview {
+        self.preview_batch(t, false)
+    }
+
+    /// The prune-only pass [`prune_only`](Self::prune_only) would run now, as a [`Preview`].
+    pub fn preview_prune(&self, t: &Transcript) -> Preview {
+        self.preview_batch(t, true)
+    }
+
+    /// The micro pass [`finalize_turn`](Self::finalize_turn) would run now (with the
+    /// compressor's micro state and reclaim gate), as a [`Preview`]; the new rolling summary is
+    /// estimated at the size of the current one.
+    pub fn preview_micro(&self, t: &Transcript) -> Preview {
+        let mut cfg = self.micro_settings().clone();
+        if cfg.min_reclaim_tokens == 0 {
+            cfg.min_reclaim_tokens = self.cache_gate(t);
+        }
+        let plan = micro::plan_micro(
+            t,
+            self.threshold_tokens(),
+            &cfg,
+            self.micro_state(),
+            self.state().compacted,
+            self.counter(),
+        );
+        compaction_core::preview::of_micro(t, &plan, self.counter())
+    }
+
+    fn preview_batch(&self, t: &Transcript, prune_only: bool) -> Preview {
+        let req = BatchRequest {
+            force: true,
+            prune_only,
+            focus: None,
+            compacted: self.state().compacted,
+        };
+        let cfg = self.batch_settings();
+        let plan = batch::plan_batch(t, self.threshold_tokens(), cfg, &req, self.counter());
+        compaction_core::preview::of_batch(t, &plan, cfg, self.counter())
+    }
+}
