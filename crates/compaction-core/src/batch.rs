@@ -328,7 +328,10 @@ pub fn plan_batch(
         // must not belong to a pinned group.
         .filter(|f| !cfg.strict_alternation || f.end == rewritable.end)
         // Nothing new to fold (only an existing progress summary): no summary call.
-        .filter(|f| f.clone().any(|i| marker::classify(&t.messages()[i]).is_none()));
+        .filter(|f| {
+            f.clone()
+                .any(|i| marker::classify(&t.messages()[i]).is_none())
+        });
     if let Some(turn_middle) = turn_middle
         && (jobs.is_empty() || estimate_full > low_water)
     {

@@ -32,6 +32,10 @@ pub struct RetryConfig {
     pub max_backoff: Duration,
     /// Longest `Retry-After` honoured; longer requests are shortened to this (default 30 s).
     pub max_retry_after: Duration,
+    /// Wall-clock budget for one model's attempts: no retry starts when its delay would end
+    /// past this much time after the first attempt began (`None`: only `max_retries` bounds
+    /// them). The facade sets it to the request timeout x (`max_retries` + 1).
+    pub max_total: Option<Duration>,
 }
 
 impl Default for RetryConfig {
@@ -41,6 +45,7 @@ impl Default for RetryConfig {
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(30),
+            max_total: None,
         }
     }
 }
@@ -240,6 +245,7 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
     ) -> Result<Completion> {
         let body = self.body(model, prompt, budget_tokens);
         let retry = &self.params.retry;
+        let started = std::time::Instant::now();
         let mut attempt: u32 = 0;
         loop {
             match self.transport.complete(model, &body).await {
@@ -252,6 +258,18 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
                             .saturating_mul(1u32 << attempt.min(16))
                             .min(retry.max_backoff),
                     };
+                    if retry
+                        .max_total
+                        .is_some_and(|budget| started.elapsed() + delay >= budget)
+                    {
+                        tracing::warn!(
+                            model,
+                            class = e.class().as_str(),
+                            attempt = attempt + 1,
+                            "summarizer call failed; no retry within the time budget"
+                        );
+                        return Err(e);
+                    }
                     tracing::warn!(
                         model,
                         class = e.class().as_str(),

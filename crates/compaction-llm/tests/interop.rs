@@ -179,6 +179,7 @@ fn options() -> AsyncOpenAiOptions {
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         max_retry_after: Duration::from_millis(20),
+        max_total: None,
     };
     o
 }

@@ -25,6 +25,7 @@ fn config(server: &MockServer) -> OpenAiConfig {
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         max_retry_after: Duration::from_millis(20),
+        max_total: None,
     };
     c.timeout = Duration::from_secs(5);
     c.max_output_tokens = Some(321);
@@ -346,6 +347,29 @@ async fn repeated_500s_give_transient_after_bounded_retries() {
         .unwrap_err();
     assert_eq!(err, Error::Transient { status: Some(500) });
     assert_eq!(bodies(&server).await.len(), 3);
+}
+
+/// `max_total` bounds one model's attempts in time: with a long backoff no retry starts
+/// that would end past the budget, whatever `max_retries` allows.
+#[tokio::test]
+async fn retries_stop_at_the_time_budget() {
+    let server = MockServer::start().await;
+    mount(&server, ResponseTemplate::new(503), None).await;
+    let mut c = config(&server);
+    c.retry = RetryConfig {
+        max_retries: 10,
+        initial_backoff: Duration::from_millis(150),
+        max_backoff: Duration::from_millis(150),
+        max_retry_after: Duration::from_millis(150),
+        max_total: Some(Duration::from_millis(400)),
+    };
+    let err = summarizer(c).summarize(&request()).await.unwrap_err();
+    assert_eq!(err, Error::Transient { status: Some(503) });
+    let sent = bodies(&server).await.len();
+    assert!(
+        (2..=3).contains(&sent),
+        "{sent} requests within a 400 ms budget"
+    );
 }
 
 #[tokio::test]

@@ -108,6 +108,11 @@ pub struct MicroPass {
     pub earliest_changed_index: Option<u64>,
     /// Prompt plus completion tokens the summarizer used in this pass.
     pub summary_tokens: u64,
+    /// The deterministic fallback summary replaced a failed (or skipped) summarizer call.
+    pub fallback_used: bool,
+    /// The summarizer was not called: its circuit breaker is open after repeated transient
+    /// failures, so the fallback wrote the summary (or the pass failed at once).
+    pub summarizer_skipped: bool,
 }
 
 impl MicroPass {
@@ -285,6 +290,9 @@ pub struct BatchAttempt {
     pub fell_through: bool,
     /// The deterministic fallback summary replaced a failed summarizer call.
     pub fallback_used: bool,
+    /// The summarizer was not called: its circuit breaker is open after repeated transient
+    /// failures, so the fallback wrote the summary (or the attempt failed at once).
+    pub summarizer_skipped: bool,
     /// Transcript tokens before the attempt.
     pub tokens_before: u64,
     /// Transcript tokens after it (equal to `tokens_before` when nothing was committed).

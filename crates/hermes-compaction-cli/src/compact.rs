@@ -59,9 +59,35 @@ pub fn failure_text(f: &Failure) -> String {
     }
 }
 
+/// The stderr warning when passes ran on the extractive fallback rather than the configured
+/// summarizer (it failed, or its circuit breaker was open), so a run that exits 0 on the
+/// fallback says so. `None` when every summary came from the summarizer.
+pub fn fallback_warning(r: &OneShotReport) -> Option<String> {
+    if r.fallback_passes == 0 {
+        return None;
+    }
+    let n = r.fallback_passes;
+    let skipped = match r.skipped_passes {
+        0 => String::new(),
+        k => format!(
+            "; {k} of them did not call it (circuit breaker open after repeated failures, see auxiliary.compression.breaker_failures)"
+        ),
+    };
+    Some(format!(
+        "warning: {n} pass{} used the extractive fallback because the summarizer failed{skipped}",
+        if n == 1 { "" } else { "es" }
+    ))
+}
+
 /// A run that did not do what was asked: an error (exit 1) that says which pass failed, why,
 /// and what came before it. `after` says what happened to the output.
 pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
+    if let Some(w) = fallback_warning(r) {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("{w}");
+        }
+    }
     let Some(f) = &r.failure else { return Ok(()) };
     let earlier = match r.passes {
         0 => String::new(),

@@ -62,6 +62,55 @@ fn micro_with_a_hanging_summarizer_exits_1() {
     micro_failure_exits_1(Reply::Hang, "(transient)");
 }
 
+/// A summarizer that hangs is paid for three times (`breaker_failures`), not once per pass:
+/// 30 micro passes then run on the extractive fallback without calling it, exit 0, and stderr
+/// says so. (The bound on time is the bound on calls: at most 3 x the 1 s timeout.)
+#[test]
+fn a_hanging_summarizer_is_skipped_after_three_failures() {
+    let server = serve(Reply::Hang, None);
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(60, 6_000));
+    // One exchange per pass (no economic gate), so each of the 30 passes needs a summary.
+    let cfg = dir.path().join("hang.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[compression]\nfallback_to_extractive = true\ncache_profile = \"none\"\n\n\
+             [auxiliary.compression]\nprovider = \"openai\"\nmodel = \"fake\"\n\
+             base_url = \"{}\"\napi_key_env = \"\"\ntimeout = 1\nmax_retries = 0\n",
+            server.url
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out.jsonl");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--mode",
+        "micro",
+        "--passes",
+        "30",
+        "--context-length",
+        "32000",
+        "--config",
+        s(&cfg),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stdout} {stderr}");
+    assert!(stdout.contains("passes=30"), "{stdout}");
+    // The fake endpoint reads one request at a time (a hanging one blocks the rest), so it
+    // sees at most the three calls the compressor made.
+    assert!((1..=3).contains(&server.hits()), "{stderr}");
+    assert!(
+        stderr.contains("warning: 30 passes used the extractive fallback"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("27 of them did not call it"), "{stderr}");
+}
+
 #[test]
 fn session_micro_whose_commit_is_stale_exits_1() {
     let dir = tempfile::tempdir().unwrap();

@@ -125,6 +125,8 @@ struct Settings {
     micro: compaction_core::micro::MicroConfig,
     micro_every_n_turns: u64,
     threshold: u64,
+    /// How every pass calls the summarizer (budget, circuit breaker).
+    call: crate::breaker::CallPolicy,
 }
 
 /// The compressor's runtime state.
@@ -145,6 +147,9 @@ pub(crate) struct Runtime {
     /// The next manual pass is prune-only (set by `Compressor::prune_only`).
     pub(crate) prune_only_once: bool,
     pub(crate) micro: MicroRuntime,
+    /// The summarizer circuit breaker every pass shares (a lock: batch summaries are written
+    /// under `&self`).
+    pub(crate) breaker: std::sync::Mutex<crate::breaker::Breaker>,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
@@ -175,6 +180,7 @@ impl Compressor {
             micro: micro_config(&config),
             micro_every_n_turns: config.micro_every_n_turns(),
             threshold: config.window().threshold_tokens(),
+            call: crate::breaker::CallPolicy::from_config(&config.auxiliary.compression),
             config: Arc::new(config),
         };
         let fallback: Option<Arc<dyn Summarizer>> = settings
@@ -283,11 +289,6 @@ impl Compressor {
     /// The summarizer.
     pub fn summarizer(&self) -> &dyn Summarizer {
         self.summarizer.as_ref()
-    }
-
-    /// The extractive fallback, when `compression.fallback_to_extractive` is set.
-    pub(crate) fn fallback(&self) -> Option<&Arc<dyn Summarizer>> {
-        self.fallback.as_ref()
     }
 
     /// The session id used in telemetry.
@@ -426,6 +427,7 @@ impl Compressor {
             threshold_tokens: self.settings.threshold,
             earliest_changed_index: None,
             fallback_used: false,
+            summarizer_skipped: false,
             demoted_tail_outputs: 0,
             fell_through: false,
             summary_tokens: 0,
@@ -593,20 +595,14 @@ impl Compressor {
                 .as_deref()
                 .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
             req.focus = job.focus.clone();
-            let resp = match self.summarizer.summarize(&req).await {
-                Ok(r) => r,
-                Err(e) if e.is_fatal_for_batch() => return Err(e.class()),
-                Err(e) => match &self.fallback {
-                    Some(fb) => match fb.summarize(&req).await {
-                        Ok(r) => {
-                            report.fallback_used = true;
-                            r
-                        }
-                        Err(_) => return Err(e.class()),
-                    },
-                    None => return Err(e.class()),
-                },
-            };
+            let (resp, route) = self.summarize_one(&req).await.map_err(|f| {
+                report.summarizer_skipped |= f.skipped;
+                f.class
+            })?;
+            if let crate::breaker::Route::Fallback { skipped } = route {
+                report.fallback_used = true;
+                report.summarizer_skipped |= skipped;
+            }
             if resp.extractive
                 && self.summarizer.name() != compaction_llm::extractive::EXTRACTIVE_MODEL
             {
@@ -623,6 +619,24 @@ impl Compressor {
             });
         }
         Ok(out)
+    }
+
+    /// One summary under the policy every pass shares (`breaker`): the fallback rule, the
+    /// call's time budget and the circuit breaker.
+    pub(crate) async fn summarize_one(
+        &self,
+        req: &SummaryRequest,
+    ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
+    {
+        crate::breaker::summarize(
+            self.summarizer.as_ref(),
+            self.fallback.as_deref(),
+            &self.rt.breaker,
+            &self.settings.call,
+            self.now_ms(),
+            req,
+        )
+        .await
     }
 
     /// Persists what the agent appended to `t` since the last flush and stamps the new row

@@ -200,6 +200,12 @@ pub struct SummarizerConfig {
     pub max_retries: u32,
     /// Sampling temperature.
     pub temperature: f32,
+    /// Consecutive transient failures (timeouts, 5xx, rate limits, network) after which
+    /// passes stop calling the summarizer and use the fallback until `breaker_probe_secs`
+    /// have passed; 0 turns the circuit breaker off.
+    pub breaker_failures: u32,
+    /// Seconds the open breaker waits before one call probes the summarizer again.
+    pub breaker_probe_secs: u64,
 }
 
 impl Default for SummarizerConfig {
@@ -212,6 +218,8 @@ impl Default for SummarizerConfig {
             timeout: 60,
             max_retries: 2,
             temperature: 0.2,
+            breaker_failures: 3,
+            breaker_probe_secs: 120,
         }
     }
 }

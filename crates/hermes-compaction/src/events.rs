@@ -47,6 +47,7 @@ pub fn batch_attempt(
     ev.prune_accepted = matches!(report.outcome, Outcome::Pruned);
     ev.fell_through = report.fell_through;
     ev.fallback_used = report.fallback_used;
+    ev.summarizer_skipped = report.summarizer_skipped;
     ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
     ev.summary_tokens = report.summary_tokens;
     ev.summary_model = matches!(report.outcome, Outcome::Summarized | Outcome::Failed)
@@ -124,6 +125,8 @@ pub fn micro_pass(
     ev.aux_model = Some(aux_model.to_owned());
     ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
     ev.summary_tokens = report.summary_tokens;
+    ev.fallback_used = report.fallback_used;
+    ev.summarizer_skipped = report.summarizer_skipped;
     ev
 }
 

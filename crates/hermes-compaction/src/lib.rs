@@ -48,6 +48,8 @@ pub use compaction_store as store;
 #[cfg(feature = "telemetry")]
 pub use compaction_telemetry as telemetry;
 
+#[cfg(feature = "llm")]
+mod breaker;
 pub mod clock;
 #[cfg(feature = "llm")]
 pub mod compressor;

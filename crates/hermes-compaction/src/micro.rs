@@ -110,6 +110,7 @@ impl Compressor {
             failure: None,
             failure_cause: None,
             fallback_used: false,
+            summarizer_skipped: false,
             tokens_before: t.current_tokens(),
             tokens_after: t.current_tokens(),
             messages_before: t.len(),
@@ -178,22 +179,22 @@ impl Compressor {
         };
         req.previous_summary =
             previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
-        // The batch fallback rule: auth and quota abort; another failure uses the extractive
-        // fallback when configured.
-        let mut result = self.summarizer().summarize(&req).await;
-        if let (Err(e), Some(fallback)) = (&result, self.fallback())
-            && !e.is_fatal_for_batch()
-        {
-            tracing::warn!(
-                class = e.class().as_str(),
-                "Micro-compaction: summarizer failed; trying the extractive fallback"
-            );
-            // A failing fallback leaves the summarizer's own failure to report.
-            if let Ok(r) = fallback.summarize(&req).await {
-                report.fallback_used = true;
-                result = Ok(r);
+        // The policy every pass shares: auth and quota abort; another failure uses the
+        // extractive fallback when configured; a summarizer that keeps failing is skipped
+        // while the circuit breaker is open.
+        let result = match self.summarize_one(&req).await {
+            Ok((r, route)) => {
+                if let crate::breaker::Route::Fallback { skipped } = route {
+                    report.fallback_used = true;
+                    report.summarizer_skipped |= skipped;
+                }
+                Ok(r)
             }
-        }
+            Err(f) => {
+                report.summarizer_skipped |= f.skipped;
+                Err(f.class)
+            }
+        };
         let summary = match result {
             Ok(r) => {
                 if let Some(u) = r.usage {
@@ -205,16 +206,16 @@ impl Compressor {
                     r.text
                 }
             }
-            Err(e) => {
+            Err(class) => {
                 self.rt.micro.state.record_failure(&plan);
-                report.failure = Some(Failure::Summarizer(e.class()));
+                report.failure = Some(Failure::Summarizer(class));
                 report.outcome = if is_defrag {
                     MicroOutcomeKind::DefragFailed
                 } else {
                     MicroOutcomeKind::SummarizeFailed
                 };
                 tracing::warn!(
-                    class = e.class().as_str(),
+                    class = class.as_str(),
                     "Micro-compaction: summarizer failed"
                 );
                 return Some(self.micro_finish(report, started));

@@ -87,6 +87,11 @@ pub struct OneShotReport {
     pub demoted_tail_outputs: usize,
     /// Whether the extractive fallback wrote a summary.
     pub fallback_used: bool,
+    /// Passes whose summary the extractive fallback wrote (the summarizer failed, or was
+    /// skipped while its circuit breaker was open).
+    pub fallback_passes: u32,
+    /// Of those, the passes that did not call the summarizer at all (breaker open).
+    pub skipped_passes: u32,
     /// Wall time of the run.
     pub duration: Duration,
 }
@@ -107,6 +112,8 @@ impl OneShotReport {
             earliest_changed_index: None,
             demoted_tail_outputs: 0,
             fallback_used: false,
+            fallback_passes: 0,
+            skipped_passes: 0,
             duration: Duration::ZERO,
         }
     }
@@ -249,6 +256,11 @@ impl Compressor {
         let Some(r) = self.micro_due(t, in_turn).await else {
             return Some(false);
         };
+        if r.fallback_used {
+            report.fallback_used = true;
+            report.fallback_passes += 1;
+        }
+        report.skipped_passes += u32::from(r.summarizer_skipped);
         if r.failure.is_some() {
             report.outcome = r.outcome.as_str();
             report.failure = r.failure;
@@ -324,6 +336,8 @@ impl Compressor {
         report.changed_at(r.earliest_changed_index);
         report.demoted_tail_outputs = r.demoted_tail_outputs;
         report.fallback_used = r.fallback_used;
+        report.fallback_passes = u32::from(r.fallback_used);
+        report.skipped_passes = u32::from(r.summarizer_skipped);
         report.end(t, started)
     }
 }

@@ -99,6 +99,9 @@ pub struct BatchReport {
     pub earliest_changed_index: Option<usize>,
     /// Whether the extractive fallback produced a summary.
     pub fallback_used: bool,
+    /// Whether the summarizer was skipped because its circuit breaker is open (repeated
+    /// transient failures; `auxiliary.compression.breaker_failures`).
+    pub summarizer_skipped: bool,
     /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
     pub demoted_tail_outputs: usize,
     /// Whether prune-only was tried and rejected in favour of a summary.
@@ -198,6 +201,9 @@ pub struct MicroReport {
     /// The summarizer failed with a non-fatal error and the extractive fallback
     /// (`compression.fallback_to_extractive`) made the summary, as in a batch pass.
     pub fallback_used: bool,
+    /// The summarizer was skipped because its circuit breaker is open (repeated transient
+    /// failures; `auxiliary.compression.breaker_failures`).
+    pub summarizer_skipped: bool,
     /// Tokens before and after.
     pub tokens_before: u64,
     /// Tokens after.

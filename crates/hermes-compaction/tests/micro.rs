@@ -90,6 +90,9 @@ fn failures_leave_the_transcript_unchanged_and_a_poison_exchange_is_skipped() {
     s.fail_always(Some(Error::Transient { status: Some(500) }));
     let mut cfg = micro_config(32_000);
     cfg.compression.fallback_to_extractive = false;
+    // The poison-exchange skip alone: the circuit breaker (tests/breaker.rs) would otherwise
+    // stop calling the failing summarizer after three failures.
+    cfg.auxiliary.compression.breaker_failures = 0;
     let mut c = with_summarizer(cfg, s.clone());
     let mut t = c.transcript(session(60, 600));
     let before = t.messages().to_vec();

@@ -2,6 +2,7 @@
 #![allow(clippy::print_stderr)]
 
 mod batch;
+mod breaker;
 mod common;
 #[cfg(feature = "openai")]
 mod configured;
