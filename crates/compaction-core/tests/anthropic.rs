@@ -291,6 +291,34 @@ proptest! {
         prop_assert!(validate::validate(&msgs).issues.is_empty(), "{:?}", validate::validate(&msgs).issues);
     }
 
+    /// Whatever parses writes back byte-identical: unknown top-level keys in front, unknown
+    /// block keys, spacing, escapes; and no cut of a line panics.
+    #[test]
+    fn any_readable_transcript_writes_back_byte_identical(
+        lines in anthropic_strategies::transcript(),
+        ops in proptest::collection::vec(0u8..5, 64),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mutated: Vec<String> = lines
+            .iter()
+            .zip(ops.iter().cycle())
+            .map(|(l, op)| match op {
+                1 => format!("{{\"x_unknown\":[1,{{\"a\":null}}],{}", &l[1..]),
+                2 => l.replacen("[{", "[{\"zz\":{\"deep\":[true]},", 1),
+                3 => format!("{{ {} }}", &l[1..l.len() - 1]),
+                4 => escape_non_ascii(l),
+                _ => l.clone(),
+            })
+            .collect();
+        let text = mutated.join("\n") + "\n";
+        let msgs = anthropic::parse(&text).unwrap();
+        prop_assert!(anthropic::to_jsonl(&msgs) == text, "not byte-identical");
+        let at = cut.index(text.len());
+        if text.is_char_boundary(at) {
+            let _ = anthropic::parse(&text[..at]);
+        }
+    }
+
     #[test]
     fn batch_passes_keep_the_laws_and_the_thinking_blocks(
         lines in anthropic_strategies::transcript(),
