@@ -85,6 +85,11 @@ fn converted_fixture_messages_round_trip_byte_identical() {
     };
     for (name, bytes) in fixtures {
         let chat = compaction_core::parse::parse_transcript(&bytes).unwrap().0;
+        // The chat fixture itself is no Anthropic transcript.
+        assert!(
+            !anthropic::looks_like(std::str::from_utf8(&bytes).unwrap()),
+            "{name}"
+        );
         let values = to_anthropic_values(&chat);
         for escaped in [false, true] {
             let mut text = String::new();
@@ -97,6 +102,12 @@ fn converted_fixture_messages_round_trip_byte_identical() {
                 });
                 text.push('\n');
             }
+            let has_blocks = values.iter().any(|v| v["content"].is_array());
+            assert_eq!(
+                anthropic::looks_like(&text),
+                has_blocks,
+                "{name}: detection"
+            );
             let msgs = anthropic::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
                 anthropic::to_jsonl(&msgs) == text,
