@@ -170,7 +170,15 @@ pub fn parse(text: &str) -> Result<Vec<Message>> {
 ///
 /// As [`parse`], without the location.
 pub fn parse_message(group: usize, json: &str) -> Result<Vec<Message>> {
-    let original = json.trim();
+    // A message of a pretty-printed array spans lines; written back, it is one JSONL line.
+    let compacted;
+    let original = match json.trim() {
+        multi if multi.contains(['\n', '\r']) => {
+            compacted = compact_json(multi);
+            compacted.as_str()
+        }
+        one => one,
+    };
     let fields = object(original)?;
     let role_raw = fields
         .iter()
@@ -660,6 +668,29 @@ fn block_type(b: &[(String, Box<RawValue>)]) -> Result<Option<&'static str>> {
     })
 }
 
+/// `json` without the whitespace outside its strings.
+fn compact_json(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for c in json.chars() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if !c.is_whitespace() {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
@@ -757,6 +788,25 @@ mod tests {
             r#"{ "cmd" : "ls" }"#
         );
         assert_eq!(msgs[2].tool_call_id(), Some("t1"));
+    }
+
+    #[test]
+    fn a_pretty_printed_array_writes_one_line_per_message() {
+        let array = "[\n  {\n    \"role\": \"user\",\n    \"content\": \"a b\"\n  },\n  {\"role\":\"assistant\",\n   \"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"x\",\"input\":{\n \"k\": \"v w\"}}]},\n  {\"role\":\"user\",\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"t\",\"content\":\"r\"}]}\n]";
+        let msgs = parse(array).unwrap();
+        let out = to_jsonl(&msgs);
+        assert_eq!(
+            out,
+            concat!(
+                r#"{"role":"user","content":"a b"}"#,
+                "\n",
+                r#"{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"x","input":{"k":"v w"}}]}"#,
+                "\n",
+                r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"r"}]}"#,
+                "\n",
+            )
+        );
+        assert_eq!(to_jsonl(&parse(&out).unwrap()), out);
     }
 
     #[test]

@@ -85,6 +85,11 @@ fn converted_fixture_messages_round_trip_byte_identical() {
     };
     for (name, bytes) in fixtures {
         let chat = compaction_core::parse::parse_transcript(&bytes).unwrap().0;
+        // The chat fixture itself is no Anthropic transcript.
+        assert!(
+            !anthropic::looks_like(std::str::from_utf8(&bytes).unwrap()),
+            "{name}"
+        );
         let values = to_anthropic_values(&chat);
         for escaped in [false, true] {
             let mut text = String::new();
@@ -97,6 +102,12 @@ fn converted_fixture_messages_round_trip_byte_identical() {
                 });
                 text.push('\n');
             }
+            let has_blocks = values.iter().any(|v| v["content"].is_array());
+            assert_eq!(
+                anthropic::looks_like(&text),
+                has_blocks,
+                "{name}: detection"
+            );
             let msgs = anthropic::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert!(
                 anthropic::to_jsonl(&msgs) == text,
@@ -289,6 +300,34 @@ proptest! {
         let msgs = anthropic::parse(&text).unwrap();
         prop_assert_eq!(anthropic::to_jsonl(&msgs), text);
         prop_assert!(validate::validate(&msgs).issues.is_empty(), "{:?}", validate::validate(&msgs).issues);
+    }
+
+    /// Whatever parses writes back byte-identical: unknown top-level keys in front, unknown
+    /// block keys, spacing, escapes; and no cut of a line panics.
+    #[test]
+    fn any_readable_transcript_writes_back_byte_identical(
+        lines in anthropic_strategies::transcript(),
+        ops in proptest::collection::vec(0u8..5, 64),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let mutated: Vec<String> = lines
+            .iter()
+            .zip(ops.iter().cycle())
+            .map(|(l, op)| match op {
+                1 => format!("{{\"x_unknown\":[1,{{\"a\":null}}],{}", &l[1..]),
+                2 => l.replacen("[{", "[{\"zz\":{\"deep\":[true]},", 1),
+                3 => format!("{{ {} }}", &l[1..l.len() - 1]),
+                4 => escape_non_ascii(l),
+                _ => l.clone(),
+            })
+            .collect();
+        let text = mutated.join("\n") + "\n";
+        let msgs = anthropic::parse(&text).unwrap();
+        prop_assert!(anthropic::to_jsonl(&msgs) == text, "not byte-identical");
+        let at = cut.index(text.len());
+        if text.is_char_boundary(at) {
+            let _ = anthropic::parse(&text[..at]);
+        }
     }
 
     #[test]

@@ -147,12 +147,16 @@ fn codex_pi_and_gemini_errors() {
 fn arbitrary_bytes_never_panic_and_never_quote() {
     // A small deterministic sweep over cut and corrupted lines of every format's sample.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    for (name, format) in [
-        ("codex-rollout.jsonl", Format::Codex),
-        ("pi-tree.jsonl", Format::Pi),
-        ("gemini-session.json", Format::Gemini),
-    ] {
-        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+    let mut samples = vec![
+        (dir.join("codex-rollout.jsonl"), Format::Codex),
+        (dir.join("pi-tree.jsonl"), Format::Pi),
+        (dir.join("gemini-session.json"), Format::Gemini),
+    ];
+    if let Some(raw) = test_support::raw_fixtures_dir() {
+        samples.push((raw.join("claude-code/short.jsonl"), Format::ClaudeCode));
+    }
+    for (path, format) in samples {
+        let text = std::fs::read_to_string(path).unwrap();
         for cut in (0..text.len()).step_by(7) {
             if !text.is_char_boundary(cut) {
                 continue;
