@@ -1,7 +1,9 @@
 //! Serializing a span of messages as plain text for a summarizer.
 //!
 //! Each message becomes a role tag line and its text; tool calls become `name(args)`; a tool
-//! result is tagged with the tool it answers. Long contents keep their head and tail with an
+//! result is tagged with the tool it answers. An assistant's inline reasoning blocks are left
+//! out ([`strip_inline_reasoning`]), and attachment directives and images are noted by count
+//! only ([`strip_media_directives`]). Long contents keep their head and tail with an
 //! explicit `[truncated N chars]` note; when the whole material would exceed its bound, the
 //! oldest-but-first messages are dropped with an explicit note.
 //!
@@ -11,6 +13,10 @@
 //! leaves the prefix of a key with part of its body. The finished material is redacted once
 //! more as a whole.
 
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::message::Message;
@@ -88,6 +94,13 @@ fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> St
     out.push_str(&tag);
     out.push('\n');
     let text = m.text();
+    // An assistant's inline reasoning is private, like its reasoning field.
+    let text = if m.is_assistant() && crate::marker::classify(m).is_none() {
+        strip_inline_reasoning(&text)
+    } else {
+        Cow::Borrowed(&*text)
+    };
+    let (text, media) = strip_media_directives(&text);
     if !text.trim().is_empty() {
         out.push_str(&cut_middle(&text, cfg.max_message_chars));
         out.push('\n');
@@ -95,6 +108,9 @@ fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> St
     let images = m.content().map(|c| c.image_count()).unwrap_or(0);
     if images > 0 {
         out.push_str(&format!("[{images} image(s) omitted]\n"));
+    }
+    if media > 0 {
+        out.push_str(&format!("[{media} media attachment(s) omitted]\n"));
     }
     for c in m.tool_calls() {
         out.push_str("-> ");
@@ -142,6 +158,149 @@ pub fn bound_previous(previous: &str, material: &str, cfg: &MaterialConfig) -> S
     }
     // The note takes a few dozen characters of the room.
     cut_middle(previous, room.saturating_sub(40).max(1))
+}
+
+/// Removes the inline reasoning of an assistant's content (`<think>`, `<thinking>`,
+/// `<thought>`, `<reasoning>`, `<reasoning_scratchpad>` and `<reflection>` blocks, any case),
+/// which a summarizer must not see any more than the separate reasoning field:
+///
+/// - a closed block goes wherever it is, with everything nested in it (tags of any of these
+///   names nest and close each other);
+/// - an opening tag that is never closed swallows the rest of the text when it starts a line
+///   (the model never finished thinking), and is prose otherwise;
+/// - a closing tag without an opening one drops everything before it when it starts or ends a
+///   line (the server stripped the opening tag), and is prose otherwise.
+///
+/// Linear in the text.
+///
+/// ```
+/// use compaction_core::material::strip_inline_reasoning;
+///
+/// assert_eq!(strip_inline_reasoning("<think>plan</think>The fix is in lexer.rs."), "The fix is in lexer.rs.");
+/// assert_eq!(strip_inline_reasoning("Done.\n<reasoning>never closed"), "Done.");
+/// assert_eq!(strip_inline_reasoning("plan\n</think>\nDone."), "Done.");
+/// assert_eq!(strip_inline_reasoning("the <think> tag marks reasoning"), "the <think> tag marks reasoning");
+/// ```
+pub fn strip_inline_reasoning(text: &str) -> Cow<'_, str> {
+    static TAG: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)<(/?)\s*(?:think|thinking|thought|reasoning|reasoning_scratchpad|reflection)\s*>",
+        )
+        .expect("valid reasoning tag regex")
+    });
+    if !text.contains('<') {
+        return Cow::Borrowed(text);
+    }
+    // (start, end, closing) of every tag, and the tag each one is paired with.
+    let tags: Vec<(usize, usize, bool)> = TAG
+        .captures_iter(text)
+        .filter_map(|c| {
+            let m = c.get(0)?;
+            Some((m.start(), m.end(), !c[1].is_empty()))
+        })
+        .collect();
+    if tags.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut paired = vec![false; tags.len()];
+    let mut open: Vec<usize> = Vec::new();
+    for (i, &(_, _, closing)) in tags.iter().enumerate() {
+        if !closing {
+            open.push(i);
+        } else if let Some(o) = open.pop() {
+            paired[o] = true;
+            paired[i] = true;
+        }
+    }
+    // Whether only spaces separate `at` from the start (end) of its line: each check walks
+    // the whitespace next to one tag, so the checks together stay linear.
+    let line_start = |at: usize| {
+        text[..at]
+            .chars()
+            .rev()
+            .find(|c| *c == '\n' || !c.is_whitespace())
+            .is_none_or(|c| c == '\n')
+    };
+    let line_end = |at: usize| {
+        text[at..]
+            .chars()
+            .find(|c| *c == '\n' || !c.is_whitespace())
+            .is_none_or(|c| c == '\n')
+    };
+    // Removed byte ranges in order; `keep_from` is where the kept text starts.
+    let mut removed: Vec<(usize, usize)> = Vec::new();
+    let mut keep_from = 0;
+    let mut keep_to = text.len();
+    let mut depth = 0usize;
+    let mut block_start = 0;
+    for (i, &(start, end, closing)) in tags.iter().enumerate() {
+        match (paired[i], closing) {
+            (true, false) => {
+                if depth == 0 {
+                    block_start = start;
+                }
+                depth += 1;
+            }
+            (true, true) => {
+                depth -= 1;
+                if depth == 0 {
+                    removed.push((block_start, end));
+                }
+            }
+            // Never closed: the rest is reasoning when the tag starts a line.
+            (false, false) if depth == 0 && line_start(start) => {
+                keep_to = start;
+                break;
+            }
+            // Closed without an opening tag: what precedes it is reasoning.
+            (false, true) if depth == 0 && (line_start(start) || line_end(end)) => {
+                keep_from = end;
+                removed.clear();
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::with_capacity(keep_to.saturating_sub(keep_from));
+    let mut at = keep_from;
+    for (s, e) in removed {
+        if s >= keep_to {
+            break;
+        }
+        out.push_str(&text[at.max(keep_from)..s.max(at)]);
+        at = e;
+    }
+    if at < keep_to {
+        out.push_str(&text[at..keep_to]);
+    }
+    Cow::Owned(out.trim().to_owned())
+}
+
+/// Removes `MEDIA:<path>` directive lines (Hermes Agent's attachment convention: a line
+/// naming a file the platform sends as an attachment) and counts them: like an image, an
+/// attachment is noted by count, never sent as text. Only whole lines with a non-empty
+/// target count; a mention in prose is text.
+pub fn strip_media_directives(text: &str) -> (Cow<'_, str>, usize) {
+    if !text.contains("MEDIA:") {
+        return (Cow::Borrowed(text), 0);
+    }
+    let is_directive = |line: &str| {
+        line.trim()
+            .strip_prefix("MEDIA:")
+            .is_some_and(|target| !target.trim().is_empty())
+    };
+    let mut count = 0;
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if is_directive(line) {
+            count += 1;
+        } else {
+            out.push_str(line);
+        }
+    }
+    if count == 0 {
+        return (Cow::Borrowed(text), 0);
+    }
+    (Cow::Owned(out), count)
 }
 
 /// Keeps the head and tail of `text` within `max` characters, with an explicit note of what

@@ -195,8 +195,10 @@ impl Part {
 /// One entry of an assistant message's `tool_calls`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
-    /// The call's `id`. A tool result's `tool_call_id` answers [`ToolCall::call_id`], which
-    /// is this unless the call also carries a `call_id`.
+    /// The call's `id` (empty when the call has only a `call_id`, and then not written). A
+    /// tool result's `tool_call_id` answers [`ToolCall::call_id`], which is this unless the
+    /// call also carries a `call_id`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub id: String,
     /// Usually `"function"`.
     #[serde(rename = "type", default = "function_kind")]

@@ -1,6 +1,9 @@
-//! What a summary job sends is bounded (issue 21, item 6): the previous summary shares the
-//! material's bound (spec section 9: the compaction request itself must fit the summarizer's
-//! window; summaries must not grow without bound).
+//! What a summary job sends is bounded and holds no private reasoning and no attachment
+//! payloads (issue 21, items 6, 10 and 11): the previous summary shares the material's bound
+//! (spec section 9: the compaction request itself must fit the summarizer's window; summaries
+//! must not grow without bound), inline reasoning blocks of assistant content never reach a
+//! summarizer (the separate reasoning field is already kept out), and `MEDIA:<path>` directive
+//! lines are counted like images instead of sent as text.
 
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep, SummaryJob};
 use compaction_core::material::{self, MaterialConfig};
@@ -187,4 +190,168 @@ fn the_share_and_the_bound_hold_at_every_size() {
             assert!(p.chars().count() <= previous.max(1), "{previous}: grew");
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 10: inline reasoning.
+
+fn material_of(msgs: &[Message]) -> String {
+    material::serialize(msgs, msgs, &MaterialConfig::default())
+}
+
+#[test]
+fn inline_reasoning_of_assistant_content_never_reaches_the_material() {
+    // (assistant content, what must survive, what must not)
+    let cases: &[(&str, &[&str], &[&str])] = &[
+        (
+            "<think>SECRET-PLAN</think>The fix is in lexer.rs.",
+            &["The fix is in lexer.rs."],
+            &["SECRET-PLAN", "<think>"],
+        ),
+        (
+            "<reasoning>\nSECRET-PLAN\n</reasoning>\nDone: tests pass.",
+            &["Done: tests pass."],
+            &["SECRET-PLAN", "reasoning>"],
+        ),
+        // Case, several kinds, several blocks.
+        (
+            "A<THINKING>SECRET-1</Thinking>B<thought>SECRET-2</thought>C<REASONING_SCRATCHPAD>SECRET-3</REASONING_SCRATCHPAD>D",
+            &["ABCD"],
+            &["SECRET-1", "SECRET-2", "SECRET-3"],
+        ),
+        // Nesting, same and mixed names: the whole outer block goes.
+        (
+            "<think>SECRET-1<think>SECRET-2</think>SECRET-3</think>visible",
+            &["visible"],
+            &["SECRET-1", "SECRET-2", "SECRET-3", "think>"],
+        ),
+        (
+            "<think>SECRET-1<reasoning>SECRET-2</reasoning>SECRET-3</think>visible",
+            &["visible"],
+            &["SECRET-1", "SECRET-2", "SECRET-3"],
+        ),
+        // Unclosed at the start of a line: the model never finished thinking.
+        (
+            "Answer first.\n<think>SECRET-TAIL never closed",
+            &["Answer first."],
+            &["SECRET-TAIL", "<think>"],
+        ),
+        ("  <reasoning>SECRET-ONLY", &[], &["SECRET-ONLY"]),
+        // Unclosed with a closed block inside it: both go.
+        (
+            "Answer.\n<think>SECRET-1 <think>SECRET-2</think> SECRET-3",
+            &["Answer."],
+            &["SECRET-1", "SECRET-2", "SECRET-3"],
+        ),
+        // A closing tag alone on its line: the server dropped the opening one.
+        (
+            "SECRET-BEFORE\n</think>\nThe answer.",
+            &["The answer."],
+            &["SECRET-BEFORE", "think>"],
+        ),
+        ("</think>The answer.", &["The answer."], &["think>"]),
+        // Mentions in prose are not blocks.
+        (
+            "Use the <think> tag to mark reasoning, never close it inline.",
+            &["Use the <think> tag to mark reasoning"],
+            &[],
+        ),
+        (
+            "A stray </think> in prose stays.",
+            &["A stray </think> in prose stays."],
+            &[],
+        ),
+        ("No tags at all.", &["No tags at all."], &[]),
+    ];
+    for (content, keep, drop) in cases {
+        let msgs = vec![Message::user("why?"), Message::assistant(*content)];
+        let text = material_of(&msgs);
+        for k in *keep {
+            assert!(text.contains(k), "{content:?}: lost {k:?} in {text:?}");
+        }
+        for d in *drop {
+            assert!(
+                !text.contains(d),
+                "{content:?}: {d:?} reached the material: {text:?}"
+            );
+        }
+        assert!(text.contains("[user]\nwhy?"), "{text:?}");
+    }
+    // Only assistant content: a user's or a tool's text is theirs, verbatim.
+    for m in [
+        Message::user("<think>my own notes</think> please"),
+        Message::tool_result("c1", "<think>file content</think>"),
+    ] {
+        let text = material_of(std::slice::from_ref(&m));
+        assert!(text.contains(&*m.text()), "{text:?}");
+    }
+    // In parts and in a batch job's material too.
+    let parts = Message::from_json(r#"{"role":"assistant","content":[{"type":"text","text":"<think>SECRET-PART</think>shown"}]}"#).unwrap();
+    let text = material_of(&[parts]);
+    assert!(
+        text.contains("shown") && !text.contains("SECRET-PART"),
+        "{text:?}"
+    );
+    let mut msgs = vec![Message::system("s")];
+    for i in 0..30 {
+        msgs.push(Message::user(format!("request {i}")));
+        msgs.push(Message::assistant(format!(
+            "<think>SECRET-{i}</think>reply {i} {}",
+            "x".repeat(3_000)
+        )));
+    }
+    for job in jobs(msgs, 8_000) {
+        assert!(
+            !job.material.contains("SECRET-"),
+            "reasoning in a batch job"
+        );
+        assert!(job.material.contains("reply "));
+    }
+}
+
+#[test]
+fn reasoning_stripping_is_linear_on_hostile_input() {
+    let hostile = "<think>".repeat(20_000) + &"</think>x".repeat(20_000);
+    let text = material::strip_inline_reasoning(&hostile);
+    assert!(text.len() <= hostile.len());
+    let stray = "a</think>".repeat(50_000) + "b";
+    assert!(material::strip_inline_reasoning(&stray).contains("a</think>a"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 11: media directives.
+
+#[test]
+fn media_directives_are_counted_like_images_not_sent() {
+    let reply = "Here is the chart.\nMEDIA:/tmp/hermes/chart-SECRETPATH.png\n  MEDIA: /tmp/voice-SECRETPATH.ogg  \nAnything else?";
+    for m in [
+        Message::assistant(reply),
+        Message::tool_result("c1", reply),
+        Message::user(reply),
+    ] {
+        let text = material_of(&[m]);
+        assert!(!text.contains("SECRETPATH"), "{text:?}");
+        assert!(!text.contains("MEDIA:"), "{text:?}");
+        assert!(
+            text.contains("Here is the chart.") && text.contains("Anything else?"),
+            "{text:?}"
+        );
+        assert!(text.contains("[2 media attachment(s) omitted]"), "{text:?}");
+    }
+    // With images: both counted, each in its own note.
+    let m = Message::from_json(r#"{"role":"user","content":[{"type":"text","text":"look\nMEDIA:/a.png"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}"#).unwrap();
+    let text = material_of(&[m]);
+    assert!(
+        text.contains("[1 image(s) omitted]") && text.contains("[1 media attachment(s) omitted]"),
+        "{text:?}"
+    );
+    assert!(!text.contains("/a.png"));
+    // Only whole directive lines: a mention in prose, or an empty directive, is text.
+    for prose in ["Send files with MEDIA:/path lines.", "MEDIA:", "MEDIA:   "] {
+        let text = material_of(&[Message::assistant(prose)]);
+        assert!(!text.contains("media attachment"), "{prose:?}: {text:?}");
+    }
+    // A message of directives only says so and nothing else.
+    let text = material_of(&[Message::assistant("MEDIA:/x/a.mp3")]);
+    assert_eq!(text, "[assistant]\n[1 media attachment(s) omitted]\n");
 }

@@ -100,6 +100,27 @@ fn the_accessor_prefers_the_call_id_and_the_bytes_of_both_survive() {
     assert_eq!(v["tool_calls"][0]["call_id"], "call_123");
 }
 
+/// A call that carries only a `call_id` (no item id) is read, pairs on it, and is written
+/// back without an invented `id`.
+#[test]
+fn a_call_with_only_a_call_id_pairs_on_it() {
+    let line = r#"{"role":"assistant","content":null,"tool_calls":[{"call_id":"call_9","type":"function","function":{"name":"ls","arguments":"{}"}}]}"#;
+    let call = Message::from_json(line).expect("a call without an id is read");
+    assert_eq!(call.tool_calls()[0].call_id(), "call_9");
+    let msgs = vec![
+        Message::user("list"),
+        call.clone(),
+        result("call_9", "a b"),
+        Message::assistant("two files"),
+    ];
+    assert!(validate(&msgs).is_clean(), "{:?}", validate(&msgs).issues);
+    let mut edited = call;
+    edited.tool_calls_mut().unwrap()[0].function.arguments = r#"{"path":"/"}"#.into();
+    let v = edited.to_wire_value();
+    assert!(v["tool_calls"][0].get("id").is_none(), "{v}");
+    assert_eq!(v["tool_calls"][0]["call_id"], "call_9");
+}
+
 #[test]
 fn a_responses_transcript_validates_clean() {
     let msgs = session(3, 40);

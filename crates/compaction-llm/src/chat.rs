@@ -402,7 +402,10 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
         "reset at",
         "reset in",
         "will reset",
+        "reset on",
+        "reset after",
         "try again in",
+        "try again tomorrow",
         "try again at",
         "try again after",
         "retry in",
@@ -412,6 +415,11 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
         "rate_limit",
         "usage window",
         "rate window",
+        "per minute",
+        "per hour",
+        "per day",
+        "daily limit",
+        "hourly limit",
     ];
     const MODEL: &[&str] = &[
         "model_not_found",

@@ -212,6 +212,8 @@ async fn a_402_whose_limit_resets_is_transient_and_a_plain_402_is_quota() {
         json!({"error": {"code": "payment_required", "message": "Daily spend limit reached; try again in 3 hours"}}),
         json!({"error": {"type": "rate_limit", "message": "Rate limit window exhausted (402)"}}),
         json!({"error": "Weekly quota used up. Quota resets in 2 days."}),
+        json!({"error": {"message": "The free plan's daily limit was reached and will reset tomorrow"}}),
+        json!({"detail": "Limit of 20 requests per minute on free models; try again tomorrow for more"}),
     ];
     for body in &resetting {
         let server = MockServer::start().await;

@@ -31,9 +31,11 @@ pub enum Command {
     /// (exit 2, no output written) a file that is unreadable, empty, not UTF-8, has a line that
     /// is not valid JSON or not a message object, a message without a role, a role other than
     /// system/developer/user/assistant/tool, or a tool result whose call is missing, repeated
-    /// or not adjacent. A tool call without a result (an interrupted turn) is accepted. The
-    /// output is written to a temporary file next to FILE and renamed into place, so an error
-    /// never creates or overwrites it.
+    /// or not adjacent. A result answers a call's `call_id` when the call has one
+    /// (Responses-style calls, `{"id": "fc_1", "call_id": "call_1", ...}`), else its `id`. A
+    /// tool call without a result (an interrupted turn) is accepted. The output is written to
+    /// a temporary file next to FILE and renamed into place, so an error never creates or
+    /// overwrites it.
     Compact(CompactArgs),
     /// Replay transcripts as an agent lives them, under several policies side by side.
     ///

@@ -143,6 +143,7 @@ fn postgres_round_trip() {
         return;
     };
     round_trip(&url);
+    round_trip_of(&url, responses_session(30, 6_000));
 }
 
 #[test]

@@ -56,7 +56,7 @@ fn model(t: &Transcript, turn: usize, round: usize) -> (Reply, u64) {
 
 /// A stand-in for running a tool: a long test log.
 fn run_tool(call: &Message, turn: usize) -> Message {
-    let id = call.tool_calls()[0].id.clone();
+    let id = call.tool_calls()[0].call_id().to_owned();
     let log = format!("test module_{turn}::case ... ok\n").repeat(120) + "test result: ok\n";
     Message::tool_result(id, log)
 }
