@@ -247,6 +247,11 @@ fn help_exists_for_every_subcommand() {
         help.contains("unknown") || help.contains("other than system"),
         "{help}"
     );
+    // Issue 21, item 13: the help says what happens to old image payloads.
+    assert!(
+        help.contains("newest three image payloads") && help.contains("archived"),
+        "{help}"
+    );
 }
 
 /// `compact --mode micro --passes 40` at 32K on `input`: the laws hold, something was

@@ -230,3 +230,69 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
         assert!(!body.contains("regression test for module 3"), "{body}");
     }
 }
+
+/// Issue 21, item 13, with a store: an image payload a pass replaces by a placeholder stays
+/// recoverable, archived byte-identical with the row it was in (spec section 2, law 9).
+#[test]
+fn stripped_image_payloads_are_archived() {
+    use compaction_core::message::{Content, Part};
+    use compaction_store::{Store, TranscriptStore};
+    use hermes_compaction::compressor::Persistence;
+
+    let shot = |i: usize| {
+        let mut m = Message::user("");
+        m.set_content(Some(Content::Parts(vec![
+            Part::text_part(format!("screen {i}: is this right?")),
+            Part(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/jpeg;base64,{i}{}", "QUJD".repeat(3_000))}})),
+        ])));
+        m
+    };
+    let mut msgs = vec![Message::system("You are a computer-use agent.")];
+    for i in 0..12 {
+        msgs.push(shot(i));
+        msgs.push(Message::assistant(format!("looked at screen {i}")));
+    }
+    let originals: Vec<String> = msgs.iter().map(Message::to_wire_json).collect();
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("img").await.unwrap();
+        let mut cfg = config(20_000);
+        // Prune only: the pass keeps the messages and rewrites their images.
+        cfg.compression.protect_last_n = 2;
+        let mut c = extractive(cfg).with_store(Persistence {
+            store: Arc::new(store.clone()),
+            session: "img".into(),
+            generation: 0,
+        });
+        let mut t = c.transcript(msgs);
+        let r = c.prune_only(&mut t).await;
+        assert_eq!(r.outcome, Outcome::Pruned, "{r:?}");
+        let placeholders = t
+            .messages()
+            .iter()
+            .filter(|m| {
+                m.text()
+                    .contains("[image removed after compaction: image/jpeg")
+            })
+            .count();
+        // Twelve screenshots: the newest three keep their payload, and so do the two in the
+        // head, which stays verbatim until the first compaction (spec section 1, "Head").
+        assert_eq!(placeholders, 7);
+        let images = t
+            .messages()
+            .iter()
+            .map(|m| m.content().map_or(0, Content::image_count))
+            .sum::<usize>();
+        assert_eq!(images, 5);
+        let all: Vec<String> = store
+            .load_all("img")
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.message.to_wire_json())
+            .collect();
+        for o in &originals {
+            assert!(all.contains(o), "an original was lost");
+        }
+    });
+}
