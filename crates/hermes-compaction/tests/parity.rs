@@ -228,6 +228,11 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
         assert!(s < at);
         let body = marker::parse_body(&t.messages()[s]).unwrap();
         assert!(!body.contains("regression test for module 3"), "{body}");
+        // The summary points at the kept request rather than naming another one active.
+        assert!(
+            body.contains(compaction_llm::extractive::ACTIVE_POINTER),
+            "{body}"
+        );
     }
 }
 
