@@ -43,6 +43,10 @@ pub struct BatchConfig {
     /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
     /// ledger). Default 3,000.
     pub ledger_max_tokens: u64,
+    /// Image parts of the rewritable regions older than the transcript's newest this-many
+    /// become a short placeholder naming their type and size ([`crate::images`]); the
+    /// originals are archived with the rows the pass replaces. Default 3.
+    pub keep_recent_images: usize,
 }
 
 impl Default for BatchConfig {
@@ -56,6 +60,7 @@ impl Default for BatchConfig {
             summary_budget_tokens: 2_000,
             strict_alternation: false,
             ledger_max_tokens: 3_000,
+            keep_recent_images: 3,
         }
     }
 }
@@ -255,6 +260,7 @@ pub fn plan_batch(
     // Pinned messages (and their tool groups) are kept like head messages: nothing prunes them.
     let free = crate::pins::free_ranges_of(t.messages(), &ranges);
     plan.prune = prune::plan_prune(t, &free, &cfg.prune, counter);
+    strip_old_images(t, &r, &free, cfg, counter, &mut plan.prune);
     plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
     let has_prune = !plan.prune.edit.is_empty();
@@ -645,6 +651,54 @@ fn summary_splices(
             replacement: vec![marker::render(job.kind, Role::Assistant, &body)],
         }],
     }
+}
+
+/// Adds to the prune plan the replacement of old image payloads in `ranges` (all but the
+/// transcript's newest [`BatchConfig::keep_recent_images`]; the last visible reply is left
+/// verbatim), merged with a prune rewrite of the same message.
+fn strip_old_images(
+    t: &Transcript,
+    r: &Regions,
+    ranges: &[Range<usize>],
+    cfg: &BatchConfig,
+    counter: &dyn TokenCounter,
+    prune: &mut PrunePlan,
+) {
+    let skip: Vec<usize> = r.reply.into_iter().collect();
+    let msgs = t.messages();
+    let strips = crate::images::strip_old_images(msgs, ranges, cfg.keep_recent_images, &skip);
+    if strips.is_empty() {
+        return;
+    }
+    for (i, stripped) in strips {
+        let existing = prune
+            .edit
+            .splices
+            .iter_mut()
+            .find(|s| s.range == (i..i + 1) && s.replacement.len() == 1);
+        match existing {
+            Some(s) => {
+                // Pruning rewrote another field (the call's arguments): carry the stripped
+                // content into its copy. A rewritten content holds no image any more.
+                let old = &mut s.replacement[0];
+                if old.content() == msgs[i].content() {
+                    let before = counter.count_message(old);
+                    *old = old.with_content(stripped.content().cloned());
+                    prune.reclaimed_tokens += before.saturating_sub(counter.count_message(old));
+                }
+            }
+            None => {
+                prune.reclaimed_tokens += t
+                    .tokens_of(i)
+                    .saturating_sub(counter.count_message(&stripped));
+                prune.edit.splices.push(Splice {
+                    range: i..i + 1,
+                    replacement: vec![stripped],
+                });
+            }
+        }
+    }
+    prune.edit.splices.sort_by_key(|s| s.range.start);
 }
 
 /// The smallest summary budget a job is given, however little room the window leaves.

@@ -77,6 +77,7 @@ mod devec;
 pub mod edit;
 pub mod error;
 pub mod exchange;
+pub mod images;
 pub mod laws;
 pub mod ledger;
 pub mod marker;

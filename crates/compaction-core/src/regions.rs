@@ -250,18 +250,26 @@ pub fn partition(
     // An older summary in the tail is folded into the new one rather than left beside it:
     // the tail starts after it, as long as something before it is rewritable and the latest
     // request stays after it.
+    let budget_start = tail_start;
+    let mut folded = None;
     if let Some(k) = last_summary_in(msgs, tail_start..n)
         && k > head_end
         && anchor.is_none_or(|u| u > k)
     {
+        folded = Some(k);
         tail_start = groups::align_forward(msgs, k + 1).min(n);
     }
 
-    // The tail reaches back to hold the last `min_tail_user_messages` real requests.
+    // The tail reaches back to hold the last `min_tail_user_messages` real requests. When
+    // that takes the older summary back into it, there is nothing to fold and the tail is
+    // what the budget chose (or more).
     if cfg.min_tail_user_messages > 1
         && let Some(k) = nth_last_real_user(msgs, cfg.min_tail_user_messages, head_end)
     {
         tail_start = tail_start.min(k.max(head_end));
+        if folded.is_some_and(|f| tail_start <= f) {
+            tail_start = tail_start.min(budget_start);
+        }
     }
 
     let mut regions = Regions {

@@ -426,3 +426,117 @@ fn an_image_only_user_turn_survives_and_the_summary_never_leads() {
         }
     }
 }
+
+fn screenshot(n: usize) -> serde_json::Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}{}", n, "iVBORw0K".repeat(2_000))}})
+}
+
+fn image_parts(msgs: &[Message]) -> Vec<String> {
+    msgs.iter()
+        .flat_map(|m| match m.content() {
+            Some(Content::Parts(p)) => p
+                .iter()
+                .filter(|p| p.is_image())
+                .map(|p| p.0.to_string())
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// Issue 21, item 13: after a pass only the newest image payloads stay; older images the pass
+/// keeps become a short placeholder naming their type and size, in a one-for-one rewrite (so
+/// the store archives the original row), and protected messages are never touched (spec
+/// section 2, law 1).
+#[test]
+fn old_image_payloads_become_placeholders_after_a_pass() {
+    // A computer-use session: screenshots as user messages and as tool results.
+    let mut msgs = vec![Message::system("You are a computer-use agent.")];
+    msgs.push(Message::user("book the cheapest flight to Lisbon"));
+    for i in 0..30 {
+        let id = format!("s{i}");
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(&id, "screenshot", "{}")],
+        ));
+        msgs.push(with_parts(
+            Role::Tool,
+            vec![
+                json!({"type": "text", "text": format!("screen {i}")}),
+                screenshot(i),
+            ],
+        ));
+        let last = msgs.len() - 1;
+        let mut m = msgs[last].clone();
+        m.set_tool_call_id(Some(id));
+        msgs[last] = m;
+        if i % 10 == 9 {
+            msgs.push(Message::assistant(format!("checked page {i}")));
+            msgs.push(with_parts(
+                Role::User,
+                vec![
+                    json!({"type": "text", "text": "like this?"}),
+                    screenshot(100 + i),
+                ],
+            ));
+        }
+    }
+    let newest: Vec<String> = image_parts(&msgs).into_iter().rev().take(3).collect();
+    let e = Estimator::default();
+    for (prune_only, threshold) in [(true, 20_000u64), (false, 20_000), (false, 60_000)] {
+        let t = Transcript::new(msgs.clone(), &e);
+        let req = BatchRequest {
+            force: true,
+            prune_only,
+            compacted: true,
+            ..BatchRequest::default()
+        };
+        let cfg = BatchConfig::default();
+        let plan = batch::plan_batch(&t, threshold, &cfg, &req, &e);
+        let n = match &plan.step {
+            BatchStep::Summarize(j) => j.len(),
+            _ => 0,
+        };
+        let summaries = vec!["s".to_owned(); n];
+        let edit = batch::assemble(&t, &plan, &summaries, &cfg).unwrap();
+        let after = edit.apply(t.messages()).unwrap();
+        let v = laws::check(t.messages(), &after, &Pass::of_batch(&plan, &cfg, true), &e);
+        assert!(v.is_empty(), "{v:?}");
+        // Every image left is one of the newest three, or sits in a protected message.
+        let protected: Vec<&Message> = plan
+            .regions
+            .protected()
+            .into_iter()
+            .flat_map(|r| &t.messages()[r])
+            .collect();
+        let protected_images =
+            image_parts(&protected.iter().map(|m| (*m).clone()).collect::<Vec<_>>());
+        for img in image_parts(&after) {
+            assert!(
+                newest.contains(&img) || protected_images.contains(&img),
+                "an old image payload survived ({prune_only}, {threshold})"
+            );
+        }
+        let placeholders = after
+            .iter()
+            .filter(|m| {
+                m.text()
+                    .contains("[image removed after compaction: image/png, 11.7 KB")
+            })
+            .count();
+        assert!(
+            placeholders > 0,
+            "no placeholder ({prune_only}, {threshold})"
+        );
+        // One-for-one rewrites: every placeholder message replaced exactly one original.
+        for s in &edit.splices {
+            if s.replacement
+                .iter()
+                .any(|m| m.text().contains("[image removed"))
+            {
+                assert_eq!(s.range.len(), s.replacement.len());
+            }
+        }
+        assert!(tokens(&after) < tokens(t.messages()));
+    }
+}

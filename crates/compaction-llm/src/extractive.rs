@@ -7,6 +7,10 @@
 //! when present, else from the serialized [`SummaryRequest::material`]. Output is bounded by
 //! [`SummaryRequest::budget_tokens`] (oldest items go first) and opens with [`EXTRACTIVE_NOTE`].
 //!
+//! A batch summary's active-request section points at the latest user request, which the
+//! caller keeps verbatim after the summary ([`ACTIVE_POINTER`]), then quotes the last request
+//! of the summarized part as such.
+//!
 //! For [`SummaryKind::Defrag`] it shortens the summary it is given to at most half its length,
 //! keeping section headings and dropping the oldest lines first, so a defrag through the
 //! extractive summarizer always shrinks. Update kinds (batch update, micro merge, turn
@@ -71,6 +75,18 @@ impl ExtractiveSummarizer {
                 } else {
                     facts_from_messages(&req.messages, self.max_request_chars)
                 };
+                if matches!(req.kind, SummaryKind::BatchFirst | SummaryKind::BatchUpdate) {
+                    // A batch summary never holds the latest request (the caller keeps it
+                    // verbatim after the summary): point at it, and quote the last request of
+                    // the summarized part as what it is.
+                    let quoted = std::mem::take(&mut facts.items[ACTIVE]);
+                    let mut lines = vec![ACTIVE_POINTER.to_owned()];
+                    if !quoted.is_empty() {
+                        lines.push(LAST_IN_SPAN.to_owned());
+                        lines.extend(quoted);
+                    }
+                    facts.items[ACTIVE] = lines;
+                }
                 if req.ledger_kept {
                     // The caller's ledger lists every path and command verbatim.
                     facts.items[FILES].clear();
@@ -132,6 +148,10 @@ pub fn shrink_to_half(summary: &str) -> String {
 // ---------------------------------------------------------------------------------------------
 
 const NONE: &str = "- none recorded";
+/// The first line of a batch summary's active-request section.
+pub const ACTIVE_POINTER: &str = "- The active task is the most recent user message with text \
+after this summary, kept there verbatim.";
+const LAST_IN_SPAN: &str = "- The last request inside the summarized part was:";
 const RAN: &str = "- ran `";
 const ACTIVE: usize = 0;
 const GOAL: usize = 1;

@@ -201,3 +201,79 @@ fn real_transcripts_summarize_within_budget() {
     }
     assert!(seen >= 1);
 }
+
+/// Issue 21, item 1 (spec section 1, "Tail"; section 6): a batch summary never holds the
+/// latest request, which the caller keeps verbatim after it. Its active-request section points
+/// there, and a user message without text (blank, whitespace, an image alone, no parts) is
+/// never quoted as a request, from messages or from serialized material.
+#[test]
+fn a_batch_summary_points_at_the_kept_request_and_never_quotes_a_blank_one() {
+    use compaction_core::message::{Content, Part};
+    use compaction_llm::extractive::ACTIVE_POINTER;
+    let image_only = {
+        let mut m = Message::user("");
+        m.set_content(Some(Content::Parts(vec![Part(
+            serde_json::json!({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
+        )])));
+        m
+    };
+    let no_parts = {
+        let mut m = Message::user("");
+        m.set_content(Some(Content::Parts(vec![])));
+        m
+    };
+    for blank in [
+        Message::user(""),
+        Message::user("   "),
+        Message::user("\n\t"),
+        image_only,
+        no_parts,
+    ] {
+        let mut msgs = span();
+        msgs.push(Message::assistant("Switching to Actions."));
+        msgs.push(blank);
+        for kind in [SummaryKind::BatchFirst, SummaryKind::BatchUpdate] {
+            let mut req =
+                SummaryRequest::new(kind, "", 2_000, "2026-01-01").with_messages(msgs.clone());
+            if kind == SummaryKind::BatchUpdate {
+                req = req.with_previous("## Active request\n> an old request\n\n## Goal\n- x");
+            }
+            let text = run(&req);
+            let active: Vec<&str> = text
+                .split("## Active request\n")
+                .nth(1)
+                .unwrap()
+                .split("\n\n")
+                .next()
+                .unwrap()
+                .lines()
+                .collect();
+            assert_eq!(active[0], ACTIVE_POINTER, "{text}");
+            assert!(
+                active
+                    .iter()
+                    .any(|l| l.starts_with("> Stop. Use GitHub Actions")),
+                "{text}"
+            );
+            assert!(!text.contains("> an old request"), "{text}");
+            assert!(
+                active.iter().all(|l| !l.starts_with('>') || l.len() > 2),
+                "a blank quote: {text}"
+            );
+        }
+        // Material only (no messages): the serialized blank user block is no request either.
+        let material = "[user]\nfirst ask\n\n[assistant]\nok\n\n[user]\n   \n";
+        let text = run(&SummaryRequest::new(
+            SummaryKind::BatchFirst,
+            material,
+            2_000,
+            "2026-01-01",
+        ));
+        assert!(text.contains("> first ask"), "{text}");
+        assert!(text.contains(ACTIVE_POINTER), "{text}");
+    }
+    // A micro merge folds exchanges, not requests: no pointer.
+    let req =
+        SummaryRequest::new(SummaryKind::MicroMerge, "", 2_000, "2026-01-01").with_messages(span());
+    assert!(!run(&req).contains(ACTIVE_POINTER));
+}

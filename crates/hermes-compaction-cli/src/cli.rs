@@ -36,6 +36,12 @@ pub enum Command {
     /// tool call without a result (an interrupted turn) is accepted. The output is written to
     /// a temporary file next to FILE and renamed into place, so an error never creates or
     /// overwrites it.
+    ///
+    /// Batch and prune passes keep only the newest three image payloads: an older image in the
+    /// rewritable part of the transcript becomes a short text placeholder naming its type and
+    /// size ("[image removed after compaction: image/png, 45.0 KB; ...]"). With a store
+    /// (`session compact`) the original row is archived and stays recoverable; a file in,
+    /// file out run keeps the input file as the original.
     Compact(CompactArgs),
     /// Replay transcripts as an agent lives them, under several policies side by side.
     ///

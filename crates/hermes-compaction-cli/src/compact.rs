@@ -48,6 +48,15 @@ pub fn summary_line(r: &OneShotReport) -> String {
     )
 }
 
+/// `line`, preceded by a `note: ...` line when the run says why it could not go further
+/// (a micro run that ended over the threshold).
+pub fn with_note(r: &OneShotReport, line: String) -> String {
+    match &r.note {
+        Some(note) => format!("note: {note}\n{line}"),
+        None => line,
+    }
+}
+
 /// Why a failed run failed, in words, without content.
 pub fn failure_text(f: &Failure) -> String {
     match f {
@@ -147,5 +156,5 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         parse::to_jsonl(t.messages())
     };
     write_atomically(&args.output, text.as_bytes())?;
-    write_out(out, &summary_line(&report))
+    write_out(out, &with_note(&report, summary_line(&report)))
 }

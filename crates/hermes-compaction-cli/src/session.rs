@@ -8,7 +8,7 @@ use hermes_compaction::store::{Store, StoreOptions, TranscriptStore};
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
-use crate::compact::{check, summary_line};
+use crate::compact::{check, summary_line, with_note};
 use crate::input::{Input, Strictness};
 use crate::setup::{build_summarizer, load_config};
 use crate::simulate::{Policy, simulate, table};
@@ -87,10 +87,11 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
                         "the store holds what the earlier passes committed (generation {generation}->{after})"
                     ),
                 )?;
-                Ok(format!(
+                let line = format!(
                     "session={session} {} generation={generation}->{after}",
                     summary_line(&report)
-                ))
+                );
+                Ok(with_note(&report, line))
             }))?;
             write_out(out, &line)
         }

@@ -274,6 +274,11 @@ fn help_exists_for_every_subcommand() {
         help.contains("unknown") || help.contains("other than system"),
         "{help}"
     );
+    // Issue 21, item 13: the help says what happens to old image payloads.
+    assert!(
+        help.contains("newest three image payloads") && help.contains("archived"),
+        "{help}"
+    );
 }
 
 /// `compact --mode micro --passes 40` at 32K on `input`: the laws hold, something was
@@ -418,4 +423,52 @@ fn focus_reaches_the_summarizer_redacted() {
         assert!(stderr.contains("--focus"), "{stderr}");
         assert!(!fresh.exists());
     }
+}
+
+/// Issue 21, "also noticed": `compact --mode micro` on an over-threshold transcript whose
+/// size is in user messages (screenshots) says plainly that micro could not get under the
+/// threshold and why, before the summary line.
+#[test]
+fn micro_says_why_it_cannot_get_under_the_threshold() {
+    use hermes_compaction::core::message::{Content, Part};
+    let dir = tempfile::tempdir().unwrap();
+    let mut msgs = vec![Message::system("You are a design reviewer.")];
+    for i in 0..40 {
+        let mut m = Message::user("");
+        m.set_content(Some(Content::Parts(vec![
+            Part::text_part(format!("is screen {i} aligned?")),
+            Part(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{i}{}", "iVBORw0K".repeat(500))}})),
+        ])));
+        msgs.push(m);
+        msgs.push(Message::assistant(format!(
+            "screen {i}: the header is 2px off"
+        )));
+    }
+    let input = write_jsonl(dir.path(), "shots.jsonl", &msgs);
+    let output = dir.path().join("out.jsonl");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&output),
+        "--mode",
+        "micro",
+        "--context-length",
+        &CONTEXT.to_string(),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let mut lines = stdout.lines();
+    let note = lines.next().unwrap();
+    assert!(
+        note.starts_with("note: micro passes cannot bring this transcript under the threshold"),
+        "{stdout}"
+    );
+    assert!(
+        note.contains("user messages") && note.contains("--mode batch"),
+        "{note}"
+    );
+    let line = lines.next().unwrap();
+    assert_eq!(field(line, "over_threshold"), "true", "{line}");
 }

@@ -877,6 +877,7 @@ pub fn batch_config(config: &Config) -> BatchConfig {
         summary_budget_tokens: u64::from(c.summary_max_tokens),
         strict_alternation: c.strict_alternation,
         ledger_max_tokens: c.ledger_max_tokens,
+        keep_recent_images: BatchConfig::default().keep_recent_images,
     }
 }
 

@@ -94,6 +94,9 @@ pub struct OneShotReport {
     pub skipped_passes: u32,
     /// Wall time of the run.
     pub duration: Duration,
+    /// Why a micro run ended at or over the threshold (not the pass limit): where the
+    /// tokens that micro does not rewrite are, in counts only, and what would go further.
+    pub note: Option<String>,
 }
 
 impl OneShotReport {
@@ -115,6 +118,7 @@ impl OneShotReport {
             fallback_passes: 0,
             skipped_passes: 0,
             duration: Duration::ZERO,
+            note: None,
         }
     }
 
@@ -202,6 +206,53 @@ impl Compressor {
             return report.end(t, started);
         }
         report.outcome = "noop";
+        let mut report = self.micro_replay(t, max_passes, report).await;
+        let limited = max_passes.is_some_and(|m| report.passes >= m);
+        if !limited && !report.failed() && t.current_tokens() >= self.threshold_tokens() {
+            report.note = Some(self.micro_shortfall(t, report.outcome));
+        }
+        report.end(t, started)
+    }
+
+    /// Why micro passes cannot go further: the tokens held by what micro never rewrites.
+    fn micro_shortfall(&self, t: &Transcript, last: &str) -> String {
+        let compacted = self.state().compacted;
+        let r = compaction_core::regions::partition_calibrated(
+            t,
+            self.threshold_tokens(),
+            &self.micro_settings().regions,
+            compacted,
+        );
+        let msgs = t.messages();
+        let protected: u64 = r.protected().iter().map(|p| t.tokens_in(p.clone())).sum();
+        let outside = |i: &usize| !r.protected().iter().any(|p| p.contains(i));
+        let users: u64 = (0..msgs.len())
+            .filter(outside)
+            .filter(|&i| msgs[i].is_user() && compaction_core::marker::classify(&msgs[i]).is_none())
+            .map(|i| t.tokens_of(i))
+            .sum();
+        let summaries: u64 = (0..msgs.len())
+            .filter(outside)
+            .filter(|&i| compaction_core::marker::classify(&msgs[i]).is_some())
+            .map(|i| t.tokens_of(i))
+            .sum();
+        format!(
+            "micro passes cannot bring this transcript under the threshold ({} tokens, threshold \
+             {}): user messages outside the protected head and tail hold {users} tokens and \
+             micro never rewrites them, the protected head and tail hold {protected}, summaries \
+             {summaries}, and the last micro outcome was {last} (nothing more absorbable, or not \
+             worth a pass); batch mode (--mode batch) summarizes user messages too",
+            t.current_tokens(),
+            self.threshold_tokens(),
+        )
+    }
+
+    async fn micro_replay(
+        &mut self,
+        t: &mut Transcript,
+        max_passes: Option<u32>,
+        mut report: OneShotReport,
+    ) -> OneShotReport {
         // Without a limit, stop at the latest when every message could have been absorbed.
         let limit = max_passes
             .unwrap_or(u32::MAX)
@@ -241,7 +292,7 @@ impl Compressor {
             }
             going &= again;
         }
-        report.end(t, started)
+        report
     }
 
     /// One due micro hook: `None` when passes must stop (a failure, or the limit reached),

@@ -228,5 +228,184 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
         assert!(s < at);
         let body = marker::parse_body(&t.messages()[s]).unwrap();
         assert!(!body.contains("regression test for module 3"), "{body}");
+        // The summary points at the kept request rather than naming another one active.
+        assert!(
+            body.contains(compaction_llm::extractive::ACTIVE_POINTER),
+            "{body}"
+        );
     }
+}
+
+/// Issue 21, item 13, with a store: an image payload a pass replaces by a placeholder stays
+/// recoverable, archived byte-identical with the row it was in (spec section 2, law 9).
+#[test]
+fn stripped_image_payloads_are_archived() {
+    use compaction_core::message::{Content, Part};
+    use compaction_store::{Store, TranscriptStore};
+    use hermes_compaction::compressor::Persistence;
+
+    let shot = |i: usize| {
+        let mut m = Message::user("");
+        m.set_content(Some(Content::Parts(vec![
+            Part::text_part(format!("screen {i}: is this right?")),
+            Part(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/jpeg;base64,{i}{}", "QUJD".repeat(3_000))}})),
+        ])));
+        m
+    };
+    let mut msgs = vec![Message::system("You are a computer-use agent.")];
+    for i in 0..12 {
+        msgs.push(shot(i));
+        msgs.push(Message::assistant(format!("looked at screen {i}")));
+    }
+    let originals: Vec<String> = msgs.iter().map(Message::to_wire_json).collect();
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("img").await.unwrap();
+        let mut cfg = config(20_000);
+        // Prune only: the pass keeps the messages and rewrites their images.
+        cfg.compression.protect_last_n = 2;
+        let mut c = extractive(cfg).with_store(Persistence {
+            store: Arc::new(store.clone()),
+            session: "img".into(),
+            generation: 0,
+        });
+        let mut t = c.transcript(msgs);
+        let r = c.prune_only(&mut t).await;
+        assert_eq!(r.outcome, Outcome::Pruned, "{r:?}");
+        let placeholders = t
+            .messages()
+            .iter()
+            .filter(|m| {
+                m.text()
+                    .contains("[image removed after compaction: image/jpeg")
+            })
+            .count();
+        // Twelve screenshots: the newest three keep their payload, and so do the two in the
+        // head, which stays verbatim until the first compaction (spec section 1, "Head").
+        assert_eq!(placeholders, 7);
+        let images = t
+            .messages()
+            .iter()
+            .map(|m| m.content().map_or(0, Content::image_count))
+            .sum::<usize>();
+        assert_eq!(images, 5);
+        let all: Vec<String> = store
+            .load_all("img")
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| row.message.to_wire_json())
+            .collect();
+        for o in &originals {
+            assert!(all.contains(o), "an original was lost");
+        }
+    });
+}
+
+fn run_micro(msgs: Vec<Message>, window: u64) -> (hermes_compaction::OneShotReport, Vec<Message>) {
+    use hermes_compaction::OneShot;
+    let mode = OneShot::Micro { max_passes: None };
+    let mut cfg = config(window);
+    mode.configure(&mut cfg);
+    let mut c = extractive(cfg);
+    let mut t = c.transcript(msgs);
+    let r = rt().block_on(c.one_shot(&mut t, mode));
+    (r, t.messages().to_vec())
+}
+
+/// Issue 21, "also noticed": `compact --mode micro` on an over-threshold transcript makes
+/// progress, or says plainly that it could not and why. A long Codex-style session (one ask,
+/// hundreds of tool rounds with commentary between them) is compacted; a multimodal chat whose
+/// size is in the users' screenshots (which micro never rewrites, spec section 2, law 4) is
+/// reported as such.
+#[test]
+fn micro_makes_progress_or_says_why_not() {
+    // Codex-style: a developer prompt, an environment message, the ask, then a long turn.
+    let mut codex = vec![
+        Message::new(compaction_core::Role::Developer, "You are Codex."),
+        Message::user("<environment_context><cwd>/repo</cwd></environment_context>"),
+        Message::user("migrate the storage layer to the new API"),
+    ];
+    for i in 0..120 {
+        if i % 5 == 0 {
+            codex.push(Message::assistant(format!("Working on file {i} next.")));
+        }
+        let id = format!("call_{i}");
+        codex.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                &id,
+                "shell",
+                format!(r#"{{"command":["rg","storage","src/m{i}.rs"]}}"#),
+            )],
+        ));
+        codex.push(Message::tool_result(
+            &id,
+            format!("src/m{i}.rs: storage\n").repeat(60),
+        ));
+    }
+    let (r, after) = run_micro(codex.clone(), 32_000);
+    assert!(!r.failed(), "{r:?}");
+    assert!(
+        r.passes > 0 && r.tokens_after < r.tokens_before,
+        "codex: {r:?}"
+    );
+    assert!(after.iter().any(|m| marker::classify(m).is_some()));
+    assert!(!r.over_threshold() || r.note.is_some(), "codex: {r:?}");
+
+    // Several Codex-style turns.
+    let mut turns = codex.clone();
+    for k in 0..2 {
+        turns.push(Message::assistant(format!("Done with part {k}.")));
+        turns.push(Message::user(format!("now part {}", k + 1)));
+        turns.extend(codex[3..120].iter().cloned().map(|mut m| {
+            if let Some(id) = m.tool_call_id().map(|s| format!("{s}_{k}")) {
+                m.set_tool_call_id(Some(id));
+            }
+            if m.has_tool_calls() {
+                let calls = m
+                    .tool_calls()
+                    .iter()
+                    .map(|c| {
+                        let mut c = c.clone();
+                        c.id = format!("{}_{k}", c.id);
+                        c
+                    })
+                    .collect();
+                m.set_tool_calls(Some(calls));
+            }
+            m
+        }));
+    }
+    let (r, _) = run_micro(turns, 32_000);
+    assert!(
+        r.passes > 0 && r.tokens_after < r.tokens_before,
+        "turns: {r:?}"
+    );
+
+    // Multimodal: every user turn carries a screenshot; the replies are short.
+    let mut shots = vec![Message::system("You are a design reviewer.")];
+    for i in 0..40 {
+        let mut m = Message::user("");
+        m.set_content(Some(compaction_core::message::Content::Parts(vec![
+            compaction_core::message::Part::text_part(format!("is screen {i} aligned?")),
+            compaction_core::message::Part(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{i}{}", "iVBORw0K".repeat(500))}})),
+        ])));
+        shots.push(m);
+        shots.push(Message::assistant(format!(
+            "screen {i}: the header is 2px off"
+        )));
+    }
+    let (r, _) = run_micro(shots, 32_000);
+    assert!(!r.failed(), "{r:?}");
+    assert!(r.over_threshold(), "{r:?}");
+    let note = r
+        .note
+        .as_deref()
+        .expect("an over-threshold micro run says why");
+    assert!(note.contains("user messages"), "{note}");
+    assert!(
+        note.contains("--mode batch") || note.contains("batch"),
+        "{note}"
+    );
 }
