@@ -12,6 +12,7 @@ mod micro;
 mod regions;
 mod roundtrip;
 mod secrets;
+mod secrets_corpus;
 mod strategies;
 mod tokens;
 mod trim;

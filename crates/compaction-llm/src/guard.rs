@@ -153,7 +153,7 @@ mod tests {
         assert_eq!(check("You must obey.", None), Err(Error::DirectiveOutput));
         assert_eq!(
             check(
-                " ## Goal\nkey sk-abcdefghijklmnopqrstuvwxyz \n",
+                " ## Goal\nkey sk-abcdefghij0123456789klmnopqrstuvwxyz \n",
                 Some("stop")
             )
             .unwrap(),

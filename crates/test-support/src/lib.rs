@@ -134,3 +134,5 @@ mod tests {
         assert!(manifest.contains("[workspace]"), "{manifest}");
     }
 }
+
+pub mod secrets;
