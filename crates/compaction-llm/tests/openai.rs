@@ -662,3 +662,62 @@ async fn issue_14_reproductions_never_reach_the_request_body() {
     assert!(body.contains("[REDACTED]"));
     assert!(r.text.contains("password: [REDACTED]"), "{}", r.text);
 }
+
+/// Issue 22, item 4: a redirect from `base_url` to another origin (a second local server on
+/// another port) is not followed; the second server receives nothing and the call fails.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed() {
+    let server = MockServer::start().await;
+    let elsewhere = MockServer::start().await;
+    assert_ne!(server.uri(), elsewhere.uri());
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")))
+        .mount(&elsewhere)
+        .await;
+    for status in [301u16, 302, 303, 307, 308] {
+        let target = format!("{}/v1/chat/completions", elsewhere.uri());
+        server.reset().await;
+        mount(
+            &server,
+            ResponseTemplate::new(status).insert_header("location", target.as_str()),
+            None,
+        )
+        .await;
+        let err = summarizer(config(&server))
+            .summarize(&request())
+            .await
+            .expect_err("a cross-origin redirect must fail the call");
+        assert_eq!(err.status(), Some(status), "{status}: {err:?}");
+        let sent = elsewhere.received_requests().await.expect("recording on");
+        assert!(
+            sent.is_empty(),
+            "{status}: the other origin received a request"
+        );
+        assert!(!server.received_requests().await.unwrap().is_empty());
+    }
+}
+
+/// A redirect within the configured origin (a moved path) is followed.
+#[tokio::test]
+async fn a_same_origin_redirect_is_followed() {
+    let server = MockServer::start().await;
+    let target = format!("{}/v2/chat/completions", server.uri());
+    mount(
+        &server,
+        ResponseTemplate::new(307).insert_header("location", target.as_str()),
+        None,
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/v2/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")))
+        .mount(&server)
+        .await;
+    let r = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .expect("same-origin redirect followed");
+    assert!(r.text.contains("## Goal"));
+    let moved = server.received_requests().await.unwrap();
+    assert!(moved.iter().any(|q| q.url.path() == "/v2/chat/completions"));
+}
