@@ -15,8 +15,10 @@
 //! - **Context-length shrink.** When the provider says the request is too large, the material
 //!   is cut to half ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit
 //!   note) and the request is retried once.
-//! - **Guards.** Reasoning blocks are stripped; empty, truncated (`finish_reason: "length"`) and
-//!   directive output is regenerated once, then reported as an error ([`crate::guard`]).
+//! - **Guards.** Reasoning blocks are stripped; empty, truncated (`finish_reason: "length"`),
+//!   directive and overlong output (over 1.5 times the summary budget, e.g. an echoed prompt)
+//!   is regenerated once, then reported as an error ([`crate::guard`]), so the compressor falls
+//!   back to the extractive summary when it is configured to.
 //! - **Redaction.** Material, previous summary and focus are redacted before sending, the
 //!   output after receiving.
 //! - **The connection stays where it was pointed.** A redirect is followed only to the same

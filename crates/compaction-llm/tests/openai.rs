@@ -721,3 +721,47 @@ async fn a_same_origin_redirect_is_followed() {
     let moved = server.received_requests().await.unwrap();
     assert!(moved.iter().any(|q| q.url.path() == "/v2/chat/completions"));
 }
+
+/// Issue 22, item 5: an endpoint that echoes a long text instead of summarizing (over 1.5
+/// times the budget) is asked once more, then refused.
+#[tokio::test]
+async fn an_overlong_summary_is_regenerated_once_then_refused() {
+    let server = MockServer::start().await;
+    let echo = format!("## Goal\n{}", "- the material, echoed back\n".repeat(400));
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(&echo, "stop")),
+        None,
+    )
+    .await;
+    let err = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .expect_err("an overlong summary is refused");
+    assert!(
+        matches!(err, Error::OverlongOutput { budget: 500, tokens } if tokens > 750),
+        "{err:?}"
+    );
+    assert_eq!(err.class().as_str(), "overlong_output");
+    assert_eq!(bodies(&server).await.len(), 2, "one regeneration");
+}
+
+/// A summary within 1.5 times its budget is accepted.
+#[tokio::test]
+async fn a_summary_within_one_and_a_half_budgets_is_accepted() {
+    let server = MockServer::start().await;
+    // About 700 estimated tokens against a budget of 500.
+    let body = format!("## Goal\n{}", "- kept within the budget\n".repeat(110));
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(&body, "stop")),
+        None,
+    )
+    .await;
+    let r = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .expect("accepted");
+    assert!(compaction_core::tokens::estimate_text(&r.text) <= 750);
+    assert_eq!(bodies(&server).await.len(), 1);
+}
