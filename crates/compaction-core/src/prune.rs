@@ -134,8 +134,18 @@ pub fn plan_prune(
     plan
 }
 
-/// The informative one-line description of a tool output, as pruning writes it.
+/// The informative one-line description of a tool output, as pruning writes it. The line is
+/// redacted ([`crate::redact`]) as a whole, so an argument's name and its value are judged
+/// together (`password=…`).
 pub fn describe_tool_output(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
+    let line = describe_unredacted(tool, output);
+    match crate::redact::redact(&line) {
+        std::borrow::Cow::Borrowed(_) => line,
+        std::borrow::Cow::Owned(r) => r,
+    }
+}
+
+fn describe_unredacted(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
     let chars = if output.is_ascii() {
         output.len()
     } else {
@@ -342,17 +352,25 @@ fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
     })
 }
 
+/// Shortens the long strings of `v` (their head redacted before the cut); the other strings
+/// of a call that is rewritten are redacted too, since the rewritten message is written text.
 fn shorten_strings(v: &mut Value, max: usize) -> bool {
     match v {
         Value::String(s) if s.chars().count() > max => {
             let total = s.chars().count();
             let keep = max / 2;
-            let head: String = s.chars().take(keep).collect();
+            let head = crate::redact::redacted_head(s, keep);
             *s = format!(
                 "{head}…[{} of {total} chars elided by compaction]",
                 total - keep
             );
             true
+        }
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = crate::redact::redact(s) {
+                *s = r;
+            }
+            false
         }
         Value::Array(items) => items
             .iter_mut()
@@ -466,12 +484,14 @@ fn count_lines(s: &str) -> usize {
     newlines + usize::from(!s.ends_with('\n'))
 }
 
+/// One line of at most `max` characters (and an ellipsis), redacted whatever its length: the
+/// redaction runs on the whole text before newlines are joined and before the cut, so the cut
+/// never leaves part of a key.
 fn clip(s: &str, max: usize) -> String {
-    let one_line = s.replace('\n', " ");
+    let one_line = crate::redact::redact(s).replace('\n', " ");
     if one_line.chars().count() <= max {
         one_line
     } else {
-        // Redacted before the cut, so the cut never leaves part of a key.
         let mut out = crate::redact::redacted_head(&one_line, max);
         out.push('…');
         out

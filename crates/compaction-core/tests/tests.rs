@@ -18,6 +18,7 @@ mod requests;
 mod responses;
 mod roundtrip;
 mod secrets;
+mod secrets_corpus;
 mod strategies;
 mod tokens;
 mod trim;

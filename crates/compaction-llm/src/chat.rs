@@ -215,7 +215,11 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
                 acc.prompt_tokens += u.prompt_tokens;
                 acc.completion_tokens += u.completion_tokens;
             }
-            match guard::check(&completion.content, completion.finish_reason.as_deref()) {
+            match guard::check_within(
+                &completion.content,
+                completion.finish_reason.as_deref(),
+                req.budget_tokens,
+            ) {
                 Ok(text) => {
                     return Ok(SummaryResponse {
                         text,

@@ -80,6 +80,15 @@ pub enum Error {
     /// The output issued instructions to the next context instead of summarizing.
     #[error("summarizer output contains instructions to the next context")]
     DirectiveOutput,
+    /// The output is more than [`crate::guard::MAX_BUDGET_RATIO`] times the summary budget
+    /// (an endpoint echoing its prompt, a model ignoring the budget).
+    #[error("summarizer output of about {tokens} tokens exceeds its budget of {budget} tokens")]
+    OverlongOutput {
+        /// Estimated tokens of the output.
+        tokens: u64,
+        /// The request's summary budget in tokens.
+        budget: u32,
+    },
     /// A message could not be converted to or from another library's message type (feature
     /// `async-openai`).
     #[error("message {index}: {reason}")]
@@ -125,6 +134,8 @@ pub enum ErrorClass {
     TruncatedOutput,
     /// [`Error::DirectiveOutput`]
     DirectiveOutput,
+    /// [`Error::OverlongOutput`]
+    OverlongOutput,
     /// [`Error::Conversion`]
     Conversion,
     /// [`Error::Config`]
@@ -147,6 +158,7 @@ impl ErrorClass {
             ErrorClass::EmptyOutput => "empty_output",
             ErrorClass::TruncatedOutput => "truncated_output",
             ErrorClass::DirectiveOutput => "directive_output",
+            ErrorClass::OverlongOutput => "overlong_output",
             ErrorClass::Conversion => "conversion",
             ErrorClass::Config => "config",
         }
@@ -175,6 +187,7 @@ impl Error {
             Error::EmptyOutput => ErrorClass::EmptyOutput,
             Error::TruncatedOutput => ErrorClass::TruncatedOutput,
             Error::DirectiveOutput => ErrorClass::DirectiveOutput,
+            Error::OverlongOutput { .. } => ErrorClass::OverlongOutput,
             Error::Conversion { .. } => ErrorClass::Conversion,
             Error::Config { .. } => ErrorClass::Config,
         }

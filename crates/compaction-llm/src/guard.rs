@@ -4,7 +4,9 @@
 //! [`check`] strips reasoning blocks, then fails with [`Error::TruncatedOutput`] when the
 //! provider cut the output at the token limit, [`Error::EmptyOutput`] when nothing is left, and
 //! [`Error::DirectiveOutput`] when the text issues instructions ([`is_directive`]). On success
-//! the text is trimmed and redacted.
+//! the text is trimmed and redacted. [`check_within`] also fails with
+//! [`Error::OverlongOutput`] when the text is over [`MAX_BUDGET_RATIO`] times the summary
+//! budget, so an echoed prompt is never taken as a summary.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -13,6 +15,23 @@ use compaction_core::redact::redact;
 use regex::Regex;
 
 use crate::error::{Error, Result};
+
+/// How far over its budget a summary may run (estimated tokens) before it is refused.
+pub const MAX_BUDGET_RATIO: f64 = 1.5;
+
+/// [`check`], and a summary over [`MAX_BUDGET_RATIO`] times `budget_tokens` (estimated with
+/// [`compaction_core::tokens::estimate_text`]) is an [`Error::OverlongOutput`].
+pub fn check_within(raw: &str, finish_reason: Option<&str>, budget_tokens: u32) -> Result<String> {
+    let text = check(raw, finish_reason)?;
+    let tokens = compaction_core::tokens::estimate_text(&text);
+    if budget_tokens > 0 && tokens as f64 > f64::from(budget_tokens) * MAX_BUDGET_RATIO {
+        return Err(Error::OverlongOutput {
+            tokens,
+            budget: budget_tokens,
+        });
+    }
+    Ok(text)
+}
 
 /// Guards one model output. `finish_reason` is the provider's, when it gave one.
 pub fn check(raw: &str, finish_reason: Option<&str>) -> Result<String> {
@@ -144,6 +163,21 @@ mod tests {
     }
 
     #[test]
+    fn an_output_over_one_and_a_half_budgets_is_refused() {
+        let body = "## Goal\n".to_owned() + &"- done a thing\n".repeat(100);
+        let tokens = compaction_core::tokens::estimate_text(body.trim());
+        let at_limit = (tokens as f64 / MAX_BUDGET_RATIO).ceil() as u32;
+        assert!(check_within(&body, Some("stop"), at_limit).is_ok());
+        assert_eq!(
+            check_within(&body, Some("stop"), at_limit - 1),
+            Err(Error::OverlongOutput {
+                tokens,
+                budget: at_limit - 1
+            })
+        );
+    }
+
+    #[test]
     fn check_classifies() {
         assert_eq!(check("x", Some("length")), Err(Error::TruncatedOutput));
         assert_eq!(
@@ -153,7 +187,7 @@ mod tests {
         assert_eq!(check("You must obey.", None), Err(Error::DirectiveOutput));
         assert_eq!(
             check(
-                " ## Goal\nkey sk-abcdefghijklmnopqrstuvwxyz \n",
+                " ## Goal\nkey sk-abcdefghij0123456789klmnopqrstuvwxyz \n",
                 Some("stop")
             )
             .unwrap(),

@@ -68,6 +68,12 @@
 //!   them explicitly (`OpenAIConfig::new().with_api_base(..).with_api_key(..)`), since a
 //!   default `OpenAIConfig` reads `OPENAI_*` environment variables. TLS is whatever the
 //!   caller's async-openai features choose (its default `rustls`).
+//! - **Redirects are the client's.** async-openai's default HTTP client is reqwest's default,
+//!   which follows up to 10 redirects to any origin, and a 307/308 re-sends the whole request
+//!   (the redacted material) there. The crate cannot change a client it is handed; build yours
+//!   with a redirect policy, e.g. `Client::with_config(cfg).with_http_client(
+//!   reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?)`, as the
+//!   `openai` adapter does (it follows same-origin redirects only).
 
 use std::fmt;
 use std::time::Duration;

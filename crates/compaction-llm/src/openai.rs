@@ -16,10 +16,17 @@
 //!   and the previous summary together are cut to half, the larger of them giving up the most
 //!   ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit note), and the
 //!   request is retried once.
-//! - **Guards.** Reasoning blocks are stripped; empty, truncated (`finish_reason: "length"`) and
-//!   directive output is regenerated once, then reported as an error ([`crate::guard`]).
+//! - **Guards.** Reasoning blocks are stripped; empty, truncated (`finish_reason: "length"`),
+//!   directive and overlong output (over 1.5 times the summary budget, e.g. an echoed prompt)
+//!   is regenerated once, then reported as an error ([`crate::guard`]), so the compressor falls
+//!   back to the extractive summary when it is configured to.
 //! - **Redaction.** Material, previous summary and focus are redacted before sending, the
 //!   output after receiving.
+//! - **The connection stays where it was pointed.** A redirect is followed only to the same
+//!   origin (scheme, host and port of the configured `base_url`), at most 3 times; a redirect
+//!   to any other origin is not followed and fails the request as the status it came with, so
+//!   the material is never re-sent elsewhere. (Callers of the async-openai adapter build their
+//!   own HTTP client: see [`crate::interop`].)
 //! - **No content in errors or logs.** Response bodies are read only to classify the failure
 //!   and are then dropped; errors carry status codes and classes.
 //!
@@ -197,6 +204,7 @@ impl OpenAiSummarizer {
         let key = config.api_key.resolve()?;
         let http = reqwest::Client::builder()
             .timeout(config.timeout)
+            .redirect(same_origin_redirects())
             .build()
             .map_err(|_| Error::Config {
                 reason: "the HTTP client could not be built",
@@ -271,6 +279,20 @@ impl Summarizer for OpenAiSummarizer {
 }
 
 // ---------------------------------------------------------------------------------------------
+
+/// Follows a redirect only to the origin of the request that started the chain (3 hops at
+/// most); any other redirect is returned to the caller unfollowed.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let first = attempt.previous().first();
+        let same = first.is_some_and(|f| f.origin() == attempt.url().origin());
+        if same && attempt.previous().len() <= 3 {
+            attempt.follow()
+        } else {
+            attempt.stop()
+        }
+    })
+}
 
 fn transport_error(e: &reqwest::Error) -> Error {
     if e.is_timeout() {

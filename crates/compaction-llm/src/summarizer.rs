@@ -41,8 +41,10 @@ pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>
 ///                 return Err(Error::Transient { status: Some(503) });
 ///             }
 ///             // Call your model with compaction_llm::prompts::build(req, &req.material) here,
-///             // and pass its output through compaction_llm::guard::check.
-///             let text = compaction_llm::guard::check("## Goal\n- ship the fix", Some("stop"))?;
+///             // and pass its output through compaction_llm::guard::check_within (reasoning
+///             // stripped, directives and over-budget output refused, secrets redacted).
+///             let out = "## Goal\n- ship the fix";
+///             let text = compaction_llm::guard::check_within(out, Some("stop"), req.budget_tokens)?;
 ///             Ok(SummaryResponse { text, model: "my-model".into(), usage: None, extractive: false })
 ///         })
 ///     }

@@ -858,3 +858,106 @@ async fn issue_14_reproductions_never_reach_the_request_body() {
     assert!(body.contains("[REDACTED]"));
     assert!(r.text.contains("password: [REDACTED]"), "{}", r.text);
 }
+
+/// Issue 22, item 4: a redirect from `base_url` to another origin (a second local server on
+/// another port) is not followed; the second server receives nothing and the call fails.
+#[tokio::test]
+async fn a_redirect_to_another_origin_is_not_followed() {
+    let server = MockServer::start().await;
+    let elsewhere = MockServer::start().await;
+    assert_ne!(server.uri(), elsewhere.uri());
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")))
+        .mount(&elsewhere)
+        .await;
+    for status in [301u16, 302, 303, 307, 308] {
+        let target = format!("{}/v1/chat/completions", elsewhere.uri());
+        server.reset().await;
+        mount(
+            &server,
+            ResponseTemplate::new(status).insert_header("location", target.as_str()),
+            None,
+        )
+        .await;
+        let err = summarizer(config(&server))
+            .summarize(&request())
+            .await
+            .expect_err("a cross-origin redirect must fail the call");
+        assert_eq!(err.status(), Some(status), "{status}: {err:?}");
+        let sent = elsewhere.received_requests().await.expect("recording on");
+        assert!(
+            sent.is_empty(),
+            "{status}: the other origin received a request"
+        );
+        assert!(!server.received_requests().await.unwrap().is_empty());
+    }
+}
+
+/// A redirect within the configured origin (a moved path) is followed.
+#[tokio::test]
+async fn a_same_origin_redirect_is_followed() {
+    let server = MockServer::start().await;
+    let target = format!("{}/v2/chat/completions", server.uri());
+    mount(
+        &server,
+        ResponseTemplate::new(307).insert_header("location", target.as_str()),
+        None,
+    )
+    .await;
+    Mock::given(method("POST"))
+        .and(path("/v2/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")))
+        .mount(&server)
+        .await;
+    let r = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .expect("same-origin redirect followed");
+    assert!(r.text.contains("## Goal"));
+    let moved = server.received_requests().await.unwrap();
+    assert!(moved.iter().any(|q| q.url.path() == "/v2/chat/completions"));
+}
+
+/// Issue 22, item 5: an endpoint that echoes a long text instead of summarizing (over 1.5
+/// times the budget) is asked once more, then refused.
+#[tokio::test]
+async fn an_overlong_summary_is_regenerated_once_then_refused() {
+    let server = MockServer::start().await;
+    let echo = format!("## Goal\n{}", "- the material, echoed back\n".repeat(400));
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(&echo, "stop")),
+        None,
+    )
+    .await;
+    let err = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .expect_err("an overlong summary is refused");
+    assert!(
+        matches!(err, Error::OverlongOutput { budget: 500, tokens } if tokens > 750),
+        "{err:?}"
+    );
+    assert_eq!(err.class().as_str(), "overlong_output");
+    assert_eq!(bodies(&server).await.len(), 2, "one regeneration");
+}
+
+/// A summary within 1.5 times its budget is accepted.
+#[tokio::test]
+async fn a_summary_within_one_and_a_half_budgets_is_accepted() {
+    let server = MockServer::start().await;
+    // About 700 estimated tokens against a budget of 500.
+    let body = format!("## Goal\n{}", "- kept within the budget\n".repeat(110));
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(&body, "stop")),
+        None,
+    )
+    .await;
+    let r = summarizer(config(&server))
+        .summarize(&request())
+        .await
+        .expect("accepted");
+    assert!(compaction_core::tokens::estimate_text(&r.text) <= 750);
+    assert_eq!(bodies(&server).await.len(), 1);
+}

@@ -4,7 +4,8 @@
 //! store. [`recall_tool_definition`] is an OpenAI function tool, `recall_compacted`, that the
 //! agent adds to its tool list; when the model calls it, [`recall`] executes the call against
 //! the session's store and returns the tool result text: bounded, clearly labelled excerpts
-//! (`[recalled from archived message 123]`, `[recalled from trimmed original trim-…]`). A call
+//! (`[recalled from archived message 123]`, `[recalled from trimmed original trim-…]`), with
+//! secrets redacted. A call
 //! the model got wrong (bad JSON, no `query` or `handle`, an unknown handle) is answered with
 //! an explanation the model can act on, not an error; only a failing store is an `Err`.
 //!
@@ -169,7 +170,7 @@ pub async fn recall_with(
     if hits.is_empty() {
         return Ok(format!(
             "[{RECALL_TOOL_NAME}: no archived content of this session contains all of: {}]",
-            clip_chars(query, 200)
+            clip_chars(&compaction_core::redact::redact(query), 200)
         ));
     }
     let terms: Vec<String> = query
@@ -240,7 +241,18 @@ fn row_label(id: RowId, active: bool) -> String {
 }
 
 /// What a recalled message shows: its text, then its tool calls.
+/// The text of a recalled message, redacted ([`compaction_core::redact`]) as a whole before
+/// any page or excerpt is cut from it, so a cut never shows part of a secret and offsets stay
+/// consistent between calls.
 fn display_text(m: &Message) -> String {
+    let s = display_unredacted(m);
+    match compaction_core::redact::redact(&s) {
+        std::borrow::Cow::Borrowed(_) => s,
+        std::borrow::Cow::Owned(r) => r,
+    }
+}
+
+fn display_unredacted(m: &Message) -> String {
     let mut s = m.text().into_owned();
     for c in m.tool_calls() {
         if !s.is_empty() {

@@ -220,3 +220,5 @@ mod tests {
         assert!(manifest.contains("[workspace]"), "{manifest}");
     }
 }
+
+pub mod secrets;

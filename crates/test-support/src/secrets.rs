@@ -1,0 +1,699 @@
+//! Credential and look-alike corpora for the redaction tests (issue 22).
+//!
+//! Every credential is synthetic: a real vendor prefix joined at run time to a body drawn from a
+//! seeded generator of the right alphabet and length, so the repository holds no key-shaped
+//! literal (nothing for a push-protection scanner to match) and each run plants the same
+//! values. [`credentials`] gives the shapes, one per rule family and per context the redactor
+//! promises to handle; [`benign`] gives text that merely names or resembles secrets and must
+//! pass unchanged.
+
+/// A planted credential: the text as a user or tool would write it, and the parts of it that
+/// must never be seen (a test checks every 8-character run of each part).
+#[derive(Clone, Debug)]
+pub struct Planted {
+    /// The family and context, for failure messages (never the secret).
+    pub family: String,
+    /// The text holding the secret.
+    pub text: String,
+    /// The secret parts.
+    pub secrets: Vec<String>,
+}
+
+/// A small deterministic generator (xorshift), so the corpus is the same on every run.
+#[derive(Clone, Debug)]
+pub struct Gen(u64);
+
+impl Gen {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> Gen {
+        Gen(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// `n` characters from `alphabet`.
+    pub fn pick(&mut self, alphabet: &str, n: usize) -> String {
+        let a: Vec<char> = alphabet.chars().collect();
+        (0..n)
+            .map(|_| a[(self.next() % a.len() as u64) as usize])
+            .collect()
+    }
+
+    /// `n` base62 characters.
+    pub fn b62(&mut self, n: usize) -> String {
+        self.pick(B62, n)
+    }
+
+    /// `n` lower-case hexadecimal digits.
+    pub fn hex(&mut self, n: usize) -> String {
+        self.pick("0123456789abcdef", n)
+    }
+
+    /// `n` base64 characters.
+    pub fn b64(&mut self, n: usize) -> String {
+        self.pick(&format!("{B62}+/"), n)
+    }
+
+    /// A password: letters, digits and punctuation that is common in passwords.
+    pub fn password(&mut self, n: usize) -> String {
+        self.pick(&format!("{B62}!#^*_+-"), n)
+    }
+
+    /// `n` decimal digits.
+    pub fn digits(&mut self, n: usize) -> String {
+        self.pick("0123456789", n)
+    }
+}
+
+const B62: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+fn p(family: &str, text: String, secrets: Vec<String>) -> Planted {
+    Planted {
+        family: family.to_owned(),
+        text,
+        secrets,
+    }
+}
+
+/// Joins parts at run time (vendor prefixes are never written whole in the source).
+fn j(parts: &[&str]) -> String {
+    parts.concat()
+}
+
+/// The credential shapes, at least one per rule family and per context.
+pub fn credentials() -> Vec<Planted> {
+    let mut g = Gen::new(22);
+    let mut out = Vec::new();
+    // Vendor tokens: prefix + random body, each written in a sentence of its own.
+    let vendor: Vec<(&str, String)> = vec![
+        ("stripe-secret", j(&["sk", "_live_"]) + &g.b62(99)),
+        ("stripe-restricted", j(&["rk", "_live_"]) + &g.b62(24)),
+        ("stripe-test", j(&["sk", "_test_"]) + &g.b62(24)),
+        ("stripe-webhook", j(&["wh", "sec_"]) + &g.b62(32)),
+        ("npm", j(&["np", "m_"]) + &g.b62(36)),
+        (
+            "pypi",
+            j(&["py", "pi-AgEIcHlwaS5vcmc"]) + &g.pick(&format!("{B62}-_"), 70),
+        ),
+        (
+            "docker-pat",
+            j(&["dc", "kr_pat_"]) + &g.pick(&format!("{B62}-_"), 27),
+        ),
+        (
+            "slack-app",
+            format!(
+                "{}{}-{}-{}",
+                j(&["xa", "pp-1-A"]),
+                g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10),
+                g.digits(13),
+                g.hex(64)
+            ),
+        ),
+        (
+            "slack-bot",
+            format!(
+                "{}{}-{}-{}",
+                j(&["xo", "xb-"]),
+                g.digits(11),
+                g.digits(13),
+                g.b62(24)
+            ),
+        ),
+        (
+            "slack-user",
+            format!(
+                "{}{}-{}-{}-{}",
+                j(&["xo", "xp-"]),
+                g.digits(11),
+                g.digits(12),
+                g.digits(13),
+                g.hex(32)
+            ),
+        ),
+        ("github-pat", j(&["gh", "p_"]) + &g.b62(36)),
+        ("github-oauth", j(&["gh", "o_"]) + &g.b62(36)),
+        ("github-server", j(&["gh", "s_"]) + &g.b62(36)),
+        (
+            "github-fine",
+            format!("{}{}_{}", j(&["github", "_pat_"]), g.b62(22), g.b62(59)),
+        ),
+        (
+            "gitlab-pat",
+            j(&["gl", "pat-"]) + &g.pick(&format!("{B62}-_"), 20),
+        ),
+        (
+            "openai-project",
+            j(&["sk", "-proj-"]) + &g.pick(&format!("{B62}-_"), 120),
+        ),
+        (
+            "anthropic",
+            j(&["sk", "-ant-api03-"]) + &g.pick(&format!("{B62}-_"), 93) + "AA",
+        ),
+        ("huggingface", j(&["h", "f_"]) + &g.b62(34)),
+        (
+            "aws-access-key",
+            j(&["AK", "IA"]) + &g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+        ),
+        (
+            "aws-session-key",
+            j(&["AS", "IA"]) + &g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+        ),
+        (
+            "google-api",
+            j(&["AI", "za"]) + &g.pick(&format!("{B62}-_"), 35),
+        ),
+        (
+            "sendgrid",
+            format!("{}{}.{}", j(&["S", "G."]), g.b62(22), g.b62(43)),
+        ),
+        ("shopify", j(&["sh", "pat_"]) + &g.hex(32)),
+        ("digitalocean", j(&["do", "p_v1_"]) + &g.hex(64)),
+        ("sentry-auth", j(&["sn", "trys_"]) + &g.b62(80)),
+        // Prefixes no rule of either layer names: the family rule must carry them.
+        ("unseen-groq-like", j(&["gs", "k_"]) + &g.b62(52)),
+        ("unseen-tavily-like", j(&["tv", "ly-"]) + &g.b62(32)),
+        ("unseen-replicate-like", j(&["r", "8_"]) + &g.b62(37)),
+        ("unseen-perplexity-like", j(&["pp", "lx-"]) + &g.b62(48)),
+        (
+            "unseen-nvidia-like",
+            j(&["nv", "api-"]) + &g.pick(&format!("{B62}-_"), 64),
+        ),
+        ("unseen-linear-like", j(&["lin", "_api_"]) + &g.b62(40)),
+        (
+            "unseen-zapier-like",
+            j(&["zp", "ka_"]) + &g.hex(32) + "_" + &g.hex(8),
+        ),
+        ("unseen-xai-like", j(&["xa", "i-"]) + &g.b62(80)),
+        (
+            "unseen-runpod-like",
+            j(&["rp", "a_"]) + &g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 40),
+        ),
+    ];
+    for (family, key) in vendor {
+        out.push(p(family, format!("the key is {key} for prod"), vec![key]));
+    }
+    // Webhook URLs and tokens in URLs.
+    let slack_hook = format!(
+        "{}T{}/B{}/{}",
+        j(&["https://hooks.", "slack.com/services/"]),
+        g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10),
+        g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 10),
+        g.b62(24)
+    );
+    let secret = slack_hook.rsplit('/').next().unwrap().to_owned();
+    out.push(p(
+        "slack-webhook",
+        format!("POST {slack_hook}"),
+        vec![secret],
+    ));
+    let discord = format!(
+        "{}{}/{}",
+        j(&["https://discord.com/api/", "webhooks/"]),
+        g.digits(18),
+        g.pick(&format!("{B62}-_"), 68)
+    );
+    let secret = discord.rsplit('/').next().unwrap().to_owned();
+    out.push(p(
+        "discord-webhook",
+        format!("hook: {discord}"),
+        vec![secret],
+    ));
+    let jwt_b = g.pick(&format!("{B62}-_"), 60);
+    let jwt_c = g.pick(&format!("{B62}-_"), 43);
+    let jwt = format!("eyJhbGciOiJIUzI1NiJ9.eyJ{jwt_b}.{jwt_c}");
+    out.push(p("jwt", format!("id_token {jwt}"), vec![jwt_b, jwt_c]));
+    // Key blocks.
+    for kind in [
+        "RSA PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+        "PRIVATE KEY",
+    ] {
+        let (a, b) = (g.b64(64), g.b64(40));
+        out.push(p(
+            &format!("pem-{kind}"),
+            format!("cat id\n-----BEGIN {kind}-----\n{a}\n{b}==\n-----END {kind}-----\ndone"),
+            vec![a, b],
+        ));
+    }
+    let (a, b) = (g.b64(64), g.b64(64));
+    out.push(p(
+        "pgp-private",
+        format!("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n{a}\n{b}\n=AbCd\n-----END PGP PRIVATE KEY BLOCK-----"),
+        vec![a, b],
+    ));
+    let (a, b, mac) = (g.b64(64), g.b64(44), g.hex(64));
+    out.push(p(
+        "putty",
+        format!(
+            "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: me\nPublic-Lines: 2\n{}\n{}\nPrivate-Lines: 1\n{a}\n{b}\nPrivate-MAC: {mac}\n",
+            g.b64(64),
+            g.b64(20)
+        ),
+        vec![a, b, mac],
+    ));
+    // URL userinfo.
+    let pw = g.password(14);
+    let pw_slash = format!("{}/{}", &pw[..6], &pw[6..]);
+    out.push(p(
+        "url-password-slash",
+        format!("DATABASE_URL postgres://app:{pw_slash}@db.internal:5432/prod"),
+        vec![pw_slash],
+    ));
+    let pw = g.password(16);
+    let pw_at = format!("{}@{}:{}", &pw[..5], &pw[5..10], &pw[10..]);
+    out.push(p(
+        "url-password-at",
+        format!("mysql://root:{pw_at}@10.0.0.5:3306/shop"),
+        vec![pw_at.replace(['@', ':'], "")],
+    ));
+    let pw = g.password(18);
+    out.push(p(
+        "url-mongodb",
+        format!("mongodb+srv://svc:{pw}@cluster0.abcd.mongodb.net/?retryWrites=true"),
+        vec![pw],
+    ));
+    let pw = g.password(20);
+    out.push(p(
+        "url-redis",
+        format!("REDIS_URL=redis://:{pw}@cache:6379/0"),
+        vec![pw],
+    ));
+    let pw = g.password(15);
+    out.push(p(
+        "url-amqp",
+        format!("amqps://worker:{pw}@mq.example.net/vhost"),
+        vec![pw],
+    ));
+    let dsn = g.hex(32);
+    out.push(p(
+        "sentry-dsn",
+        format!(
+            "SENTRY_DSN=https://{dsn}@o{}.ingest.sentry.io/{}",
+            g.digits(6),
+            g.digits(7)
+        ),
+        vec![dsn],
+    ));
+    // Command-line flags.
+    let pw = g.password(14);
+    out.push(p(
+        "flag-curl-u",
+        format!("curl -u deploy:{pw} https://ci.example.com/api"),
+        vec![pw],
+    ));
+    let pw = g.password(14);
+    out.push(p(
+        "flag-curl-user",
+        format!("curl --user 'admin:{pw}' -X POST https://h/x"),
+        vec![pw],
+    ));
+    let pw = g.password(12);
+    out.push(p(
+        "flag-mysql-p",
+        format!("mysql -h db -u root -p{pw} shop < dump.sql"),
+        vec![pw],
+    ));
+    let pw = g.password(12);
+    out.push(p(
+        "flag-sshpass",
+        format!("sshpass -p '{pw}' ssh ops@bastion"),
+        vec![pw],
+    ));
+    let pw = g.password(16);
+    out.push(p(
+        "flag-docker-login",
+        format!("docker login -u bot -p {pw} registry.example.com"),
+        vec![pw],
+    ));
+    let pw = g.password(16);
+    out.push(p(
+        "flag-password-eq",
+        format!("./manage.py createsuperuser --password={pw} --noinput"),
+        vec![pw],
+    ));
+    let tk = g.b62(30);
+    out.push(p(
+        "flag-token-space",
+        format!("gh-release upload --token {tk} v1.2.3"),
+        vec![tk],
+    ));
+    let tk = g.b62(30);
+    out.push(p(
+        "flag-api-key",
+        format!("tool --api-key {tk} --verbose"),
+        vec![tk],
+    ));
+    let pw = g.password(18);
+    out.push(p(
+        "flag-redis-cli",
+        format!("redis-cli -h cache -a {pw} ping"),
+        vec![pw],
+    ));
+    // Environment assignments.
+    for name in [
+        "DB_PASS",
+        "STRIPE_KEY",
+        "MY_SERVICE_SECRET",
+        "PGPASSWORD",
+        "OPENAI_API_KEY",
+        "GITHUB_TOKEN",
+        "SMTP_PASSWORD",
+        "JWT_SIGNING_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+    ] {
+        let v = g.password(24);
+        out.push(p(
+            &format!("env-{name}"),
+            format!("export {name}={v}\nnpm start"),
+            vec![v],
+        ));
+    }
+    // Azure connection strings and SAS.
+    let ak = g.b64(86) + "==";
+    out.push(p(
+        "azure-account-key",
+        format!("DefaultEndpointsProtocol=https;AccountName=store1;AccountKey={ak};EndpointSuffix=core.windows.net"),
+        vec![ak.trim_end_matches('=').to_owned()],
+    ));
+    let sig = g.b62(43);
+    out.push(p(
+        "azure-sas",
+        format!("https://store1.blob.core.windows.net/c/f.txt?sv=2022-11-02&ss=b&srt=o&sp=r&se=2030-01-01&sig={sig}%3D"),
+        vec![sig],
+    ));
+    let sak = g.b64(44);
+    out.push(p(
+        "azure-shared-access-key",
+        format!("Endpoint=sb://bus.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey={sak}"),
+        vec![sak],
+    ));
+    // AWS console CSV export and credentials file.
+    let id = j(&["AK", "IA"]) + &g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16);
+    let sk = g.b64(40);
+    out.push(p(
+        "aws-csv",
+        format!("User name,Password,Access key ID,Secret access key,Console login link\nci-bot,,{id},{sk},https://123.signin.aws.amazon.com/console\n"),
+        vec![id, sk],
+    ));
+    let sk = g.b64(40);
+    out.push(p(
+        "aws-credentials-file",
+        format!(
+            "[default]\naws_access_key_id = {}\naws_secret_access_key = {sk}\n",
+            j(&["AK", "IA"]) + &g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)
+        ),
+        vec![sk],
+    ));
+    // Name/value pairs.
+    let v = g.password(20);
+    out.push(p(
+        "k8s-env",
+        format!(
+            "env:\n  - name: DB_PASSWORD\n    value: {v}\n  - name: LOG_LEVEL\n    value: info\n"
+        ),
+        vec![v],
+    ));
+    let v = g.password(20);
+    out.push(p(
+        "k8s-env-json",
+        format!(r#"{{"env": [{{"name": "API_TOKEN", "value": "{v}"}}]}}"#),
+        vec![v],
+    ));
+    let v = g.password(20);
+    out.push(p(
+        "k8s-secret-stringdata",
+        format!("kind: Secret\nstringData:\n  password: {v}\n  username: app\n"),
+        vec![v],
+    ));
+    let v = g.password(20);
+    out.push(p(
+        "yaml-nested",
+        format!("database:\n  host: db\n  password: \"{v}\"\n"),
+        vec![v],
+    ));
+    let v = g.password(20);
+    out.push(p(
+        "terraform-assign",
+        format!("resource \"aws_db_instance\" \"db\" {{\n  password = \"{v}\"\n}}"),
+        vec![v],
+    ));
+    let v = g.password(20);
+    out.push(p(
+        "terraform-variable",
+        format!("variable \"db_password\" {{\n  type    = string\n  default = \"{v}\"\n}}"),
+        vec![v],
+    ));
+    let v = g.password(20);
+    out.push(p(
+        "cloudformation",
+        format!(r#"{{"ParameterKey": "DbPassword", "ParameterValue": "{v}"}}"#),
+        vec![v],
+    ));
+    let v = g.b62(32);
+    out.push(p(
+        "json-api-key",
+        format!(r#"{{"api_key": "{v}", "model": "gpt"}}"#),
+        vec![v],
+    ));
+    let v = j(&["np", "m_"]) + &g.b62(36);
+    out.push(p(
+        "npmrc",
+        format!("//registry.npmjs.org/:_authToken={v}\n"),
+        vec![v],
+    ));
+    let v = g.b62(40);
+    out.push(p(
+        "ini-secret",
+        format!("[auth]\nclient_secret = {v}\n"),
+        vec![v],
+    ));
+    let (a, b) = (g.b64(64), g.b64(64));
+    out.push(p(
+        "gcp-service-account",
+        format!(r#"{{"type": "service_account", "private_key_id": "{}", "private_key": "-----BEGIN PRIVATE KEY-----\n{a}\n{b}\n-----END PRIVATE KEY-----\n"}}"#, g.hex(40)),
+        vec![a, b],
+    ));
+    let v = g.password(22);
+    out.push(p(
+        "env-file",
+        format!("# .env\nNODE_ENV=production\nDATABASE_PASSWORD={v}\nPORT=3000\n"),
+        vec![v],
+    ));
+    let v = g.b64(40);
+    out.push(p(
+        "docker-config-auth",
+        format!(r#"{{"auths": {{"ghcr.io": {{"auth": "{v}"}}}}}}"#),
+        vec![v],
+    ));
+    let v = g.password(18);
+    out.push(p(
+        "netrc",
+        format!("machine api.example.com\n  login deploy\n  password {v}\n"),
+        vec![v],
+    ));
+    let v = g.password(18);
+    out.push(p(
+        "java-properties",
+        format!("spring.datasource.password={v}\nspring.datasource.url=jdbc:x"),
+        vec![v],
+    ));
+    let v = g.password(18);
+    out.push(p("php-array", format!("'password' => '{v}',"), vec![v]));
+    let v = g.password(18);
+    out.push(p(
+        "xml-element",
+        format!("<datasource><password>{v}</password></datasource>"),
+        vec![v],
+    ));
+    let v = g.b62(36);
+    out.push(p(
+        "git-credential-url",
+        format!("git clone https://x-access-token:{v}@github.com/org/repo.git"),
+        vec![v],
+    ));
+    // Headers.
+    let v = g.pick(&format!("{B62}._-"), 40);
+    out.push(p(
+        "bearer-opaque",
+        format!("curl -H 'Authorization: Bearer {v}' https://api"),
+        vec![v],
+    ));
+    let v = g.b64(28);
+    out.push(p(
+        "basic-header",
+        format!("Authorization: Basic {v}=="),
+        vec![v],
+    ));
+    let v = g.hex(40);
+    out.push(p(
+        "token-header",
+        format!("Authorization: token {v}"),
+        vec![v],
+    ));
+    let v = g.b62(32);
+    out.push(p(
+        "x-api-key-header",
+        format!("-H \"x-api-key: {v}\""),
+        vec![v],
+    ));
+    // CJK and full-width punctuation.
+    let v = g.password(16);
+    out.push(p(
+        "cjk-fullwidth-colon",
+        format!("数据库密码 password：{v} 请保管"),
+        vec![v],
+    ));
+    let v = g.b62(24);
+    out.push(p(
+        "cjk-glued-assignment",
+        format!("使用token={v}登录"),
+        vec![v],
+    ));
+    let v = j(&["AK", "IA"]) + &g.pick("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16);
+    out.push(p("cjk-glued-key", format!("密钥{v}是生产环境的"), vec![v]));
+    let v = g.password(16);
+    out.push(p("fullwidth-equals", format!("SECRET＝{v}"), vec![v]));
+    // Escapes and encodings.
+    let v = g.password(18);
+    out.push(p(
+        "json-escaped-thrice",
+        format!(r#"{{\\\"password\\\": \\\"{v}\\\"}}"#),
+        vec![v],
+    ));
+    let body = g.b62(48);
+    out.push(p(
+        "unicode-escape-prefix",
+        format!(r#"{{"content": "\u0073k-proj-{body}"}}"#),
+        vec![body],
+    ));
+    let v = g.password(18);
+    out.push(p(
+        "percent-encoded-assignment",
+        format!("GET /login?user=bob&password%3D{v} HTTP/1.1"),
+        vec![v],
+    ));
+    let v = g.b62(30);
+    out.push(p(
+        "percent-encoded-token",
+        format!("https://h/cb?access_token={v}&state=1"),
+        vec![v],
+    ));
+    let v = g.password(20);
+    let enc: String = v.bytes().map(|b| format!("%{b:02X}")).collect();
+    out.push(p(
+        "percent-encoded-everything",
+        format!("body=api_key%3D{enc}"),
+        vec![v],
+    ));
+    out
+}
+
+/// Text that names or resembles secrets without holding one: it must pass unchanged.
+pub fn benign() -> Vec<String> {
+    let mut g = Gen::new(7);
+    let mut v: Vec<String> = [
+        r#"SECRET_KEY = os.environ["SECRET_KEY"]"#,
+        "git checkout -b feature/sk-payment-integration-v2",
+        r#"{"tokenizer": "cl100k_base", "max_tokens": 4096}"#,
+        r#"{"access_token": "[REDACTED]", "token_type": "bearer", "expires_in": 3600}"#,
+        r#"api_key_env = "OPENAI_API_KEY""#,
+        "secretName: db-credentials",
+        "password_min_length: twelve",
+        "function verifyPassword(password: string): boolean {",
+        "fn login(user: &str, password: &str) -> Result<Session> {",
+        "let token: String = fetch_token(&client).await?;",
+        "client = OpenAI(api_key=api_key)",
+        "api_key = settings.OPENAI_API_KEY",
+        "const key = process.env.STRIPE_SECRET_KEY;",
+        "password = getpass.getpass()",
+        "if token == expected_token:",
+        "export GITHUB_TOKEN=$GH_TOKEN",
+        "password: ${{ secrets.DB_PASSWORD }}",
+        "Authorization: Bearer $TOKEN",
+        "existingSecret: my-app-secret",
+        "API_KEY=your-api-key-here",
+        "token_url: https://oauth2.googleapis.com/token",
+        "AUTH_METHOD=oauth",
+        "--token-file ~/.config/tool/token --password-stdin",
+        "mkdir -p build/dist && cargo test -p compaction-core && ssh -p 2222 host",
+        "mysql -h db -u root -p shop",
+        "PWD=/home/user/projects/app",
+        "git@github.com:org/repo.git and ssh://git@host/x and https://user@example.com/",
+        "https://github.com/org/repo/blob/main/docs/a@b.md",
+        "postgres://localhost:5432/app",
+        "mailto:first.last+tag@example.co.uk",
+        "max_tokens=4096, tokens_before: 120, password: true, token: null",
+        "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIU\n-----END CERTIFICATE-----",
+        "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE\n-----END PUBLIC KEY-----",
+        "x86_64-unknown-linux-gnu and aarch64-apple-darwin",
+        "com.example.auth.TokenRefreshService2Impl",
+        "test_redaction_keeps_prefixed_identifiers_like_sk_payment_v2",
+        "itShouldRejectInvalidCredentialsWithStatus401",
+        "passthrough=true bypass_cache=yes author: Jane keyboard: us",
+        "Rotate the API key every 90 days; the token expires after an hour.",
+        "password_reset_token_ttl: 3600",
+        "**Password**: at least 12 characters",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    v.push(format!("commit {}\nAuthor: A <a@b.c>", g.hex(40)));
+    v.push(format!(
+        "id {}-{}-{}-{}-{} ok",
+        g.hex(8),
+        g.hex(4),
+        g.hex(4),
+        g.hex(4),
+        g.hex(12)
+    ));
+    v.push(format!(
+        "GUID {{{}-{}-{}-{}-{}}}",
+        g.hex(8).to_uppercase(),
+        g.hex(4).to_uppercase(),
+        g.hex(4).to_uppercase(),
+        g.hex(4).to_uppercase(),
+        g.hex(12).to_uppercase()
+    ));
+    v.push(format!("sha1 {}", g.hex(40).to_uppercase()));
+    v.push(format!("image: registry:5000@sha256:{}", g.hex(64)));
+    v.push(format!(
+        "docker pull registry.local:5000/team/app@sha256:{}",
+        g.hex(64)
+    ));
+    v.push(format!("\"integrity\": \"sha512-{}==\"", g.b64(86)));
+    v.push(format!("checksum = \"{}\"", g.hex(64)));
+    v.push(format!(
+        "\"resolved\": \"https://registry.yarnpkg.com/left-pad/-/left-pad-1.3.0.tgz#{}\"",
+        g.hex(40)
+    ));
+    v.push(format!(
+        "/home/user/projects/hermes/target/debug/deps/libcompaction_core-{}.rlib",
+        g.hex(16)
+    ));
+    v.push("node_modules/.pnpm/@types+node@20.11.5/node_modules/@types/node/index.d.ts".to_owned());
+    v.push(format!(
+        "go: downloading example.com/mod v0.0.0-20231010123456-{}",
+        g.hex(12)
+    ));
+    v.push(format!("\"tool_call_id\": \"call_{}\"", g.b62(24)));
+    v.push(format!("\"id\": \"toolu_01{}\"", g.b62(22)));
+    v.push(format!("\"id\": \"chatcmpl-{}\"", g.b62(29)));
+    v.push(format!(
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{} me@host",
+        g.b64(43)
+    ));
+    v.push(format!(
+        "![x](data:image/png;base64,iVBORw0KGgo{}==)",
+        g.b64(120)
+    ));
+    v
+}
