@@ -113,12 +113,21 @@ pub struct CompactArgs {
     /// The transcript (JSONL or JSON array).
     #[arg(long, short, value_name = "FILE")]
     pub input: PathBuf,
-    /// Where to write the compacted transcript (JSONL).
-    #[arg(long, short, value_name = "FILE")]
-    pub output: PathBuf,
+    /// Where to write the compacted transcript (JSONL). Not with --dry-run.
+    #[arg(long, short, value_name = "FILE", required_unless_present = "dry_run")]
+    pub output: Option<PathBuf>,
     /// What kind of pass.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
+    /// Print what the pass would do and change nothing: each message's index, role, tool,
+    /// size and fate (kept, pinned, pruned with its one-liner, demoted, summarized, merged),
+    /// the planned summaries and the tokens before and after. Calls no summarizer and writes
+    /// no file. Micro mode shows the next micro pass.
+    #[arg(long, conflicts_with_all = ["output", "telemetry", "passes"])]
+    pub dry_run: bool,
+    /// With --dry-run: print the preview as one JSON object instead.
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     /// Micro mode: at most this many passes that change the transcript (micro only).
     #[arg(long, value_name = "N")]
     pub passes: Option<u32>,

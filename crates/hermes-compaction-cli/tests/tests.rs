@@ -4,6 +4,7 @@
 mod bad_input;
 mod common;
 mod compact;
+mod dry_run;
 mod failures;
 mod fake_openai;
 mod session;
