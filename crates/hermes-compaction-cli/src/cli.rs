@@ -313,6 +313,61 @@ pub enum SessionCommand {
         #[command(flatten)]
         engine: EngineArgs,
     },
+    /// List the session's generations: when, what pass, tokens before -> after, rows
+    /// archived and inserted, and whether `session undo --to` can go back to it.
+    History {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+    },
+    /// Undo: make the active messages those of an earlier generation again, as a new
+    /// generation (nothing is deleted, so an undo is itself undone with another undo).
+    /// Unknown or unrestorable generations exit 2 and change nothing.
+    Undo {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+        /// The generation to go back to [default: the one before the current].
+        #[arg(long, value_name = "N")]
+        to: Option<u64>,
+    },
+    /// Show what generation N archived and what replaced it (summary text, pruned outputs
+    /// and their one-liners), redacted. Local only: it reads your own store.
+    Diff {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+        /// The generation (1 or later).
+        #[arg(long, value_name = "N")]
+        generation: u64,
+    },
+    /// Pin (or with --unpin, unpin) the active message at INDEX: no pass prunes, trims,
+    /// summarizes or reorders it. A generation of its own, so `session undo` reverts it. An
+    /// index out of range exits 2 and changes nothing.
+    Pin {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+        /// Index of the message among the active ones (as `session export` prints them, 0
+        /// first).
+        #[arg(long, value_name = "I")]
+        index: usize,
+        /// Remove the pin instead.
+        #[arg(long)]
+        unpin: bool,
+    },
 }
 
 /// `demo`.

@@ -115,6 +115,7 @@ use std::path::PathBuf;
 pub mod cli;
 pub mod compact;
 pub mod example;
+pub mod history;
 pub mod input;
 pub mod paths;
 pub mod session;
@@ -168,7 +169,9 @@ impl Error {
                 StoreError::UnsupportedUrl { .. }
                 | StoreError::BackendDisabled { .. }
                 | StoreError::InvalidSchemaName
-                | StoreError::InvalidSessionId,
+                | StoreError::InvalidSessionId
+                | StoreError::UnknownGeneration { .. }
+                | StoreError::HistoryUnavailable { .. },
             ) => 2,
             Error::Io { .. } | Error::Store(_) | Error::Pass(_) => 1,
         }

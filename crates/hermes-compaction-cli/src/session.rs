@@ -71,6 +71,29 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             })?;
             write_out(out, &line)
         }
+        SessionCommand::History { db, session } => {
+            write_out(out, &rt.block_on(crate::history::history(&db, &session))?)
+        }
+        SessionCommand::Undo { db, session, to } => {
+            write_out(out, &rt.block_on(crate::history::undo(&db, &session, to))?)
+        }
+        SessionCommand::Diff {
+            db,
+            session,
+            generation,
+        } => write_out(
+            out,
+            &rt.block_on(crate::history::diff(&db, &session, generation))?,
+        ),
+        SessionCommand::Pin {
+            db,
+            session,
+            index,
+            unpin,
+        } => write_out(
+            out,
+            &rt.block_on(crate::history::pin(&db, &session, index, !unpin))?,
+        ),
     }
 }
 

@@ -9,3 +9,4 @@ mod failures;
 mod fake_openai;
 mod session;
 mod simulate;
+mod undo;
