@@ -14,7 +14,7 @@ pub async fn history(db: &str, session: &str) -> Result<String> {
     let store = connect(db).await?;
     let generations = store.history(session).await?;
     let mut out = format!(
-        "{:>4}  {:<20}  {:<8}  {:>17}  {:>8}  {:>8}  {}\n",
+        "{:>4}  {:<20}  {:<12}  {:>17}  {:>8}  {:>8}  {}\n",
         "gen", "time (UTC)", "pass", "tokens", "archived", "inserted", "restorable"
     );
     for g in &generations {
@@ -34,7 +34,7 @@ fn history_line(g: &GenerationInfo) -> String {
         None => g.label.kind.to_string(),
     };
     format!(
-        "{:>4}  {:<20}  {:<8}  {:>17}  {:>8}  {:>8}  {}",
+        "{:>4}  {:<20}  {:<12}  {:>17}  {:>8}  {:>8}  {}",
         g.generation,
         g.created_at_ms.map_or("-".to_owned(), utc),
         kind,
