@@ -145,6 +145,8 @@ pub(crate) struct Runtime {
     /// The next manual pass is prune-only (set by `Compressor::prune_only`).
     pub(crate) prune_only_once: bool,
     pub(crate) micro: MicroRuntime,
+    /// What `undo_last` needs to revert the last pass applied in memory.
+    pub(crate) last_pass: Option<crate::undo::LastPass>,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
@@ -293,6 +295,11 @@ impl Compressor {
     /// The session id used in telemetry.
     pub fn session_id(&self) -> &str {
         &self.session_id
+    }
+
+    /// The anti-thrash state, for `undo_last`.
+    pub(crate) fn thrash_mut(&mut self) -> &mut ThrashState {
+        &mut self.rt.state
     }
 
     /// A pass other than a batch one rewrote history: usage measured before it no longer
@@ -544,6 +551,7 @@ impl Compressor {
             report.applied_unpersisted = true;
         }
         report.earliest_changed_index = edit.earliest_changed_index();
+        self.remember_pass(t, &edit);
         if edit.apply_to(t, self.counter.as_ref()).is_err() {
             // Unreachable: assemble validated the edit against this transcript.
             report.outcome = Outcome::Failed;
@@ -732,6 +740,18 @@ impl Compressor {
         t: &mut Transcript,
         edit: &mut compaction_core::Edit,
     ) -> Result<(), PersistError> {
+        self.persist_edit_as(t, edit, None).await
+    }
+
+    /// [`persist_edit`](Self::persist_edit) with the history label given rather than read
+    /// from the edit.
+    #[cfg(feature = "store")]
+    pub(crate) async fn persist_edit_as(
+        &mut self,
+        t: &mut Transcript,
+        edit: &mut compaction_core::Edit,
+        label: Option<compaction_store::PassLabel>,
+    ) -> Result<(), PersistError> {
         use compaction_store::{Commit, StoreError, stamp_edit};
         if self.persistence.is_none() {
             return Ok(());
@@ -742,7 +762,7 @@ impl Compressor {
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
-        let label = pass_label(t, edit, self.counter.as_ref());
+        let label = label.unwrap_or_else(|| pass_label(t, edit, self.counter.as_ref()));
         let committed = async {
             let mut commit = Commit::from_edit(p.generation, edit, t.messages())?.with_label(label);
             let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;

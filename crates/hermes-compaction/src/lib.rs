@@ -72,6 +72,8 @@ pub mod report;
 pub mod setup;
 #[cfg(feature = "store")]
 pub mod trim;
+#[cfg(feature = "llm")]
+pub mod undo;
 
 pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]

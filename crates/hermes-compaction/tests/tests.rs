@@ -8,3 +8,4 @@ mod persistence;
 mod recall;
 mod replay;
 mod trim_telemetry;
+mod undo;
