@@ -147,6 +147,11 @@ pub(crate) struct Runtime {
     pub(crate) micro: MicroRuntime,
     /// What `undo_last` needs to revert the last pass applied in memory.
     pub(crate) last_pass: Option<crate::undo::LastPass>,
+    /// A compaction the model asked for (`compact_context`), run at the next `before_request`.
+    pub(crate) requested: Option<crate::compact_tool::Requested>,
+    /// A hash of the latest real user message when the model last asked: one request per
+    /// user turn.
+    pub(crate) requested_turn: Option<Option<u64>>,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
@@ -328,7 +333,16 @@ impl Compressor {
         t: &mut Transcript,
     ) -> (RequestTicket, Option<BatchReport>) {
         let mut report = None;
-        if self.settings.config.compression.enabled && t.current_tokens() >= self.settings.threshold
+        let enabled = self.settings.config.compression.enabled;
+        if let Some(requested) = self.rt.requested.take().filter(|_| enabled) {
+            // The model asked (compact_context): forced, but it waits out cooldowns and pauses
+            // like an automatic pass.
+            report = Some(
+                self.run(t, Trigger::BeforeRequest, true, requested.focus)
+                    .await,
+            );
+        } else if self.settings.config.compression.enabled
+            && t.current_tokens() >= self.settings.threshold
         {
             report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
         } else if self.settings.config.compression.enabled && self.proactive_due(t) {

@@ -50,6 +50,8 @@ pub use compaction_telemetry as telemetry;
 
 pub mod clock;
 #[cfg(feature = "llm")]
+pub mod compact_tool;
+#[cfg(feature = "llm")]
 pub mod compressor;
 pub mod config;
 #[cfg(feature = "config")]

@@ -3,6 +3,7 @@
 
 mod batch;
 mod common;
+mod compact_tool;
 mod micro;
 mod persistence;
 mod recall;
