@@ -105,6 +105,10 @@ pub struct EngineArgs {
     /// and fails with exit 2 when the key variable is unset.
     #[arg(long, value_enum)]
     pub summarizer: Option<SummarizerKind>,
+    /// Apply the configuration's `[profiles.NAME]` over its `[compression]` table (a policy
+    /// for a kind of session, e.g. sub-agents).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 /// `compact`.

@@ -9,7 +9,7 @@ use hermes_compaction::{Compressor, Failure, OneShot, OneShotReport};
 
 use crate::cli::{CompactArgs, Mode};
 use crate::input::{Input, Strictness};
-use crate::setup::{build_summarizer, load_config, telemetry_to_file};
+use crate::setup::{build_summarizer, load_config_with_profile, telemetry_to_file};
 use crate::{Error, Result, runtime, write_atomically, write_out};
 
 impl Mode {
@@ -87,7 +87,11 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
 /// [`summary_line`] to `out`. Nothing is written when a pass fails.
 pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let mode = args.mode.one_shot(args.passes)?;
-    let mut config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
+    let mut config = load_config_with_profile(
+        args.engine.config.as_deref(),
+        args.engine.context_length,
+        args.engine.profile.as_deref(),
+    )?;
     mode.configure(&mut config);
     let summarizer = build_summarizer(&config, args.engine.summarizer)?;
     let input = Input::read(&args.input, Strictness::COMPACTION)?;

@@ -39,7 +39,11 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             engine,
         } => {
             let mode = mode.one_shot(passes)?;
-            let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
+            let mut config = crate::setup::load_config_with_profile(
+                engine.config.as_deref(),
+                engine.context_length,
+                engine.profile.as_deref(),
+            )?;
             mode.configure(&mut config);
             let summarizer = build_summarizer(&config, engine.summarizer)?;
             let line = rt.block_on(async {
@@ -185,6 +189,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
                 context_length: Some(args.context_length),
                 config: None,
                 summarizer: None,
+                profile: None,
             },
         },
         &mut sub,

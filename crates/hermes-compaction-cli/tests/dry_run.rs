@@ -126,3 +126,65 @@ fn dry_run_usage_errors_exit_2() {
         assert!(!out.exists());
     }
 }
+
+/// `--profile NAME` applies `[profiles.NAME]` of the configuration over `[compression]`; an
+/// unknown profile or a bad key in it exits 2 and writes nothing.
+#[test]
+fn profiles_apply_over_compression_and_bad_ones_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "in.jsonl", &tool_session(60, 3_000));
+    let config = dir.path().join("hermes.toml");
+    std::fs::write(
+        &config,
+        "[profiles.subagent]\nthreshold = 0.9\n[profiles.broken]\nno_such_key = 1\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out.jsonl");
+    let threshold = |profile: Option<&str>| -> String {
+        let mut args = vec![
+            "compact",
+            "--input",
+            s(&input),
+            "--output",
+            s(&out),
+            "--mode",
+            "prune",
+            "--context-length",
+            "32000",
+            "--config",
+            s(&config),
+        ];
+        if let Some(p) = profile {
+            args.extend(["--profile", p]);
+        }
+        let o = run(&args);
+        let (stdout, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        stdout
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("threshold="))
+            .unwrap()
+            .to_owned()
+    };
+    // 0.9 of the 32,000-token window; the default policy's is lower.
+    assert_eq!(threshold(Some("subagent")), "28800");
+    assert_ne!(threshold(None), "28800");
+    std::fs::remove_file(&out).unwrap();
+    for bad in ["nope", "broken"] {
+        let o = run(&[
+            "compact",
+            "--input",
+            s(&input),
+            "--output",
+            s(&out),
+            "--config",
+            s(&config),
+            "--profile",
+            bad,
+        ]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(stderr.contains(&format!("profile `{bad}`")), "{stderr}");
+        assert!(!out.exists());
+    }
+}
