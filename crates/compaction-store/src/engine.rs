@@ -356,8 +356,8 @@ fn session_info((id, generation, created): (String, i64, i64)) -> SessionInfo {
 }
 
 /// Columns of a full row, in [`FullRow`] order.
-const ROW_COLUMNS: &str =
-    "id, pos, kind, body, meta, active, compacted, generation, created_at, archived_at";
+const ROW_COLUMNS: &str = "id, pos, kind, body, meta, active, compacted, generation, created_at, \
+     archived_at, archived_generation, pass_generation";
 
 type FullRow = (
     i64,
@@ -370,10 +370,25 @@ type FullRow = (
     i64,
     i64,
     Option<i64>,
+    Option<i64>,
+    Option<i64>,
 );
 
 fn stored_row(
-    (id, pos, kind, body, meta, active, compacted, generation, created, archived): FullRow,
+    (
+        id,
+        pos,
+        kind,
+        body,
+        meta,
+        active,
+        compacted,
+        generation,
+        created,
+        archived,
+        archived_generation,
+        pass_generation,
+    ): FullRow,
 ) -> Result<StoredRow> {
     let (message, kind) = decode(id, &kind, body, meta)?;
     Ok(StoredRow {
@@ -386,6 +401,8 @@ fn stored_row(
         generation: generation as u64,
         created_at_ms: created,
         archived_at_ms: archived,
+        archived_generation: archived_generation.map(|g| g as u64),
+        pass_generation: pass_generation.map(|g| g as u64),
     })
 }
 
@@ -652,6 +669,17 @@ where
                 );
             }
         }
+        for chunk in ids.chunks(ID_CHUNK) {
+            let sql = format!(
+                "UPDATE hermes_messages SET pass_generation = $1 WHERE id IN ({})",
+                placeholders(2, chunk.len())
+            );
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(new_generation);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            q.execute(&mut *tx).await?;
+        }
         Self::record_generation(
             &mut tx,
             session,
@@ -900,8 +928,8 @@ where
         // Active at the target but archived since: copies of them take their old places.
         let reactivated = sqlx::query(
             "INSERT INTO hermes_messages (session_id, generation, created_at, pos, role, kind, \
-             body, meta, active, compacted, origin_id) \
-             SELECT session_id, $3, $4, pos, role, kind, body, meta, TRUE, FALSE, id \
+             body, meta, active, compacted, origin_id, pass_generation) \
+             SELECT session_id, $3, $4, pos, role, kind, body, meta, TRUE, FALSE, id, $3 \
              FROM hermes_messages WHERE session_id = $1 AND NOT active \
              AND generation <= $2 AND archived_generation > $2",
         )

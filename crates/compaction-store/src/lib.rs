@@ -389,6 +389,12 @@ pub struct StoredRow {
     pub created_at_ms: i64,
     /// When the row was archived, unix milliseconds.
     pub archived_at_ms: Option<i64>,
+    /// The generation that archived the row (`None` while active, and for rows archived
+    /// before schema version 4).
+    pub archived_generation: Option<u64>,
+    /// The generation whose commit or restore inserted the row (`None` for an appended row
+    /// and for rows written before schema version 4).
+    pub pass_generation: Option<u64>,
 }
 
 /// One generation of a session, as [`TranscriptStore::history`] lists it.

@@ -241,8 +241,19 @@ on_both_backends! {
         assert_eq!((info[2].archived, info[2].inserted), (5, 1));
         assert!(info.iter().all(|g| g.created_at_ms.is_some() && g.restorable));
 
+        // Each row says which generation archived it and which wrote it.
+        let all = st.load_all("h").await.unwrap();
+        let by = |f: &dyn Fn(&compaction_store::StoredRow) -> bool| all.iter().filter(|r| f(r)).count();
+        assert_eq!(by(&|r| r.archived_generation == Some(1)), 4);
+        assert_eq!(by(&|r| r.pass_generation == Some(1)), 1);
+        assert_eq!(by(&|r| r.archived_generation == Some(2)), 5);
+        assert_eq!(by(&|r| r.pass_generation == Some(2)), 1);
+        assert_eq!(by(&|r| r.pass_generation.is_none()), 17);
         let r = st.restore("h", 2, 1).await.unwrap();
         assert_eq!((r.generation, r.archived, r.reactivated), (3, 1, 5));
+        let all = st.load_all("h").await.unwrap();
+        assert_eq!(all.iter().filter(|r| r.pass_generation == Some(3)).count(), 5);
+        assert_eq!(all.iter().filter(|r| r.archived_generation == Some(3)).count(), 1);
         assert_eq!(active(st, "h").await, g1);
         // Undo the undo.
         let r = st.restore("h", 3, 2).await.unwrap();

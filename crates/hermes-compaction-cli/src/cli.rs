@@ -118,6 +118,10 @@ pub struct EngineArgs {
     /// the extractive fallback).
     #[arg(long, value_enum)]
     pub summarizer: Option<SummarizerKind>,
+    /// Apply the configuration's `[profiles.NAME]` over its `[compression]` table (a policy
+    /// for a kind of session, e.g. sub-agents).
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
 }
 
 /// `compact`.
@@ -131,12 +135,21 @@ pub struct CompactArgs {
     /// chat), openai, anthropic, claude-code, codex, pi or gemini.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
-    /// Where to write the compacted transcript (JSONL).
-    #[arg(long, short, value_name = "FILE")]
-    pub output: PathBuf,
+    /// Where to write the compacted transcript (JSONL). Not with --dry-run.
+    #[arg(long, short, value_name = "FILE", required_unless_present = "dry_run")]
+    pub output: Option<PathBuf>,
     /// What kind of pass.
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
+    /// Print what the pass would do and change nothing: each message's index, role, tool,
+    /// size and fate (kept, pinned, pruned with its one-liner, demoted, summarized, merged),
+    /// the planned summaries and the tokens before and after. Calls no summarizer and writes
+    /// no file. Micro mode shows the next micro pass.
+    #[arg(long, conflicts_with_all = ["output", "telemetry", "passes"])]
+    pub dry_run: bool,
+    /// With --dry-run: print the preview as one JSON object instead.
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
     /// Micro mode: at most this many passes that change the transcript (micro only).
     #[arg(long, value_name = "N")]
     pub passes: Option<u32>,
@@ -353,6 +366,61 @@ pub enum SessionCommand {
         /// Engine options.
         #[command(flatten)]
         engine: EngineArgs,
+    },
+    /// List the session's generations: when, what pass, tokens before -> after, rows
+    /// archived and inserted, and whether `session undo --to` can go back to it.
+    History {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+    },
+    /// Undo: make the active messages those of an earlier generation again, as a new
+    /// generation (nothing is deleted, so an undo is itself undone with another undo).
+    /// Unknown or unrestorable generations exit 2 and change nothing.
+    Undo {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+        /// The generation to go back to [default: the one before the current].
+        #[arg(long, value_name = "N")]
+        to: Option<u64>,
+    },
+    /// Show what generation N archived and what replaced it (summary text, pruned outputs
+    /// and their one-liners), redacted. Local only: it reads your own store.
+    Diff {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+        /// The generation (1 or later).
+        #[arg(long, value_name = "N")]
+        generation: u64,
+    },
+    /// Pin (or with --unpin, unpin) the active message at INDEX: no pass prunes, trims,
+    /// summarizes or reorders it. A generation of its own, so `session undo` reverts it. An
+    /// index out of range exits 2 and changes nothing.
+    Pin {
+        /// SQLite path or URL, or postgres:// URL.
+        #[arg(long, value_name = "URL")]
+        db: String,
+        /// Session id.
+        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+        session: String,
+        /// Index of the message among the active ones (as `session export` prints them, 0
+        /// first).
+        #[arg(long, value_name = "I")]
+        index: usize,
+        /// Remove the pin instead.
+        #[arg(long)]
+        unpin: bool,
     },
 }
 

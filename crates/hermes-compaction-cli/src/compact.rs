@@ -4,11 +4,12 @@
 use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, parse};
+use hermes_compaction::preview::{Fate, Preview};
 use hermes_compaction::{Compressor, Failure, OneShot, OneShotReport};
 
 use crate::cli::{CompactArgs, Mode};
 use crate::input::{Input, Strictness};
-use crate::setup::{build_summarizer, load_config, telemetry_to_file};
+use crate::setup::{build_summarizer, load_config_with_profile, telemetry_to_file};
 use crate::{Error, Result, runtime, write_atomically, write_out};
 
 impl Mode {
@@ -124,24 +125,36 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if args.focus.is_some() && args.mode != Mode::Batch {
         return Err(Error::Config("--focus applies to --mode batch only".into()));
     }
-    let mut config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
+    let mut config = load_config_with_profile(
+        args.engine.config.as_deref(),
+        args.engine.context_length,
+        args.engine.profile.as_deref(),
+    )?;
     mode.configure(&mut config);
     let summarizer = build_summarizer(&config, args.engine.summarizer)?;
     let input = Input::read_format(&args.input, args.format, Strictness::COMPACTION)?;
+    if args.dry_run {
+        return dry_run(args, config, summarizer, input, out);
+    }
+    let output = args
+        .output
+        .as_deref()
+        .ok_or_else(|| Error::Config("--output is required (or --dry-run to preview)".into()))?;
     if let Some(telemetry) = &args.telemetry {
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.input, "the input")?;
-        crate::paths::refuse_same_file(telemetry, "--telemetry", &args.output, "the output")?;
+        crate::paths::refuse_same_file(telemetry, "--telemetry", output, "the output")?;
     }
     let telemetry = args
         .telemetry
         .as_deref()
         .map(telemetry_to_file)
         .transpose()?;
-    let session = args
-        .input
-        .file_stem()
-        .map_or("transcript".into(), |s| s.to_string_lossy().into_owned());
-    let mut c = Compressor::new(config, summarizer, Arc::new(Estimator::default()), session);
+    let mut c = Compressor::new(
+        config,
+        summarizer,
+        Arc::new(Estimator::default()),
+        session_name(args),
+    );
     let anthropic = input.anthropic;
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
@@ -155,6 +168,131 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     } else {
         parse::to_jsonl(t.messages())
     };
-    write_atomically(&args.output, text.as_bytes())?;
+    write_atomically(output, text.as_bytes())?;
     write_out(out, &with_note(&report, summary_line(&report)))
+}
+
+fn session_name(args: &CompactArgs) -> String {
+    args.input
+        .file_stem()
+        .map_or("transcript".into(), |s| s.to_string_lossy().into_owned())
+}
+
+/// `compact --dry-run`: the preview of the pass `--mode` would run, printed, nothing written.
+fn dry_run(
+    args: &CompactArgs,
+    config: hermes_compaction::Config,
+    summarizer: Arc<dyn hermes_compaction::llm::Summarizer>,
+    input: Input,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
+    let mut c = Compressor::new(
+        config,
+        summarizer,
+        Arc::new(Estimator::default()),
+        session_name(args),
+    );
+    let t = c.transcript(input.messages);
+    let preview = match args.mode {
+        Mode::Batch => c.preview(&t),
+        Mode::Prune => c.preview_prune(&t),
+        Mode::Micro => c.preview_micro(&t),
+    };
+    if args.json {
+        let text = serde_json::to_string(&preview).map_err(|e| Error::Io {
+            what: "cannot encode the preview".into(),
+            source: std::io::Error::other(e),
+        })?;
+        return write_out(out, &text);
+    }
+    write_out(out, &preview_text(&preview))
+}
+
+/// A preview for people: one header line, the planned summaries, then one line per message
+/// that the pass changes or keeps because it is pinned, and one line per run of kept
+/// messages. One-liners are redacted and cut to 100 characters.
+pub fn preview_text(p: &Preview) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "dry run: pass={} messages={} tokens={}->{} (estimated) summaries={} pruned={} pinned={}",
+        serde_json::to_value(p.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        p.messages.len(),
+        p.tokens_before,
+        p.tokens_after,
+        p.summaries.len(),
+        p.count(|f| matches!(f, Fate::Pruned { .. } | Fate::Demoted { .. })),
+        p.count(|f| *f == Fate::Pinned),
+    );
+    for (k, sum) in p.summaries.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "summary {k}: {} marker for messages {}..{} (~{} tokens)",
+            sum.kind.as_str(),
+            sum.range.start,
+            sum.range.end,
+            sum.estimated_tokens
+        );
+    }
+    let mut i = 0;
+    while i < p.messages.len() {
+        let m = &p.messages[i];
+        if m.fate == Fate::Kept {
+            let mut j = i;
+            let mut tokens = 0;
+            while j < p.messages.len() && p.messages[j].fate == Fate::Kept {
+                tokens += p.messages[j].tokens;
+                j += 1;
+            }
+            let _ = writeln!(
+                s,
+                "{:>6}  kept verbatim: {} message{} ({tokens} tokens)",
+                if j - i == 1 {
+                    format!("{i}")
+                } else {
+                    format!("{i}-{}", j - 1)
+                },
+                j - i,
+                if j - i == 1 { "" } else { "s" }
+            );
+            i = j;
+            continue;
+        }
+        let fate = match &m.fate {
+            Fate::Pinned => "pinned, kept".to_owned(),
+            Fate::Pruned { one_liner: Some(l) } => format!("pruned -> {}", clip(l)),
+            Fate::Pruned { one_liner: None } => "pruned (arguments shortened)".to_owned(),
+            Fate::Demoted { one_liner } => format!("demoted -> {}", clip(one_liner)),
+            Fate::Summarized { summary } => format!("summarized (summary {summary})"),
+            Fate::Merged { summary } => format!("kept, summary {summary} merged in front"),
+            other => format!("{other:?}"),
+        };
+        let _ = writeln!(
+            s,
+            "{i:>6}  {:<9} {:<16} {:>7} tokens  {fate}",
+            m.role,
+            m.tool.as_deref().map_or("-".to_owned(), clip_name),
+            m.tokens
+        );
+        i += 1;
+    }
+    s
+}
+
+fn clip(text: &str) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= 100 {
+        one_line
+    } else {
+        let cut: String = one_line.chars().take(99).collect();
+        format!("{cut}…")
+    }
+}
+
+fn clip_name(name: &str) -> String {
+    name.chars().take(16).collect()
 }

@@ -115,6 +115,7 @@ use std::path::PathBuf;
 pub mod cli;
 pub mod compact;
 pub mod example;
+pub mod history;
 pub mod input;
 pub mod paths;
 pub mod session;
@@ -169,7 +170,9 @@ impl Error {
                 | StoreError::BackendDisabled { .. }
                 | StoreError::InvalidSchemaName
                 | StoreError::InvalidSessionId
-                | StoreError::SessionExists { .. },
+                | StoreError::SessionExists { .. }
+                | StoreError::UnknownGeneration { .. }
+                | StoreError::HistoryUnavailable { .. },
             ) => 2,
             Error::Io { .. } | Error::Store(_) | Error::Pass(_) => 1,
         }

@@ -61,7 +61,11 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             engine,
         } => {
             let mode = mode.one_shot(passes)?;
-            let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
+            let mut config = crate::setup::load_config_with_profile(
+                engine.config.as_deref(),
+                engine.context_length,
+                engine.profile.as_deref(),
+            )?;
             mode.configure(&mut config);
             let summarizer = build_summarizer(&config, engine.summarizer)?;
             let line = rt.block_on(with_store(&db, Open::Existing, async |store| {
@@ -95,6 +99,29 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             }))?;
             write_out(out, &line)
         }
+        SessionCommand::History { db, session } => {
+            write_out(out, &rt.block_on(crate::history::history(&db, &session))?)
+        }
+        SessionCommand::Undo { db, session, to } => {
+            write_out(out, &rt.block_on(crate::history::undo(&db, &session, to))?)
+        }
+        SessionCommand::Diff {
+            db,
+            session,
+            generation,
+        } => write_out(
+            out,
+            &rt.block_on(crate::history::diff(&db, &session, generation))?,
+        ),
+        SessionCommand::Pin {
+            db,
+            session,
+            index,
+            unpin,
+        } => write_out(
+            out,
+            &rt.block_on(crate::history::pin(&db, &session, index, !unpin))?,
+        ),
     }
 }
 
@@ -260,6 +287,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
                 context_length: Some(args.context_length),
                 config: None,
                 summarizer: None,
+                profile: None,
             },
         },
         &mut sub,

@@ -24,6 +24,22 @@ pub enum SummarizerKind {
 /// context length given on the command line wins over all of them. The result is checked by
 /// [`Config::validate`] alone (its error names the key, e.g. `model.context_length`, and the
 /// allowed range), so every bound is stated in one place.
+/// [`load_config`], then the named profile of the configuration (`--profile`) applied over
+/// `[compression]`; an unknown profile or a bad key in it is a configuration error (exit 2).
+pub fn load_config_with_profile(
+    file: Option<&Path>,
+    context_length: Option<u64>,
+    profile: Option<&str>,
+) -> Result<Config, Error> {
+    let config = load_config(file, context_length)?;
+    match profile {
+        None => Ok(config),
+        Some(name) => config
+            .with_profile(name)
+            .map_err(|e| Error::Config(e.to_string())),
+    }
+}
+
 pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<Config, Error> {
     let mut config = Config::load(file).map_err(|e| Error::Config(e.to_string()))?;
     if let Some(n) = context_length {

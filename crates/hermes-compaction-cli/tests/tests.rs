@@ -4,8 +4,10 @@
 mod bad_input;
 mod common;
 mod compact;
+mod dry_run;
 mod failures;
 mod fake_openai;
 mod logs;
 mod session;
 mod simulate;
+mod undo;

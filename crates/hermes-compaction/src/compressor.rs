@@ -150,6 +150,13 @@ pub(crate) struct Runtime {
     /// The summarizer circuit breaker every pass shares (a lock: batch summaries are written
     /// under `&self`).
     pub(crate) breaker: std::sync::Mutex<crate::breaker::Breaker>,
+    /// What `undo_last` needs to revert the last pass applied in memory.
+    pub(crate) last_pass: Option<crate::undo::LastPass>,
+    /// A compaction the model asked for (`compact_context`), run at the next `before_request`.
+    pub(crate) requested: Option<crate::compact_tool::Requested>,
+    /// A hash of the latest real user message when the model last asked: one request per
+    /// user turn.
+    pub(crate) requested_turn: Option<Option<u64>>,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
@@ -296,6 +303,11 @@ impl Compressor {
         &self.session_id
     }
 
+    /// The anti-thrash state, for `undo_last`.
+    pub(crate) fn thrash_mut(&mut self) -> &mut ThrashState {
+        &mut self.rt.state
+    }
+
     /// A pass other than a batch one rewrote history: usage measured before it no longer
     /// applies.
     pub(crate) fn note_rewrite(&mut self) {
@@ -322,7 +334,16 @@ impl Compressor {
         t: &mut Transcript,
     ) -> (RequestTicket, Option<BatchReport>) {
         let mut report = None;
-        if self.settings.config.compression.enabled && t.current_tokens() >= self.settings.threshold
+        let enabled = self.settings.config.compression.enabled;
+        if let Some(requested) = self.rt.requested.take().filter(|_| enabled) {
+            // The model asked (compact_context): forced, but it waits out cooldowns and pauses
+            // like an automatic pass.
+            report = Some(
+                self.run(t, Trigger::BeforeRequest, true, requested.focus)
+                    .await,
+            );
+        } else if self.settings.config.compression.enabled
+            && t.current_tokens() >= self.settings.threshold
         {
             report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
         } else if self.settings.config.compression.enabled && self.proactive_due(t) {
@@ -546,6 +567,7 @@ impl Compressor {
             report.applied_unpersisted = true;
         }
         report.earliest_changed_index = edit.earliest_changed_index();
+        self.remember_pass(t, &edit);
         if edit.apply_to(t, self.counter.as_ref()).is_err() {
             // Unreachable: assemble validated the edit against this transcript.
             report.outcome = Outcome::Failed;
@@ -753,6 +775,18 @@ impl Compressor {
         t: &mut Transcript,
         edit: &mut compaction_core::Edit,
     ) -> Result<(), PersistError> {
+        self.persist_edit_as(t, edit, None).await
+    }
+
+    /// [`persist_edit`](Self::persist_edit) with the history label given rather than read
+    /// from the edit.
+    #[cfg(feature = "store")]
+    pub(crate) async fn persist_edit_as(
+        &mut self,
+        t: &mut Transcript,
+        edit: &mut compaction_core::Edit,
+        label: Option<compaction_store::PassLabel>,
+    ) -> Result<(), PersistError> {
         use compaction_store::{Commit, StoreError, stamp_edit};
         if self.persistence.is_none() {
             return Ok(());
@@ -763,7 +797,7 @@ impl Compressor {
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
-        let label = pass_label(t, edit, self.counter.as_ref());
+        let label = label.unwrap_or_else(|| pass_label(t, edit, self.counter.as_ref()));
         let committed = async {
             let mut commit = Commit::from_edit(p.generation, edit, t.messages())?.with_label(label);
             let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;

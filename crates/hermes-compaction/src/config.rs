@@ -49,6 +49,10 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// Auxiliary models.
     pub auxiliary: AuxiliaryConfig,
+    /// Named policies for kinds of sessions (`[profiles.subagent]`): each is a table of
+    /// `compression` keys that override the `[compression]` table for a session built with
+    /// [`Config::with_profile`] (the CLI's `--profile`). Empty by default.
+    pub profiles: std::collections::BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
 }
 
 /// The main model.
@@ -232,6 +236,14 @@ pub enum ConfigError {
     #[cfg(feature = "config")]
     #[error("configuration: {0}")]
     Load(#[from] Box<figment::Error>),
+    /// A profile that does not exist, or whose keys do not fit `[compression]`.
+    #[error("configuration: profile `{name}`: {reason}")]
+    Profile {
+        /// The profile's name.
+        name: String,
+        /// What is wrong (an unknown key is named).
+        reason: String,
+    },
     /// A value is outside its allowed range.
     #[error("configuration: `{key}` = {value} is invalid: allowed {allowed}")]
     Invalid {
@@ -269,6 +281,46 @@ impl Config {
         let cfg: Config = fig.extract().map_err(Box::new)?;
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// This configuration with profile `name` applied: its keys replace those of
+    /// `compression` (a nested table, like `cache_custom`, merges key by key), and the result
+    /// is validated like any configuration. An unknown profile, an unknown key or a value of
+    /// the wrong type fails with [`ConfigError::Profile`], naming the profile and the reason.
+    ///
+    /// ```
+    /// # #[cfg(feature = "config")] {
+    /// use hermes_compaction::Config;
+    ///
+    /// let config = Config::from_toml_str(
+    ///     "[compression]\nthreshold = 0.5\n[profiles.subagent]\nthreshold = 0.8\nprotect_last_n = 2\n",
+    /// )
+    /// .unwrap();
+    /// let sub = config.with_profile("subagent").unwrap();
+    /// assert_eq!(sub.compression.threshold, 0.8);
+    /// assert_eq!(sub.compression.protect_last_n, 2);
+    /// assert_eq!(config.compression.threshold, 0.5); // the parent's policy is unchanged
+    /// assert!(config.with_profile("nope").is_err());
+    /// # }
+    /// ```
+    pub fn with_profile(&self, name: &str) -> Result<Config, ConfigError> {
+        let profile_error = |reason: String| ConfigError::Profile {
+            name: name.chars().take(64).collect(),
+            reason,
+        };
+        let overrides = self
+            .profiles
+            .get(name)
+            .ok_or_else(|| profile_error("no such profile in [profiles]".into()))?;
+        let mut merged = serde_json::to_value(&self.compression)
+            .map_err(|e| profile_error(format!("cannot read [compression]: {e}")))?;
+        merge(&mut merged, overrides);
+        let compression: CompressionConfig =
+            serde_json::from_value(merged).map_err(|e| profile_error(e.to_string()))?;
+        let mut out = self.clone();
+        out.compression = compression;
+        out.validate()?;
+        Ok(out)
     }
 
     /// Checks every value against its allowed range.
@@ -604,5 +656,69 @@ mod tests {
         let cfg =
             Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = -3\n").unwrap();
         assert_eq!(cfg.micro_every_n_turns(), 1);
+    }
+}
+
+/// Merges `overrides` into the object `base`, table by table.
+fn merge(base: &mut serde_json::Value, overrides: &serde_json::Map<String, serde_json::Value>) {
+    let serde_json::Value::Object(map) = base else {
+        return;
+    };
+    for (k, v) in overrides {
+        match (map.get_mut(k), v) {
+            (Some(existing @ serde_json::Value::Object(_)), serde_json::Value::Object(inner)) => {
+                merge(existing, inner)
+            }
+            _ => {
+                map.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "config"))]
+mod profile_tests {
+    use super::*;
+
+    const TOML: &str = "[compression]\nthreshold = 0.5\nmicro_compact = false\n\
+        [compression.cache_custom]\nname = \"custom\"\ncache_ttl_secs = 10\n\
+        [profiles.subagent]\nthreshold = 0.8\nmicro_compact = true\n\
+        [profiles.subagent.cache_custom]\ncache_ttl_secs = 300\n\
+        [profiles.typo]\nthreshhold = 0.8\n\
+        [profiles.wrong_type]\nthreshold = \"high\"\n\
+        [profiles.out_of_range]\nthreshold = 1.5\n";
+
+    #[test]
+    fn a_profile_overrides_compression_keys_and_nothing_else() {
+        let config = Config::from_toml_str(TOML).unwrap();
+        let sub = config.with_profile("subagent").unwrap();
+        assert_eq!(sub.compression.threshold, 0.8);
+        assert!(sub.compression.micro_compact);
+        // A nested table merges key by key.
+        assert_eq!(sub.compression.cache_custom.cache_ttl_secs, 300);
+        assert_eq!(sub.compression.cache_custom.name, "custom");
+        assert_eq!(sub.model, config.model);
+        assert_eq!(sub.auxiliary, config.auxiliary);
+        let mut back = sub.clone();
+        back.compression = config.compression.clone();
+        assert_eq!(back, config, "only [compression] changed");
+    }
+
+    #[test]
+    fn bad_profiles_name_the_profile_and_the_problem() {
+        let config = Config::from_toml_str(TOML).unwrap();
+        for (name, needle) in [
+            ("missing", "no such profile"),
+            ("typo", "threshhold"),
+            ("wrong_type", "invalid type"),
+        ] {
+            let e = config.with_profile(name).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("profile `{name}`")) && e.contains(needle),
+                "{e}"
+            );
+        }
+        let e = config.with_profile("out_of_range").unwrap_err().to_string();
+        assert!(e.contains("compression.threshold"), "{e}");
     }
 }

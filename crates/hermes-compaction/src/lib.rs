@@ -52,6 +52,8 @@ pub use compaction_telemetry as telemetry;
 mod breaker;
 pub mod clock;
 #[cfg(feature = "llm")]
+pub mod compact_tool;
+#[cfg(feature = "llm")]
 pub mod compressor;
 pub mod config;
 #[cfg(feature = "config")]
@@ -74,6 +76,8 @@ pub mod report;
 pub mod setup;
 #[cfg(feature = "store")]
 pub mod trim;
+#[cfg(feature = "llm")]
+pub mod undo;
 
 pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]

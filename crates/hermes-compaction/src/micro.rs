@@ -248,6 +248,7 @@ impl Compressor {
             return Some(self.micro_finish(report, started));
         }
         report.earliest_changed_index = edit.earliest_changed_index();
+        self.remember_pass(t, &edit);
         if edit.apply_to(t, self.counter()).is_err() {
             report.failure = Some(Failure::Plan);
             report.outcome = MicroOutcomeKind::SummarizeFailed;

@@ -4,6 +4,7 @@
 mod batch;
 mod breaker;
 mod common;
+mod compact_tool;
 #[cfg(feature = "openai")]
 mod configured;
 mod micro;
@@ -12,3 +13,4 @@ mod persistence;
 mod recall;
 mod replay;
 mod trim_telemetry;
+mod undo;

@@ -4,7 +4,8 @@
 -- active at any generation g are exactly those written at g or before and not archived by g:
 -- `generation <= g AND (active OR archived_generation > g)`. A restore re-activates such a set
 -- as copies (`origin_id` names the row each copy was made from); the archive is never
--- rewritten.
+-- rewritten. `pass_generation` names the generation whose commit or restore inserted a row (an
+-- appended row has none), so what a generation archived and what replaced it can be shown.
 --
 -- hermes_generations records what made each generation: the pass kind, tokens before and
 -- after when the writer knew them, and for a restore the generation it went back to.
@@ -15,6 +16,7 @@
 
 ALTER TABLE hermes_messages ADD COLUMN archived_generation BIGINT;
 ALTER TABLE hermes_messages ADD COLUMN origin_id BIGINT;
+ALTER TABLE hermes_messages ADD COLUMN pass_generation BIGINT;
 ALTER TABLE hermes_sessions ADD COLUMN history_from BIGINT NOT NULL DEFAULT 0;
 UPDATE hermes_sessions SET history_from = generation;
 
