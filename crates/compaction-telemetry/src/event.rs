@@ -109,9 +109,13 @@ pub struct MicroPass {
     /// Prompt plus completion tokens the summarizer used in this pass.
     pub summary_tokens: u64,
     /// The deterministic fallback summary replaced a failed (or skipped) summarizer call.
+    /// Written only when true, so the line of an ordinary pass keeps its fields.
+    #[serde(skip_serializing_if = "is_false")]
     pub fallback_used: bool,
     /// The summarizer was not called: its circuit breaker is open after repeated transient
-    /// failures, so the fallback wrote the summary (or the pass failed at once).
+    /// failures, so the fallback wrote the summary (or the pass failed at once). Written only
+    /// when true.
+    #[serde(skip_serializing_if = "is_false")]
     pub summarizer_skipped: bool,
 }
 
@@ -291,7 +295,9 @@ pub struct BatchAttempt {
     /// The deterministic fallback summary replaced a failed summarizer call.
     pub fallback_used: bool,
     /// The summarizer was not called: its circuit breaker is open after repeated transient
-    /// failures, so the fallback wrote the summary (or the attempt failed at once).
+    /// failures, so the fallback wrote the summary (or the attempt failed at once). Written
+    /// only when true, so the line of an ordinary attempt keeps its fields.
+    #[serde(skip_serializing_if = "is_false")]
     pub summarizer_skipped: bool,
     /// Transcript tokens before the attempt.
     pub tokens_before: u64,
@@ -645,4 +651,9 @@ mod tests {
         assert_eq!(s(BatchOutcome::Failed), "aborted");
         assert_eq!(s(BatchOutcome::Skipped), "skipped");
     }
+}
+
+/// `skip_serializing_if` for flags written only when set.
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -93,6 +93,21 @@ fn micro_line_without_window_has_nulls() {
     );
 }
 
+/// The fallback flags appear only when set, so an ordinary line keeps its fields.
+#[test]
+fn fallback_flags_are_written_when_set() {
+    let mut pass = MicroPass::new("s", MicroOutcome::Absorbed).tokens(100, 60);
+    assert!(!format_line(&pass).contains("fallback_used"));
+    pass.fallback_used = true;
+    pass.summarizer_skipped = true;
+    let line = format_line(&pass);
+    assert!(line.contains(r#""fallback_used":true"#), "{line}");
+    assert!(line.contains(r#""summarizer_skipped":true"#), "{line}");
+    let mut a = batch();
+    a.summarizer_skipped = true;
+    assert!(format_line(&a).contains(r#""summarizer_skipped":true"#));
+}
+
 #[test]
 fn batch_line_is_exact() {
     assert_eq!(
