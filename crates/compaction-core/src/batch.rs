@@ -356,7 +356,8 @@ pub fn plan_batch(
             cfg,
         ));
     }
-    size_jobs(&mut jobs, kept, low_water, scale, cfg, counter);
+    let landing = (threshold_tokens as f64 * SUMMARY_LANDING_RATIO) as u64;
+    size_jobs(&mut jobs, kept, landing, scale, cfg, counter);
     plan.step = if !jobs.is_empty() {
         BatchStep::Summarize(jobs)
     } else if has_prune {
@@ -704,8 +705,14 @@ fn strip_old_images(
 /// The smallest summary budget a job is given, however little room the window leaves.
 pub const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
 
-/// Sizes each job's summary budget and ledger bound so the pass lands at or below the
-/// low-water mark when that is possible: the room the kept messages leave under it (minus
+/// Where a summarizing pass aims to land, as a fraction of the threshold: the runway the
+/// default prune acceptance asks for (15%), independent of how a caller tunes that
+/// acceptance.
+pub const SUMMARY_LANDING_RATIO: f64 = 0.85;
+
+/// Sizes each job's summary budget and ledger bound so the pass lands at or below `landing`
+/// ([`SUMMARY_LANDING_RATIO`] of the threshold) when that is possible: the room the kept
+/// messages leave under it (minus
 /// each marker's fixed text) is shared by the jobs, a third at most for the ledger, and
 /// neither exceeds its configured size ([`BatchConfig::summary_budget_tokens`],
 /// [`BatchConfig::ledger_max_tokens`]) nor the budget falls below
@@ -714,7 +721,7 @@ pub const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
 fn size_jobs(
     jobs: &mut [SummaryJob],
     kept: u64,
-    low_water: u64,
+    landing: u64,
     scale: f64,
     cfg: &BatchConfig,
     counter: &dyn TokenCounter,
@@ -726,7 +733,7 @@ fn size_jobs(
         counter.count_message(&marker::render(kind, Role::User, marker::RECALL_NOTE))
     };
     let overheads: u64 = jobs.iter().map(|j| overhead(j.kind)).sum();
-    let room = (low_water.saturating_sub(kept) as f64 / scale.max(f64::MIN_POSITIVE)) as u64;
+    let room = (landing.saturating_sub(kept) as f64 / scale.max(f64::MIN_POSITIVE)) as u64;
     let share = room.saturating_sub(overheads) / jobs.len() as u64;
     for j in jobs.iter_mut() {
         j.ledger_max_tokens = cfg.ledger_max_tokens.min(share / 3);
