@@ -418,6 +418,31 @@ pub struct GenerationInfo {
 }
 
 /// What [`TranscriptStore::restore`] did.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> compaction_store::Result<()> {
+/// use compaction_core::{Edit, Message, marker, MarkerKind, Role};
+/// use compaction_store::{Commit, GenerationKind, PassLabel, Store, TranscriptStore};
+///
+/// let store = Store::connect("sqlite::memory:").await?;
+/// store.create_session("s1").await?;
+/// let mut messages = vec![Message::user("hi"), Message::assistant("hello"), Message::user("next")];
+/// store.append("s1", &mut messages).await?;
+/// let edit = Edit::single(0..2, vec![marker::render(MarkerKind::Micro, Role::Assistant, "...")]);
+/// let mut commit = Commit::from_edit(0, &edit, &messages)?
+///     .with_label(PassLabel::new(GenerationKind::Micro).with_tokens(12, 5));
+/// store.archive_and_compact("s1", &mut commit).await?;
+///
+/// let history = store.history("s1").await?;
+/// assert_eq!(history[1].label.kind, GenerationKind::Micro);
+/// // Undo: back to generation 0, as generation 2.
+/// let done = store.restore("s1", 1, 0).await?;
+/// assert_eq!((done.generation, done.archived, done.reactivated), (2, 1, 2));
+/// assert_eq!(store.load_active("s1").await?.len(), 3);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Restored {

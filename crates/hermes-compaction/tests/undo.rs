@@ -152,3 +152,42 @@ fn undo_last_reverts_micro_passes_and_their_cursor() {
         assert!(undone > 0);
     });
 }
+
+/// A pinned message survives the compressor's passes byte-identical and in place, and stays
+/// pinned in the store.
+#[test]
+fn pins_survive_compress_and_persist() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+        store.create_session("s").await.unwrap();
+        let mut c = extractive(config(16_000)).with_store(Persistence {
+            store: store.clone(),
+            session: "s".into(),
+            generation: 0,
+        });
+        let original = tool_session(80, 40);
+        let mut t = c.transcript(original.clone());
+        // A tool result in the middle, and its call.
+        let pin = (1..t.len())
+            .find(|&i| i > 100 && t.messages()[i].is_tool())
+            .unwrap();
+        assert!(t.pin(pin, true));
+        let before = t.messages().to_vec();
+        let r = c.compress(&mut t, None).await;
+        assert_eq!(r.outcome, Outcome::Summarized);
+        let kept: Vec<usize> = t.pinned();
+        assert_eq!(kept.len(), 1);
+        let at = kept[0];
+        assert_eq!(t.messages()[at].to_wire_json(), before[pin].to_wire_json());
+        assert_eq!(
+            t.messages()[at - 1].to_wire_json(),
+            before[pin - 1].to_wire_json(),
+            "its call stays with it"
+        );
+        let v = compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.counter());
+        assert!(v.is_empty(), "{v:?}");
+        let stored = store.load_active("s").await.unwrap();
+        assert_eq!(stored.iter().filter(|m| m.is_pinned()).count(), 1);
+        assert_eq!(wire(&stored), wire(t.messages()));
+    });
+}
