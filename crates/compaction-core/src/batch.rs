@@ -263,12 +263,30 @@ pub fn plan_batch(
     strip_old_images(t, &r, &free, cfg, counter, &mut plan.prune);
     plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
+    // Last resort when the protected messages alone exceed the threshold: no summary of the
+    // middle can bring the prompt under it (a giant tool output in the tail would be kept
+    // whole and overflow the window), so the tail's largest tool outputs become one-liners
+    // until the protected part fits beside a summary.
+    let protected: u64 = scaled(r.protected().iter().map(|p| t.tokens_in(p.clone())).sum());
+    if !req.prune_only && !ranges.is_empty() && protected > threshold_tokens {
+        let limit = threshold_tokens.saturating_sub(cfg.summary_budget_tokens);
+        let demoted = demote_tail(t, &r, protected, limit, scale, cfg, counter, &mut plan);
+        plan.tokens_after_prune = plan.tokens_after_prune.saturating_sub(protected - demoted);
+    }
     let has_prune = !plan.prune.edit.is_empty();
     if req.prune_only || ranges.is_empty() {
-        // Last resort when the protected messages alone exceed the threshold.
-        let protected: u64 = scaled(r.protected().iter().map(|p| t.tokens_in(p.clone())).sum());
         if !req.prune_only && protected > threshold_tokens {
-            demote_tail(t, &r, threshold_tokens, scale, cfg, counter, &mut plan);
+            let start = plan.tokens_after_prune;
+            plan.tokens_after_prune = demote_tail(
+                t,
+                &r,
+                start,
+                threshold_tokens,
+                scale,
+                cfg,
+                counter,
+                &mut plan,
+            );
         }
         plan.step = if plan.prune.edit.is_empty() {
             BatchStep::Nothing(if protected > threshold_tokens {
@@ -765,15 +783,20 @@ fn pruned_tokens(
     total
 }
 
+/// Demotes the tail's largest tool outputs (largest first) while `tokens`, the size they are
+/// part of, is over `limit`; returns that size after the demotions. The demotions join the
+/// plan's prune edit.
+#[allow(clippy::too_many_arguments)]
 fn demote_tail(
     t: &Transcript,
     r: &Regions,
-    threshold: u64,
+    tokens: u64,
+    limit: u64,
     scale: f64,
     cfg: &BatchConfig,
     counter: &dyn TokenCounter,
     plan: &mut BatchPlan,
-) {
+) -> u64 {
     let msgs = t.messages();
     let calls = prune::CallIndex::build(msgs);
     let free = crate::pins::free_ranges(msgs, r.tail.clone());
@@ -789,11 +812,11 @@ fn demote_tail(
         .collect();
     // Largest first; among equals, older first so the newest output is demoted last.
     candidates.sort_by(|&a, &b| t.tokens_of(b).cmp(&t.tokens_of(a)).then(a.cmp(&b)));
-    let mut tokens = plan.tokens_after_prune;
+    let mut tokens = tokens;
     let mut saved_est = 0u64;
     let mut chosen = Vec::new();
     for i in candidates {
-        if tokens <= threshold {
+        if tokens <= limit {
             break;
         }
         let mut new = msgs[i].clone();
@@ -809,11 +832,11 @@ fn demote_tail(
             replacement: vec![new],
         });
     }
-    plan.demoted_tail_outputs = chosen.len();
+    plan.demoted_tail_outputs += chosen.len();
     plan.prune.reclaimed_tokens += saved_est;
-    plan.tokens_after_prune = tokens;
     plan.prune.edit.splices.extend(chosen);
     plan.prune.edit.splices.sort_by_key(|s| s.range.start);
+    tokens
 }
 
 /// Characters of a caller's focus topic kept (head and tail, see [`material::cut_middle`]).
@@ -886,6 +909,59 @@ mod tests {
         let t = Transcript::new(msgs, &e);
         let plan = plan_batch(&t, threshold, cfg, &BatchRequest::default(), &e);
         (t, plan)
+    }
+
+    #[test]
+    fn a_giant_tool_output_in_the_tail_is_demoted_beside_a_middle_and_the_laws_hold() {
+        let e = Estimator::default();
+        let mut msgs = session(40, 2_000);
+        // The newest tool output alone is larger than the threshold.
+        msgs.push(Message::user("stage it"));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                "big",
+                "bash",
+                r#"{"command":"git add ."}"#,
+            )],
+        ));
+        msgs.push(Message::tool_result(
+            "big",
+            (0..20_000)
+                .map(|i| format!("add 'node_modules/p{i}/index.js'\n"))
+                .collect::<String>(),
+        ));
+        let threshold = 16_000;
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        assert!(!plan.regions.middle.is_empty());
+        assert_eq!(plan.demoted_tail_outputs, 1);
+        let summaries: Vec<String> = match &plan.step {
+            BatchStep::Summarize(jobs) => {
+                jobs.iter().map(|_| "- earlier work".to_owned()).collect()
+            }
+            BatchStep::PruneOnly { .. } => Vec::new(),
+            other => panic!("{other:?}"),
+        };
+        let mut after = t.clone();
+        assemble(&t, &plan, &summaries, &cfg)
+            .unwrap()
+            .apply_to(&mut after, &e)
+            .unwrap();
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        let last = after.messages().last().unwrap();
+        assert_eq!(last.tool_call_id(), Some("big"));
+        assert!(last.text().starts_with(prune::PRUNED_PREFIX));
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
+        // Below the threshold for the protected part, nothing in the tail is demoted.
+        let (_, small) = run(session(40, 2_000), threshold, &cfg);
+        assert_eq!(small.demoted_tail_outputs, 0);
     }
 
     #[test]

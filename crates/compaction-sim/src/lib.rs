@@ -24,6 +24,7 @@ pub mod counting;
 pub mod plot;
 pub mod policy;
 pub mod pricing;
+pub mod recall;
 pub mod render;
 pub mod replay;
 pub mod retention;
@@ -35,7 +36,7 @@ pub mod tune;
 pub use counting::{CountingSummarizer, SummaryUsage};
 pub use policy::{Policy, Variant};
 pub use pricing::{Prices, Pricing};
-pub use replay::{ReplayOptions, TraceLine, replay};
+pub use replay::{ReplayOptions, TraceLine, TraceText, replay};
 pub use row::{Derived, Row};
 pub use run::{Options, Simulation, simulate};
 

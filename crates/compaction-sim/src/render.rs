@@ -138,7 +138,24 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
         opt(d.mean_turns_between_compressions, 1)
     });
     add("summary calls", &|r, _| r.summary_calls.to_string());
-    add("retention mean / min", &|r, d| {
+    add("far recall pooled: summaries / verbatim", &|_, d| {
+        format!(
+            "{:.1}% / {:.1}%",
+            d.far_recall * 100.0,
+            d.far_recall_verbatim * 100.0
+        )
+    });
+    add("far recall per-request mean: summ. / verb.", &|_, d| {
+        format!(
+            "{:.1}% / {:.1}%",
+            d.far_recall_request_mean * 100.0,
+            d.far_recall_verbatim_request_mean * 100.0
+        )
+    });
+    add("  far identifiers (requests)", &|r, _| {
+        format!("{} ({})", r.far_identifiers, r.far_requests)
+    });
+    add("ledger-fact retention mean / min", &|r, d| {
         format!(
             "{:.1}% / {:.1}%",
             d.mean_retention * 100.0,

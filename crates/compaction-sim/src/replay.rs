@@ -25,6 +25,7 @@ use crate::clock::SimClock;
 use crate::counting::CountingSummarizer;
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
+use crate::recall::Recall;
 use crate::retention::{Retention, Wire};
 use crate::row::{Row, unit_cost};
 use crate::{Result, time};
@@ -41,6 +42,8 @@ pub struct ReplayOptions {
     pub request_gap_secs: u64,
     /// Record one [`TraceLine`] per request.
     pub trace: bool,
+    /// Record every distinct message of the traced prompts once ([`TraceText`]).
+    pub trace_text: bool,
 }
 
 impl Default for ReplayOptions {
@@ -49,6 +52,7 @@ impl Default for ReplayOptions {
             pricing: Pricing::Table(Prices::default()),
             request_gap_secs: DEFAULT_REQUEST_GAP_SECS,
             trace: false,
+            trace_text: false,
         }
     }
 }
@@ -68,6 +72,15 @@ pub struct TraceLine {
     pub hashes: Vec<String>,
 }
 
+/// One distinct message of the traced prompts: one JSON line of `simulate --trace-text`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TraceText {
+    /// FNV-1a 64 of `wire`, 16 hex digits (as in [`TraceLine::hashes`]).
+    pub hash: String,
+    /// The message's compact wire JSON.
+    pub wire: String,
+}
+
 /// What one replay produced.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Replay {
@@ -75,6 +88,9 @@ pub struct Replay {
     pub row: Row,
     /// One line per request when [`ReplayOptions::trace`] is set, else empty.
     pub trace: Vec<TraceLine>,
+    /// Each distinct message of the prompts once, in order of first appearance, when
+    /// [`ReplayOptions::trace_text`] is set, else empty.
+    pub texts: Vec<TraceText>,
 }
 
 /// The mutable state of one replay: the prompt's wire forms (kept in step with the
@@ -82,6 +98,7 @@ pub struct Replay {
 struct Prompt {
     wires: Vec<Wire>,
     retention: Retention,
+    recall: Recall,
 }
 
 impl Prompt {
@@ -147,6 +164,8 @@ pub async fn replay(
         ..Row::default()
     };
     let mut trace = Vec::new();
+    let mut texts = Vec::new();
+    let mut texts_seen = std::collections::HashSet::new();
     let gap_ms = options.request_gap_secs.saturating_mul(1_000);
     let mut requests: Vec<RequestShape> = Vec::new();
     let mut last_request_ms: Option<u64> = None;
@@ -155,10 +174,12 @@ pub async fn replay(
     let mut prompt = Prompt {
         wires: Vec::with_capacity(msgs.len()),
         retention: Retention::default(),
+        recall: Recall::default(),
     };
     let mut previous: Vec<u64> = Vec::new();
     let mut in_turn = false;
     for m in msgs {
+        let original = Wire::of(m);
         if let Some(ts) = time::timestamp_ms(m) {
             seen_ms = Some(seen_ms.map_or(ts, |s| s.max(ts)));
         }
@@ -220,6 +241,16 @@ pub async fn replay(
                         .collect(),
                 });
             }
+            if options.trace_text {
+                for w in &prompt.wires {
+                    if texts_seen.insert(w.hash) {
+                        texts.push(TraceText {
+                            hash: format!("{:016x}", w.hash),
+                            wire: w.json.clone(),
+                        });
+                    }
+                }
+            }
             row.requests += 1;
             row.prompt_tokens += tokens;
             row.reused_prefix_tokens += reused;
@@ -230,6 +261,8 @@ pub async fn replay(
             if units > context_length {
                 row.unit_overflows += 1;
             }
+            let far = prompt.recall.request(&original, &prompt.wires);
+            row.record_recall(far);
             let share = prompt.retention.share(&prompt.wires);
             row.retention_sum += share;
             row.retention_min = row.retention_min.min(share);
@@ -246,7 +279,9 @@ pub async fn replay(
             row.output_tokens += output;
         }
         prompt.retention.observe(m);
+        prompt.recall.observe(&original);
         let mut m = m.clone();
+        let mut wire = original;
         if m.is_tool() && trims {
             let (trimmed, status) = c.on_tool_result(&t, m, persistence.as_ref()).await;
             if status.saved_tokens() > 0 {
@@ -254,8 +289,9 @@ pub async fn replay(
                 row.trim_saved_tokens += status.saved_tokens();
             }
             m = trimmed;
+            wire = Wire::of(&m);
         }
-        prompt.wires.push(Wire::of(&m));
+        prompt.wires.push(wire);
         t.push(m, c.counter());
     }
     if in_turn {
@@ -273,7 +309,7 @@ pub async fn replay(
         row.summary_output_tokens,
     );
     price(&mut row, &options.pricing, &requests);
-    Ok(Replay { row, trace })
+    Ok(Replay { row, trace, texts })
 }
 
 async fn finalize(c: &mut Compressor, t: &mut Transcript, row: &mut Row, prompt: &mut Prompt) {

@@ -106,6 +106,19 @@ pub struct Row {
     pub retention_sum: f64,
     /// Smallest share of facts in a prompt (1 without requests).
     pub retention_min: f64,
+    /// Far identifiers over all requests (see [`recall`](crate::recall)): what the recorded
+    /// answers use from more than 10 messages back.
+    pub far_identifiers: u64,
+    /// Of those, in the prompt as sent (summaries included).
+    pub far_held: u64,
+    /// Of those, in a prompt message that is not a summary marker.
+    pub far_held_verbatim: u64,
+    /// Requests with at least one far identifier.
+    pub far_requests: u64,
+    /// Sum over those requests of their share of far identifiers held (summaries included).
+    pub far_share_sum: f64,
+    /// The same, verbatim.
+    pub far_share_verbatim_sum: f64,
     /// Prompt / threshold at each request (for the plot).
     #[serde(skip)]
     pub occupancy: Vec<f32>,
@@ -132,6 +145,14 @@ pub struct Derived {
     pub prune_to_summary: String,
     /// Retention sum / requests (1 without requests).
     pub mean_retention: f64,
+    /// Far recall with summaries, pooled: far held / far identifiers (1 without any).
+    pub far_recall: f64,
+    /// Far recall verbatim, pooled.
+    pub far_recall_verbatim: f64,
+    /// Far recall with summaries, the mean of the per-request shares (1 without any).
+    pub far_recall_request_mean: f64,
+    /// Far recall verbatim, the mean of the per-request shares.
+    pub far_recall_verbatim_request_mean: f64,
 }
 
 /// The cache-read price relative to an uncached prompt token.
@@ -176,6 +197,18 @@ impl Row {
             } else {
                 1.0
             },
+            far_recall: per(self.far_held, self.far_identifiers).unwrap_or(1.0),
+            far_recall_verbatim: per(self.far_held_verbatim, self.far_identifiers).unwrap_or(1.0),
+            far_recall_request_mean: self.far_request_mean(self.far_share_sum),
+            far_recall_verbatim_request_mean: self.far_request_mean(self.far_share_verbatim_sum),
+        }
+    }
+
+    fn far_request_mean(&self, sum: f64) -> f64 {
+        if self.far_requests > 0 {
+            sum / self.far_requests as f64
+        } else {
+            1.0
         }
     }
 
@@ -229,6 +262,12 @@ impl Row {
             t.unit_overflows += r.unit_overflows;
             t.unit_cost += r.unit_cost;
             t.retention_sum += r.retention_sum;
+            t.far_identifiers += r.far_identifiers;
+            t.far_held += r.far_held;
+            t.far_held_verbatim += r.far_held_verbatim;
+            t.far_requests += r.far_requests;
+            t.far_share_sum += r.far_share_sum;
+            t.far_share_verbatim_sum += r.far_share_verbatim_sum;
             if r.requests > 0 {
                 t.retention_min = t.retention_min.min(r.retention_min);
             }
@@ -236,6 +275,18 @@ impl Row {
             t.context_length = r.context_length;
         }
         t
+    }
+
+    pub(crate) fn record_recall(&mut self, r: crate::recall::RequestRecall) {
+        if r.far == 0 {
+            return;
+        }
+        self.far_identifiers += r.far;
+        self.far_held += r.held;
+        self.far_held_verbatim += r.held_verbatim;
+        self.far_requests += 1;
+        self.far_share_sum += r.held as f64 / r.far as f64;
+        self.far_share_verbatim_sum += r.held_verbatim as f64 / r.far as f64;
     }
 
     pub(crate) fn record_batch(&mut self, r: &BatchReport) -> bool {

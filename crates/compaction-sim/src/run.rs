@@ -9,7 +9,9 @@ use hermes_compaction::core::Message;
 
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
-use crate::replay::{DEFAULT_REQUEST_GAP_SECS, Replay, ReplayOptions, TraceLine, replay};
+use crate::replay::{
+    DEFAULT_REQUEST_GAP_SECS, Replay, ReplayOptions, TraceLine, TraceText, replay,
+};
 use crate::row::Row;
 use crate::{Error, Result, SummarizerFactory};
 
@@ -28,6 +30,10 @@ pub struct Simulation {
     /// With [`Options::trace`]: every request of every replay, in the order of the rows.
     #[serde(skip)]
     pub trace: Vec<TraceLine>,
+    /// With [`Options::trace_text`]: every distinct message of every traced prompt, once
+    /// (by digest, across all replays), in the order of the rows.
+    #[serde(skip)]
+    pub trace_text: Vec<TraceText>,
 }
 
 impl Simulation {
@@ -49,6 +55,8 @@ pub struct Options {
     pub request_gap_secs: u64,
     /// Record the trace.
     pub trace: bool,
+    /// Record the text of the traced messages, each distinct one once.
+    pub trace_text: bool,
     /// Worker threads (0: the available cores).
     pub threads: usize,
 }
@@ -60,6 +68,7 @@ impl Default for Options {
             pricings: vec![Pricing::Table(Prices::default())],
             request_gap_secs: DEFAULT_REQUEST_GAP_SECS,
             trace: false,
+            trace_text: false,
             threads: 0,
         }
     }
@@ -122,6 +131,7 @@ pub fn simulate(
                         pricing: options.pricings[k].clone(),
                         request_gap_secs: options.request_gap_secs,
                         trace: options.trace,
+                        trace_text: options.trace_text,
                     };
                     let out = summarizer().and_then(|inner| {
                         rt.block_on(replay(name, msgs, &variants[v], inner, &replay_options))
@@ -143,12 +153,19 @@ pub fn simulate(
     let results = results.into_inner().unwrap_or_default();
     let mut rows = Vec::with_capacity(jobs.len());
     let mut trace = Vec::new();
+    let mut trace_text = Vec::new();
+    let mut texts_seen = std::collections::HashSet::new();
     for r in results {
         match r {
             Some(out) => {
                 let out = out?;
                 rows.push(out.row);
                 trace.extend(out.trace);
+                for t in out.texts {
+                    if texts_seen.insert(t.hash.clone()) {
+                        trace_text.push(t);
+                    }
+                }
             }
             None => {
                 return Err(Error::Config(
@@ -173,5 +190,6 @@ pub fn simulate(
         rows,
         totals,
         trace,
+        trace_text,
     })
 }

@@ -1,12 +1,21 @@
 //! The policy tuner: replays the user's sessions under many configurations, keeps the Pareto
-//! front of (cost, retention, summary calls), and recommends one point.
+//! front of (cost, far recall, summary calls), and recommends one point: the cheapest on the
+//! front that keeps at least the far recall asked for (by default the starting
+//! configuration's) within the summary calls allowed.
+//!
+//! Far recall ([`recall`](crate::recall), pooled, summaries included) is the quality objective;
+//! ledger-fact retention is reported beside it but not optimised, since the ledger holds those
+//! facts by construction.
 //!
 //! The search space ([`Knobs`]) covers the threshold and its floor, the tail budget, the
 //! prune-first runway, proactive pruning, micro-compaction's cadence and reclaim gate, and
 //! insertion-time trimming. The search is a seeded random sample of the space (always
 //! including the starting configuration), then rounds of one-knob moves from the points on
 //! the front, until the budget of candidates is spent. Every candidate replays every
-//! session; a candidate with a window overflow is infeasible and never on the front.
+//! session; a candidate with a window overflow is infeasible and never on the front. The
+//! fractional knobs' values are cut to the ranges [`Config::validate`] accepts
+//! ([`Config::f64_range`]), and a candidate that `validate` rejects is never evaluated, so the
+//! tuner never proposes a configuration the loader would refuse.
 //!
 //! The cost is the issue units' cost under the price table ([`Row::unit_cost`]); under a
 //! cache profile with prices, the profile's dollars without the main model's output (the
@@ -41,7 +50,8 @@ pub struct Knobs {
     pub threshold_floor_tokens: u64,
     /// `compression.target_ratio` (the tail budget, a fraction of the threshold).
     pub target_ratio: f64,
-    /// `compression.prune_runway_ratio` (1.0: prune-only is never accepted).
+    /// `compression.prune_runway_ratio` (its highest valid value, 0.9: prune-only is accepted
+    /// only when it buys that much runway).
     pub prune_runway_ratio: f64,
     /// `compression.prune_minimum_tokens`.
     pub prune_minimum_tokens: u64,
@@ -60,12 +70,43 @@ pub struct Knobs {
 const THRESHOLD: [f64; 9] = [0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.80];
 const FLOOR: [u64; 4] = [0, 16_000, 32_000, 64_000];
 const TARGET: [f64; 6] = [0.05, 0.10, 0.15, 0.20, 0.25, 0.30];
-const RUNWAY: [f64; 6] = [0.0, 0.15, 0.25, 0.35, 0.5, 1.0];
+/// `f64::INFINITY` stands for the highest value validation accepts.
+const RUNWAY: [f64; 6] = [0.0, 0.15, 0.25, 0.35, 0.5, f64::INFINITY];
 const PRUNE_MIN: [u64; 3] = [0, 8_000, 16_000];
 const PROACTIVE: [u64; 5] = [0, 8_000, 16_000, 24_000, 32_000];
 const EVERY: [i64; 3] = [1, 2, 4];
 const RECLAIM: [u64; 4] = [0, 2_000, 4_000, 8_000];
 const TRIM: [u64; 3] = [0, 4_000, 8_000];
+
+/// The values the search draws the fractional knobs from, cut to what validation accepts.
+#[derive(Clone, Debug)]
+struct Space {
+    threshold: Vec<f64>,
+    target: Vec<f64>,
+    runway: Vec<f64>,
+}
+
+impl Space {
+    fn new() -> Space {
+        let within = |key: &str, values: &[f64]| -> Vec<f64> {
+            let (lo, hi) = Config::f64_range(key).unwrap_or((f64::MIN, f64::MAX));
+            let mut out: Vec<f64> = values.iter().map(|v| v.clamp(lo, hi)).collect();
+            out.dedup();
+            out
+        };
+        Space {
+            threshold: within("compression.threshold", &THRESHOLD)
+                .into_iter()
+                .filter(|v| {
+                    Config::f64_range("compression.small_window_min_threshold")
+                        .is_none_or(|(lo, hi)| (lo..=hi).contains(v))
+                })
+                .collect(),
+            target: within("compression.target_ratio", &TARGET),
+            runway: within("compression.prune_runway_ratio", &RUNWAY),
+        }
+    }
+}
 
 impl Knobs {
     /// The knobs of `config`.
@@ -158,15 +199,15 @@ impl Knobs {
     }
 
     /// A random point of the space.
-    fn random(rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
+    fn random(space: &Space, rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
         let micro = micro && rng.below(2) == 1;
-        let threshold = rng.pick(&THRESHOLD);
+        let threshold = rng.pick(&space.threshold);
         Knobs {
             threshold,
             small_window_min_threshold: threshold,
             threshold_floor_tokens: rng.pick(&FLOOR),
-            target_ratio: rng.pick(&TARGET),
-            prune_runway_ratio: rng.pick(&RUNWAY),
+            target_ratio: rng.pick(&space.target),
+            prune_runway_ratio: rng.pick(&space.runway),
             prune_minimum_tokens: rng.pick(&PRUNE_MIN),
             proactive_prune_tokens: rng.pick(&PROACTIVE),
             micro_compact: micro,
@@ -177,7 +218,7 @@ impl Knobs {
     }
 
     /// This point with one knob moved to a neighbouring value.
-    fn neighbour(&self, rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
+    fn neighbour(&self, space: &Space, rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
         let mut k = *self;
         let knobs = if micro { 10 } else { 7 };
         match rng.below(knobs) {
@@ -185,16 +226,16 @@ impl Knobs {
                 k.small_window_min_threshold = k.threshold;
             }
             0 => {
-                k.threshold = step(&THRESHOLD, k.threshold, rng);
+                k.threshold = step(&space.threshold, k.threshold, rng);
                 k.small_window_min_threshold = k.threshold;
             }
             6 if !trim => {
-                k.threshold = step(&THRESHOLD, k.threshold, rng);
+                k.threshold = step(&space.threshold, k.threshold, rng);
                 k.small_window_min_threshold = k.threshold;
             }
             1 => k.threshold_floor_tokens = step(&FLOOR, k.threshold_floor_tokens, rng),
-            2 => k.target_ratio = step(&TARGET, k.target_ratio, rng),
-            3 => k.prune_runway_ratio = step(&RUNWAY, k.prune_runway_ratio, rng),
+            2 => k.target_ratio = step(&space.target, k.target_ratio, rng),
+            3 => k.prune_runway_ratio = step(&space.runway, k.prune_runway_ratio, rng),
             4 => k.prune_minimum_tokens = step(&PRUNE_MIN, k.prune_minimum_tokens, rng),
             5 => k.proactive_prune_tokens = step(&PROACTIVE, k.proactive_prune_tokens, rng),
             6 => k.insert_trim_tokens = step(&TRIM, k.insert_trim_tokens, rng),
@@ -268,7 +309,12 @@ pub struct Point {
     pub unit_cost: f64,
     /// Dollars under the pricing.
     pub cost_usd: f64,
-    /// Mean share of facts in the prompt over requests.
+    /// Far recall, pooled, summaries included (see [`recall`](crate::recall)): the quality
+    /// objective.
+    pub far_recall: f64,
+    /// Far recall, pooled, verbatim only.
+    pub far_recall_verbatim: f64,
+    /// Mean share of ledger facts (paths, commands, latest ask) in the prompt over requests.
     pub mean_retention: f64,
     /// Smallest share of facts in a prompt.
     pub min_retention: f64,
@@ -290,6 +336,8 @@ impl Point {
             cost: objective(&total, pricing),
             unit_cost: total.unit_cost,
             cost_usd: total.cost_usd,
+            far_recall: d.far_recall,
+            far_recall_verbatim: d.far_recall_verbatim,
             mean_retention: d.mean_retention,
             min_retention: total.retention_min,
             summary_calls: total.summary_calls,
@@ -298,16 +346,29 @@ impl Point {
         }
     }
 
-    /// Whether `self` is at least as good as `other` on cost, retention and summary calls,
+    /// Whether `self` is at least as good as `other` on cost, far recall and summary calls,
     /// and better on one.
     pub fn dominates(&self, other: &Point) -> bool {
         let no_worse = self.cost <= other.cost
-            && self.mean_retention >= other.mean_retention
+            && self.far_recall >= other.far_recall
             && self.summary_calls <= other.summary_calls;
         let better = self.cost < other.cost
-            || self.mean_retention > other.mean_retention
+            || self.far_recall > other.far_recall
             || self.summary_calls < other.summary_calls;
         no_worse && better
+    }
+
+    /// Whether this point keeps at least `min_recall` far recall and `min_retention` retention
+    /// with at most `max_summary_calls` summary calls.
+    pub fn meets(
+        &self,
+        min_recall: f64,
+        min_retention: Option<f64>,
+        max_summary_calls: Option<u64>,
+    ) -> bool {
+        self.far_recall >= min_recall
+            && min_retention.is_none_or(|r| self.mean_retention >= r)
+            && max_summary_calls.is_none_or(|m| self.summary_calls <= m)
     }
 }
 
@@ -341,8 +402,10 @@ pub struct TuneOptions {
     pub micro: bool,
     /// Whether insertion-time trimming is part of the space.
     pub trim: bool,
-    /// The recommendation keeps at least this mean retention (`None`: the starting
+    /// The recommendation keeps at least this far recall, 0 to 1 (`None`: the starting
     /// configuration's).
+    pub min_recall: Option<f64>,
+    /// The recommendation keeps at least this mean ledger-fact retention (`None`: no limit).
     pub min_retention: Option<f64>,
     /// The recommendation makes at most this many summary calls (`None`: no limit).
     pub max_summary_calls: Option<u64>,
@@ -360,6 +423,7 @@ impl Default for TuneOptions {
             seed: 13,
             micro: true,
             trim: true,
+            min_recall: None,
             min_retention: None,
             max_summary_calls: None,
             threads: 0,
@@ -378,6 +442,11 @@ pub struct Tuning {
     pub front: Vec<Point>,
     /// The recommended point (the baseline when no front point meets the limits).
     pub recommended: Point,
+    /// Whether the recommended point meets the limits (false: no point did, and the
+    /// recommendation is the baseline).
+    pub meets_limits: bool,
+    /// The far recall the recommendation had to keep.
+    pub min_recall: f64,
     /// Candidates evaluated (feasible or not).
     pub evaluated: usize,
 }
@@ -391,9 +460,7 @@ pub fn pareto_front(points: &[Point]) -> Vec<Point> {
             continue;
         }
         let same = |q: &Point| {
-            q.cost == p.cost
-                && q.mean_retention == p.mean_retention
-                && q.summary_calls == p.summary_calls
+            q.cost == p.cost && q.far_recall == p.far_recall && q.summary_calls == p.summary_calls
         };
         if !front.iter().any(same) {
             front.push(p.clone());
@@ -417,8 +484,11 @@ pub fn tune(
         pricings: vec![options.pricing.clone()],
         request_gap_secs: options.request_gap_secs,
         trace: false,
+        trace_text: false,
         threads: options.threads,
     };
+    let space = Space::new();
+    let valid = |k: &Knobs| k.apply(base).validate().is_ok();
     let mut rng = Rng(options.seed);
     let mut seen: HashSet<String> = HashSet::new();
     let mut all: Vec<Point> = Vec::new();
@@ -451,8 +521,8 @@ pub fn tune(
     let mut tries = 0;
     while first.len() < explore.min(budget) && tries < 100 * budget {
         tries += 1;
-        let k = Knobs::random(&mut rng, options.micro, options.trim);
-        if seen.insert(k.key()) {
+        let k = Knobs::random(&space, &mut rng, options.micro, options.trim);
+        if seen.insert(k.key()) && valid(&k) {
             first.push(k);
         }
     }
@@ -472,8 +542,8 @@ pub fn tune(
         while batch.len() < want && tries < 100 * want {
             tries += 1;
             let parent = parents[rng.below(parents.len() as u64) as usize];
-            let k = parent.neighbour(&mut rng, options.micro, options.trim);
-            if seen.insert(k.key()) {
+            let k = parent.neighbour(&space, &mut rng, options.micro, options.trim);
+            if seen.insert(k.key()) && valid(&k) {
                 batch.push(k);
             }
         }
@@ -485,24 +555,22 @@ pub fn tune(
     let feasible: Vec<Point> = all.iter().filter(|p| p.overflows == 0).cloned().collect();
     let baseline = all[0].clone();
     let front = pareto_front(&feasible);
-    let min_retention = options.min_retention.unwrap_or(baseline.mean_retention);
-    let recommended = front
+    let min_recall = options.min_recall.unwrap_or(baseline.far_recall);
+    let chosen = front
         .iter()
-        .filter(|p| p.mean_retention >= min_retention)
-        .filter(|p| {
-            options
-                .max_summary_calls
-                .is_none_or(|m| p.summary_calls <= m)
-        })
+        .filter(|p| p.meets(min_recall, options.min_retention, options.max_summary_calls))
         .min_by(|a, b| a.cost.total_cmp(&b.cost))
-        .cloned()
-        .unwrap_or_else(|| baseline.clone());
+        .cloned();
+    let meets_limits = chosen.is_some();
+    let recommended = chosen.unwrap_or_else(|| baseline.clone());
     Ok(Tuning {
         baseline,
         evaluated: all.len(),
         points: feasible,
         front,
         recommended,
+        meets_limits,
+        min_recall,
     })
 }
 
@@ -512,22 +580,24 @@ impl Tuning {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} candidates, {} feasible, {} on the front (cost: lower is better; retention: mean / min)",
+            "{} candidates, {} feasible, {} on the front (cost: lower is better; far recall: pooled, with summaries / verbatim; ledger-fact retention: mean / min)",
             self.evaluated,
             self.points.len(),
             self.front.len()
         );
         let _ = writeln!(
             s,
-            "{:>12}  {:>10}  {:>14}  {:>7}  name",
-            "cost", "units (M)", "retention", "summary"
+            "{:>12}  {:>10}  {:>15}  {:>15}  {:>7}  name",
+            "cost", "units (M)", "far recall", "retention", "summary"
         );
         let line = |s: &mut String, p: &Point, mark: &str| {
             let _ = writeln!(
                 s,
-                "{:>12.0}  {:>10.3}  {:>6.1}% / {:>4.1}%  {:>7}  {}{mark}",
+                "{:>12.0}  {:>10.3}  {:>6.1}% / {:>5.1}%  {:>6.1}% / {:>5.1}%  {:>7}  {}{mark}",
                 p.cost,
                 p.unit_cost / 1e6,
+                p.far_recall * 100.0,
+                p.far_recall_verbatim * 100.0,
                 p.mean_retention * 100.0,
                 p.min_retention * 100.0,
                 p.summary_calls,
@@ -544,18 +614,26 @@ impl Tuning {
         }
         let _ = writeln!(s, "starting configuration:");
         line(&mut s, &self.baseline, "");
+        if !self.meets_limits {
+            let _ = writeln!(
+                s,
+                "no point on the front meets the limits (far recall >= {:.1}% and the summary-call and retention limits); the starting configuration is kept",
+                self.min_recall * 100.0
+            );
+        }
         s
     }
 
-    /// The front and every other feasible point as a scatter plot (cost against mean
-    /// retention), the baseline and the recommendation marked.
+    /// The front and every other feasible point as a scatter plot (cost against far
+    /// recall), the baseline and the recommendation marked.
     pub fn svg(&self) -> String {
-        let pt = |p: &Point| (p.cost / 1e6, p.mean_retention * 100.0);
+        let pt = |p: &Point| (p.cost / 1e6, p.far_recall * 100.0);
         let title = |p: &Point| {
             format!(
-                "{}: cost {:.0}, retention {:.1}%, {} summary calls",
+                "{}: cost {:.0}, far recall {:.1}%, retention {:.1}%, {} summary calls",
                 p.name,
                 p.cost,
+                p.far_recall * 100.0,
                 p.mean_retention * 100.0,
                 p.summary_calls
             )
@@ -583,10 +661,10 @@ impl Tuning {
         });
         let pad = ((hi - lo) * 0.05).max(1e-6);
         let chart = Chart {
-            title: "policy search: cost against retention".into(),
+            title: "policy search: cost against far recall".into(),
             x_label: "cost (millions)".into(),
             x_range: lo.is_finite().then_some((lo - pad, hi + pad)),
-            y_label: "mean retention (%)".into(),
+            y_label: "far recall, pooled, with summaries (%)".into(),
             y_unit: "%".into(),
             size: (900.0, 500.0),
             y_range: Some((0.0, 100.0)),
@@ -635,9 +713,10 @@ impl Tuning {
             Pricing::Profile(p) => p.name.clone(),
         };
         format!(
-            "# Written by `hermes-compaction tune`: cost {:.0} ({:.3}M issue units), mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
+            "# Written by `hermes-compaction tune`: cost {:.0} ({:.3}M issue units), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
             p.cost,
             p.unit_cost / 1e6,
+            p.far_recall * 100.0,
             p.mean_retention * 100.0,
             p.summary_calls,
             base.model.context_length,

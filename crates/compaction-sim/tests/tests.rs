@@ -1,5 +1,7 @@
 //! compaction-sim's tests: the trace re-prices to the totals, retention, the tuner's front.
 
 mod common;
+mod overflow;
+mod recall;
 mod trace;
 mod tune;

@@ -159,3 +159,46 @@ fn compaction_forgets_some_facts_and_the_figures_say_how_many() {
         batch.derived().mean_retention
     );
 }
+
+#[test]
+fn the_trace_text_holds_every_traced_message_exactly_once() {
+    let inputs = vec![
+        example(),
+        ("tools.jsonl".to_owned(), tool_session(12, 12_000)),
+    ];
+    let options = Options {
+        trace: true,
+        trace_text: true,
+        ..Options::default()
+    };
+    let sim = run(&inputs, &variants(32_000), &options);
+    let traced: std::collections::HashSet<&str> = sim
+        .trace
+        .iter()
+        .flat_map(|l| l.hashes.iter().map(String::as_str))
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for t in &sim.trace_text {
+        assert!(seen.insert(t.hash.as_str()), "{} twice", t.hash);
+        assert_eq!(t.hash, format!("{:016x}", digest(&t.wire)));
+        // Compact wire JSON of one message.
+        let v: serde_json::Value = serde_json::from_str(&t.wire).unwrap();
+        assert_eq!(serde_json::to_string(&v).unwrap().len(), t.wire.len());
+        assert!(v.get("role").is_some());
+    }
+    assert_eq!(seen, traced);
+    // The lengths of the trace agree with the texts.
+    let chars: HashMap<&str, u64> = sim
+        .trace_text
+        .iter()
+        .map(|t| (t.hash.as_str(), t.wire.chars().count() as u64))
+        .collect();
+    for line in &sim.trace {
+        for (h, c) in line.hashes.iter().zip(&line.chars) {
+            assert_eq!(chars[h.as_str()], *c);
+        }
+    }
+    // Without the option nothing is kept.
+    let plain = run(&inputs, &variants(32_000)[..1], &Options::default());
+    assert!(plain.trace_text.is_empty());
+}

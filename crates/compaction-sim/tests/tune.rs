@@ -39,13 +39,14 @@ fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
         let on = tuning.front.iter().any(|f| f.knobs == p.knobs);
         let dominated = tuning.front.iter().any(|f| f.dominates(p));
         let tied = tuning.front.iter().any(|f| {
-            f.cost == p.cost
-                && f.mean_retention == p.mean_retention
-                && f.summary_calls == p.summary_calls
+            f.cost == p.cost && f.far_recall == p.far_recall && f.summary_calls == p.summary_calls
         });
         assert!(on || dominated || tied, "{}", p.name);
+        // Every candidate is one the configuration loader accepts.
+        assert!(p.knobs.apply(&base).validate().is_ok(), "{}", p.name);
     }
-    assert!(tuning.recommended.mean_retention >= tuning.baseline.mean_retention);
+    assert!(tuning.meets_limits);
+    assert!(tuning.recommended.far_recall >= tuning.baseline.far_recall);
     assert!(tuning.recommended.cost <= tuning.baseline.cost);
 
     // The TOML loads through the configuration loader and replays to the same figures.
@@ -70,6 +71,7 @@ fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
         t.derived().mean_retention,
         tuning.recommended.mean_retention
     );
+    assert_eq!(t.derived().far_recall, tuning.recommended.far_recall);
 
     let svg = tuning.svg();
     assert!(svg.starts_with("<svg"));
@@ -89,7 +91,9 @@ fn pareto_front_drops_dominated_points() {
         cost,
         unit_cost: cost,
         cost_usd: 0.0,
-        mean_retention: retention,
+        far_recall: retention,
+        far_recall_verbatim: retention,
+        mean_retention: 1.0,
         min_retention: retention,
         summary_calls: calls,
         overflows: 0,
@@ -105,4 +109,67 @@ fn pareto_front_drops_dominated_points() {
     let front = pareto_front(&points);
     let costs: Vec<f64> = front.iter().map(|p| p.cost).collect();
     assert_eq!(costs, vec![8.0, 10.0, 11.0]);
+}
+
+#[test]
+fn the_recommendation_meets_the_recall_and_call_limits_asked_for() {
+    let inputs = vec![
+        example(),
+        ("tools.jsonl".to_owned(), tool_session(20, 6_000)),
+    ];
+    let mut base = Config::default();
+    base.model.context_length = 24_000;
+    let free = TuneOptions {
+        budget: 16,
+        seed: 3,
+        min_recall: Some(0.0),
+        ..TuneOptions::default()
+    };
+    let tuning = tune(&inputs, &base, &free, extractive(), &|_, _| {}).unwrap();
+    // Without a recall limit the recommendation is the cheapest point of the front.
+    let cheapest = &tuning.front[0];
+    assert_eq!(tuning.recommended.knobs, cheapest.knobs);
+    // Ask for more recall than the cheapest point keeps, within the front's range: the
+    // recommendation is the cheapest point that keeps it.
+    let best = tuning
+        .front
+        .iter()
+        .map(|p| p.far_recall)
+        .fold(0.0_f64, f64::max);
+    let want = (cheapest.far_recall + best) / 2.0;
+    let strict = TuneOptions {
+        min_recall: Some(want),
+        ..free.clone()
+    };
+    let again = tune(&inputs, &base, &strict, extractive(), &|_, _| {}).unwrap();
+    assert!(again.meets_limits);
+    assert!(
+        again.recommended.far_recall >= want,
+        "{}",
+        again.recommended.far_recall
+    );
+    for p in again.front.iter().filter(|p| p.far_recall >= want) {
+        assert!(p.cost >= again.recommended.cost, "{} is cheaper", p.name);
+    }
+    // The summary-call limit binds the same way.
+    let calls = again.front.iter().map(|p| p.summary_calls).min().unwrap();
+    let capped = TuneOptions {
+        min_recall: Some(0.0),
+        max_summary_calls: Some(calls),
+        ..free.clone()
+    };
+    let capped = tune(&inputs, &base, &capped, extractive(), &|_, _| {}).unwrap();
+    assert!(capped.recommended.summary_calls <= calls);
+    // An impossible limit keeps the starting configuration and says so.
+    let impossible = TuneOptions {
+        min_recall: Some(1.01),
+        ..free
+    };
+    let none = tune(&inputs, &base, &impossible, extractive(), &|_, _| {}).unwrap();
+    assert!(!none.meets_limits);
+    assert_eq!(none.recommended.knobs, none.baseline.knobs);
+    assert!(
+        none.table()
+            .contains("no point on the front meets the limits")
+    );
 }

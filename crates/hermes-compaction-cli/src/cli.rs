@@ -55,17 +55,22 @@ pub enum Command {
     /// unchanged leading messages of the previous one, compared by wire JSON), summarizer
     /// tokens (estimated from the material and the output when the summarizer reports no
     /// usage, as the extractive one does), estimated cost, earliest changed message index
-    /// (min/median), prune-only : full-summary ratio and compaction wall time.
+    /// (min/median), prune-only : full-summary ratio, compaction wall time, far recall (the
+    /// share of the identifiers each recorded answer uses from more than 10 messages back
+    /// that its prompt still holds, pooled and per request, with summaries and verbatim) and
+    /// ledger-fact retention (paths, commands, the latest user message).
     Simulate(SimulateArgs),
     /// Search the policy space over your sessions and recommend a configuration.
     ///
     /// Replays the sessions under many configurations (threshold and floor, tail budget,
     /// prune-first runway, proactive prune, micro cadence and reclaim gate, insertion-time
-    /// trimming) under one pricing, prints the Pareto front of cost, mean retention (the
-    /// share of file paths, commands and the latest user message still in the prompt) and
-    /// summary calls, and writes the cheapest front point that keeps at least the starting
-    /// configuration's retention as TOML that --config accepts. Configurations that overflow
-    /// the window are never recommended.
+    /// trimming; only values the configuration loader accepts) under one pricing, prints the
+    /// Pareto front of cost, far recall (the share of the identifiers each recorded answer
+    /// uses from more than 10 messages back that its prompt still holds, summaries included)
+    /// and summary calls, with ledger-fact retention beside it, and writes the cheapest front
+    /// point that meets --min-recall (default: the starting configuration's far recall) and
+    /// --max-summary-calls as TOML that --config accepts. Configurations that overflow the
+    /// window are never recommended.
     Tune(TuneArgs),
     /// Read telemetry logs (plain, tracing JSON or gzip) and print the report.
     Report(ReportArgs),
@@ -224,6 +229,12 @@ pub struct SimulateArgs {
     /// i-th hashes entry its FNV-1a 64 digest in hex, for the prompt as sent (one pricing only).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace: Option<PathBuf>,
+    /// Also write every distinct message that appears in a traced prompt, once, one JSON line
+    /// each: {"hash": "<16 hex digits, as in --trace>", "wire": "<its compact wire JSON>"}, so
+    /// a replay can be scored with measures of one's own (one pricing only; works with or
+    /// without --trace).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace_text: Option<PathBuf>,
     /// Print one table per transcript as well as the totals.
     #[arg(long)]
     pub per_transcript: bool,
@@ -262,8 +273,12 @@ pub struct TuneArgs {
     /// Leave insertion-time trimming out of the search.
     #[arg(long)]
     pub no_trim: bool,
-    /// The recommendation keeps at least this mean retention, 0 to 1 [default: the starting
-    /// configuration's].
+    /// The recommendation keeps at least this far recall (pooled, summaries included), 0 to 1
+    /// [default: the starting configuration's].
+    #[arg(long, value_name = "SHARE")]
+    pub min_recall: Option<f64>,
+    /// The recommendation also keeps at least this mean ledger-fact retention (paths,
+    /// commands, latest user message), 0 to 1 [default: no limit].
     #[arg(long, value_name = "SHARE")]
     pub min_retention: Option<f64>,
     /// The recommendation makes at most this many summary calls over the sessions.

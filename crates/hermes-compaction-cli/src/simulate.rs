@@ -36,6 +36,8 @@ pub struct Options {
     pub progress: bool,
     /// Record the per-request trace.
     pub trace: bool,
+    /// Record each distinct message of the traced prompts once.
+    pub trace_text: bool,
 }
 
 impl Default for Options {
@@ -48,6 +50,7 @@ impl Default for Options {
             summarizer: None,
             progress: false,
             trace: false,
+            trace_text: false,
         }
     }
 }
@@ -76,6 +79,7 @@ pub fn simulate(
         pricings: options.pricings.clone(),
         request_gap_secs: options.request_gap_secs,
         trace: options.trace,
+        trace_text: options.trace_text,
         threads: 0,
     };
     let kind = options.summarizer;
@@ -103,9 +107,9 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         args.prices.as_deref(),
         &config,
     )?;
-    if args.trace.is_some() && pricings.len() > 1 {
+    if (args.trace.is_some() || args.trace_text.is_some()) && pricings.len() > 1 {
         return Err(Error::Config(
-            "--trace takes one pricing (not --cache-profile all)".into(),
+            "--trace and --trace-text take one pricing (not --cache-profile all)".into(),
         ));
     }
     let inputs = read_inputs(&args.input, args.format)?;
@@ -133,6 +137,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         summarizer: args.engine.summarizer,
         progress: std::io::stderr().is_terminal(),
         trace: args.trace.is_some(),
+        trace_text: args.trace_text.is_some(),
     };
     let sim = simulate(&inputs, &policies, &config, &options)?;
     if let Some(path) = &args.json {
@@ -148,6 +153,16 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         for line in &sim.trace {
             let json = serde_json::to_string(line)
                 .map_err(|e| Error::Config(format!("cannot render the trace: {e}")))?;
+            text.push_str(&json);
+            text.push('\n');
+        }
+        write_atomically(path, text.as_bytes())?;
+    }
+    if let Some(path) = &args.trace_text {
+        let mut text = String::new();
+        for line in &sim.trace_text {
+            let json = serde_json::to_string(line)
+                .map_err(|e| Error::Config(format!("cannot render the trace text: {e}")))?;
             text.push_str(&json);
             text.push('\n');
         }

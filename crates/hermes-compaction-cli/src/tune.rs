@@ -22,12 +22,17 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
         .into_iter()
         .next()
         .ok_or_else(|| Error::Config("no pricing".into()))?;
-    if let Some(r) = args.min_retention
-        && !(0.0..=1.0).contains(&r)
-    {
-        return Err(Error::Config(format!(
-            "--min-retention {r}: must be between 0 and 1"
-        )));
+    for (flag, v) in [
+        ("--min-retention", args.min_retention),
+        ("--min-recall", args.min_recall),
+    ] {
+        if let Some(r) = v
+            && !(0.0..=1.0).contains(&r)
+        {
+            return Err(Error::Config(format!(
+                "{flag} {r}: must be between 0 and 1"
+            )));
+        }
     }
     if args.budget == 0 {
         return Err(Error::Config("--budget must be more than 0".into()));
@@ -40,6 +45,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
         seed: args.seed,
         micro: !args.no_micro,
         trim: !args.no_trim,
+        min_recall: args.min_recall,
         min_retention: args.min_retention,
         max_summary_calls: args.max_summary_calls,
         ..TuneOptions::default()

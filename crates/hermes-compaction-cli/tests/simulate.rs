@@ -398,10 +398,18 @@ fn the_trace_has_one_line_per_request_in_the_documented_format() {
     let dir = tempfile::tempdir().unwrap();
     let example = repo_root().join("examples/sessions/coding-agent.jsonl");
     let trace = dir.path().join("trace.jsonl");
+    let trace_text = dir.path().join("trace-text.jsonl");
     let sim = simulate_json(
         &[s(&example)],
         32_000,
-        &["--trace", s(&trace), "--policies", "none,batch"],
+        &[
+            "--trace",
+            s(&trace),
+            "--trace-text",
+            s(&trace_text),
+            "--policies",
+            "none,batch",
+        ],
     );
     let text = std::fs::read_to_string(&trace).unwrap();
     let lines: Vec<Value> = text
@@ -418,6 +426,25 @@ fn the_trace_has_one_line_per_request_in_the_documented_format() {
         let n = l["chars"].as_array().unwrap().len();
         assert_eq!(l["hashes"].as_array().unwrap().len(), n);
     }
+    // Every hash of the trace once in the text file, each with its wire JSON.
+    let traced: std::collections::BTreeSet<&str> = lines
+        .iter()
+        .flat_map(|l| l["hashes"].as_array().unwrap().iter())
+        .map(|h| h.as_str().unwrap())
+        .collect();
+    let text_lines = std::fs::read_to_string(&trace_text).unwrap();
+    let mut hashes = Vec::new();
+    for l in text_lines.lines() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(keys, ["hash", "wire"]);
+        let wire: Value = serde_json::from_str(v["wire"].as_str().unwrap()).unwrap();
+        assert!(wire.get("role").is_some());
+        hashes.push(v["hash"].as_str().unwrap().to_owned());
+    }
+    let unique: std::collections::BTreeSet<&str> = hashes.iter().map(String::as_str).collect();
+    assert_eq!(unique.len(), hashes.len());
+    assert_eq!(unique, traced);
     for t in totals {
         for k in [
             "summary_calls",

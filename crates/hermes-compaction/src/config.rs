@@ -323,30 +323,35 @@ impl Config {
         Ok(out)
     }
 
+    /// The allowed range of a fractional `compression.*` key that [`validate`](Self::validate)
+    /// checks (`None` for any other key), so tools that search the space (the tuner) stay
+    /// inside it.
+    ///
+    /// ```
+    /// use hermes_compaction::Config;
+    ///
+    /// assert_eq!(Config::f64_range("compression.prune_runway_ratio"), Some((0.0, 0.9)));
+    /// assert_eq!(Config::f64_range("compression.enabled"), None);
+    /// ```
+    pub fn f64_range(key: &str) -> Option<(f64, f64)> {
+        F64_RANGES
+            .iter()
+            .find(|(k, ..)| *k == key)
+            .map(|&(_, lo, hi, _)| (lo, hi))
+    }
+
     /// Checks every value against its allowed range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = &self.compression;
-        range_f64("compression.threshold", c.threshold, 0.05, 0.95)?;
+        range_f64("compression.threshold", c.threshold)?;
         range_f64(
             "compression.small_window_min_threshold",
             c.small_window_min_threshold,
-            0.05,
-            0.95,
         )?;
-        range_f64("compression.floor_cap", c.floor_cap, 0.05, 0.95)?;
-        range_f64("compression.target_ratio", c.target_ratio, 0.05, 0.8)?;
-        range_f64(
-            "compression.tail_soft_ceiling",
-            c.tail_soft_ceiling,
-            1.0,
-            4.0,
-        )?;
-        range_f64(
-            "compression.prune_runway_ratio",
-            c.prune_runway_ratio,
-            0.0,
-            0.9,
-        )?;
+        range_f64("compression.floor_cap", c.floor_cap)?;
+        range_f64("compression.target_ratio", c.target_ratio)?;
+        range_f64("compression.tail_soft_ceiling", c.tail_soft_ceiling)?;
+        range_f64("compression.prune_runway_ratio", c.prune_runway_ratio)?;
         if !(1..=10).contains(&c.max_attempts) {
             return invalid("compression.max_attempts", c.max_attempts, "1 to 10");
         }
@@ -482,19 +487,32 @@ impl Config {
     }
 }
 
-fn range_f64(key: &'static str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
+/// The fractional keys `validate` bounds: key, lowest, highest, the range as written in errors.
+const F64_RANGES: [(&str, f64, f64, &str); 6] = [
+    ("compression.threshold", 0.05, 0.95, "0.05 to 0.95"),
+    (
+        "compression.small_window_min_threshold",
+        0.05,
+        0.95,
+        "0.05 to 0.95",
+    ),
+    ("compression.floor_cap", 0.05, 0.95, "0.05 to 0.95"),
+    ("compression.target_ratio", 0.05, 0.8, "0.05 to 0.8"),
+    ("compression.tail_soft_ceiling", 1.0, 4.0, "1.0 to 4.0"),
+    ("compression.prune_runway_ratio", 0.0, 0.9, "0.0 to 0.9"),
+];
+
+fn range_f64(key: &'static str, v: f64) -> Result<(), ConfigError> {
+    let Some(&(_, lo, hi, allowed)) = F64_RANGES.iter().find(|(k, ..)| *k == key) else {
+        return Ok(());
+    };
     if v.is_finite() && (lo..=hi).contains(&v) {
         Ok(())
     } else {
         Err(ConfigError::Invalid {
             key,
             value: v.to_string(),
-            allowed: match key {
-                "compression.target_ratio" => "0.05 to 0.8",
-                "compression.tail_soft_ceiling" => "1.0 to 4.0",
-                "compression.prune_runway_ratio" => "0.0 to 0.9",
-                _ => "0.05 to 0.95",
-            },
+            allowed,
         })
     }
 }
