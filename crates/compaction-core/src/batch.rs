@@ -320,7 +320,27 @@ pub fn plan_batch(
     let mut jobs = Vec::new();
     // What the pass keeps besides its summaries (scaled), as the jobs are chosen.
     let mut kept = plan.tokens_after_prune;
-    if let Some(middle) = batch_range(t, &r) {
+    let mut span = batch_range(t, &r, true);
+    // The last reply the user saw stays in place (spec section 1) unless that keeps the pass
+    // over the low-water mark: when the span before it cannot get there and the whole middle
+    // gets closer, the reply is summarized with the rest, as the window comes first (a reply
+    // far back, followed by a long tool loop, would otherwise leave that loop unsummarizable).
+    if r.rewritable_middle() != r.middle {
+        let estimate = |span: &Option<Range<usize>>| {
+            let rewritten = span.as_ref().map_or(0, |m| {
+                scaled(pruned_tokens(t, &plan.prune, m.clone(), counter))
+            });
+            kept.saturating_sub(rewritten)
+                .saturating_add(cfg.summary_budget_tokens)
+        };
+        if estimate(&span) > low_water {
+            let whole = batch_range(t, &r, false);
+            if estimate(&whole) < estimate(&span) {
+                span = whole;
+            }
+        }
+    }
+    if let Some(middle) = span {
         let job = job(
             t,
             &plan.prune,
@@ -472,10 +492,15 @@ pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Rol
     })
 }
 
-fn batch_range(t: &Transcript, r: &Regions) -> Option<Range<usize>> {
+fn batch_range(t: &Transcript, r: &Regions, keep_reply: bool) -> Option<Range<usize>> {
     // Pinned messages split the middle; the summary takes the largest span of one piece.
     let mut best: Option<Range<usize>> = None;
-    for piece in crate::pins::free_ranges(t.messages(), r.rewritable_middle()) {
+    let middle = if keep_reply {
+        r.rewritable_middle()
+    } else {
+        r.middle.clone()
+    };
+    for piece in crate::pins::free_ranges(t.messages(), middle) {
         if let Some(found) = batch_range_in(t, piece)
             && best.as_ref().is_none_or(|b| found.len() > b.len())
         {

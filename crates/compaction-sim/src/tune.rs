@@ -449,6 +449,49 @@ pub struct Tuning {
     pub min_recall: f64,
     /// Candidates evaluated (feasible or not).
     pub evaluated: usize,
+    /// What [`Point::cost`] is counted in.
+    pub cost_unit: CostUnit,
+}
+
+/// What the tuner's cost is counted in, which follows the pricing (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CostUnit {
+    /// The issue units of docs/ECONOMICS.md (the price table).
+    IssueUnits,
+    /// Dollars at a cache profile's prices.
+    Dollars,
+    /// Prompt input-token equivalents plus summary tokens (a profile without prices).
+    TokenEquivalents,
+}
+
+impl CostUnit {
+    /// The unit of `pricing`'s objective; `dollars` says whether its replays cost any.
+    fn of(pricing: &Pricing, dollars: bool) -> CostUnit {
+        match pricing {
+            Pricing::Table(_) => CostUnit::IssueUnits,
+            Pricing::Profile(_) if dollars => CostUnit::Dollars,
+            Pricing::Profile(_) => CostUnit::TokenEquivalents,
+        }
+    }
+
+    /// A cost as people read it: `$12.34`, or millions with two decimals and the unit.
+    pub fn format(self, cost: f64) -> String {
+        match self {
+            CostUnit::Dollars => format!("${cost:.2}"),
+            CostUnit::IssueUnits => format!("{:.2}M units", cost / 1e6),
+            CostUnit::TokenEquivalents => format!("{:.2}M tokens", cost / 1e6),
+        }
+    }
+
+    /// The plot's axis: the label and the divisor of the values.
+    fn axis(self) -> (&'static str, f64) {
+        match self {
+            CostUnit::Dollars => ("cost ($)", 1.0),
+            CostUnit::IssueUnits => ("cost (millions of issue units)", 1e6),
+            CostUnit::TokenEquivalents => ("cost (millions of input-token equivalents)", 1e6),
+        }
+    }
 }
 
 /// The points of `points` no other point dominates, by cost (duplicates of a point's
@@ -563,9 +606,11 @@ pub fn tune(
         .cloned();
     let meets_limits = chosen.is_some();
     let recommended = chosen.unwrap_or_else(|| baseline.clone());
+    let cost_unit = CostUnit::of(&options.pricing, baseline.cost_usd > 0.0);
     Ok(Tuning {
         baseline,
         evaluated: all.len(),
+        cost_unit,
         points: feasible,
         front,
         recommended,
@@ -587,14 +632,15 @@ impl Tuning {
         );
         let _ = writeln!(
             s,
-            "{:>12}  {:>10}  {:>15}  {:>15}  {:>7}  name",
+            "{:>16}  {:>10}  {:>15}  {:>15}  {:>7}  name",
             "cost", "units (M)", "far recall", "retention", "summary"
         );
+        let unit = self.cost_unit;
         let line = |s: &mut String, p: &Point, mark: &str| {
             let _ = writeln!(
                 s,
-                "{:>12.0}  {:>10.3}  {:>6.1}% / {:>5.1}%  {:>6.1}% / {:>5.1}%  {:>7}  {}{mark}",
-                p.cost,
+                "{:>16}  {:>10.3}  {:>6.1}% / {:>5.1}%  {:>6.1}% / {:>5.1}%  {:>7}  {}{mark}",
+                unit.format(p.cost),
                 p.unit_cost / 1e6,
                 p.far_recall * 100.0,
                 p.far_recall_verbatim * 100.0,
@@ -614,6 +660,12 @@ impl Tuning {
         }
         let _ = writeln!(s, "starting configuration:");
         line(&mut s, &self.baseline, "");
+        if self.meets_limits && self.recommended.knobs == self.baseline.knobs {
+            let _ = writeln!(
+                s,
+                "the recommendation is the starting configuration itself: no point on the front is cheaper at this far recall and summary-call limit, so there is nothing to change"
+            );
+        }
         if !self.meets_limits {
             let _ = writeln!(
                 s,
@@ -627,12 +679,13 @@ impl Tuning {
     /// The front and every other feasible point as a scatter plot (cost against far
     /// recall), the baseline and the recommendation marked.
     pub fn svg(&self) -> String {
-        let pt = |p: &Point| (p.cost / 1e6, p.far_recall * 100.0);
+        let (x_label, divisor) = self.cost_unit.axis();
+        let pt = |p: &Point| (p.cost / divisor, p.far_recall * 100.0);
         let title = |p: &Point| {
             format!(
-                "{}: cost {:.0}, far recall {:.1}%, retention {:.1}%, {} summary calls",
+                "{}: cost {}, far recall {:.1}%, retention {:.1}%, {} summary calls",
                 p.name,
-                p.cost,
+                self.cost_unit.format(p.cost),
                 p.far_recall * 100.0,
                 p.mean_retention * 100.0,
                 p.summary_calls
@@ -655,14 +708,14 @@ impl Tuning {
             .points
             .iter()
             .chain([&self.baseline, &self.recommended])
-            .map(|p| p.cost / 1e6);
+            .map(|p| p.cost / divisor);
         let (lo, hi) = costs.fold((f64::INFINITY, 0.0_f64), |(lo, hi), c| {
             (lo.min(c), hi.max(c))
         });
         let pad = ((hi - lo) * 0.05).max(1e-6);
         let chart = Chart {
             title: "policy search: cost against far recall".into(),
-            x_label: "cost (millions)".into(),
+            x_label: x_label.into(),
             x_range: lo.is_finite().then_some((lo - pad, hi + pad)),
             y_label: "far recall, pooled, with summaries (%)".into(),
             y_unit: "%".into(),

@@ -79,6 +79,54 @@ fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
         svg.matches("class=\"front-point\"").count(),
         tuning.front.len()
     );
+    check_axes(&svg);
+    // Costs are printed with their unit and two decimals.
+    assert_eq!(
+        tuning.cost_unit,
+        compaction_sim::tune::CostUnit::IssueUnits
+    );
+    let table = tuning.table();
+    assert!(table.contains(&tuning.cost_unit.format(tuning.recommended.cost)), "{table}");
+    assert!(table.contains("M units"), "{table}");
+}
+
+/// The plot reads as a plot: at least three distinct, increasing x tick labels, and every
+/// point inside the plotted area (the range the ticks and axes span).
+fn check_axes(svg: &str) {
+    let attr = |tag: &str, name: &str| -> f64 {
+        let key = format!(" {name}=\"");
+        let at = tag.find(&key).unwrap_or_else(|| panic!("{name} in {tag}")) + key.len();
+        tag[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    let labels: Vec<String> = svg
+        .split("<g class=\"xtick\">")
+        .skip(1)
+        .map(|g| {
+            let text = &g[g.find("<text").unwrap()..];
+            text[text.find('>').unwrap() + 1..text.find("</text>").unwrap()].to_owned()
+        })
+        .collect();
+    assert!(labels.len() >= 3, "{labels:?}");
+    let values: Vec<f64> = labels.iter().map(|l| l.parse().unwrap()).collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{labels:?}");
+    let tick_x: Vec<f64> = svg
+        .split("<g class=\"xtick\"><line")
+        .skip(1)
+        .map(|g| attr(g, "x1"))
+        .collect();
+    let (left, right) = (tick_x[0], tick_x[tick_x.len() - 1]);
+    let axis = &svg[svg.find("<g class=\"axes\"").unwrap()..];
+    let (x_axis_left, x_axis_right) = (attr(axis, "x1"), attr(axis, "x2"));
+    let (bottom, top) = {
+        let second = &axis[axis.find("/><line").unwrap() + 2..];
+        (attr(second, "y2"), attr(second, "y1"))
+    };
+    assert!(x_axis_left <= left && right <= x_axis_right, "ticks inside the axis");
+    for c in svg.split("<circle").skip(1) {
+        let (cx, cy) = (attr(c, "cx"), attr(c, "cy"));
+        assert!((x_axis_left..=x_axis_right).contains(&cx), "point at x {cx}");
+        assert!((top..=bottom).contains(&cy), "point at y {cy}");
+    }
 }
 
 #[test]
