@@ -11,4 +11,5 @@ mod parity;
 mod persistence;
 mod recall;
 mod replay;
+mod resume;
 mod trim_telemetry;
