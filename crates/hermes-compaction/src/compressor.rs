@@ -149,7 +149,8 @@ pub(crate) struct Runtime {
     #[cfg(feature = "store")]
     resync_pending: bool,
     /// Messages the store never saw that an overflow pass applied without its commit removed
-    /// from the transcript: [`Compressor::reload`] writes them, so they are not lost.
+    /// from the transcript: [`Compressor::reload`] writes them, so they are not lost. Cleared
+    /// by a successful resync (which stores the pass's summary of them instead).
     #[cfg(feature = "store")]
     unpersisted_removed: Vec<Message>,
     /// The next manual pass is prune-only (set by `Compressor::prune_only`).
@@ -733,7 +734,12 @@ impl Compressor {
             crate::persist::append_unstamped(p, t).await
         };
         match &result {
-            Ok(_) => self.rt.resync_pending = false,
+            Ok(_) => {
+                // The resync wrote the pass's summary in their place: they are no longer
+                // "unseen" for a later reload (see `reload`).
+                self.rt.unpersisted_removed.clear();
+                self.rt.resync_pending = false;
+            }
             Err(e) if self.rt.resync_pending => tracing::warn!(
                 session = %self.session_id,
                 "compaction store resync failed (the store keeps the rows from before the \
