@@ -154,7 +154,16 @@ where
         session: &'a str,
         messages: &'a mut [Message],
     ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        Box::pin(self.append_fresh(session, messages))
+        Box::pin(self.append_fresh(session, None, messages))
+    }
+
+    fn append_at<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(self.append_fresh(session, Some(expected), messages))
     }
 
     fn import_session<'a>(
@@ -450,14 +459,28 @@ where
         row.map(session_info).ok_or_else(|| unknown(session))
     }
 
-    async fn append_fresh(&self, session: &str, messages: &mut [Message]) -> Result<Vec<RowId>> {
+    /// Appends the unstamped messages; with `expected`, only while the session is at that
+    /// generation (checked under the session row's lock, in the append's transaction).
+    async fn append_fresh(
+        &self,
+        session: &str,
+        expected: Option<u64>,
+        messages: &mut [Message],
+    ) -> Result<Vec<RowId>> {
         check_session_id(session)?;
         let fresh: Vec<usize> = (0..messages.len())
             .filter(|&i| messages[i].row_id().is_none())
             .collect();
         if fresh.is_empty() {
-            self.open_session(session).await?;
-            return Ok(Vec::new());
+            let actual = self.open_session(session).await?.generation;
+            return match expected {
+                Some(expected) if expected != actual => Err(StoreError::StaleGeneration {
+                    session: session.to_owned(),
+                    expected,
+                    actual,
+                }),
+                _ => Ok(Vec::new()),
+            };
         }
         let prepared = fresh
             .iter()
@@ -465,7 +488,7 @@ where
             .collect::<Result<Vec<_>>>()?;
         let now = now_ms();
         let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_WRITE).await?;
-        let ids = Self::append_rows(&mut tx, session, &prepared, now).await?;
+        let ids = Self::append_rows(&mut tx, session, expected, &prepared, now).await?;
         tx.commit().await?;
         for (&i, &id) in fresh.iter().zip(&ids) {
             messages[i].meta_mut().row_id = Some(id);
@@ -495,7 +518,7 @@ where
         let ids = if prepared.is_empty() {
             Vec::new()
         } else {
-            Self::append_rows(&mut tx, session, &prepared, now).await?
+            Self::append_rows(&mut tx, session, None, &prepared, now).await?
         };
         self.faults.check(FaultPoint::BeforeImportCommit)?;
         tx.commit().await?;
@@ -509,6 +532,7 @@ where
     async fn append_rows(
         tx: &mut Tx<D>,
         session: &str,
+        expected: Option<u64>,
         prepared: &[Prepared],
         now: i64,
     ) -> Result<Vec<RowId>> {
@@ -528,6 +552,16 @@ where
         .fetch_optional(&mut **tx)
         .await?;
         let (last, generation) = reserved.ok_or_else(|| unknown(session))?;
+        if let Some(expected) = expected
+            && u64::try_from(generation).ok() != Some(expected)
+        {
+            // The caller's transaction rolls back when dropped: nothing is reserved.
+            return Err(StoreError::StaleGeneration {
+                session: session.to_owned(),
+                expected,
+                actual: u64::try_from(generation).unwrap_or(0),
+            });
+        }
         let first = last - span + STRIDE;
         let positions: Vec<i64> = (0..prepared.len() as i64)
             .map(|i| first + i * STRIDE)

@@ -138,6 +138,31 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         messages: &'a mut [Message],
     ) -> BoxFuture<'a, Result<Vec<RowId>>>;
 
+    /// [`append`](Self::append) for a writer whose view of the session reflects generation
+    /// `expected`: refused with [`StoreError::StaleGeneration`], nothing written and nothing
+    /// stamped, when the session is at another generation (another writer compacted or
+    /// restored it since that view was loaded). The check and the append are one transaction
+    /// on both backends in this crate; the default implementation (for other stores) reads
+    /// the generation first, which a concurrent commit can race.
+    fn append_at<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(async move {
+            let actual = self.generation(session).await?;
+            if actual != expected {
+                return Err(StoreError::StaleGeneration {
+                    session: session.to_owned(),
+                    expected,
+                    actual,
+                });
+            }
+            self.append(session, messages).await
+        })
+    }
+
     /// Imports a whole transcript as a new session: creates the session and stores every
     /// message in order, in one transaction, and stamps each with its new row id (row ids the
     /// messages carried are replaced). It commits whole or not at all: on any error (the id is

@@ -20,6 +20,14 @@ pub struct StoreOptions {
     /// missing file fails with [`DatabaseFailure::CannotOpen`](crate::DatabaseFailure) and
     /// nothing is created: for commands that only read or change an existing session.
     pub create_if_missing: bool,
+    /// SQLite only: open the database read-only (also implied by `mode=ro` or
+    /// `immutable=true` in a `sqlite:` URL). Nothing is created, the journal mode is left as
+    /// it is and no migration runs: a schema that is not current fails with
+    /// [`StoreError::Migration`](crate::StoreError::Migration) saying which migration it
+    /// needs. Writes fail with [`DatabaseFailure::ReadOnly`](crate::DatabaseFailure). A
+    /// write-ahead-log database whose `-shm` file is missing and cannot be created (a
+    /// read-only mount) is opened as immutable when it has no unmerged `-wal` file.
+    pub read_only: bool,
 }
 
 impl Default for StoreOptions {
@@ -29,6 +37,7 @@ impl Default for StoreOptions {
             busy_timeout: Duration::from_secs(5),
             postgres_schema: None,
             create_if_missing: true,
+            read_only: false,
         }
     }
 }

@@ -35,14 +35,19 @@ impl SqliteStore {
     }
 
     /// Opens the database at `url` (creating it when missing, unless
-    /// [`StoreOptions::create_if_missing`] is off) and runs the embedded migrations.
+    /// [`StoreOptions::create_if_missing`] is off) and runs the embedded migrations; read-only
+    /// ([`StoreOptions::read_only`], `mode=ro` or `immutable` in the URL), it checks that the
+    /// schema is current instead and creates and migrates nothing.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<SqliteStore> {
         let memory = url.contains(":memory:") || url.contains("mode=memory");
+        let read_only = !memory && (options.read_only || read_only_url(url));
         let mut connect = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(options.create_if_missing || memory)
+            .create_if_missing((options.create_if_missing && !read_only) || memory)
             .foreign_keys(true)
             .busy_timeout(options.busy_timeout);
-        if !memory {
+        if read_only {
+            connect = connect.read_only(true);
+        } else if !memory {
             connect = connect
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal);
@@ -57,22 +62,51 @@ impl SqliteStore {
         } else {
             pool.max_connections(options.max_connections.max(1))
         };
-        // Two processes creating the same new file race on switching it to WAL, and SQLite
-        // may answer "busy" at once rather than wait: retry within the busy timeout.
-        let mut backoff = Backoff::new(options.busy_timeout);
-        let pool = loop {
-            match pool.clone().connect_with(connect.clone()).await {
-                Ok(p) => break p,
-                Err(e) if is_busy(&e) && backoff.wait().await => {}
-                Err(e) => return Err(e.into()),
+        let mut immutable = false;
+        loop {
+            let opened = match open_pool(&pool, &connect, options.busy_timeout).await {
+                Ok(p) if read_only => check_schema(&p).await.map(|()| p),
+                Ok(p) => migrate(&p, options.busy_timeout).await.map(|()| p),
+                Err(e) => Err(e),
+            };
+            match opened {
+                // A WAL database on a read-only mount without its `-shm` file: SQLite can
+                // read it only as immutable, which is exact when no `-wal` file holds commits
+                // that are not in the database file yet.
+                Err(StoreError::Database {
+                    failure: crate::DatabaseFailure::CannotOpen,
+                    ..
+                }) if read_only && !immutable && wal_merged(connect.get_filename()) => {
+                    immutable = true;
+                    connect = connect.immutable(true);
+                }
+                Err(e) => return Err(e),
+                Ok(pool) => {
+                    return Ok(SqliteStore {
+                        pool,
+                        faults: Faults::default(),
+                        dialect: SqliteDialect,
+                    });
+                }
             }
-        };
-        migrate(&pool, options.busy_timeout).await?;
-        Ok(SqliteStore {
-            pool,
-            faults: Faults::default(),
-            dialect: SqliteDialect,
-        })
+        }
+    }
+}
+
+/// Connects the pool. Two processes creating the same new file race on switching it to WAL,
+/// and SQLite may answer "busy" at once rather than wait: retried within the busy timeout.
+async fn open_pool(
+    pool: &SqlitePoolOptions,
+    connect: &SqliteConnectOptions,
+    busy_timeout: std::time::Duration,
+) -> Result<SqlitePool> {
+    let mut backoff = Backoff::new(busy_timeout);
+    loop {
+        match pool.clone().connect_with(connect.clone()).await {
+            Ok(p) => return Ok(p),
+            Err(e) if is_busy(&e) && backoff.wait().await => {}
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 
@@ -104,6 +138,62 @@ async fn migrate(pool: &SqlitePool, patience: std::time::Duration) -> Result<()>
         }
         recorded = now;
     }
+}
+
+/// Whether the query of a `sqlite:` URL opens the database read-only (`mode=ro`, or
+/// `immutable` set).
+fn read_only_url(url: &str) -> bool {
+    url.split_once('?').is_some_and(|(_, query)| {
+        query.split('&').any(|pair| {
+            matches!(
+                pair,
+                "mode=ro" | "immutable=true" | "immutable=1" | "immutable=yes"
+            )
+        })
+    })
+}
+
+/// Whether the database file exists and has no `-wal` file with content (every commit is in
+/// the database file), so reading it as immutable reads everything.
+fn wal_merged(file: &std::path::Path) -> bool {
+    let wal = format!("{}-wal", file.display());
+    file.is_file() && std::fs::metadata(wal).map_or(true, |m| m.len() == 0)
+}
+
+/// For a read-only open: the schema must be exactly what the embedded migrations make, since
+/// none can run. Fails with [`StoreError::Migration`] naming the first migration it lacks
+/// (or the newer one it has).
+async fn check_schema(pool: &SqlitePool) -> Result<()> {
+    let applied: Vec<i64> = match sqlx::query_scalar(
+        "SELECT version FROM hermes_schema_migrations WHERE success ORDER BY version",
+    )
+    .fetch_all(pool)
+    .await
+    {
+        Ok(v) => v,
+        // No migrations table: an empty file, or not a hermes-compaction database.
+        Err(sqlx::Error::Database(db)) if db.message().contains("no such table") => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let migrator = migrator();
+    let known: Vec<i64> = migrator.iter().map(|m| m.version).collect();
+    if let Some(v) = applied.iter().find(|v| !known.contains(v)) {
+        return Err(StoreError::Migration {
+            reason: format!(
+                "the database has migration {v}, which this version does not know (written by a newer version?)"
+            ),
+        });
+    }
+    if let Some(m) = migrator.iter().find(|m| !applied.contains(&m.version)) {
+        return Err(StoreError::Migration {
+            reason: format!(
+                "the database is opened read-only and needs migration {} ({}), which cannot run \
+                 read-only: open it once with write access to migrate",
+                m.version, m.description
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Growing pauses (5 ms doubling up to 200 ms) until a deadline.

@@ -129,6 +129,15 @@ impl TranscriptStore for Store {
         self.inner().append(session, messages)
     }
 
+    fn append_at<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        self.inner().append_at(session, expected, messages)
+    }
+
     fn import_session<'a>(
         &'a self,
         session: &'a str,

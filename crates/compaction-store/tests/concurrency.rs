@@ -179,3 +179,46 @@ async fn concurrent_first_opens_of_one_sqlite_file_all_succeed() {
         );
     }
 }
+
+on_both_backends! {
+    /// An `append_at` racing a commit of the same generation: it either lands while the
+    /// session is still at that generation (its rows carry it) or is refused as stale with
+    /// nothing written; never appended after the generation moved.
+    async fn append_at_racing_a_commit_never_lands_stale(b) {
+        let s = "append-race";
+        b.store.create_session(s).await.unwrap();
+        let mut seed = conversation(2);
+        b.store.append(s, &mut seed).await.unwrap();
+        let (mut landed, mut refused) = (0, 0);
+        for round in 0..12u64 {
+            let (rows, generation) = b.store.load_active_with_generation(s).await.unwrap();
+            assert_eq!(generation, round);
+            let edit = Edit::single(rows.len() - 1..rows.len(), vec![Message::assistant(format!("c{round}"))]);
+            let mut commit = Commit::from_edit(generation, &edit, &rows).unwrap();
+            let other = b.reconnect().await;
+            let committer = tokio::spawn(async move {
+                other.archive_and_compact(s, &mut commit).await.map(|_| ())
+            });
+            let mut fresh = vec![Message::user(format!("a{round}")), Message::user(format!("b{round}"))];
+            let appended = b.store.append_at(s, generation, &mut fresh).await;
+            committer.await.unwrap().unwrap();
+            match appended {
+                Ok(ids) => {
+                    landed += 1;
+                    let stored = b.store.load_rows(s, &ids).await.unwrap();
+                    assert_eq!(stored.len(), 2);
+                    assert!(stored.iter().all(|r| r.generation == generation), "round {round}");
+                }
+                Err(StoreError::StaleGeneration { expected, actual, .. }) => {
+                    refused += 1;
+                    assert_eq!((expected, actual), (generation, generation + 1));
+                    assert!(fresh.iter().all(|m| m.row_id().is_none()));
+                    let all = wire(&b.store.load_all(s).await.unwrap().into_iter().map(|r| r.message).collect::<Vec<_>>());
+                    assert!(!all.contains(&fresh[0].to_wire_json()), "round {round}: nothing written");
+                }
+                Err(e) => panic!("round {round}: {e:?}"),
+            }
+        }
+        assert_eq!(landed + refused, 12);
+    }
+}

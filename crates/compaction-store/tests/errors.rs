@@ -146,3 +146,36 @@ async fn unsupported_urls_name_only_the_scheme() {
         );
     }
 }
+
+on_both_backends! {
+    /// `append_at` writes only while the session is at the generation named: a writer whose
+    /// view is stale (another writer compacted, or it resumed from an old snapshot) is refused
+    /// and nothing is written or stamped, also when there is nothing to write.
+    async fn append_at_refuses_a_stale_generation(b) {
+        let st = &b.store;
+        st.create_session("s").await.unwrap();
+        let mut first = conversation(2);
+        assert_eq!(st.append_at("s", 0, &mut first).await.unwrap().len(), first.len());
+        let edit = Edit::single(0..1, vec![]);
+        let mut commit = Commit::from_edit(0, &edit, &first).unwrap();
+        st.archive_and_compact("s", &mut commit).await.unwrap();
+        let before = snapshot(&st.load_all("s").await.unwrap());
+        for stale in [0, 2, u64::MAX] {
+            let mut more = vec![Message::user("late"), Message::assistant("later")];
+            let e = st.append_at("s", stale, &mut more).await.unwrap_err();
+            assert!(
+                matches!(e, StoreError::StaleGeneration { expected, actual: 1, ref session } if expected == stale && session == "s"),
+                "{stale}: {e:?}"
+            );
+            assert!(more.iter().all(|m| m.row_id().is_none()), "{stale}: nothing stamped");
+            assert_eq!(snapshot(&st.load_all("s").await.unwrap()), before, "{stale}");
+            let e = st.append_at("s", stale, &mut first).await.unwrap_err();
+            assert!(matches!(e, StoreError::StaleGeneration { .. }), "{stale}, nothing new: {e:?}");
+        }
+        let mut more = vec![Message::user("on time")];
+        assert_eq!(st.append_at("s", 1, &mut more).await.unwrap().len(), 1);
+        assert!(more[0].row_id().is_some());
+        assert_eq!(st.generation("s").await.unwrap(), 1, "appends leave the generation");
+        assert!(matches!(st.append_at("nope", 0, &mut more).await, Err(StoreError::UnknownSession { .. })));
+    }
+}

@@ -10,6 +10,7 @@ mod concurrency;
 mod errors;
 mod failures;
 mod history;
+mod read_only;
 mod recall;
 mod roundtrip;
 mod state;

@@ -343,7 +343,8 @@ pub enum SessionCommand {
     /// Print a session as JSONL to stdout: its active messages as stored, each line with the
     /// library's `_hermes` metadata (row id, summary marker kind, trim handle), which
     /// `session import` and `compact` read back. `--wire` prints what a model is sent instead.
-    /// Never creates a database: a missing SQLite file exits 2.
+    /// Never creates a database: a missing SQLite file exits 2. Reads a SQLite database it
+    /// may not write (read-only file or mount, or sqlite:PATH?mode=ro) without migrating it.
     Export {
         /// SQLite path or URL, or postgres:// URL.
         #[arg(long, value_name = "URL")]

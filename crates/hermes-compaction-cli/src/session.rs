@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, parse};
-use hermes_compaction::store::{Store, StoreOptions, TranscriptStore};
+use hermes_compaction::store::{DatabaseFailure, Store, StoreOptions, TranscriptStore};
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
@@ -133,6 +133,11 @@ pub enum Open {
     /// Every other command: a missing SQLite file is a usage error (exit 2) and nothing is
     /// created.
     Existing,
+    /// A command that only reads (`session export`): as `Existing`, and a SQLite database the
+    /// process may not write (a read-only mount or file, or a `sqlite:PATH?mode=ro` URL) is
+    /// opened read-only, which works when its schema is current and otherwise says which
+    /// migration it needs.
+    Read,
 }
 
 /// Connects to a store: a `sqlite:`/`postgres://` URL, or a plain path (a SQLite file).
@@ -151,7 +156,7 @@ pub async fn connect(db: &str, open: Open) -> Result<Store> {
     } else {
         format!("sqlite:{db}")
     };
-    if open == Open::Existing
+    if open != Open::Create
         && let Some(path) = sqlite_file(&url)
         && !Path::new(path).exists()
     {
@@ -163,7 +168,21 @@ pub async fn connect(db: &str, open: Open) -> Result<Store> {
         create_if_missing: open == Open::Create,
         ..StoreOptions::default()
     };
-    Ok(Store::connect_with(&url, &options).await?)
+    match Store::connect_with(&url, &options).await {
+        // Opened for writing, the database refused (read-only file or mount, or a schema
+        // migration it could not write): a read needs no write access.
+        Err(hermes_compaction::store::StoreError::Database {
+            failure: DatabaseFailure::ReadOnly | DatabaseFailure::CannotOpen,
+            ..
+        }) if open == Open::Read && sqlite_file(&url).is_some() => {
+            let read_only = StoreOptions {
+                read_only: true,
+                ..options
+            };
+            Ok(Store::connect_with(&url, &read_only).await?)
+        }
+        other => Ok(other?),
+    }
 }
 
 /// Runs `work` against the store at `db`, then closes the store whatever `work` returned: on
@@ -216,7 +235,7 @@ pub enum Export {
 
 /// The session as JSONL, in the form `form` names.
 pub async fn export(db: &str, id: &str, form: Export) -> Result<String> {
-    with_store(db, Open::Existing, async |store| {
+    with_store(db, Open::Read, async |store| {
         match form {
             Export::Stored => return Ok(parse::to_jsonl(&store.load_active(id).await?)),
             Export::Wire => {

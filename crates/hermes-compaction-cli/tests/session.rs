@@ -328,3 +328,59 @@ fn session_micro_absorbs_inside_a_long_single_turn() {
         assert!(all.contains(&m.to_wire_json()), "a row was lost");
     }
 }
+
+/// `session export` reads a database it may not write: `sqlite:PATH?mode=ro` is SQLite's own
+/// read-only open (tests run as root, where file permissions stop nothing), so any write
+/// would fail. The export equals the writable one and leaves the file byte-identical; a
+/// command that writes is refused as read-only.
+#[test]
+fn export_reads_a_read_only_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let msgs = tool_session(12, 2_000);
+    let input = write_jsonl(dir.path(), "r.jsonl", &msgs);
+    let db = dir.path().join("r.db");
+    let o = run(&[
+        "session",
+        "import",
+        s(&input),
+        "--db",
+        s(&db),
+        "--session",
+        "r",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let bytes = std::fs::read(&db).unwrap();
+    let export = |url: &str| {
+        let o = run(&["session", "export", "--db", url, "--session", "r"]);
+        assert_eq!(o.status.code(), Some(0), "{url}: {}", texts(&o).1);
+        texts(&o).0
+    };
+    let ro = format!("sqlite:{}?mode=ro", s(&db));
+    let read_only = export(&ro);
+    assert_eq!(read_only.lines().count(), msgs.len());
+    assert_eq!(
+        std::fs::read(&db).unwrap(),
+        bytes,
+        "the read-only export wrote nothing"
+    );
+    assert_eq!(read_only, export(s(&db)));
+    let o = run(&[
+        "session",
+        "compact",
+        "--db",
+        &ro,
+        "--session",
+        "r",
+        "--mode",
+        "batch",
+        "--context-length",
+        "8000",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", texts(&o).1);
+    assert!(texts(&o).1.contains("read-only"), "{}", texts(&o).1);
+    // A missing file stays a usage error, read-only too, and nothing is created.
+    let missing = format!("sqlite:{}?mode=ro", s(&dir.path().join("none.db")));
+    let o = run(&["session", "export", "--db", &missing, "--session", "r"]);
+    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+    assert!(!dir.path().join("none.db").exists());
+}

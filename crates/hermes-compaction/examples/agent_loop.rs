@@ -6,6 +6,14 @@
 //! and checks at the end that no request was ever larger than the window and that the store
 //! holds exactly the transcript the agent has.
 //!
+//! Midway a second writer (another process: a `session compact` from the command line)
+//! compacts the same session. The agent's next flush is refused as stale, and the loop does
+//! what a framework must: [`Compressor::reload`] adopts the store's rows and generation and
+//! writes what the agent appended, then the session goes on. At the end every message the
+//! agent ever appended is in the store, active or archived. The anti-thrash state is saved
+//! with each flush ([`Compressor::save_state`]) and read back on resume
+//! ([`Compressor::load_state`]).
+//!
 //! ```text
 //! cargo run -p hermes-compaction --example agent_loop
 //! ```
@@ -16,9 +24,9 @@ use std::sync::Arc;
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::core::{Estimator, Message, ToolCall, Transcript};
 use hermes_compaction::llm::ExtractiveSummarizer;
-use hermes_compaction::store::Store;
+use hermes_compaction::store::{Store, StoreError, TranscriptStore};
 use hermes_compaction::trim::TrimStatus;
-use hermes_compaction::{Compressor, Config};
+use hermes_compaction::{Compressor, Config, Failure};
 
 const CONTEXT: u64 = 24_000;
 
@@ -67,11 +75,8 @@ async fn main() {
     // per conversation.
     let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
     store.create_session("demo").await.unwrap();
-    let persistence = Persistence {
-        store: store.clone(),
-        session: "demo".into(),
-        generation: store.generation("demo").await.unwrap(),
-    };
+    // One snapshot: the messages and the generation they belong to.
+    let (persistence, resumed) = Persistence::load(store.clone(), "demo").await.unwrap();
 
     let mut config = Config::default();
     config.model.context_length = CONTEXT;
@@ -81,20 +86,35 @@ async fn main() {
     config.compression.insert_trim_head_chars = 600;
     config.compression.insert_trim_tail_chars = 600;
     let mut c = Compressor::new(
-        config,
+        config.clone(),
         Arc::new(ExtractiveSummarizer::default()), // an OpenAI-compatible adapter in production
         Arc::new(Estimator::default()),
         "demo",
     )
     .with_store(persistence.clone());
+    // On resume: the cooldowns and the anti-thrash pause the last process saved.
+    c.load_state().await.unwrap();
 
-    let mut t = c.transcript(vec![Message::system("You are a careful coding agent.")]);
+    let mut t = c.transcript(resumed);
+    if t.is_empty() {
+        t.push(
+            Message::system("You are a careful coding agent."),
+            c.counter(),
+        );
+    }
+    // Every message the agent appends, to check at the end that the store has them all.
+    let mut appended: Vec<String> = t.messages().iter().map(Message::to_wire_json).collect();
     let mut largest_request = 0;
     let mut trimmed = 0;
+    let mut reloads = 0;
     for turn in 0..12 {
+        if turn == 6 {
+            second_writer_compacts(&store, config.clone()).await;
+        }
         // A user message: optionally trimmed if it is a giant paste, then appended.
         let user = Message::user(format!("Request {turn}: make the test suite pass."));
         let (user, _) = c.on_user_message(user, Some(&persistence)).await;
+        appended.push(user.to_wire_json());
         t.push(user, c.counter());
 
         let mut round = 0;
@@ -106,6 +126,10 @@ async fn main() {
                     "turn {turn}: batch pass before the request: {:?}",
                     r.outcome
                 );
+                if r.failure == Some(Failure::StaleGeneration) {
+                    // Another writer compacted the session: adopt its rows, then go on.
+                    reloads += reload(&mut c, &mut t, turn).await;
+                }
             }
             let (reply, prompt_tokens) = model(&t, turn, round);
             let reply = match reply {
@@ -131,6 +155,7 @@ async fn main() {
             match reply {
                 Reply::Tool(call) => {
                     let result = run_tool(&call, turn);
+                    appended.push(call.to_wire_json());
                     t.push(call, c.counter());
                     // A tool result: trimmed on insertion when large (the original goes to
                     // the store first, recallable by handle).
@@ -138,12 +163,14 @@ async fn main() {
                     if matches!(status, TrimStatus::Trimmed { .. }) {
                         trimmed += 1;
                     }
+                    appended.push(result.to_wire_json());
                     t.push(result, c.counter());
                     // After each tool round inside a turn: long turns are compacted as they go.
                     c.after_tool_round(&mut t).await;
                     round += 1;
                 }
                 Reply::Final(answer) => {
+                    appended.push(answer.to_wire_json());
                     t.push(answer, c.counter());
                     break;
                 }
@@ -162,9 +189,20 @@ async fn main() {
         // and stamps the row ids on `t` itself (never append copies to the store yourself:
         // the copies would get the ids and the next commit would write the messages again).
         // Idempotent, and it costs what was appended, so calling it after every append is
-        // fine too. A failure is reported here and the session goes on.
-        if let Err(e) = c.flush(&mut t).await {
-            println!("turn {turn}: the store is unavailable ({e}); the session goes on");
+        // fine too.
+        match c.flush(&mut t).await {
+            Ok(_) => {}
+            // Another writer compacted the session (or this process resumed from an old
+            // snapshot): every later flush would be refused too. Reload, then go on.
+            Err(StoreError::StaleGeneration { .. }) => {
+                reloads += reload(&mut c, &mut t, turn).await
+            }
+            // The store is unavailable: the next flush writes what this one could not.
+            Err(e) => println!("turn {turn}: the store is unavailable ({e}); the session goes on"),
+        }
+        // The anti-thrash state, for the next process to resume with (`load_state`).
+        if let Err(e) = c.save_state().await {
+            println!("turn {turn}: the compaction state was not saved ({e})");
         }
     }
 
@@ -173,12 +211,79 @@ async fn main() {
     assert_eq!(wire(&stored), wire(t.messages()));
     assert!(c.store_in_sync());
     assert!(largest_request <= CONTEXT);
+    // The second writer's pass was noticed and recovered from, and nothing the agent appended
+    // was lost: each message is in the store, active or archived.
+    assert!(reloads >= 1);
+    let mut rows: Vec<String> = store
+        .load_all("demo")
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.message.to_wire_json())
+        .collect();
+    for (i, m) in appended.iter().enumerate() {
+        let k = rows.iter().position(|r| r == m);
+        assert!(
+            k.is_some(),
+            "message {i} the agent appended is not in the store"
+        );
+        rows.swap_remove(k.unwrap_or_default());
+    }
+    let saved = store.compaction_state("demo").await.unwrap();
+    assert_eq!(
+        &hermes_compaction::ThrashState::read_from(&saved),
+        c.state()
+    );
     println!(
         "done: {} messages, ~{} tokens in the window; largest request {largest_request} of {CONTEXT}; \
-         {trimmed} tool outputs trimmed on insertion; the store holds the same transcript plus \
-         {} archived rows",
+         {trimmed} tool outputs trimmed on insertion; {reloads} reload(s) after another writer \
+         compacted; the store holds the same transcript plus {} archived rows, and all {} \
+         messages the agent appended",
         t.len(),
         t.current_tokens(),
         store.load_all("demo").await.unwrap().len() - stored.len(),
+        appended.len(),
     );
+}
+
+/// Another process compacts the session while the agent runs: it loads the session, makes
+/// one forced pass and commits it.
+async fn second_writer_compacts(store: &Arc<dyn TranscriptStore>, config: Config) {
+    let (persistence, messages) = Persistence::load(store.clone(), "demo").await.unwrap();
+    let mut other = Compressor::new(
+        config,
+        Arc::new(ExtractiveSummarizer::default()),
+        Arc::new(Estimator::default()),
+        "demo",
+    )
+    .with_store(persistence);
+    let mut t = other.transcript(messages);
+    let r = other.compress(&mut t, None).await;
+    assert_eq!(r.failure, None, "the second writer's pass: {r:?}");
+    println!(
+        "another writer compacted the session: {:?}, generation {:?}",
+        r.outcome,
+        other.store_generation()
+    );
+}
+
+/// The recovery from a stale generation: reload the transcript and generation from the store
+/// (writing what the agent appended since its last flush), then go on. Returns 1 when it
+/// reloaded.
+async fn reload(c: &mut Compressor, t: &mut Transcript, turn: usize) -> usize {
+    match c.reload(t).await {
+        Ok(written) => {
+            println!(
+                "turn {turn}: another writer moved the session on: reloaded {} messages at \
+                 generation {:?}, {written} of ours written after them",
+                t.len(),
+                c.store_generation()
+            );
+            1
+        }
+        Err(e) => {
+            println!("turn {turn}: reload failed ({e}); the next flush tries again");
+            0
+        }
+    }
 }

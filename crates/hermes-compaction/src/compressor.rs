@@ -29,7 +29,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::persist::PersistError;
 #[cfg(feature = "store")]
-pub use crate::persist::Persistence;
+pub use crate::persist::{Persistence, THRASH_STATE_KEY};
 pub use crate::report::{BatchReport, Failure, Outcome, Trigger};
 
 /// A ticket from [`Compressor::before_request`] to hand back to
@@ -41,6 +41,10 @@ pub struct RequestTicket {
 }
 
 /// Durable anti-thrash and cooldown state.
+///
+/// It survives a restart through the store: [`Compressor::save_state`] writes it into the
+/// session's [`CompactionState`](compaction_store::CompactionState) (mapping:
+/// [`ThrashState::write_to`]) and [`Compressor::load_state`] reads it back.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThrashState {
     /// Whether the session has been compacted (head protection decays).
@@ -144,6 +148,11 @@ pub(crate) struct Runtime {
     /// match the transcript until the next store write resynchronises them.
     #[cfg(feature = "store")]
     resync_pending: bool,
+    /// Messages the store never saw that an overflow pass applied without its commit removed
+    /// from the transcript: [`Compressor::reload`] writes them, so they are not lost. Cleared
+    /// by a successful resync (which stores the pass's summary of them instead).
+    #[cfg(feature = "store")]
+    unpersisted_removed: Vec<Message>,
     /// The next manual pass is prune-only (set by `Compressor::prune_only`).
     pub(crate) prune_only_once: bool,
     pub(crate) micro: MicroRuntime,
@@ -558,12 +567,23 @@ impl Compressor {
             report.failure_cause = Some(e.cause);
             if !overflow {
                 report.outcome = Outcome::Failed;
-                self.record_failure();
+                // A stale generation is cured by `reload`, not by waiting: no cooldown.
+                if e.failure != Failure::StaleGeneration {
+                    self.record_failure();
+                }
                 return self.finish(report, started, Some(&plan));
             }
             // An overflow pass goes on in memory: the agent cannot continue otherwise. The
             // store keeps the rows from before until the next store write resynchronises it.
             self.mark_unpersisted();
+            #[cfg(feature = "store")]
+            self.rt.unpersisted_removed.extend(
+                edit.splices
+                    .iter()
+                    .flat_map(|s| t.messages()[s.range.clone()].iter())
+                    .filter(|m| m.row_id().is_none())
+                    .cloned(),
+            );
             report.applied_unpersisted = true;
         }
         report.earliest_changed_index = edit.earliest_changed_index();
@@ -675,7 +695,16 @@ impl Compressor {
     /// the store instead: in one `archive_and_compact` it archives the active rows the
     /// transcript no longer holds and inserts the messages the store has not seen, at their
     /// positions. That fails (and the store stays as it was) when another writer changed the
-    /// session meanwhile; reload the session to recover.
+    /// session meanwhile.
+    ///
+    /// Every write names the generation the transcript reflects: when another writer compacted
+    /// or restored the session since (or the compressor was built with an old generation),
+    /// the flush is refused with
+    /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) and
+    /// writes nothing. Carrying on would never store anything again: call
+    /// [`reload`](Self::reload), which adopts the store's transcript and writes what the agent
+    /// appended, then continue. (A flush with nothing to write does not contact the store; the
+    /// next one that writes reports the stale generation.)
     ///
     /// Do not append copies of the transcript's messages to the store yourself: the copies
     /// get the row ids, the transcript does not, and the next commit writes them again.
@@ -727,7 +756,12 @@ impl Compressor {
             crate::persist::append_unstamped(p, t).await
         };
         match &result {
-            Ok(_) => self.rt.resync_pending = false,
+            Ok(_) => {
+                // The resync wrote the pass's summary in their place: they are no longer
+                // "unseen" for a later reload (see `reload`).
+                self.rt.unpersisted_removed.clear();
+                self.rt.resync_pending = false;
+            }
             Err(e) if self.rt.resync_pending => tracing::warn!(
                 session = %self.session_id,
                 "compaction store resync failed (the store keeps the rows from before the \
@@ -738,6 +772,165 @@ impl Compressor {
             }
         }
         result
+    }
+
+    /// Recovers from a stale generation: another writer compacted or restored the session
+    /// since the transcript was loaded (or the compressor was given an old generation, e.g.
+    /// resuming from a snapshot), so [`flush`](Self::flush) and every commit are refused with
+    /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) (a pass
+    /// reports [`Failure::StaleGeneration`]).
+    ///
+    /// In one snapshot it reads the session's active rows and generation, appends after them
+    /// what `t` holds that the store never saw (the messages the agent appended since its last
+    /// successful flush, and the ones an overflow pass applied without its commit removed),
+    /// then replaces `t` with the result and adopts the generation. State that described the
+    /// old transcript is reset: usage tickets from before (the next
+    /// [`after_response`](Self::after_response) with one is ignored), the micro state, the
+    /// proactive-prune re-arm point and a pending resync. The [`ThrashState`] is kept (the
+    /// session counts as compacted when the reloaded rows hold a summary). Returns how many
+    /// messages it appended. On error (the store is unreachable, or moved on again between
+    /// the read and the append) nothing changes and it can be called again. Without a store
+    /// it does nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::Persistence;
+    /// use hermes_compaction::core::{Edit, Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Commit, Store, StoreError, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let (persistence, messages) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// let mut c = Compressor::new(
+    ///     Config::default(),
+    ///     Arc::new(ExtractiveSummarizer::default()),
+    ///     Arc::new(Estimator::default()),
+    ///     "s1",
+    /// )
+    /// .with_store(persistence);
+    /// let mut t = c.transcript(messages);
+    /// t.push(Message::user("one"), c.counter());
+    /// t.push(Message::assistant("two"), c.counter());
+    /// c.flush(&mut t).await.unwrap();
+    ///
+    /// // Another process compacts the session: it drops the first message.
+    /// let (rows, generation) = store.load_active_with_generation("s1").await.unwrap();
+    /// let mut commit = Commit::from_edit(generation, &Edit::single(0..1, vec![]), &rows).unwrap();
+    /// store.archive_and_compact("s1", &mut commit).await.unwrap();
+    ///
+    /// t.push(Message::user("three"), c.counter());
+    /// match c.flush(&mut t).await {
+    ///     // Refused, nothing written: reload (it writes "three" too), then go on.
+    ///     Err(StoreError::StaleGeneration { .. }) => assert_eq!(c.reload(&mut t).await.unwrap(), 1),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// assert_eq!(t.len(), 2); // "two" and "three"
+    /// assert_eq!(store.load_active("s1").await.unwrap().len(), 2);
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 0);
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn reload(
+        &mut self,
+        t: &mut Transcript,
+    ) -> Result<usize, compaction_store::StoreError> {
+        let Some(p) = &mut self.persistence else {
+            return Ok(0);
+        };
+        let (mut messages, generation) = p.store.load_active_with_generation(&p.session).await?;
+        let first_unstamped = t
+            .messages()
+            .iter()
+            .rposition(|m| m.row_id().is_some())
+            .map_or(0, |i| i + 1);
+        // What the store never saw, in the order the agent had it.
+        let mut fresh: Vec<Message> = self.rt.unpersisted_removed.clone();
+        fresh.extend(t.messages()[first_unstamped..].iter().cloned());
+        let written = fresh.len();
+        if !fresh.is_empty() {
+            p.store
+                .append_at(&p.session, generation, &mut fresh)
+                .await
+                .inspect_err(|e| {
+                    tracing::warn!(session = %self.session_id, "compaction store reload failed: {e}")
+                })?;
+        }
+        p.generation = generation;
+        messages.append(&mut fresh);
+        self.rt.unpersisted_removed.clear();
+        self.rt.resync_pending = false;
+        self.rt.micro.state.reset();
+        self.rt.proactive_rearm_at = None;
+        self.rt.awaiting_effect = false;
+        self.rt.epoch += 1;
+        *t = self.transcript(messages);
+        Ok(written)
+    }
+
+    /// Writes the [`ThrashState`] (cooldowns, the anti-thrash pause, the compacted flag) into
+    /// the session's [`CompactionState`](compaction_store::CompactionState), keeping what
+    /// else its `extra` holds (see [`ThrashState::write_to`]), so
+    /// [`load_state`](Self::load_state) restores it after a restart. Call it when the agent
+    /// makes its turn durable, next to [`flush`](Self::flush). Two store calls (a read, then a
+    /// write); a no-op without a store.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::{Persistence, ThrashState};
+    /// use hermes_compaction::core::Estimator;
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Store, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let new = |p: Persistence| {
+    ///     Compressor::new(
+    ///         Config::default(),
+    ///         Arc::new(ExtractiveSummarizer::default()),
+    ///         Arc::new(Estimator::default()),
+    ///         "s1",
+    ///     )
+    ///     .with_store(p)
+    /// };
+    /// let paused = ThrashState { ineffective: 2, paused_until_ms: Some(1_700_000_000_000), ..Default::default() };
+    /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// new(p).with_state(paused.clone()).save_state().await.unwrap();
+    /// // After a restart:
+    /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// let mut c = new(p);
+    /// assert_eq!(c.load_state().await.unwrap(), &paused);
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn save_state(&self) -> Result<(), compaction_store::StoreError> {
+        let Some(p) = &self.persistence else {
+            return Ok(());
+        };
+        let mut stored = p.store.compaction_state(&p.session).await?;
+        self.rt.state.write_to(&mut stored);
+        p.store.set_compaction_state(&p.session, &stored).await
+    }
+
+    /// Replaces the [`ThrashState`] with the one the session's
+    /// [`CompactionState`](compaction_store::CompactionState) holds (written by
+    /// [`save_state`](Self::save_state); read with [`ThrashState::read_from`]), keeping the
+    /// session compacted when the transcript already showed it was. A no-op without a store.
+    #[cfg(feature = "store")]
+    pub async fn load_state(&mut self) -> Result<&ThrashState, compaction_store::StoreError> {
+        if let Some(p) = &self.persistence {
+            let stored = p.store.compaction_state(&p.session).await?;
+            let compacted = self.rt.state.compacted;
+            self.rt.state = ThrashState::read_from(&stored);
+            self.rt.state.compacted |= compacted;
+        }
+        Ok(&self.rt.state)
     }
 
     /// The session generation the transcript reflects in the store: the one the compressor

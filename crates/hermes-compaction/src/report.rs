@@ -68,7 +68,9 @@ impl std::fmt::Display for Outcome {
 pub enum Failure {
     /// The summarizer failed with this class.
     Summarizer(compaction_llm::ErrorClass),
-    /// The store refused the commit because another writer compacted first.
+    /// The store refused the commit because another writer compacted (or restored) the
+    /// session first, or the compressor was given an old generation. Nothing changed, and no
+    /// cooldown starts: call [`Compressor::reload`](crate::Compressor::reload) and go on.
     StaleGeneration,
     /// The store failed.
     Store,

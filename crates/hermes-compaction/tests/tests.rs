@@ -12,5 +12,6 @@ mod parity;
 mod persistence;
 mod recall;
 mod replay;
+mod resume;
 mod trim_telemetry;
 mod undo;
