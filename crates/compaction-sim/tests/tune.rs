@@ -81,12 +81,12 @@ fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
     );
     check_axes(&svg);
     // Costs are printed with their unit and two decimals.
-    assert_eq!(
-        tuning.cost_unit,
-        compaction_sim::tune::CostUnit::IssueUnits
-    );
+    assert_eq!(tuning.cost_unit, compaction_sim::tune::CostUnit::IssueUnits);
     let table = tuning.table();
-    assert!(table.contains(&tuning.cost_unit.format(tuning.recommended.cost)), "{table}");
+    assert!(
+        table.contains(&tuning.cost_unit.format(tuning.recommended.cost)),
+        "{table}"
+    );
     assert!(table.contains("M units"), "{table}");
 }
 
@@ -121,10 +121,16 @@ fn check_axes(svg: &str) {
         let second = &axis[axis.find("/><line").unwrap() + 2..];
         (attr(second, "y2"), attr(second, "y1"))
     };
-    assert!(x_axis_left <= left && right <= x_axis_right, "ticks inside the axis");
+    assert!(
+        x_axis_left <= left && right <= x_axis_right,
+        "ticks inside the axis"
+    );
     for c in svg.split("<circle").skip(1) {
         let (cx, cy) = (attr(c, "cx"), attr(c, "cy"));
-        assert!((x_axis_left..=x_axis_right).contains(&cx), "point at x {cx}");
+        assert!(
+            (x_axis_left..=x_axis_right).contains(&cx),
+            "point at x {cx}"
+        );
         assert!((top..=bottom).contains(&cy), "point at y {cy}");
     }
 }
