@@ -4,7 +4,8 @@
 //! once: the shared fixtures replayed through the command line, the facade and the store
 //! together ([`replay`]), the laws over every shared fixture in every mode ([`laws`]), micro
 //! cursor recovery when a session moves between backends ([`recovery`]), and the check that
-//! `config/default.toml` and the facade's `Config` describe the same keys ([`config_keys`]).
+//! `config/default.toml` and the facade's `Config` describe the same keys ([`config_keys`]), and
+//! no credential of the issue 22 corpus leaving through a real pass ([`secrets`]).
 //! The shared-fixture and PostgreSQL lookup is `test-support`'s, as in every crate.
 #![allow(
     clippy::print_stderr,
@@ -16,3 +17,4 @@ mod config_keys;
 mod laws;
 mod recovery;
 mod replay;
+mod secrets;

@@ -288,9 +288,23 @@ fn merge(mut spans: Spans) -> Spans {
     out
 }
 
+/// One scan that every context rule needs to match somewhere: text without any of these has
+/// nothing for them, and only the ruleset (gated by its own keywords) runs on it.
+static CONTEXT_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i:pass|pwd|secret|token|key|auth|credential|sig|bearer|basic|value|default",
+        r"|mysql|mariadb|login|machine|redis-cli|putty|private-)",
+        r"|-----|://|eyJ|-u|--user|[A-Za-z0-9_-]{20}",
+    ))
+    .expect("valid trigger regex")
+});
+
 /// Every detector over one text (the text as written, or its view).
 fn detect(t: &str, out: &mut Spans) {
     ruleset_spans(t, out);
+    if !CONTEXT_TRIGGER.is_match(t) {
+        return;
+    }
     key_block_spans(t, out);
     url_spans(t, out);
     header_spans(t, out);
@@ -418,6 +432,8 @@ struct Ruleset {
     /// One pattern of every keyword (case-insensitive), and each keyword in lower case in
     /// the order of the pattern's alternation.
     keywords: Option<RegexSet>,
+    /// Whether any keyword occurs at all: one literal search, much cheaper than the set.
+    any_keyword: Option<Regex>,
     keyword_list: Vec<String>,
 }
 
@@ -480,10 +496,18 @@ static RULESET: LazyLock<Ruleset> = LazyLock::new(|| {
             .build()
             .expect("escaped keywords form a valid regex set")
     });
+    let any_keyword = (!keyword_list.is_empty()).then(|| {
+        let alternation: Vec<String> = keyword_list.iter().map(|k| regex::escape(k)).collect();
+        RegexBuilder::new(&alternation.join("|"))
+            .case_insensitive(true)
+            .build()
+            .expect("escaped keywords form a valid regex")
+    });
     Ruleset {
         rules,
         shipped: shipped.len(),
         keywords,
+        any_keyword,
         keyword_list,
     }
 });
@@ -491,7 +515,9 @@ static RULESET: LazyLock<Ruleset> = LazyLock::new(|| {
 fn ruleset_spans(t: &str, out: &mut Spans) {
     let set = &*RULESET;
     let mut present = vec![false; set.keyword_list.len()];
-    if let Some(k) = &set.keywords {
+    if let Some(k) = &set.keywords
+        && set.any_keyword.as_ref().is_none_or(|a| a.is_match(t))
+    {
         for i in k.matches(t).iter() {
             present[i] = true;
         }

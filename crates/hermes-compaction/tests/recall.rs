@@ -299,3 +299,43 @@ fn shared_fixtures_trim_and_round_trip() {
         eprintln!("shared fixtures: {trimmed} tool results trimmed at 8000 tokens");
     });
 }
+
+/// Issue 22: recall results are redacted before they are paged or excerpted, so neither a
+/// page, nor a search excerpt, nor a page boundary shows part of a credential.
+#[test]
+fn recall_results_are_redacted() {
+    rt().block_on(async {
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        store.create_session("s").await.unwrap();
+        let corpus = test_support::secrets::credentials();
+        for (i, p) in corpus.iter().enumerate().take(30) {
+            let handle = format!("trim-{i:016x}");
+            let text = format!(
+                "{}\n{}\n{}",
+                "log line ok\n".repeat(50),
+                p.text,
+                "done\n".repeat(20)
+            );
+            store
+                .store_original("s", &handle, &Message::tool_result("c", text))
+                .await
+                .unwrap();
+            let mut pages = String::new();
+            for offset in [0usize, 300, 600, 700] {
+                let args = format!(r#"{{"handle":"{handle}","offset":{offset}}}"#);
+                let limits = RecallLimits {
+                    max_chars: 400,
+                    ..RecallLimits::default()
+                };
+                pages.push_str(&recall_with(&store, "s", &args, &limits).await.unwrap());
+            }
+            for part in &p.secrets {
+                let chars: Vec<char> = part.chars().collect();
+                for w in chars.windows(8.min(chars.len())) {
+                    let run: String = w.iter().collect();
+                    assert!(!pages.contains(&run), "{}: recalled unredacted", p.family);
+                }
+            }
+        }
+    });
+}
