@@ -803,7 +803,7 @@ fn token_spans(t: &str, out: &mut Spans) {
             }
         }
         let run = &t[start..m.end()];
-        if is_prefixed_token(run) || is_upper_key(run) {
+        if is_prefixed_token(run) || is_upper_key(run) || is_aws_key_id(run) {
             out.push((start, m.end()));
         }
     }
@@ -843,6 +843,21 @@ fn is_prefixed_token(run: &str) -> bool {
         return false;
     };
     body.len() >= 20 && is_random(body)
+}
+
+/// An AWS key id by its prefix (`AKIA`, `ASIA`, ...) and 16 upper-case letters or digits,
+/// whatever its letters and digits (a digit-heavy id has too few letters for
+/// [`is_upper_key`], and the ruleset reads only real base32 ids; redacting a look-alike costs
+/// nothing).
+fn is_aws_key_id(run: &str) -> bool {
+    const PREFIXES: [&str; 10] = [
+        "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "ABIA", "ACCA",
+    ];
+    run.len() == 20
+        && PREFIXES.iter().any(|p| run.starts_with(p))
+        && run[4..]
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
 }
 
 /// An upper-case key id (`AKIA…`-like, base32 secrets): 20 to 64 upper-case letters and
@@ -1493,6 +1508,9 @@ mod tests {
             "g=[REDACTED]!",
         );
         check("id AKIA2OGYBAH6TZJVMXQE.", "id [REDACTED].");
+        // Digit-heavy ids (too few letters for the upper-key shape) by their prefix.
+        check("id AKIA715581H9H4283371.", "id [REDACTED].");
+        check("\\nASIA000000A0A0000000", "\\n[REDACTED]");
         check(
             "ghp_abcdefghijklmnopqrstuvwxyz0123456789 ok",
             "[REDACTED] ok",
