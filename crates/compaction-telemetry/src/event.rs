@@ -579,6 +579,11 @@ fn signed_delta(before: u64, after: u64) -> i64 {
     d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
 }
 
+/// `skip_serializing_if` for flags written only when set.
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -651,9 +656,4 @@ mod tests {
         assert_eq!(s(BatchOutcome::Failed), "aborted");
         assert_eq!(s(BatchOutcome::Skipped), "skipped");
     }
-}
-
-/// `skip_serializing_if` for flags written only when set.
-fn is_false(b: &bool) -> bool {
-    !*b
 }
