@@ -230,9 +230,9 @@ pub struct SimulateArgs {
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace: Option<PathBuf>,
     /// Also write every distinct message that appears in a traced prompt, once, one JSON line
-    /// each: {"hash": "<16 hex digits, as in --trace>", "wire": "<its compact wire JSON>"}, so
-    /// a replay can be scored with measures of one's own (one pricing only; works with or
-    /// without --trace).
+    /// each: {"hash": HASH, "wire": WIRE}, HASH being its 16 hex digits as in --trace and WIRE
+    /// its compact wire JSON as a string, so a replay can be scored with measures of one's own
+    /// (one pricing only; works with or without --trace).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace_text: Option<PathBuf>,
     /// Print one table per transcript as well as the totals.

@@ -1,6 +1,8 @@
 //! `session history | undo | diff | pin`: see, undo and pin over the store. Thin over
-//! [`TranscriptStore::history`], [`TranscriptStore::restore`] and
-//! [`TranscriptStore::set_pinned`]; everything printed from messages is redacted.
+//! [`TranscriptStore::history`](hermes_compaction::store::TranscriptStore::history),
+//! [`restore`](hermes_compaction::store::TranscriptStore::restore) and
+//! [`set_pinned`](hermes_compaction::store::TranscriptStore::set_pinned); everything printed
+//! from messages is redacted.
 
 use hermes_compaction::core::Role;
 use hermes_compaction::core::redact::redact;
