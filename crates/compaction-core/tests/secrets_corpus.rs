@@ -52,7 +52,7 @@ fn escaped(text: &str, depth: usize) -> String {
 
 #[test]
 fn the_corpora_are_large_enough_and_the_ruleset_is_in_force() {
-    assert!(credentials().len() >= 100, "{}", credentials().len());
+    assert!(credentials().len() >= 150, "{}", credentials().len());
     assert!(benign().len() >= 40, "{}", benign().len());
     let (in_force, shipped) = ruleset_size();
     assert!(
