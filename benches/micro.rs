@@ -14,8 +14,8 @@
 //! ~0.33 s per pass with its store at 2,400 messages). Group `micro_one_shot_gated` times
 //! the one-shot micro run (`Compressor::one_shot` in micro mode, what `hermes-compaction compact
 //! --mode micro` runs) over a whole synthetic session at the default configuration, 128K
-//! window, where the economic reclaim gate refuses every pass: the replay through the hooks
-//! alone, which must stay linear in the transcript (issue 26).
+//! window, with a reclaim gate (`micro_compact_min_reclaim_tokens`) that refuses every pass:
+//! the replay through the hooks alone, which must stay linear in the transcript (issue 26).
 mod common;
 
 use std::sync::Arc;
@@ -245,6 +245,8 @@ fn micro_one_shot_gated(c: &mut Criterion) {
     let mut config = Config::default();
     config.model.context_length = 128_000;
     mode.configure(&mut config);
+    // A gate no session of these sizes reaches: every hook plans and is refused.
+    config.compression.micro_compact_min_reclaim_tokens = 1 << 40;
     let fresh = |base: &[Message]| {
         let comp = Compressor::new(
             config.clone(),
