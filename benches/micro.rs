@@ -11,7 +11,11 @@
 //! subscriber that writes to a sink. Group `micro_turn_store` adds persistence: the session
 //! lives in a SQLite file (WAL, the embedded default) and each pass commits what it changed
 //! with `archive_and_compact` (ids 2400 and 100000, the first to compare with Hermes Agent's
-//! ~0.33 s per pass with its store at 2,400 messages).
+//! ~0.33 s per pass with its store at 2,400 messages). Group `micro_one_shot_gated` times
+//! the one-shot micro run (`Compressor::one_shot` in micro mode, what `hermes-compaction compact
+//! --mode micro` runs) over a whole synthetic session at the default configuration, 128K
+//! window, with a reclaim gate (`micro_compact_min_reclaim_tokens`) that refuses every pass:
+//! the replay through the hooks alone, which must stay linear in the transcript (issue 26).
 mod common;
 
 use std::sync::Arc;
@@ -231,11 +235,52 @@ fn micro_turn_store(c: &mut Criterion) {
     time_turns(c, "micro_turn_store", &[2_400, 100_000], &rt, fresh);
 }
 
+fn micro_one_shot_gated(c: &mut Criterion) {
+    use hermes_compaction::OneShot;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let counter = Arc::new(Estimator::default());
+    let mode = OneShot::Micro { max_passes: None };
+    let mut config = Config::default();
+    config.model.context_length = 128_000;
+    mode.configure(&mut config);
+    // A gate no session of these sizes reaches: every hook plans and is refused.
+    config.compression.micro_compact_min_reclaim_tokens = 1 << 40;
+    let fresh = |base: &[Message]| {
+        let comp = Compressor::new(
+            config.clone(),
+            Arc::new(InstantSummarizer),
+            counter.clone(),
+            "bench",
+        );
+        (comp, Transcript::new(base.to_vec(), counter.as_ref()))
+    };
+    let mut g = c.benchmark_group("micro_one_shot_gated");
+    g.sample_size(10);
+    for n in [1_000usize, 10_000, 100_000] {
+        let base = tool_heavy(n);
+        // The premise: the gate refuses every pass, so the run changes nothing.
+        let (mut comp, mut t) = fresh(&base);
+        let report = rt.block_on(comp.one_shot(&mut t, mode));
+        assert_eq!((report.passes, report.outcome), (0, "gated"), "{report:?}");
+        g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
+            b.iter_batched(
+                || fresh(&base),
+                |(mut comp, mut t)| rt.block_on(comp.one_shot(&mut t, mode)),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    g.finish();
+}
+
 criterion_group!(
     benches,
     micro_pass,
     micro_plan,
     micro_turn,
-    micro_turn_store
+    micro_turn_store,
+    micro_one_shot_gated
 );
 criterion_main!(benches);

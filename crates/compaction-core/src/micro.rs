@@ -154,6 +154,130 @@ pub struct MicroState {
     pub defrag_failed_at_tokens: Option<u64>,
 }
 
+/// What earlier plans of the same transcript found, so that a plan of that transcript grown
+/// only by appends resumes their scans instead of redoing them (the one-shot replay and an
+/// agent loop plan once per turn). Plain data, owned by the caller next to its [`MicroState`];
+/// a fresh (default) memo is always correct. Each entry is used only while the transcript's
+/// lineage, its length, the cursor and the middle's start agree with what the scan saw, and
+/// the middle did not shrink; otherwise the scan starts over.
+#[derive(Clone, Debug, Default)]
+pub struct PlanMemo {
+    gate: Option<GateScan>,
+    turn: Option<TurnScan>,
+    no_progress: Option<Clear>,
+}
+
+/// The same for the tool groups of a long turn: one contiguous range from the first group.
+#[derive(Clone, Debug)]
+struct TurnScan {
+    lineage: u64,
+    len: usize,
+    end_limit: usize,
+    range: Range<usize>,
+    units: usize,
+}
+
+/// A reclaim-gate scan that found every absorbable exchange of the rewritable middle and
+/// still fell short of the gate.
+#[derive(Clone, Debug)]
+struct GateScan {
+    lineage: u64,
+    len: usize,
+    cursor: usize,
+    middle: Range<usize>,
+    ranges: Vec<Range<usize>>,
+    tokens: u64,
+}
+
+/// A range of the transcript known to hold no progress marker.
+#[derive(Clone, Debug)]
+struct Clear {
+    lineage: u64,
+    len: usize,
+    range: Range<usize>,
+}
+
+impl PlanMemo {
+    fn gate_for(
+        &mut self,
+        t: &Transcript,
+        cursor: usize,
+        middle: &Range<usize>,
+        first: &Range<usize>,
+    ) -> Option<GateScan> {
+        let g = self.gate.take()?;
+        (g.lineage == t.lineage()
+            && g.len <= t.len()
+            && g.cursor == cursor
+            && g.middle.start == middle.start
+            && g.middle.end <= middle.end
+            && g.ranges.first() == Some(first))
+        .then_some(g)
+    }
+
+    fn turn_for(
+        &mut self,
+        t: &Transcript,
+        first: &Range<usize>,
+        end_limit: usize,
+    ) -> Option<TurnScan> {
+        let s = self.turn.take()?;
+        (s.lineage == t.lineage()
+            && s.len <= t.len()
+            && s.range.start == first.start
+            && s.range.end >= first.end
+            && s.end_limit <= end_limit)
+            .then_some(s)
+    }
+
+    /// The known-clear range when it still applies and reaches `range`'s start.
+    fn clear_for(&self, t: &Transcript, range: &Range<usize>) -> Option<&Range<usize>> {
+        self.no_progress
+            .as_ref()
+            .filter(|c| {
+                c.lineage == t.lineage()
+                    && c.len <= t.len()
+                    && c.range.start <= range.start
+                    && range.start <= c.range.end
+            })
+            .map(|c| &c.range)
+    }
+
+    /// The part of `range` not yet known to hold no progress marker (may be empty).
+    fn progress_unknown(&self, t: &Transcript, range: &Range<usize>) -> Range<usize> {
+        match self.clear_for(t, range) {
+            Some(c) => c.end.max(range.start)..range.end,
+            None => range.clone(),
+        }
+    }
+
+    /// Records that `range` holds no progress marker.
+    fn progress_clear(&mut self, t: &Transcript, range: &Range<usize>) {
+        let range = match self.clear_for(t, range) {
+            Some(c) => c.start..c.end.max(range.end),
+            None => range.clone(),
+        };
+        self.no_progress = Some(Clear {
+            lineage: t.lineage(),
+            len: t.len(),
+            range,
+        });
+    }
+}
+
+/// Whether `range` holds a tool call it does not answer itself (then whether it is
+/// absorbable depends on what is appended later).
+fn has_open_call(messages: &[Message], range: Range<usize>) -> bool {
+    let span = &messages[range];
+    span.iter()
+        .flat_map(|m| m.tool_calls().iter().map(|c| c.call_id()))
+        .any(|c| {
+            !span
+                .iter()
+                .any(|m| m.is_tool() && m.tool_call_id() == Some(c))
+        })
+}
+
 /// Identifies an exchange (or tool group) across passes without keeping its text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ExchangeId {
@@ -636,6 +760,31 @@ pub fn plan_micro(
     compacted: bool,
     counter: &dyn TokenCounter,
 ) -> MicroPlan {
+    let mut memo = PlanMemo::default();
+    plan_micro_memo(
+        t,
+        threshold_tokens,
+        cfg,
+        state,
+        compacted,
+        counter,
+        &mut memo,
+    )
+}
+
+/// [`plan_micro`] resuming what earlier plans of the same transcript found (see [`PlanMemo`]):
+/// the same plan, but while the reclaim gate holds and the transcript only grows, a plan
+/// reads only the exchanges appended since the last one instead of every exchange after the
+/// cursor again.
+pub fn plan_micro_memo(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &MicroConfig,
+    state: &MicroState,
+    compacted: bool,
+    counter: &dyn TokenCounter,
+    memo: &mut PlanMemo,
+) -> MicroPlan {
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
     if resolved
@@ -717,21 +866,65 @@ pub fn plan_micro(
         Role::Assistant,
         resolved.rolling_summary.as_deref().unwrap_or(""),
     ));
-    let reclaim = |ranges: &[Range<usize>]| -> i64 {
-        let out: u64 = ranges.iter().map(|x| t.tokens_in(x.clone())).sum();
-        (out + superseded_tokens) as i64 - new_marker_tokens as i64
-    };
-    let mut ranges = vec![first];
-    if cfg.min_reclaim_tokens > 0 {
-        while reclaim(&ranges) < cfg.min_reclaim_tokens as i64 {
+    let reclaim = |out: u64| -> i64 { (out + superseded_tokens) as i64 - new_marker_tokens as i64 };
+    let gate = cfg.min_reclaim_tokens as i64;
+    let rewritable = r.rewritable_middle();
+    // The sum over `ranges` is kept as they grow; a scan that fell short before resumes after
+    // the last exchange it found.
+    // `checked`: how many of `ranges` are known to hold no open call (remembered ones were
+    // checked when they were found).
+    let (mut ranges, mut out, checked) =
+        match memo.gate_for(t, resolved.cursor, &rewritable, &first) {
+            Some(g) if gate > 0 => {
+                let checked = g.ranges.len();
+                (g.ranges, g.tokens, checked)
+            }
+            _ => {
+                let out = t.tokens_in(first.clone());
+                (vec![first], out, 0)
+            }
+        };
+    if gate > 0 && reclaim(out) >= gate && ranges.len() > 1 {
+        // A lower gate than the remembered scan's: the first exchanges that reach it.
+        out = 0;
+        let mut keep = 0;
+        for x in &ranges {
+            out += t.tokens_in(x.clone());
+            keep += 1;
+            if reclaim(out) >= gate {
+                break;
+            }
+        }
+        ranges.truncate(keep);
+    }
+    if gate > 0 {
+        while reclaim(out) < gate {
             let from = ranges.last().map_or(resolved.cursor, |x| x.end);
-            match next_micro_exchange(msgs, r.rewritable_middle(), from) {
-                Some(next) => ranges.push(next),
+            match next_micro_exchange(msgs, rewritable.clone(), from) {
+                Some(next) => {
+                    out += t.tokens_in(next.clone());
+                    ranges.push(next);
+                }
                 None => {
                     plan.step = MicroStep::Gated {
-                        reclaimable_tokens: reclaim(&ranges),
+                        reclaimable_tokens: reclaim(out),
                         exchanges: ranges.len(),
                     };
+                    // Absorbability of an exchange with a call it does not answer depends on
+                    // what is appended: such a scan is not remembered.
+                    if !ranges[checked..]
+                        .iter()
+                        .any(|x| has_open_call(msgs, x.clone()))
+                    {
+                        memo.gate = Some(GateScan {
+                            lineage: t.lineage(),
+                            len: t.len(),
+                            cursor: resolved.cursor,
+                            middle: rewritable,
+                            ranges,
+                            tokens: out,
+                        });
+                    }
                     plan.resolved = Some(resolved);
                     return plan;
                 }
@@ -744,8 +937,8 @@ pub fn plan_micro(
     let ledger = ledger_of(rolling_ledger, msgs, &ranges);
     let job = AbsorbJob {
         kind: MarkerKind::Micro,
-        exchange_tokens: ranges.iter().map(|x| t.tokens_in(x.clone())).sum(),
-        expected_reclaim_tokens: reclaim(&ranges),
+        exchange_tokens: out,
+        expected_reclaim_tokens: reclaim(out),
         ranges,
         material,
         previous_summary: rolling_text,
@@ -779,6 +972,30 @@ pub fn plan_turn_progress(
     compacted: bool,
     counter: &dyn TokenCounter,
 ) -> MicroPlan {
+    let mut memo = PlanMemo::default();
+    plan_turn_progress_memo(
+        t,
+        threshold_tokens,
+        cfg,
+        state,
+        compacted,
+        counter,
+        &mut memo,
+    )
+}
+
+/// [`plan_turn_progress`] resuming what earlier plans of the same transcript found (see
+/// [`PlanMemo`]): the same plan, but the middle is searched for an earlier turn's progress
+/// marker only where earlier plans did not search it already.
+pub fn plan_turn_progress_memo(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &MicroConfig,
+    state: &MicroState,
+    compacted: bool,
+    counter: &dyn TokenCounter,
+    memo: &mut PlanMemo,
+) -> MicroPlan {
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let mut plan = MicroPlan {
         regions: r.clone(),
@@ -801,13 +1018,14 @@ pub fn plan_turn_progress(
         plan.step = MicroStep::Noop(NoopReason::StrictAlternation);
         return plan;
     }
-    if r.middle
-        .clone()
+    if memo
+        .progress_unknown(t, &r.middle)
         .any(|i| marker::classify(&msgs[i]) == Some(MarkerKind::Progress))
     {
         plan.step = MicroStep::Noop(NoopReason::EarlierProgressMarker);
         return plan;
     }
+    memo.progress_clear(t, &r.middle);
     let progress = (u + 1 < msgs.len()
         && marker::classify(&msgs[u + 1]) == Some(MarkerKind::Progress))
     .then_some(u + 1);
@@ -852,10 +1070,15 @@ pub fn plan_turn_progress(
     let reclaim = |range: &Range<usize>| -> i64 {
         (t.tokens_in(range.clone()) + superseded_tokens) as i64 - new_marker_tokens as i64
     };
-    let mut range = first;
-    let mut units = 1;
-    if cfg.min_reclaim_tokens > 0 {
-        while reclaim(&range) < cfg.min_reclaim_tokens as i64 {
+    let gate = cfg.min_reclaim_tokens as i64;
+    // A scan that fell short before resumes after the last group it found (a lower gate
+    // than its sum starts over: the plan then absorbs).
+    let (mut range, mut units) = match memo.turn_for(t, &first, end_limit) {
+        Some(s) if gate > 0 && reclaim(&s.range) < gate => (s.range, s.units),
+        _ => (first, 1),
+    };
+    if gate > 0 {
+        while reclaim(&range) < gate {
             match next_unit(range.end) {
                 Some(next) => {
                     range.end = next.end;
@@ -866,6 +1089,16 @@ pub fn plan_turn_progress(
                         reclaimable_tokens: reclaim(&range),
                         exchanges: units,
                     };
+                    // A group ending at the transcript's end may still gain results.
+                    if range.end < t.len() {
+                        memo.turn = Some(TurnScan {
+                            lineage: t.lineage(),
+                            len: t.len(),
+                            end_limit,
+                            range,
+                            units,
+                        });
+                    }
                     return plan;
                 }
             }

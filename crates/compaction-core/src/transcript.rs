@@ -19,7 +19,7 @@ use crate::tokens::TokenCounter;
 /// Storage keeps free slots at both ends, so a splice moves whichever side of it is shorter:
 /// a micro pass that replaces an exchange just after the head costs the size of the head and
 /// the exchange, not the length of the transcript, and appends stay O(1).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 ///
 /// ```
 /// use compaction_core::{Estimator, Message, Transcript};
@@ -57,6 +57,25 @@ pub struct Transcript {
     /// Identifies the current content: drawn afresh on construction and on every mutation (see
     /// [`Transcript::stamp`]).
     stamp: u64,
+    /// Identifies a history of appends (see [`Transcript::lineage`]): drawn afresh on
+    /// construction, on clone and on every mutation except [`Transcript::push`].
+    lineage: u64,
+}
+
+impl Clone for Transcript {
+    /// An unchanged clone keeps the [stamp](Transcript::stamp) but starts a lineage of its own:
+    /// the two may be appended to differently.
+    fn clone(&self) -> Transcript {
+        Transcript {
+            messages: self.messages.clone(),
+            keys: self.keys.clone(),
+            base: self.base,
+            calibration: self.calibration,
+            last_user: self.last_user,
+            stamp: self.stamp,
+            lineage: next_stamp(),
+        }
+    }
 }
 
 /// Source of [`Transcript::stamp`]s. A counter, not a hash: a stamp costs one atomic
@@ -100,6 +119,7 @@ impl Transcript {
             calibration: None,
             last_user,
             stamp: next_stamp(),
+            lineage: next_stamp(),
         }
     }
 
@@ -119,6 +139,14 @@ impl Transcript {
     /// [`set_row_id`]: Self::set_row_id
     pub fn stamp(&self) -> u64 {
         self.stamp
+    }
+
+    /// Identifies a history of appends: unchanged while [`push`](Self::push) is the only
+    /// mutation, so two observations with the same lineage see the same first `len` messages
+    /// (the shorter one's length). Every other mutation, and every clone, starts a new one.
+    /// Planners use it to resume a scan of an append-only transcript instead of redoing it.
+    pub(crate) fn lineage(&self) -> u64 {
+        self.lineage
     }
 
     /// The messages, in order.
@@ -286,6 +314,7 @@ impl Transcript {
             .collect();
         self.keys.splice(range.start + 1..range.end + 1, new_keys);
         self.stamp = next_stamp();
+        self.lineage = next_stamp();
         // A surviving calibration covers only messages before `range.start`, which did not
         // change: messages inserted at or after its boundary were not in the measured request.
         removed
@@ -355,6 +384,7 @@ impl Transcript {
         self.base = 0;
         self.last_user = None;
         self.stamp = next_stamp();
+        self.lineage = next_stamp();
         removed
     }
 
@@ -381,6 +411,7 @@ impl Transcript {
         }
         // The marker kind may change, and with it what a planner sees.
         self.stamp = next_stamp();
+        self.lineage = next_stamp();
         m.meta_mut()
     }
 
@@ -406,6 +437,7 @@ impl Transcript {
         }
         if self.messages()[i].is_pinned() != pinned {
             self.stamp = next_stamp();
+            self.lineage = next_stamp();
             self.messages.as_mut_slice()[i].set_pinned(pinned);
         }
         true

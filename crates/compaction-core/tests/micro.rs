@@ -897,3 +897,187 @@ fn one_micro_vocabulary_rendered_one_way() {
     assert!(serde_json::from_str::<K>("\"progressed\"").is_err());
     assert_eq!(K::default(), K::Noop);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The plan memo (issue 26): a plan that resumes earlier scans is the plan made from scratch.
+
+/// One step of a session under construction: what is appended or changed before the next plan.
+fn memo_step(t: &mut Transcript, e: &Estimator, op: u8, arg: u16, n: &mut usize) {
+    *n += 1;
+    let id = format!("m{n}");
+    let size = 50 + usize::from(arg % 1_500);
+    match op % 12 {
+        0 | 1 => t.push(Message::user(format!("request {n}")), e),
+        2 | 3 => {
+            t.push(
+                Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]),
+                e,
+            );
+            t.push(Message::tool_result(&id, "o".repeat(size)), e);
+        }
+        4 => t.push(
+            Message::assistant(format!("done {n} {}", "r".repeat(size))),
+            e,
+        ),
+        // A call answered only later (or never): absorbability depends on what is appended.
+        5 => t.push(
+            Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]),
+            e,
+        ),
+        6 => {
+            let open = (1..*n).rev().map(|k| format!("m{k}")).find(|k| {
+                t.messages()
+                    .iter()
+                    .any(|m| m.tool_calls().iter().any(|c| c.call_id() == k))
+                    && !t.messages().iter().any(|m| m.tool_call_id() == Some(k))
+            });
+            if let Some(k) = open {
+                t.push(Message::tool_result(&k, "late"), e);
+            }
+        }
+        7 => {
+            let len = t.len();
+            if len > 0 {
+                t.pin(usize::from(arg) % len, arg.is_multiple_of(2));
+            }
+        }
+        8 => {
+            let len = t.len();
+            t.calibrate(t.estimated_total() * u64::from(1 + arg % 3) / 2, len);
+        }
+        9 => {
+            let len = t.len();
+            if len > 3 {
+                let i = 1 + usize::from(arg) % (len - 1);
+                t.replace(i, Message::assistant(format!("rewritten {n}")), e);
+            }
+        }
+        _ => t.push(Message::assistant(format!("{} {n}", "[tool round]")), e),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_memo_plan_is_the_plan_from_scratch(
+        ops in prop::collection::vec((any::<u8>(), any::<u16>(), 0u64..6_000, any::<bool>()), 1..160),
+        threshold in 1_500u64..20_000,
+        compacted: bool,
+    ) {
+        let e = Estimator::default();
+        let mut t = Transcript::new(vec![Message::system("sys")], &e);
+        let mut state = MicroState::default();
+        let mut memo = micro::PlanMemo::default();
+        let mut n = 0;
+        for (op, arg, gate, absorb) in ops {
+            // A clone appended to differently must not inherit the original's scans.
+            if op == 255 {
+                let mut other = t.clone();
+                memo_step(&mut other, &e, arg as u8, arg, &mut n);
+                t = other;
+            } else {
+                memo_step(&mut t, &e, op, arg, &mut n);
+            }
+            let cfg = MicroConfig { min_reclaim_tokens: gate, ..MicroConfig::default() };
+            let fresh = micro::plan_micro(&t, threshold, &cfg, &state, compacted, &e);
+            let memo_plan =
+                micro::plan_micro_memo(&t, threshold, &cfg, &state, compacted, &e, &mut memo);
+            prop_assert_eq!(&memo_plan, &fresh);
+            let fresh_tp = micro::plan_turn_progress(&t, threshold, &cfg, &state, compacted, &e);
+            let memo_tp = micro::plan_turn_progress_memo(
+                &t, threshold, &cfg, &state, compacted, &e, &mut memo,
+            );
+            prop_assert_eq!(&memo_tp, &fresh_tp);
+            state.record_plan(&fresh);
+            // Sometimes the pass runs: the transcript is rewritten under the memo.
+            if absorb && let MicroStep::Absorb(_) = &fresh.step {
+                let out = micro::assemble_micro(&t, &fresh, &merge(&fresh), &cfg, &e).unwrap();
+                state.record_outcome(&out);
+                out.edit().unwrap().clone().apply_to(&mut t, &e).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_memo_follows_a_gated_session_as_it_grows_then_absorbs_what_a_fresh_plan_does() {
+    let e = Estimator::default();
+    let base = tool_heavy(60);
+    let cfg = MicroConfig {
+        min_reclaim_tokens: 1_000_000,
+        ..MicroConfig::default()
+    };
+    let mut t = Transcript::new(base[..1].to_vec(), &e);
+    let state = MicroState::default();
+    let mut memo = micro::PlanMemo::default();
+    let mut gated = 0;
+    for m in &base[1..] {
+        t.push(m.clone(), &e);
+        let p = micro::plan_micro_memo(&t, 4_000, &cfg, &state, true, &e, &mut memo);
+        assert_eq!(p, micro::plan_micro(&t, 4_000, &cfg, &state, true, &e));
+        gated += usize::from(matches!(p.step, MicroStep::Gated { .. }));
+    }
+    assert!(
+        gated > 100,
+        "the premise: the gate held ({gated} gated plans)"
+    );
+    // The gate drops below what the remembered scan holds: the first exchanges that reach it.
+    let low = MicroConfig {
+        min_reclaim_tokens: 3_000,
+        ..MicroConfig::default()
+    };
+    let p = micro::plan_micro_memo(&t, 4_000, &low, &state, true, &e, &mut memo);
+    assert_eq!(p, micro::plan_micro(&t, 4_000, &low, &state, true, &e));
+    let MicroStep::Absorb(job) = &p.step else {
+        panic!("expected an absorb, got {:?}", p.step);
+    };
+    assert!(job.ranges.len() >= 2, "{job:?}");
+}
+
+#[test]
+fn a_memo_follows_a_long_gated_turn_as_it_grows() {
+    let e = Estimator::default();
+    let cfg = MicroConfig {
+        min_reclaim_tokens: 1_000_000,
+        ..MicroConfig::default()
+    };
+    let mut t = Transcript::new(
+        vec![Message::system("sys"), Message::user("fix everything")],
+        &e,
+    );
+    let state = MicroState::default();
+    let mut memo = micro::PlanMemo::default();
+    let mut gated = 0;
+    for i in 0..150 {
+        let id = format!("c{i}");
+        t.push(
+            Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]),
+            &e,
+        );
+        t.push(Message::tool_result(&id, "z".repeat(900)), &e);
+        let p = micro::plan_turn_progress_memo(&t, 4_000, &cfg, &state, true, &e, &mut memo);
+        assert_eq!(
+            p,
+            micro::plan_turn_progress(&t, 4_000, &cfg, &state, true, &e)
+        );
+        gated += usize::from(matches!(p.step, MicroStep::Gated { .. }));
+        // A lower gate in between: the plan absorbs exactly what a fresh plan does.
+        if i % 50 == 49 {
+            let low = MicroConfig {
+                min_reclaim_tokens: 2_000,
+                ..MicroConfig::default()
+            };
+            let p = micro::plan_turn_progress_memo(&t, 4_000, &low, &state, true, &e, &mut memo);
+            assert_eq!(
+                p,
+                micro::plan_turn_progress(&t, 4_000, &low, &state, true, &e)
+            );
+            assert!(matches!(p.step, MicroStep::Absorb(_)), "{:?}", p.step);
+        }
+    }
+    assert!(
+        gated > 100,
+        "the premise: a long turn, gated ({gated} gated plans)"
+    );
+}

@@ -1061,6 +1061,8 @@ impl Compressor {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct MicroRuntime {
     pub(crate) state: compaction_core::micro::MicroState,
+    /// What earlier plans found, resumed while the transcript only grows (content-free).
+    pub(crate) memo: compaction_core::micro::PlanMemo,
     pub(crate) turns: u64,
     pub(crate) rounds: u64,
     pub(crate) passes_total: u64,

@@ -69,28 +69,33 @@ impl Compressor {
         let compacted = self.state().compacted;
         // Nothing in a micro pass may fail the turn: a bug in planning is caught, logged
         // (without content) and the pass skipped.
+        // The memo lets a plan resume the scans of the previous ones (a panic drops it).
+        let mut memo = std::mem::take(&mut self.rt.micro.memo);
         let planned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match hook {
-            Hook::Turn => micro::plan_micro(
+            Hook::Turn => micro::plan_micro_memo(
                 t,
                 self.threshold_tokens(),
                 &cfg,
                 &self.rt.micro.state,
                 compacted,
                 self.counter(),
+                &mut memo,
             ),
-            Hook::ToolRound => micro::plan_turn_progress(
+            Hook::ToolRound => micro::plan_turn_progress_memo(
                 t,
                 self.threshold_tokens(),
                 &cfg,
                 &self.rt.micro.state,
                 compacted,
                 self.counter(),
+                &mut memo,
             ),
         }));
         let Ok(plan) = planned else {
             tracing::error!("Micro-compaction: planning panicked; pass skipped");
             return None;
         };
+        self.rt.micro.memo = memo;
         if let Some(micro::Resolved {
             cursor,
             source: micro::CursorSource::Marker { index, kind },
