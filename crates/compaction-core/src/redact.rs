@@ -839,10 +839,35 @@ fn is_prefixed_token(run: &str) -> bool {
     {
         return false;
     }
+    let vendor =
+        VENDOR_PREFIXES.contains(&prefix) || (prefix == "github" && run[6..].starts_with("_pat_"));
     let Some(body) = parts.max_by_key(|p| p.len()) else {
         return false;
     };
+    if vendor {
+        // A prefix only its vendor issues: the body's shape is enough, whatever its entropy
+        // (a random body can come out with few distinct characters).
+        return body.len() >= 16 && is_token_body(body);
+    }
     body.len() >= 20 && is_random(body)
+}
+
+/// Prefixes that only their vendor issues (Slack, GitHub, GitLab, OpenAI and Anthropic,
+/// Hugging Face, npm, PyPI, Shopify, DigitalOcean, Grafana, Groq, xAI, Stripe restricted keys).
+const VENDOR_PREFIXES: [&str; 24] = [
+    "xoxb", "xoxp", "xoxa", "xoxr", "xoxs", "xoxe", "xapp", "ghp", "gho", "ghu", "ghs", "ghr",
+    "glpat", "sk", "hf", "npm", "pypi", "shpat", "shpss", "dop", "doo", "glsa", "gsk", "xai",
+];
+
+/// A token body: letters and digits only, with a digit or both cases, not one repeated
+/// character.
+fn is_token_body(body: &str) -> bool {
+    let b = body.as_bytes();
+    let all_alnum = b.iter().all(u8::is_ascii_alphanumeric);
+    let digit = b.iter().any(u8::is_ascii_digit);
+    let upper = b.iter().any(u8::is_ascii_uppercase);
+    let lower = b.iter().any(u8::is_ascii_lowercase);
+    all_alnum && (digit || (upper && lower)) && b.iter().any(|&c| c != b[0])
 }
 
 /// An AWS key id by its prefix (`AKIA`, `ASIA`, ...) and 16 upper-case letters or digits,
@@ -922,8 +947,10 @@ static LONG_FLAG: LazyLock<Regex> = LazyLock::new(|| {
 /// places a password follows a fixed word (`.netrc`, XML elements).
 static SHORT_FLAGS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     [
-        // curl -u user:pass, --user user:pass (the password after the first colon).
-        r#"(?:^|[\s"'])(?:-u|--user)(?:=|[ \t]+)?['"]?[^\s'":]*:([^\s'"]+)"#,
+        // --user user:pass (the password after the first colon), anywhere.
+        r#"(?:^|[\s"'])--user(?:=|[ \t]+)['"]?[^\s'":]+:([^\s'"]+)"#,
+        // curl -u user:pass, -uuser:pass: `-u` means this only after curl.
+        r#"\bcurl\b[^\n|;&]*?[ \t]-u(?:[ \t]+)?['"]?[^\s'":]+:([^\s'"]+)"#,
         // mysql -pSECRET (glued; `-p` alone prompts).
         r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\n|;&]*?[ \t]-p([^\s'\x22]+)",
         // sshpass -p SECRET, -pSECRET.
@@ -963,7 +990,12 @@ fn flag_spans(t: &str, out: &mut Spans) {
         for c in re.captures_iter(t) {
             let m = c.get(1).expect("group 1 always takes part");
             let v = m.as_str();
-            if v.starts_with('-') || is_placeholder(v) || v.contains(REDACTED) {
+            // A value with no letter or digit (`-u:(`) is punctuation, not a password.
+            if v.starts_with('-')
+                || !v.bytes().any(|c| c.is_ascii_alphanumeric())
+                || is_placeholder(v)
+                || v.contains(REDACTED)
+            {
                 continue;
             }
             out.push((m.start(), m.end()));
@@ -1507,6 +1539,22 @@ mod tests {
             "g=AIzaSyA1234567890abcdefghijklmnopqrstuv!",
             "g=[REDACTED]!",
         );
+        // Found by the property test: a vendor prefix with a low-entropy body.
+        check("t xoxb-aaaaaa0AAAaaa0aaaAAaAAAA t", "t [REDACTED] t");
+        check("t sk-aaaaaaaaaaaaAAAAaaaaaaaaaaaaaaaa t", "t [REDACTED] t");
+        check(
+            "t github_pat_aaaaaaaaaaaaaaaaaaaa0aaaaaaaaa t",
+            "t [REDACTED] t",
+        );
+        // ... but not a word after it.
+        check(
+            "t sk-learn-and-scikit-image t",
+            "t sk-learn-and-scikit-image t",
+        );
+        // Found by the property test: `-u:(` is no `curl -u user:pass`.
+        check("-u:(\nx", "-u:(\nx");
+        check("x -u0:(0 y", "x -u0:(0 y");
+        check("curl -u0:pw0 y", "curl -u0:[REDACTED] y");
         check("id AKIA2OGYBAH6TZJVMXQE.", "id [REDACTED].");
         // Digit-heavy ids (too few letters for the upper-key shape) by their prefix.
         check("id AKIA715581H9H4283371.", "id [REDACTED].");
