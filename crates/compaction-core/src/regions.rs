@@ -217,6 +217,16 @@ pub fn partition(
     } else {
         (sys + cfg.protect_first_n).min(n)
     };
+    // A summary marker among the first messages says the session was compacted before,
+    // whatever the caller knows (a resumed session, a fresh compressor): head protection has
+    // decayed, and the head may not hide the marker from the passes that resume it.
+    if !compacted
+        && msgs[sys..head_end]
+            .iter()
+            .any(|m| crate::marker::classify(m).is_some())
+    {
+        head_end = sys;
+    }
     head_end = groups::align_forward(msgs, head_end);
 
     // Tail by token budget, then at least protect_last_n messages.

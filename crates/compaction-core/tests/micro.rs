@@ -505,6 +505,34 @@ fn cursor_is_recovered_from_the_transcript_alone() {
 }
 
 #[test]
+fn a_marker_inside_the_would_be_head_is_resumed_not_doubled() {
+    // A session compacted by micro, then resumed by a compressor that does not know it was
+    // compacted (`compacted = false`, an empty state): the first messages, the marker among
+    // them, would be the protected head. The head may not hide our own marker, or the next
+    // pass starts a second one (law 5).
+    let mut h = Harness::new(tool_heavy(20), MicroConfig::default(), 20_000, true);
+    absorb_all(&mut h, 3);
+    let at = (0..h.t.len())
+        .find(|&i| marker::classify(&h.t.messages()[i]) == Some(MarkerKind::Micro))
+        .expect("a micro marker");
+    for protect_first_n in [at, at + 1, at + 3] {
+        let mut cfg = h.cfg.clone();
+        cfg.regions.protect_first_n = protect_first_n;
+        let mut resumed = Harness::new(h.t.messages().to_vec(), cfg, 20_000, false);
+        let ran = absorb_all(&mut resumed, 4);
+        assert!(
+            ran.iter().any(|r| matches!(r, Ran::Absorbed)),
+            "protect_first_n = {protect_first_n}: nothing absorbed: {ran:?}"
+        );
+        assert_eq!(
+            resumed.count(MarkerKind::Micro),
+            1,
+            "protect_first_n = {protect_first_n}"
+        );
+    }
+}
+
+#[test]
 fn defrag_rewrites_the_marker_in_place_and_a_stubborn_summarizer_cannot_livelock() {
     let cfg = MicroConfig {
         defrag_threshold_tokens: 20,
