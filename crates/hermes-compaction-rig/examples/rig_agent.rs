@@ -173,10 +173,10 @@ pub async fn run(url: &str, first: usize) -> Summary {
             summary.requests += 1;
             let reply = model(&request, prompt);
             for block in &reply.content {
-                if let Some(item) = block.native_item() {
-                    if let Some(sig) = item.get("signature").and_then(|s| s.as_str()) {
-                        sent.insert(sig.to_owned(), serde_json::to_string(item).expect("JSON"));
-                    }
+                if let Some(item) = block.native_item()
+                    && let Some(sig) = item.get("signature").and_then(|s| s.as_str())
+                {
+                    sent.insert(sig.to_owned(), serde_json::to_string(item).expect("JSON"));
                 }
             }
             let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
@@ -229,14 +229,14 @@ fn check_signed(history: &[Message], sent: &HashMap<String, String>) -> usize {
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [flag, url] = args.as_slice() {
-        if flag == "--resume" {
-            // The second process: the same conversation, from the store alone.
-            let s = run(url, PROMPTS).await;
-            println!("resumed process: {s:?}");
-            assert!(s.signed_checked > 0, "rig got signed thinking back");
-            return;
-        }
+    if let [flag, url] = args.as_slice()
+        && flag == "--resume"
+    {
+        // The second process: the same conversation, from the store alone.
+        let s = run(url, PROMPTS).await;
+        println!("resumed process: {s:?}");
+        assert!(s.signed_checked > 0, "rig got signed thinking back");
+        return;
     }
     let dir = tempfile_dir();
     let url = args

@@ -23,8 +23,8 @@
 //!
 //! ```
 //! use hermes_compaction_rig::convert::{from_rig, to_rig};
-//! use rig_core::completion::{AssistantContent, Message, ToolResultContent};
-//! use rig_core::message::ToolName;
+//! use rig_core::completion::{AssistantContent, Message};
+//! use rig_core::message::{ToolName, ToolResultContent};
 //! use serde_json::json;
 //!
 //! let call = AssistantContent::tool_call("toolu_1", ToolName::new("bash")?, json!({"cmd": "ls"}));
@@ -679,10 +679,8 @@ fn result_content(index: usize, p: &Value) -> Result<ToolResultContent> {
         Some("text") => {
             let json_text = rig_of(p).get("json").and_then(Value::as_bool) == Some(true);
             let text = text_of(index, p)?;
-            if json_text {
-                if let Ok(value) = serde_json::from_str(&text.text) {
-                    return Ok(ToolResultContent::Json { value });
-                }
+            if json_text && let Ok(value) = serde_json::from_str(&text.text) {
+                return Ok(ToolResultContent::Json { value });
             }
             Ok(ToolResultContent::Text(text))
         }
@@ -795,10 +793,10 @@ fn image_of(index: usize, b: &Value) -> Result<Image> {
         .ok_or_else(|| Error::convert(index, "an image block without a source"))?;
     source_fields(index, src, &mut o)?;
     // An image's media type is an image type (a document's source may name others).
-    if let Some(m) = o.get("media_type") {
-        if serde_json::from_value::<ImageMediaType>(m.clone()).is_err() {
-            o.remove("media_type");
-        }
+    if let Some(m) = o.get("media_type")
+        && serde_json::from_value::<ImageMediaType>(m.clone()).is_err()
+    {
+        o.remove("media_type");
     }
     de(index, Value::Object(o), "an image block")
 }

@@ -74,10 +74,14 @@ impl std::fmt::Debug for CompactingMemory {
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// use hermes_compaction::Config;
 /// use hermes_compaction_rig::{CompactingMemory, Loaded};
+/// use rig_core::completion::Message;
 ///
 /// let memory = CompactingMemory::connect("sqlite::memory:", Config::default()).await?;
-/// let Loaded { before, kept, messages, report } = memory.load_session("t").await?;
-/// assert!(before.is_empty() && kept.is_empty() && messages.is_empty() && report.is_none());
+/// memory.append_messages("t", &[Message::user("hi")]).await?;
+/// let loaded: Loaded = memory.load_session("t").await?;
+/// assert!(loaded.report.is_none()); // far below the threshold: no pass
+/// assert_eq!(loaded.before.len(), loaded.kept.len());
+/// assert_eq!(loaded.messages, [Message::user("hi")]);
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
