@@ -15,23 +15,38 @@
 //! `rig-agent` companion crate); the memory seam is `rig_core::memory::ConversationMemory`,
 //! which a runtime calls before a prompt (`load`) and after a turn (`append`).
 //!
+//! The README's "Using it from rig" (a test checks they are the same):
+//!
 //! ```
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use hermes_compaction::Config;
 //! use hermes_compaction_rig::CompactingMemory;
 //! use rig_core::completion::Message;
 //! use rig_core::memory::ConversationMemory;
 //!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let mut config = Config::default();
-//! config.model.context_length = 16_000;
-//! let memory = CompactingMemory::connect("sqlite::memory:", config).await?;
+//! config.model.context_length = 32_000; // the model's window
+//! // SQLite (created when missing); a postgres:// URL with feature `postgres`.
+//! let db = std::env::temp_dir().join("rig-sessions.db");
+//! let memory = CompactingMemory::connect(&format!("sqlite://{}", db.display()), config)
+//!     .await
+//!     .unwrap();
 //! let id = "thread-1".into();
-//! memory.append(&id, vec![Message::user("My name is Alice."), Message::assistant("Hello, Alice!")]).await?;
-//! assert_eq!(memory.load(&id).await?.len(), 2);
-//! memory.clear(&id).await?;
-//! assert!(memory.load(&id).await?.is_empty());
-//! # Ok(()) }
+//! memory.clear(&id).await.unwrap(); // archives (`session undo` brings it back), never deletes
+//!
+//! // What a rig runtime does around each prompt: load before it (the memory compacts and
+//! // commits first when the conversation is over the threshold), append the turn after it.
+//! let history = memory.load(&id).await.unwrap();
+//! assert!(history.is_empty());
+//! let turn = vec![Message::user("My name is Alice."), Message::assistant("Hello, Alice!")];
+//! memory.append(&id, turn.clone()).await.unwrap(); // one transaction
+//! assert_eq!(memory.load(&id).await.unwrap(), turn);
+//!
+//! // Another process (or handle) resumes the conversation from the store alone.
+//! let url = format!("sqlite://{}", db.display());
+//! let resumed = CompactingMemory::connect(&url, Config::default()).await.unwrap();
+//! assert_eq!(resumed.load(&id).await.unwrap(), turn);
+//! # });
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

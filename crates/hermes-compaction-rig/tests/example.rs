@@ -49,3 +49,22 @@ fn the_example_resumes_from_postgres() {
         "skipped: feature `postgres` is off (the_example_resumes_from_postgres)",
     );
 }
+
+/// The README's "Using it from rig" example is the crate doc's, which runs as a doctest.
+#[test]
+fn the_readme_example_is_the_doctest() {
+    let readme = std::fs::read_to_string(test_support::workspace_root().join("README.md")).unwrap();
+    let section = &readme[readme.find("## Using it from rig").expect("the section")..];
+    let start = section.find("```rust\n").expect("a rust block") + "```rust\n".len();
+    let block = &section[start..start + section[start..].find("```").unwrap()];
+    let lib = include_str!("../src/lib.rs");
+    let doc: String = lib
+        .lines()
+        .filter_map(|l| l.strip_prefix("//!"))
+        .map(|l| l.strip_prefix(' ').unwrap_or(l).to_owned() + "\n")
+        .collect();
+    assert!(
+        doc.contains(block),
+        "README block differs from the crate doc"
+    );
+}
