@@ -96,6 +96,10 @@ pub struct Loaded {
     /// The batch pass, when one ran (check it with `compaction_core::laws::check(&before,
     /// &kept, &report.law_pass(), counter)`).
     pub report: Option<BatchReport>,
+    /// Whether a first pass was refused because another writer had committed since the
+    /// snapshot, so the load took the store's rows and checked again (`report` is then the
+    /// second check's).
+    pub reloaded: bool,
 }
 
 impl CompactingMemory {
@@ -164,10 +168,10 @@ impl CompactingMemory {
         let mut before = messages.clone();
         let mut t = c.transcript(messages);
         let (_, mut report) = c.before_request(&mut t).await;
-        if report
+        let reloaded = report
             .as_ref()
-            .is_some_and(|r| r.failure == Some(Failure::StaleGeneration))
-        {
+            .is_some_and(|r| r.failure == Some(Failure::StaleGeneration));
+        if reloaded {
             // Another writer (a concurrent load) committed first: take its rows and check
             // again, rather than compacting what it already compacted.
             c.reload(&mut t).await?;
@@ -182,6 +186,7 @@ impl CompactingMemory {
             kept,
             messages,
             report,
+            reloaded,
         })
     }
 
