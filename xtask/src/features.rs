@@ -1,6 +1,6 @@
-//! The feature-set check: each cargo feature of the facade (and of compaction-llm) adds what it
-//! names and nothing else. For each feature set, `cargo tree -e normal` must hold the crates
-//! the set names and none of the crates it leaves out. Like the layering check, it reads the
+//! The feature-set check: each cargo feature of the facade (and of compaction-llm and the rig
+//! integration) adds what it names and nothing else. For each feature set, `cargo tree -e
+//! normal` must hold the crates the set names and none of the crates it leaves out. Like the layering check, it reads the
 //! resolved graph, so a default feature switched on through a dependency is caught.
 
 use std::process::Command;
@@ -128,6 +128,35 @@ const SETS: &[FeatureSet] = &[
             "sqlx-postgres",
             "aws-lc-sys",
         ],
+    },
+    // The rig integration: rig-core without its default features (no HTTP client, no derive
+    // macros), the store with SQLite; PostgreSQL only with its feature.
+    FeatureSet {
+        package: "hermes-compaction-rig",
+        features: None,
+        present: &[
+            "rig-core",
+            "hermes-compaction",
+            "compaction-store",
+            "sqlx-sqlite",
+        ],
+        absent: &[
+            "reqwest",
+            "hyper",
+            "rustls",
+            "rig-derive",
+            "rig-reqwest",
+            "sqlx-postgres",
+            "async-openai",
+            "compaction-telemetry",
+            "figment",
+        ],
+    },
+    FeatureSet {
+        package: "hermes-compaction-rig",
+        features: Some("postgres"),
+        present: &["rig-core", "sqlx-postgres"],
+        absent: &["reqwest", "hyper", "rustls", "rig-derive", "aws-lc-sys"],
     },
 ];
 

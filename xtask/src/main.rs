@@ -11,7 +11,18 @@ mod features;
 mod measure;
 
 /// Crates that must never appear in compaction-core's normal dependency tree.
-const FORBIDDEN_IN_CORE: [&str; 5] = ["tokio", "sqlx", "reqwest", "hyper", "async-openai"];
+const FORBIDDEN_IN_CORE: [&str; 6] = [
+    "tokio",
+    "sqlx",
+    "reqwest",
+    "hyper",
+    "async-openai",
+    "rig-core",
+];
+
+/// Framework integrations: they sit above the facade, and nothing of the library (core, the
+/// adapters, the facade) depends on them or on the framework they integrate.
+const INTEGRATIONS: [(&str, &str); 1] = [("hermes-compaction-rig", "rig-core")];
 
 /// Adapter crates: each depends on core, never on another adapter.
 const ADAPTERS: [&str; 4] = [
@@ -293,6 +304,31 @@ fn layering() -> Result<(), String> {
             if tree_contains(&deps, other) {
                 return Err(format!(
                     "layering: `{adapter}` depends on `{other}` (adapters meet only in the facade)"
+                ));
+            }
+        }
+    }
+    for library in ADAPTERS
+        .iter()
+        .chain(&["compaction-core", "hermes-compaction"])
+    {
+        let deps = tree(library)?;
+        for (integration, framework) in INTEGRATIONS {
+            for bad in [integration, framework] {
+                if tree_contains(&deps, bad) {
+                    return Err(format!(
+                        "layering: `{library}` depends on `{bad}` (framework integrations sit above the facade)"
+                    ));
+                }
+            }
+        }
+    }
+    for (integration, framework) in INTEGRATIONS {
+        let deps = tree(integration)?;
+        for needed in ["hermes-compaction", framework] {
+            if !tree_contains(&deps, needed) {
+                return Err(format!(
+                    "layering: `{integration}` does not depend on `{needed}` (an integration goes through the facade)"
                 ));
             }
         }

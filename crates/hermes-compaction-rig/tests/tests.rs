@@ -1,0 +1,5 @@
+//! The crate's one integration-test binary: a module per area.
+
+mod convert;
+mod example;
+mod memory;
