@@ -50,7 +50,7 @@ fn batch_pass(c: &mut Criterion) {
             let c = &mut config.compression;
             c.small_window_min_threshold = 0.75;
             c.threshold_floor_tokens = 64_000;
-            c.target_ratio = 0.2;
+            c.tail_ratio = 0.2;
             c.prune_minimum_tokens = 8_000;
             c.proactive_prune_tokens = 0;
             c.ledger_max_tokens = 0;

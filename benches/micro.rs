@@ -25,7 +25,8 @@ use common::InstantSummarizer;
 use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
 use compaction_core::{Estimator, Message, ToolCall, Transcript};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use hermes_compaction::{Compressor, Config, MicroOutcomeKind};
+use hermes_compaction::core::micro::MicroOutcomeKind;
+use hermes_compaction::{Compressor, Config};
 
 const THRESHOLD: u64 = 100_000;
 

@@ -1,5 +1,11 @@
-//! `cargo xtask measure`: lines per crate, the largest files, and the import cycles between
-//! the top-level modules of each crate.
+//! `cargo xtask measure`: lines per crate, public items per crate, the largest files, and the
+//! import cycles between the top-level modules of each crate.
+//!
+//! A public item is a declaration line of the non-test code under `src/` (everything before a
+//! file's first `#[cfg(test)]`) that starts with `pub` followed by `fn`, `struct`, `enum`,
+//! `trait`, `type`, `const`, `static`, `mod`, `use` (or `async fn`, `unsafe fn`): `pub(crate)`
+//! and other restricted visibilities are not public, a `pub use` line counts once whatever it
+//! re-exports, and fields and variants are not items.
 //!
 //! A module is a file under `src/` (`src/a.rs` and `src/a/b.rs` both count as module `a`;
 //! `lib.rs` and `main.rs` are the crate root, not a module). Module `a` imports module `b` when
@@ -37,6 +43,19 @@ pub fn measure(root: &Path) -> Result<(), String> {
         println!("  {name:<28} {src:>6} / {rest:>6}");
     }
     println!("  {:<28} {total_src:>6} / {total_rest:>6}", "total");
+    println!("public items per crate (pub declarations in non-test src):");
+    let mut total_pub = 0;
+    for (name, dir) in &crates {
+        let mut n = 0;
+        for f in rust_files(&dir.join("src")) {
+            let text = std::fs::read_to_string(&f)
+                .map_err(|e| format!("measure: {}: {e}", f.display()))?;
+            n += public_items(&text);
+        }
+        total_pub += n;
+        println!("  {name:<28} {n:>6}");
+    }
+    println!("  {:<28} {total_pub:>6}", "total");
     all_files.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
     println!("largest files:");
     for (n, f) in all_files.iter().take(10) {
@@ -99,6 +118,28 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// The public declarations of `text` (see the module docs), before its first `#[cfg(test)]`.
+fn public_items(text: &str) -> usize {
+    const KINDS: [&str; 11] = [
+        "fn ",
+        "struct ",
+        "enum ",
+        "trait ",
+        "type ",
+        "const ",
+        "static ",
+        "mod ",
+        "use ",
+        "async fn ",
+        "unsafe fn ",
+    ];
+    text.lines()
+        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+        .filter_map(|l| l.trim_start().strip_prefix("pub "))
+        .filter(|rest| KINDS.iter().any(|k| rest.starts_with(k)))
+        .count()
 }
 
 fn line_count(f: &Path) -> Result<usize, String> {
@@ -293,6 +334,15 @@ fn sccs(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_public_declarations_only() {
+        let text = "pub mod a;\npub(crate) fn hidden() {}\n/// pub fn in_a_doc() {}\n\
+                    pub struct S {\n    pub field: u8,\n}\nimpl S {\n    pub fn m(&self) {}\n    \
+                    pub async fn n(&self) {}\n}\npub use b::{X, Y};\nfn private() {}\n\
+                    #[cfg(test)]\npub fn test_only() {}\n";
+        assert_eq!(public_items(text), 5);
+    }
 
     #[test]
     fn finds_a_cycle_and_ignores_a_chain() {

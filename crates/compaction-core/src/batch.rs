@@ -12,7 +12,9 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use crate::defaults;
 use crate::edit::{Edit, Splice};
+use crate::error::Error;
 use crate::ledger::Ledger;
 use crate::marker;
 use crate::material::{self, MaterialConfig};
@@ -32,20 +34,24 @@ pub struct BatchConfig {
     pub prune: PruneConfig,
     /// Summarizer material bounds.
     pub material: MaterialConfig,
-    /// Minimum runway prune-only must buy, in tokens. Default 8,000.
+    /// Minimum runway prune-only must buy, in tokens. Default
+    /// [`defaults::PRUNE_MINIMUM_TOKENS`].
     pub prune_minimum_tokens: u64,
-    /// Minimum runway as a fraction of the threshold. Default 0.15.
+    /// Minimum runway as a fraction of the threshold. Default [`defaults::PRUNE_RUNWAY_RATIO`].
     pub prune_runway_ratio: f64,
-    /// Expected size of a summary, used to estimate whether one summary is enough. Default 2,000.
-    pub summary_budget_tokens: u64,
+    /// Bound of a summary (facade key `compression.summary_max_tokens`), used to estimate
+    /// whether one summary is enough. Default [`defaults::SUMMARY_MAX_TOKENS`].
+    #[serde(alias = "summary_max_tokens")]
+    pub summary_max_tokens: u64,
     /// Join neighbours instead of leaving same-role pairs the mainstream APIs accept.
     pub strict_alternation: bool,
     /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
-    /// ledger). Default 3,000.
+    /// ledger). Default [`defaults::LEDGER_MAX_TOKENS`].
     pub ledger_max_tokens: u64,
     /// Image parts of the rewritable regions older than the transcript's newest this-many
     /// become a short placeholder naming their type and size ([`crate::images`]); the
-    /// originals are archived with the rows the pass replaces. Default 3.
+    /// originals are archived with the rows the pass replaces. Default
+    /// [`defaults::KEEP_RECENT_IMAGES`].
     pub keep_recent_images: usize,
 }
 
@@ -55,12 +61,12 @@ impl Default for BatchConfig {
             regions: RegionConfig::default(),
             prune: PruneConfig::default(),
             material: MaterialConfig::default(),
-            prune_minimum_tokens: 8_000,
-            prune_runway_ratio: 0.15,
-            summary_budget_tokens: 2_000,
-            strict_alternation: false,
-            ledger_max_tokens: 3_000,
-            keep_recent_images: 3,
+            prune_minimum_tokens: defaults::PRUNE_MINIMUM_TOKENS,
+            prune_runway_ratio: defaults::PRUNE_RUNWAY_RATIO,
+            summary_max_tokens: u64::from(defaults::SUMMARY_MAX_TOKENS),
+            strict_alternation: defaults::STRICT_ALTERNATION,
+            ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,
+            keep_recent_images: defaults::KEEP_RECENT_IMAGES,
         }
     }
 }
@@ -136,7 +142,7 @@ pub struct SummaryJob {
     /// The files and commands of the span (with the ledgers of the summaries inside it),
     /// attached to the summary by [`assemble`]; `previous_summary` comes without them.
     pub ledger: Ledger,
-    /// The size to ask of the summarizer, in tokens: [`BatchConfig::summary_budget_tokens`],
+    /// The size to ask of the summarizer, in tokens: [`BatchConfig::summary_max_tokens`],
     /// or less when the window leaves less room, so the pass lands under the threshold.
     pub budget_tokens: u64,
     /// The bound of the ledger [`assemble`] attaches, in tokens:
@@ -180,12 +186,6 @@ pub struct RegionTokens {
     /// The pinned user message plus the tail.
     pub tail: u64,
 }
-
-/// Why a plan cannot be assembled: [`Error::StaleTranscript`](crate::Error::StaleTranscript),
-/// [`Error::SummaryCount`](crate::Error::SummaryCount),
-/// [`Error::WouldBreakToolPairs`](crate::Error::WouldBreakToolPairs) or an edit error. The
-/// crate's one error type under the name this module has always used.
-pub type PlanError = crate::error::Error;
 
 /// Plans a batch pass.
 ///
@@ -269,7 +269,7 @@ pub fn plan_batch(
     // until the protected part fits beside a summary.
     let protected: u64 = scaled(r.protected().iter().map(|p| t.tokens_in(p.clone())).sum());
     if !req.prune_only && !ranges.is_empty() && protected > threshold_tokens {
-        let limit = threshold_tokens.saturating_sub(cfg.summary_budget_tokens);
+        let limit = threshold_tokens.saturating_sub(cfg.summary_max_tokens);
         let demoted = demote_tail(t, &r, protected, limit, scale, cfg, counter, &mut plan);
         plan.tokens_after_prune = plan.tokens_after_prune.saturating_sub(protected - demoted);
     }
@@ -331,7 +331,7 @@ pub fn plan_batch(
                 scaled(pruned_tokens(t, &plan.prune, m.clone(), counter))
             });
             kept.saturating_sub(rewritten)
-                .saturating_add(cfg.summary_budget_tokens)
+                .saturating_add(cfg.summary_max_tokens)
         };
         if estimate(&span) > low_water {
             let whole = batch_range(t, &r, false);
@@ -354,7 +354,7 @@ pub fn plan_batch(
     }
     // One summary at full size: is it enough?
     let estimate_full = kept
-        .saturating_add(jobs.len() as u64 * cfg.summary_budget_tokens)
+        .saturating_add(jobs.len() as u64 * cfg.summary_max_tokens)
         .saturating_add(
             jobs.iter()
                 .filter_map(|j| j.ledger.render(cfg.ledger_max_tokens))
@@ -417,7 +417,7 @@ pub fn assemble(
     plan: &BatchPlan,
     summaries: &[String],
     cfg: &BatchConfig,
-) -> Result<Edit, PlanError> {
+) -> Result<Edit, Error> {
     assemble_from(t, plan, plan.prune.edit.splices.clone(), summaries, cfg)
 }
 
@@ -429,7 +429,7 @@ pub fn assemble_taking_prune(
     plan: &mut BatchPlan,
     summaries: &[String],
     cfg: &BatchConfig,
-) -> Result<Edit, PlanError> {
+) -> Result<Edit, Error> {
     let prune = std::mem::take(&mut plan.prune.edit.splices);
     assemble_from(t, plan, prune, summaries, cfg)
 }
@@ -440,16 +440,16 @@ fn assemble_from(
     prune: Vec<Splice>,
     summaries: &[String],
     cfg: &BatchConfig,
-) -> Result<Edit, PlanError> {
+) -> Result<Edit, Error> {
     if t.stamp() != plan.planned_stamp {
-        return Err(PlanError::StaleTranscript);
+        return Err(Error::StaleTranscript);
     }
     let jobs: &[SummaryJob] = match &plan.step {
         BatchStep::Summarize(jobs) => jobs,
         _ => &[],
     };
     if jobs.len() != summaries.len() {
-        return Err(PlanError::SummaryCount {
+        return Err(Error::SummaryCount {
             expected: jobs.len(),
             got: summaries.len(),
         });
@@ -474,14 +474,14 @@ fn assemble_from(
     let edit = Edit { splices };
     edit.validate(msgs.len())?;
     if breaks_pairs(msgs, &edit) {
-        return Err(PlanError::WouldBreakToolPairs);
+        return Err(Error::WouldBreakToolPairs);
     }
     Ok(edit)
 }
 
 /// The role a marker placed between `prev` and `next` should take so that no new same-role
 /// pair appears, or `None` when no role fits.
-pub fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Role> {
+pub(crate) fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Option<Role> {
     let candidates = match prev.map(Message::role) {
         // Right after the system prompt, providers want a user message.
         None | Some(Role::System) | Some(Role::Developer) => vec![Role::User],
@@ -644,7 +644,7 @@ fn job(
         // Redacted like the material: deterministic summarizers read these.
         messages: chosen.iter().map(crate::redact::redact_message).collect(),
         ledger,
-        budget_tokens: cfg.summary_budget_tokens,
+        budget_tokens: cfg.summary_max_tokens,
         ledger_max_tokens: cfg.ledger_max_tokens,
     }
 }
@@ -757,7 +757,7 @@ pub const SUMMARY_LANDING_RATIO: f64 = 0.85;
 /// ([`SUMMARY_LANDING_RATIO`] of the threshold) when that is possible: the room the kept
 /// messages leave under it (minus
 /// each marker's fixed text) is shared by the jobs, a third at most for the ledger, and
-/// neither exceeds its configured size ([`BatchConfig::summary_budget_tokens`],
+/// neither exceeds its configured size ([`BatchConfig::summary_max_tokens`],
 /// [`BatchConfig::ledger_max_tokens`]) nor the budget falls below
 /// [`MIN_SUMMARY_BUDGET_TOKENS`]. Large windows therefore get the configured sizes; a tiny
 /// window gets summaries that fit it.
@@ -786,7 +786,7 @@ fn size_jobs(
             .map_or(0, |s| counter.count_text(&s));
         j.budget_tokens = share.saturating_sub(ledger).clamp(
             MIN_SUMMARY_BUDGET_TOKENS,
-            cfg.summary_budget_tokens.max(MIN_SUMMARY_BUDGET_TOKENS),
+            cfg.summary_max_tokens.max(MIN_SUMMARY_BUDGET_TOKENS),
         );
     }
 }
@@ -1144,11 +1144,11 @@ mod tests {
         other.push(Message::user("new"), &Estimator::default());
         assert_eq!(
             assemble(&other, &plan, &["s".into()], &cfg),
-            Err(PlanError::StaleTranscript)
+            Err(Error::StaleTranscript)
         );
         assert!(matches!(
             assemble(&t, &plan, &[], &cfg),
-            Err(PlanError::SummaryCount { .. })
+            Err(Error::SummaryCount { .. })
         ));
     }
 
@@ -1174,14 +1174,14 @@ mod tests {
         assert_ne!(edited.messages()[i], t.messages()[i]);
         assert_eq!(
             assemble(&edited, &plan, &summaries, &cfg),
-            Err(PlanError::StaleTranscript)
+            Err(Error::StaleTranscript)
         );
         // A metadata edit through meta_mut (it may change a marker kind) is a change too.
         let mut marked = t.clone();
         marked.meta_mut(1).marker = None;
         assert_eq!(
             assemble(&marked, &plan, &summaries, &cfg),
-            Err(PlanError::StaleTranscript)
+            Err(Error::StaleTranscript)
         );
         // An unchanged clone, and a row id stamp, are the same transcript.
         let mut stamped = t.clone();

@@ -37,6 +37,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
+
 /// What the cost of a rewrite depends on, for one provider (or model).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -69,10 +71,6 @@ impl Default for CacheProfile {
         CacheProfile::local()
     }
 }
-
-/// A profile whose values are out of range: [`Error::Invalid`](crate::Error::Invalid). The
-/// crate's one error type under the name this module has always used.
-pub type CacheProfileError = crate::error::Error;
 
 /// The names [`CacheProfile::named`] knows.
 pub const PROFILE_NAMES: [&str; 5] = ["anthropic", "openai", "openai-gpt5", "google", "local"];
@@ -197,7 +195,7 @@ impl CacheProfile {
 
     /// Checks that ratios and prices are finite and non-negative, the write ratio is at least
     /// 1, and the cached price matches the ratio when prices are given.
-    pub fn validate(&self) -> Result<(), CacheProfileError> {
+    pub fn validate(&self) -> Result<(), Error> {
         let fields = [
             ("cached_input_price_ratio", self.cached_input_price_ratio),
             ("cache_write_price_ratio", self.cache_write_price_ratio),
@@ -210,20 +208,20 @@ impl CacheProfile {
         ];
         for (field, v) in fields {
             if !v.is_finite() || v < 0.0 {
-                return Err(CacheProfileError::Invalid {
+                return Err(Error::Invalid {
                     field,
                     expected: "must be a finite number, 0 or more",
                 });
             }
         }
         if self.cached_input_price_ratio > 1.0 {
-            return Err(CacheProfileError::Invalid {
+            return Err(Error::Invalid {
                 field: "cached_input_price_ratio",
                 expected: "must be at most 1.0",
             });
         }
         if self.cache_write_price_ratio < 1.0 {
-            return Err(CacheProfileError::Invalid {
+            return Err(Error::Invalid {
                 field: "cache_write_price_ratio",
                 expected: "must be 1.0 or more",
             });
@@ -232,7 +230,7 @@ impl CacheProfile {
         if self.input_price_per_mtok > 0.0
             && (implied - self.cached_input_price_per_mtok).abs() > 1e-6 * self.input_price_per_mtok
         {
-            return Err(CacheProfileError::Invalid {
+            return Err(Error::Invalid {
                 field: "cached_input_price_per_mtok",
                 expected: "must equal input_price_per_mtok x cached_input_price_ratio",
             });
@@ -500,7 +498,7 @@ mod tests {
         p.cache_write_price_ratio = 0.5;
         assert!(matches!(
             p.validate(),
-            Err(CacheProfileError::Invalid {
+            Err(Error::Invalid {
                 field: "cache_write_price_ratio",
                 ..
             })

@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use crate::error::Error;
 use crate::message::Message;
 use crate::tokens::TokenCounter;
 use crate::transcript::Transcript;
@@ -22,11 +23,6 @@ pub struct Splice {
     /// The messages that take their place (possibly none).
     pub replacement: Vec<Message>,
 }
-
-/// Why an edit cannot be applied: [`Error::Overlap`](crate::Error::Overlap) or
-/// [`Error::OutOfRange`](crate::Error::OutOfRange). The crate's one error type under the name
-/// this module has always used.
-pub type EditError = crate::error::Error;
 
 /// A list of non-overlapping splices in ascending order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,14 +90,14 @@ impl Edit {
     }
 
     /// Checks order and bounds against a transcript length.
-    pub fn validate(&self, len: usize) -> Result<(), EditError> {
+    pub fn validate(&self, len: usize) -> Result<(), Error> {
         let mut prev_end = 0;
         for (index, s) in self.splices.iter().enumerate() {
             if s.range.start < prev_end || s.range.end < s.range.start {
-                return Err(EditError::Overlap { index });
+                return Err(Error::Overlap { index });
             }
             if s.range.end > len {
-                return Err(EditError::OutOfRange {
+                return Err(Error::OutOfRange {
                     index,
                     end: s.range.end,
                     len,
@@ -113,7 +109,7 @@ impl Edit {
     }
 
     /// The transcript after the edit, leaving `before` untouched.
-    pub fn apply(&self, before: &[Message]) -> Result<Vec<Message>, EditError> {
+    pub fn apply(&self, before: &[Message]) -> Result<Vec<Message>, Error> {
         self.validate(before.len())?;
         let mut out = Vec::with_capacity(before.len());
         let mut at = 0;
@@ -134,7 +130,7 @@ impl Edit {
         self,
         t: &mut Transcript,
         counter: &dyn TokenCounter,
-    ) -> Result<Vec<Message>, EditError> {
+    ) -> Result<Vec<Message>, Error> {
         self.validate(t.len())?;
         let mut splices: Vec<(Range<usize>, Vec<Message>)> = self
             .splices
@@ -209,12 +205,9 @@ mod tests {
                 },
             ],
         };
-        assert_eq!(overlap.apply(&msgs), Err(EditError::Overlap { index: 1 }));
+        assert_eq!(overlap.apply(&msgs), Err(Error::Overlap { index: 1 }));
         let oob = Edit::single(2..5, vec![]);
-        assert!(matches!(
-            oob.apply(&msgs),
-            Err(EditError::OutOfRange { .. })
-        ));
+        assert!(matches!(oob.apply(&msgs), Err(Error::OutOfRange { .. })));
     }
 
     proptest::proptest! {

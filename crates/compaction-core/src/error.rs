@@ -1,10 +1,9 @@
 //! The one error type of compaction-core, and its [`Result`] alias.
 //!
 //! Every fallible operation of the crate (reading a message or a transcript, assembling a
-//! plan, applying an edit, checking a cache profile) returns [`Error`]. The older per-module
-//! names ([`ParseError`](crate::parse::ParseError), [`MessageError`](crate::message::MessageError),
-//! [`PlanError`](crate::batch::PlanError), [`EditError`](crate::edit::EditError),
-//! [`CacheProfileError`](crate::cache::CacheProfileError)) are aliases of it.
+//! plan, applying an edit, checking a cache profile) returns [`Error`], under that one name (the
+//! per-module aliases `ParseError`, `MessageError`, `PlanError`, `EditError` and
+//! `CacheProfileError` are gone).
 //!
 //! An error never carries transcript text: not a key, not a role, not a value. It names the
 //! field and the position (line, message index, key index) instead.

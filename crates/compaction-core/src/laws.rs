@@ -106,12 +106,12 @@ pub enum PassKind {
 
 impl PassKind {
     /// Micro-family passes (micro, defrag), for which laws 4 and 5 hold.
-    pub fn is_micro_family(self) -> bool {
+    pub(crate) fn is_micro_family(self) -> bool {
         matches!(self, PassKind::Micro | PassKind::Defrag)
     }
 
     /// Passes that must leave the transcript byte-identical (law 6).
-    pub fn must_change_nothing(self) -> bool {
+    pub(crate) fn must_change_nothing(self) -> bool {
         matches!(self, PassKind::Failed | PassKind::Unchanged)
     }
 }
@@ -557,7 +557,7 @@ pub fn check(
 
 /// Law 6 alone: every message of `after` has the content of the same message of `before`
 /// (library metadata such as row ids aside).
-pub fn check_unchanged(before: &[Message], after: &[Message], out: &mut Vec<Violation>) {
+pub(crate) fn check_unchanged(before: &[Message], after: &[Message], out: &mut Vec<Violation>) {
     let common = before.len().min(after.len());
     let first = (0..common).find(|&i| !same_content(&before[i], &after[i]));
     match first {

@@ -324,11 +324,6 @@ impl Meta {
     }
 }
 
-/// Why one message could not be parsed: [`Error::Json`], [`Error::NotAnObject`],
-/// [`Error::DuplicateKey`], [`Error::MissingRole`] or [`Error::InvalidField`]. The crate's one
-/// error type under the name this module has always used; never contains message text.
-pub type MessageError = Error;
-
 /// Which known field occupies a slot of the original key order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Known {

@@ -55,7 +55,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::message::{Message, MessageError};
+use crate::error::Error;
+use crate::message::Message;
 
 impl Serialize for Message {
     /// Writes [`Message::to_json`] verbatim: as raw JSON in a human-readable format, as one
@@ -84,22 +85,22 @@ impl<'de> Deserialize<'de> for Message {
 }
 
 impl TryFrom<Value> for Message {
-    type Error = MessageError;
+    type Error = Error;
 
     /// Parses a JSON value as a message (its key order is the value's).
-    fn try_from(value: Value) -> Result<Message, MessageError> {
+    fn try_from(value: Value) -> Result<Message, Error> {
         Message::try_from(&value)
     }
 }
 
 impl TryFrom<&Value> for Message {
-    type Error = MessageError;
+    type Error = Error;
 
     /// Parses a JSON value as a message (its key order is the value's).
-    fn try_from(value: &Value) -> Result<Message, MessageError> {
+    fn try_from(value: &Value) -> Result<Message, Error> {
         match value {
             Value::Object(_) => Message::from_json(&value.to_string()),
-            other => Err(MessageError::NotAnObject {
+            other => Err(Error::NotAnObject {
                 found: json_type(other),
             }),
         }

@@ -85,8 +85,9 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use crate::batch::PlanError;
+use crate::defaults;
 use crate::edit::{Edit, Splice};
+use crate::error::Error;
 use crate::ledger::Ledger;
 use crate::marker;
 use crate::material::{self, MaterialConfig};
@@ -106,7 +107,8 @@ pub struct MicroConfig {
     pub regions: RegionConfig,
     /// Summarizer material bounds.
     pub material: MaterialConfig,
-    /// Rolling summary size above which a pass defrags instead of absorbing. Default 2,000.
+    /// Rolling summary size above which a pass defrags instead of absorbing. Default
+    /// [`defaults::MICRO_DEFRAG_THRESHOLD_TOKENS`].
     pub defrag_threshold_tokens: u64,
     /// Failures of the same exchange in a row before it is skipped. Default 3 (0 means 1).
     pub max_consecutive_failures: u32,
@@ -127,12 +129,12 @@ impl Default for MicroConfig {
         MicroConfig {
             regions: RegionConfig::default(),
             material: MaterialConfig::default(),
-            defrag_threshold_tokens: 2_000,
-            max_consecutive_failures: 3,
-            min_reclaim_tokens: 0,
-            strict_alternation: false,
-            defrag_max_ratio: 0.5,
-            ledger_max_tokens: 3_000,
+            defrag_threshold_tokens: defaults::MICRO_DEFRAG_THRESHOLD_TOKENS,
+            max_consecutive_failures: defaults::MICRO_MAX_CONSECUTIVE_FAILURES,
+            min_reclaim_tokens: defaults::MICRO_MIN_RECLAIM_TOKENS,
+            strict_alternation: defaults::STRICT_ALTERNATION,
+            defrag_max_ratio: defaults::MICRO_DEFRAG_MAX_RATIO,
+            ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,
         }
     }
 }
@@ -1127,17 +1129,17 @@ pub fn plan_turn_progress_memo(
 /// For [`MicroStep::Absorb`], `new_summary` is the merged summary; for [`MicroStep::Defrag`],
 /// the shortened one (an output above [`MicroConfig::defrag_max_ratio`] of the input gives
 /// [`MicroOutcome::DefragFailed`]). The summary is redacted before it is written. Other steps
-/// have nothing to assemble (`PlanError::SummaryCount` with `expected: 0`); a transcript that
-/// changed since planning gives `PlanError::StaleTranscript`.
+/// have nothing to assemble (`Error::SummaryCount` with `expected: 0`); a transcript that
+/// changed since planning gives `Error::StaleTranscript`.
 pub fn assemble_micro(
     t: &Transcript,
     plan: &MicroPlan,
     new_summary: &str,
     cfg: &MicroConfig,
     counter: &dyn TokenCounter,
-) -> Result<MicroOutcome, PlanError> {
+) -> Result<MicroOutcome, Error> {
     if t.stamp() != plan.planned_stamp {
-        return Err(PlanError::StaleTranscript);
+        return Err(Error::StaleTranscript);
     }
     let body = crate::redact::redact(new_summary).into_owned();
     let msgs = t.messages();
@@ -1205,7 +1207,7 @@ pub fn assemble_micro(
                 rolling_summary: body,
             })
         }
-        _ => Err(PlanError::SummaryCount {
+        _ => Err(Error::SummaryCount {
             expected: 0,
             got: 1,
         }),
@@ -1281,11 +1283,11 @@ fn pairs_inside(messages: &[Message], range: Range<usize>) -> bool {
             .any(|id| unanswered.contains(&id))
 }
 
-fn check_pairs(messages: &[Message], ranges: &[Range<usize>]) -> Result<(), PlanError> {
+fn check_pairs(messages: &[Message], ranges: &[Range<usize>]) -> Result<(), Error> {
     if ranges.iter().all(|r| pairs_inside(messages, r.clone())) {
         Ok(())
     } else {
-        Err(PlanError::WouldBreakToolPairs)
+        Err(Error::WouldBreakToolPairs)
     }
 }
 

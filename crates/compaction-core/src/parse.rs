@@ -5,13 +5,9 @@
 
 use serde_json::value::RawValue;
 
-pub use crate::error::Location;
+use crate::error::Location;
 use crate::error::{Error, Result};
 use crate::message::Message;
-
-/// A transcript that could not be parsed: always [`Error::Parse`], with the location and
-/// the reason. The crate's one error type under the name this module has always used.
-pub type ParseError = Error;
 
 fn at(location: Location, reason: Error) -> Error {
     Error::Parse {
@@ -32,7 +28,8 @@ pub enum Format {
 /// Parses a transcript, detecting JSONL or a JSON array from the first non-blank byte.
 ///
 /// ```
-/// use compaction_core::parse::{self, Format, Location};
+/// use compaction_core::error::Location;
+/// use compaction_core::parse::{self, Format};
 ///
 /// let jsonl = b"{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"assistant\",\"content\":\"hello\"}\n";
 /// let (msgs, format) = parse::parse_transcript(jsonl).unwrap();

@@ -27,7 +27,7 @@ use crate::message::Message;
 use crate::transcript::groups;
 
 /// Indices of the pinned messages, in order.
-pub fn pinned_indices(messages: &[Message]) -> Vec<usize> {
+pub(crate) fn pinned_indices(messages: &[Message]) -> Vec<usize> {
     messages
         .iter()
         .enumerate()
@@ -84,7 +84,7 @@ pub fn free_ranges(messages: &[Message], range: Range<usize>) -> Vec<Range<usize
 }
 
 /// [`free_ranges`] of each range, in order.
-pub fn free_ranges_of(messages: &[Message], ranges: &[Range<usize>]) -> Vec<Range<usize>> {
+pub(crate) fn free_ranges_of(messages: &[Message], ranges: &[Range<usize>]) -> Vec<Range<usize>> {
     ranges
         .iter()
         .flat_map(|r| free_ranges(messages, r.clone()))

@@ -5,7 +5,7 @@
 //! [`of_batch`] reads a [`BatchPlan`], [`of_micro`] a [`MicroPlan`]. The fates are the ones
 //! [`assemble`](crate::batch::assemble) and [`assemble_micro`](crate::micro::assemble_micro)
 //! then apply, whatever the summaries say; only the summaries' sizes are estimated (from
-//! [`BatchConfig::summary_budget_tokens`] and the ledger for a batch pass, from the current
+//! [`BatchConfig::summary_max_tokens`] and the ledger for a batch pass, from the current
 //! rolling summary for a micro pass).
 //!
 //! ```
@@ -252,7 +252,7 @@ pub fn of_batch(
             role.clone().unwrap_or(Role::Assistant),
             &ledger,
         ));
-        let estimated = scaffold + cfg.summary_budget_tokens;
+        let estimated = scaffold + cfg.summary_max_tokens;
         for i in job.range.clone() {
             removed += t.tokens_of(i);
             out[i].fate = Fate::Summarized { summary: k };

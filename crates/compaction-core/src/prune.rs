@@ -18,6 +18,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::defaults;
 use crate::edit::{Edit, Splice};
 use crate::message::{Content, Message};
 use crate::tokens::TokenCounter;
@@ -41,11 +42,9 @@ pub struct PruneConfig {
 impl Default for PruneConfig {
     fn default() -> Self {
         PruneConfig {
-            tool_output_min_tokens: 200,
-            argument_max_chars: 2_000,
-            protected_tools: ["read_file", "memory", "clarify", "skill_view", "todo"]
-                .map(String::from)
-                .to_vec(),
+            tool_output_min_tokens: defaults::PRUNE_TOOL_OUTPUT_MIN_TOKENS,
+            argument_max_chars: defaults::PRUNE_ARGUMENT_MAX_CHARS,
+            protected_tools: defaults::protected_tools(),
         }
     }
 }
@@ -137,7 +136,7 @@ pub fn plan_prune(
 /// The informative one-line description of a tool output, as pruning writes it. The line is
 /// redacted ([`crate::redact`]) as a whole, so an argument's name and its value are judged
 /// together (`password=…`).
-pub fn describe_tool_output(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
+pub(crate) fn describe_tool_output(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
     let line = describe_unredacted(tool, output);
     match crate::redact::redact(&line) {
         std::borrow::Cow::Borrowed(_) => line,
@@ -267,7 +266,7 @@ impl<'a> CallIndex<'a> {
 }
 
 /// Whether a tool is protected by `cfg`.
-pub fn is_protected(cfg: &PruneConfig, tool: &str) -> bool {
+pub(crate) fn is_protected(cfg: &PruneConfig, tool: &str) -> bool {
     cfg.protected_tools.iter().any(|p| p == tool)
 }
 
@@ -453,7 +452,7 @@ pub(crate) fn tool_family(lower: &str) -> Family {
 }
 
 /// The exit status an output reports, if it shows one in a common form.
-pub fn exit_status(output: &str) -> Option<i64> {
+pub(crate) fn exit_status(output: &str) -> Option<i64> {
     static EXIT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
         regex::Regex::new(
             r#"(?i)(?:exit code|exit status|exit_code|returncode|exited with)[:= "]*(-?[0-9]+)"#,

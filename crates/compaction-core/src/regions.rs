@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+use crate::defaults;
 use crate::message::{MarkerKind, Message};
 use crate::transcript::{Transcript, groups};
 
@@ -20,16 +21,23 @@ pub struct WindowConfig {
     pub context_length: u64,
     /// Tokens reserved for the model's output (subtracted from the window). Default 0.
     pub output_reserve_tokens: u64,
-    /// Threshold as a fraction of the effective window. Default 0.5.
-    pub threshold_percent: f64,
-    /// Windows below this many tokens use at least `small_window_min_percent`. Default 512K.
+    /// Threshold as a fraction of the effective window (facade key `compression.threshold`).
+    /// Default [`defaults::THRESHOLD`].
+    #[serde(alias = "threshold_percent")]
+    pub threshold: f64,
+    /// Windows below this many tokens use at least `small_window_min_threshold`. Default
+    /// [`defaults::SMALL_WINDOW_TOKENS`].
     pub small_window_tokens: u64,
-    /// Minimum threshold fraction for small windows. Default 0.75.
-    pub small_window_min_percent: f64,
-    /// Absolute floor of the threshold. Default 64K.
+    /// Minimum threshold fraction for small windows. Default
+    /// [`defaults::SMALL_WINDOW_MIN_THRESHOLD`].
+    #[serde(alias = "small_window_min_percent")]
+    pub small_window_min_threshold: f64,
+    /// Absolute floor of the threshold. Default [`defaults::THRESHOLD_FLOOR_TOKENS`].
     pub threshold_floor_tokens: u64,
-    /// When the floor would swallow the window, the threshold is this fraction of it. Default 0.85.
-    pub floor_cap_percent: f64,
+    /// When the floor would swallow the window, the threshold is this fraction of it. Default
+    /// [`defaults::FLOOR_CAP`].
+    #[serde(alias = "floor_cap_percent")]
+    pub floor_cap: f64,
     /// Absolute cap of the threshold in tokens, whatever the window (0: no cap). Default 0.
     pub threshold_cap_tokens: u64,
 }
@@ -37,14 +45,14 @@ pub struct WindowConfig {
 impl Default for WindowConfig {
     fn default() -> Self {
         WindowConfig {
-            context_length: 128_000,
+            context_length: defaults::CONTEXT_LENGTH,
             output_reserve_tokens: 0,
-            threshold_percent: 0.5,
-            small_window_tokens: 512_000,
-            small_window_min_percent: 0.75,
-            threshold_floor_tokens: 64_000,
-            floor_cap_percent: 0.85,
-            threshold_cap_tokens: 0,
+            threshold: defaults::THRESHOLD,
+            small_window_tokens: defaults::SMALL_WINDOW_TOKENS,
+            small_window_min_threshold: defaults::SMALL_WINDOW_MIN_THRESHOLD,
+            threshold_floor_tokens: defaults::THRESHOLD_FLOOR_TOKENS,
+            floor_cap: defaults::FLOOR_CAP,
+            threshold_cap_tokens: defaults::THRESHOLD_CAP_TOKENS,
         }
     }
 }
@@ -68,12 +76,12 @@ impl WindowConfig {
     /// [`threshold_cap_tokens`](Self::threshold_cap_tokens) when that is set.
     pub fn threshold_tokens(&self) -> u64 {
         let w = self.effective_window() as f64;
-        let mut pct = self.threshold_percent;
+        let mut pct = self.threshold;
         if self.effective_window() < self.small_window_tokens {
-            pct = pct.max(self.small_window_min_percent);
+            pct = pct.max(self.small_window_min_threshold);
         }
         let by_pct = w * pct;
-        let cap = w * self.floor_cap_percent;
+        let cap = w * self.floor_cap;
         let floor = (self.threshold_floor_tokens as f64).min(cap);
         let threshold = by_pct.max(floor).floor() as u64;
         match self.threshold_cap_tokens {
@@ -87,13 +95,16 @@ impl WindowConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RegionConfig {
-    /// Messages after the system prompt kept in the head until the first compaction. Default 3.
+    /// Messages after the system prompt kept in the head until the first compaction. Default
+    /// [`defaults::PROTECT_FIRST_N`].
     pub protect_first_n: usize,
-    /// Minimum number of messages in the tail. Default 6.
+    /// Minimum number of messages in the tail. Default [`defaults::PROTECT_LAST_N`].
     pub protect_last_n: usize,
-    /// Tail budget as a fraction of the threshold. Default 0.2.
+    /// Tail budget as a fraction of the threshold (facade key `compression.tail_ratio`).
+    /// Default [`defaults::TAIL_RATIO`].
     pub tail_ratio: f64,
-    /// How far past the budget the tail may stretch to keep a tool group whole. Default 1.5.
+    /// How far past the budget the tail may stretch to keep a tool group whole. Default
+    /// [`defaults::TAIL_SOFT_CEILING`].
     pub tail_soft_ceiling: f64,
     /// The tail reaches back to hold at least this many real user requests verbatim (0: only
     /// the latest, which is always kept). Default 0.
@@ -103,11 +114,11 @@ pub struct RegionConfig {
 impl Default for RegionConfig {
     fn default() -> Self {
         RegionConfig {
-            protect_first_n: 3,
-            protect_last_n: 6,
-            tail_ratio: 0.2,
-            tail_soft_ceiling: 1.5,
-            min_tail_user_messages: 0,
+            protect_first_n: defaults::PROTECT_FIRST_N,
+            protect_last_n: defaults::PROTECT_LAST_N,
+            tail_ratio: defaults::TAIL_RATIO,
+            tail_soft_ceiling: defaults::TAIL_SOFT_CEILING,
+            min_tail_user_messages: defaults::MIN_TAIL_USER_MESSAGES,
         }
     }
 }
@@ -353,7 +364,7 @@ fn nth_last_real_user(msgs: &[Message], n: usize, floor: usize) -> Option<usize>
 
 /// The last assistant reply the user saw: visible text, no tool calls, not a summary marker,
 /// at or after `floor`.
-pub fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize> {
+pub(crate) fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize> {
     (floor..msgs.len())
         .rev()
         .find(|&i| is_visible_reply(&msgs[i]))
@@ -398,25 +409,33 @@ mod tests {
 
     #[test]
     fn thresholds() {
+        // The spec's original parameters: small windows at least 75%, a 64K floor.
+        let spec = |context_length| WindowConfig {
+            small_window_min_threshold: 0.75,
+            threshold_floor_tokens: 64_000,
+            ..WindowConfig::for_context(context_length)
+        };
         // Small window: at least 75%, floor capped at 85%.
-        assert_eq!(WindowConfig::for_context(64_000).threshold_tokens(), 54_400);
+        assert_eq!(spec(64_000).threshold_tokens(), 54_400);
         // 128K: 75% = 96K beats the 64K floor.
-        assert_eq!(
-            WindowConfig::for_context(128_000).threshold_tokens(),
-            96_000
-        );
+        assert_eq!(spec(128_000).threshold_tokens(), 96_000);
         // 1M window: 50%.
-        assert_eq!(
-            WindowConfig::for_context(1_000_000).threshold_tokens(),
-            500_000
-        );
+        assert_eq!(spec(1_000_000).threshold_tokens(), 500_000);
         // Tiny window: floor would swallow it, so 85%.
-        assert_eq!(WindowConfig::for_context(8_000).threshold_tokens(), 6_800);
+        assert_eq!(spec(8_000).threshold_tokens(), 6_800);
         let reserved = WindowConfig {
             output_reserve_tokens: 8_000,
-            ..WindowConfig::for_context(1_000_000)
+            ..spec(1_000_000)
         };
         assert_eq!(reserved.threshold_tokens(), 496_000);
+        // The defaults (crate::defaults, the facade's too): half the window above the 16K floor.
+        assert_eq!(WindowConfig::for_context(64_000).threshold_tokens(), 32_000);
+        assert_eq!(
+            WindowConfig::for_context(128_000).threshold_tokens(),
+            64_000
+        );
+        assert_eq!(WindowConfig::for_context(20_000).threshold_tokens(), 16_000);
+        assert_eq!(WindowConfig::for_context(8_000).threshold_tokens(), 6_800);
     }
 
     fn turn(i: usize, tool_chars: usize) -> Vec<Message> {

@@ -155,10 +155,10 @@ pub fn budget() -> BoxedStrategy<Budget> {
     ]
     .prop_flat_map(|context_length| (Just(context_length), 0..=context_length / 4, 0.2f64..0.95))
     .prop_map(
-        |(context_length, output_reserve_tokens, threshold_percent)| WindowConfig {
+        |(context_length, output_reserve_tokens, threshold)| WindowConfig {
             context_length,
             output_reserve_tokens,
-            threshold_percent,
+            threshold,
             ..WindowConfig::default()
         },
     );

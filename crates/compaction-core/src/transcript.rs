@@ -474,7 +474,7 @@ pub mod groups {
     /// If `i` is a tool result, the index of the assistant message whose call group it
     /// belongs to: the nearest preceding non-tool message, when that is an assistant with
     /// tool calls. Consecutive tool results after one assistant are one group.
-    pub fn group_start(messages: &[Message], i: usize) -> usize {
+    pub(crate) fn group_start(messages: &[Message], i: usize) -> usize {
         let mut j = i;
         while j > 0 && messages[j].is_tool() {
             j -= 1;
@@ -488,7 +488,7 @@ pub mod groups {
 
     /// The end (exclusive) of the group starting at `i`: an assistant with tool calls is
     /// followed by its consecutive tool results.
-    pub fn group_end(messages: &[Message], i: usize) -> usize {
+    pub(crate) fn group_end(messages: &[Message], i: usize) -> usize {
         let mut j = i + 1;
         if messages[i].has_tool_calls() {
             while j < messages.len() && messages[j].is_tool() {
@@ -516,7 +516,7 @@ pub mod groups {
     }
 
     /// Moves a cut forward past the results of the group it splits.
-    pub fn align_forward(messages: &[Message], at: usize) -> usize {
+    pub(crate) fn align_forward(messages: &[Message], at: usize) -> usize {
         let mut j = at;
         if splits_group(messages, at) {
             while j < messages.len() && messages[j].is_tool() {

@@ -51,9 +51,10 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
+use crate::defaults;
 use crate::marker;
 use crate::message::{Content, Message, Role};
-use crate::prune::{self, Family, PRUNED_PREFIX, PruneConfig, ToolInfo};
+use crate::prune::{self, Family, PRUNED_PREFIX, ToolInfo};
 use crate::tokens::TokenCounter;
 
 /// First characters of every compact form this module writes.
@@ -83,10 +84,10 @@ pub struct TrimConfig {
 impl Default for TrimConfig {
     fn default() -> Self {
         TrimConfig {
-            max_tokens: 0,
-            head_chars: 2_000,
-            tail_chars: 2_000,
-            protected_tools: PruneConfig::default().protected_tools,
+            max_tokens: defaults::INSERT_TRIM_TOKENS,
+            head_chars: defaults::INSERT_TRIM_HEAD_CHARS,
+            tail_chars: defaults::INSERT_TRIM_TAIL_CHARS,
+            protected_tools: defaults::protected_tools(),
         }
     }
 }

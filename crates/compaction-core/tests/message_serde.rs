@@ -1,6 +1,6 @@
 //! `Message`'s serde impls: lossless exactly as `from_json`/`to_json`, alone and embedded.
 
-use compaction_core::message::MessageError;
+use compaction_core::Error;
 use compaction_core::{Message, Meta};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -192,10 +192,10 @@ fn bad_input_is_an_error_naming_the_problem() {
     assert!(err.to_string().contains("`role`"), "{err}");
     assert_eq!(
         Message::try_from(Value::from("text")),
-        Err(MessageError::NotAnObject { found: "a string" })
+        Err(Error::NotAnObject { found: "a string" })
     );
     assert!(matches!(
         Message::try_from(serde_json::json!({"content": "x"})),
-        Err(MessageError::MissingRole)
+        Err(Error::MissingRole)
     ));
 }

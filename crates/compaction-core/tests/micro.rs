@@ -779,14 +779,14 @@ fn stale_transcripts_and_empty_steps_are_refused() {
     h.t.push(Message::user("new"), &h.e);
     assert_eq!(
         micro::assemble_micro(&h.t, &plan, "s", &h.cfg, &h.e),
-        Err(compaction_core::batch::PlanError::StaleTranscript)
+        Err(compaction_core::Error::StaleTranscript)
     );
     let h = Harness::new(tool_heavy(2), MicroConfig::default(), 1_000_000, true);
     let plan = h.plan();
     assert_eq!(plan.step, MicroStep::Noop(NoopReason::NothingToAbsorb));
     assert!(matches!(
         micro::assemble_micro(&h.t, &plan, "s", &h.cfg, &h.e),
-        Err(compaction_core::batch::PlanError::SummaryCount { expected: 0, .. })
+        Err(compaction_core::Error::SummaryCount { expected: 0, .. })
     ));
 }
 

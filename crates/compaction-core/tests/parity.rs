@@ -89,6 +89,20 @@ struct Outcome {
 }
 
 /// One forced batch pass with a fixed summary per job; the laws must hold.
+/// The spec's original batch numbers these cases were written against (a 0.20 tail, prune-only
+/// buying at least 8,000 tokens), not `compaction_core::defaults`: the cases are about where
+/// the ask and the reply land, which needs a summary to be planned.
+fn spec_batch() -> BatchConfig {
+    BatchConfig {
+        regions: RegionConfig {
+            tail_ratio: 0.2,
+            ..RegionConfig::default()
+        },
+        prune_minimum_tokens: 8_000,
+        ..BatchConfig::default()
+    }
+}
+
 fn pass(msgs: Vec<Message>, threshold: u64, cfg: &BatchConfig, compacted: bool) -> Outcome {
     let e = Estimator::default();
     let t = Transcript::new(msgs, &e);
@@ -154,7 +168,7 @@ fn a_user_message_without_text_never_displaces_the_latest_request() {
             } else {
                 msgs.push(Message::assistant("Which test fails?"));
             }
-            let o = pass(msgs, 20_000, &BatchConfig::default(), true);
+            let o = pass(msgs, 20_000, &spec_batch(), true);
             assert!(!o.jobs.is_empty(), "{name}/{long}: no summary planned");
             let at = position(&o.after, &ask)
                 .unwrap_or_else(|| panic!("{name}/{long}: the real ask was summarized away"));
@@ -231,7 +245,7 @@ fn the_last_visible_reply_is_kept_verbatim_wherever_it_sits() {
             msgs.push(Message::user("how would you restructure the parser?"));
             msgs.push(reply.clone());
             shape(&mut msgs);
-            let o = pass(msgs, 20_000, &BatchConfig::default(), compacted);
+            let o = pass(msgs, 20_000, &spec_batch(), compacted);
             assert!(!o.jobs.is_empty(), "{name}: nothing summarized");
             let at = position(&o.after, &reply)
                 .unwrap_or_else(|| panic!("{name}/{compacted}: the reply was summarized"));
@@ -297,7 +311,7 @@ fn a_merged_hermes_summary_is_folded_not_stacked() {
     msgs.push(Message::user(merged));
     msgs.push(Message::assistant("noted"));
     turns(&mut msgs, 0, 60);
-    let o = pass(msgs, 20_000, &BatchConfig::default(), true);
+    let o = pass(msgs, 20_000, &spec_batch(), true);
     assert_eq!(summaries_in(&o.after), 1, "summaries stack");
     let prev = o.jobs[0].previous_summary.as_deref().unwrap_or("");
     assert!(prev.contains("port the parser"), "{prev}");
@@ -317,7 +331,7 @@ fn an_older_summary_at_the_edge_of_the_span_is_folded() {
     msgs.push(old(Role::Assistant));
     msgs.push(Message::user("next: the lexer"));
     msgs.push(Message::assistant("on it"));
-    let o = pass(msgs, 20_000, &BatchConfig::default(), true);
+    let o = pass(msgs, 20_000, &spec_batch(), true);
     assert_eq!(summaries_in(&o.after), 1, "edge before the ask");
     assert!(
         o.jobs[0]
@@ -384,7 +398,7 @@ fn a_middle_of_summaries_alone_asks_for_no_summary() {
             compacted: true,
             ..BatchRequest::default()
         };
-        let plan = batch::plan_batch(&t, 4_000, &BatchConfig::default(), &req, &e);
+        let plan = batch::plan_batch(&t, 4_000, &spec_batch(), &req, &e);
         if let BatchStep::Summarize(jobs) = &plan.step {
             for j in jobs {
                 assert!(
@@ -412,7 +426,7 @@ fn an_image_only_user_turn_survives_and_the_summary_never_leads() {
                 "I looked at the screenshot: the button is misaligned.",
             ));
             tool_rounds(&mut msgs, "r", 6, 2_000);
-            let o = pass(msgs, 20_000, &BatchConfig::default(), compacted);
+            let o = pass(msgs, 20_000, &spec_batch(), compacted);
             assert!(
                 position(&o.after, &only).is_some(),
                 "{name}/{compacted}: the user's turn was summarized away"

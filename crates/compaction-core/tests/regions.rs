@@ -77,7 +77,11 @@ fn growing_the_budget_never_shrinks_the_tail_of_an_ordinary_transcript() {
         msgs.push(Message::assistant("answer ".repeat(50 + i)));
     }
     let t = Transcript::new(msgs, &Estimator::default());
-    let cfg = RegionConfig::default();
+    // A 0.20 tail, so the largest threshold below covers the whole transcript.
+    let cfg = RegionConfig {
+        tail_ratio: 0.2,
+        ..RegionConfig::default()
+    };
     let mut last = 0;
     for threshold in (0..40).map(|k| k * 1_000) {
         let r = regions::partition(&t, threshold, &cfg, true);

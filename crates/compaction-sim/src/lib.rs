@@ -21,6 +21,7 @@
 
 pub mod clock;
 pub mod counting;
+pub mod example;
 pub mod plot;
 pub mod policy;
 pub mod pricing;

@@ -27,6 +27,61 @@ pub enum Pricing {
 }
 
 impl Pricing {
+    /// The pricings a command asks for: `cache_profile` is a profile name, `custom` (the
+    /// configuration's `[compression.cache_custom]`), `prices` (the price table) or `all`
+    /// (every named profile). Without it: the price table when a price file is given, else
+    /// the configuration's cache profile, else the built-in price table. `prices` is the
+    /// price file (defaults when `None`).
+    ///
+    /// ```
+    /// use compaction_sim::Pricing;
+    /// use hermes_compaction::Config;
+    ///
+    /// let config = Config::default();
+    /// assert_eq!(Pricing::select(None, None, &config).unwrap()[0].name(), "prices");
+    /// assert_eq!(Pricing::select(Some("anthropic"), None, &config).unwrap()[0].name(), "anthropic");
+    /// let err = Pricing::select(Some("azure"), None, &config).unwrap_err();
+    /// assert!(err.to_string().starts_with("--cache-profile azure: unknown"));
+    /// ```
+    pub fn select(
+        cache_profile: Option<&str>,
+        prices: Option<&Path>,
+        config: &hermes_compaction::Config,
+    ) -> Result<Vec<Pricing>> {
+        let table = || -> Result<Pricing> {
+            Ok(Pricing::Table(match prices {
+                Some(p) => Prices::load(p)?,
+                None => Prices::default(),
+            }))
+        };
+        let Some(name) = cache_profile else {
+            if prices.is_some() {
+                return Ok(vec![table()?]);
+            }
+            return Ok(vec![match config.cache_profile() {
+                Some(p) => Pricing::Profile(p),
+                None => table()?,
+            }]);
+        };
+        Ok(match name {
+            "all" => CacheProfile::all()
+                .into_iter()
+                .map(Pricing::Profile)
+                .collect(),
+            "prices" => vec![table()?],
+            "custom" => vec![Pricing::Profile(config.compression.cache_custom.clone())],
+            _ => match CacheProfile::named(name) {
+                Some(p) => vec![Pricing::Profile(p)],
+                None => {
+                    return Err(Error::Config(format!(
+                        "--cache-profile {name}: unknown (expected one of {}, custom, prices, all)",
+                        hermes_compaction::core::cache::PROFILE_NAMES.join(", ")
+                    )));
+                }
+            },
+        })
+    }
+
     /// The name in tables and JSON: `prices` for the table, else the profile's name.
     pub fn name(&self) -> &str {
         match self {

@@ -6,6 +6,53 @@ use crate::pricing::Pricing;
 use crate::row::{Derived, Row};
 use crate::run::Simulation;
 
+impl Simulation {
+    /// The text report: for each pricing, a table per transcript (with `per_transcript`)
+    /// and the totals table, then the cost by profile when there are several pricings.
+    /// `transcripts` are the names of the inputs, in order.
+    pub fn report(&self, transcripts: &[&str], per_transcript: bool) -> String {
+        let mut text = String::new();
+        for pricing in &self.pricings {
+            let name = pricing.name();
+            if per_transcript {
+                for input in transcripts {
+                    let rows: Vec<_> = self
+                        .rows
+                        .iter()
+                        .filter(|r| r.transcript == *input && r.profile == name)
+                        .collect();
+                    text.push_str(&table(&format!("{input} [{name}]"), &rows));
+                    text.push('\n');
+                }
+            }
+            let title = format!("{} transcript(s), totals [{name}]", transcripts.len());
+            text.push_str(&table(&title, &self.totals_of(name)));
+            text.push('\n');
+        }
+        if self.pricings.len() > 1 {
+            text.push_str(&cost_by_profile(self));
+        }
+        text
+    }
+
+    /// [`trace`](Self::trace) as JSON lines (`text = false`), or
+    /// [`trace_text`](Self::trace_text) (`text = true`).
+    pub fn trace_jsonl(&self, text: bool) -> String {
+        let lines: Vec<serde_json::Result<String>> = if text {
+            self.trace_text.iter().map(serde_json::to_string).collect()
+        } else {
+            self.trace.iter().map(serde_json::to_string).collect()
+        };
+        let mut out = String::new();
+        for line in lines {
+            // Plain structs of strings and numbers: serializing cannot fail.
+            out.push_str(&line.unwrap_or_default());
+            out.push('\n');
+        }
+        out
+    }
+}
+
 /// One line per pricing, one column per policy: the total cost, the cheapest marked `*`.
 pub fn cost_by_profile(sim: &Simulation) -> String {
     let mut s = String::from(

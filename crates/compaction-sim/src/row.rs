@@ -2,7 +2,8 @@
 
 use serde::Serialize;
 
-use hermes_compaction::{BatchReport, MicroOutcomeKind, MicroReport, Outcome};
+use hermes_compaction::core::micro::MicroOutcomeKind;
+use hermes_compaction::{BatchReport, MicroReport, Outcome};
 
 /// The numbers of one policy over one transcript (or, for totals, over several). Everything
 /// is a sum, a maximum or a list, so totals are exact; the derived means are in

@@ -48,8 +48,8 @@ pub struct Knobs {
     pub small_window_min_threshold: f64,
     /// `compression.threshold_floor_tokens`.
     pub threshold_floor_tokens: u64,
-    /// `compression.target_ratio` (the tail budget, a fraction of the threshold).
-    pub target_ratio: f64,
+    /// `compression.tail_ratio` (the tail budget, a fraction of the threshold).
+    pub tail_ratio: f64,
     /// `compression.prune_runway_ratio` (its highest valid value, 0.9: prune-only is accepted
     /// only when it buys that much runway).
     pub prune_runway_ratio: f64,
@@ -60,7 +60,7 @@ pub struct Knobs {
     /// `compression.micro_compact`.
     pub micro_compact: bool,
     /// `compression.micro_compact_every_n_turns`.
-    pub micro_compact_every_n_turns: i64,
+    pub micro_compact_every_n_turns: u64,
     /// `compression.micro_compact_min_reclaim_tokens` (0: the cache profile's gate).
     pub micro_compact_min_reclaim_tokens: u64,
     /// `compression.insert_trim_tokens` (0: off).
@@ -74,7 +74,7 @@ const TARGET: [f64; 6] = [0.05, 0.10, 0.15, 0.20, 0.25, 0.30];
 const RUNWAY: [f64; 6] = [0.0, 0.15, 0.25, 0.35, 0.5, f64::INFINITY];
 const PRUNE_MIN: [u64; 3] = [0, 8_000, 16_000];
 const PROACTIVE: [u64; 5] = [0, 8_000, 16_000, 24_000, 32_000];
-const EVERY: [i64; 3] = [1, 2, 4];
+const EVERY: [u64; 3] = [1, 2, 4];
 const RECLAIM: [u64; 4] = [0, 2_000, 4_000, 8_000];
 const TRIM: [u64; 3] = [0, 4_000, 8_000];
 
@@ -84,6 +84,7 @@ struct Space {
     threshold: Vec<f64>,
     target: Vec<f64>,
     runway: Vec<f64>,
+    every: Vec<u64>,
 }
 
 impl Space {
@@ -102,8 +103,13 @@ impl Space {
                         .is_none_or(|(lo, hi)| (lo..=hi).contains(v))
                 })
                 .collect(),
-            target: within("compression.target_ratio", &TARGET),
+            target: within("compression.tail_ratio", &TARGET),
             runway: within("compression.prune_runway_ratio", &RUNWAY),
+            every: {
+                let (lo, hi) = Config::u64_range("compression.micro_compact_every_n_turns")
+                    .unwrap_or((0, u64::MAX));
+                EVERY.iter().map(|v| (*v).clamp(lo, hi)).collect()
+            },
         }
     }
 }
@@ -116,7 +122,7 @@ impl Knobs {
             threshold: c.threshold,
             small_window_min_threshold: c.small_window_min_threshold,
             threshold_floor_tokens: c.threshold_floor_tokens,
-            target_ratio: c.target_ratio,
+            tail_ratio: c.tail_ratio,
             prune_runway_ratio: c.prune_runway_ratio,
             prune_minimum_tokens: c.prune_minimum_tokens,
             proactive_prune_tokens: c.proactive_prune_tokens,
@@ -135,7 +141,7 @@ impl Knobs {
         c.threshold = self.threshold;
         c.small_window_min_threshold = self.small_window_min_threshold;
         c.threshold_floor_tokens = self.threshold_floor_tokens;
-        c.target_ratio = self.target_ratio;
+        c.tail_ratio = self.tail_ratio;
         c.prune_runway_ratio = self.prune_runway_ratio;
         c.prune_minimum_tokens = self.prune_minimum_tokens;
         c.proactive_prune_tokens = self.proactive_prune_tokens;
@@ -157,7 +163,7 @@ impl Knobs {
             "t{:.2}{small}-f{}k-r{:.2}-w{:.2}-m{}k-p{}k",
             self.threshold,
             self.threshold_floor_tokens / 1_000,
-            self.target_ratio,
+            self.tail_ratio,
             self.prune_runway_ratio,
             self.prune_minimum_tokens / 1_000,
             self.proactive_prune_tokens / 1_000
@@ -179,11 +185,11 @@ impl Knobs {
     /// The configuration keys these knobs set, as TOML `[compression]` lines.
     pub fn toml_lines(&self) -> String {
         format!(
-            "threshold = {}\nsmall_window_min_threshold = {}\nthreshold_floor_tokens = {}\ntarget_ratio = {}\nprune_runway_ratio = {}\nprune_minimum_tokens = {}\nproactive_prune_tokens = {}\nmicro_compact = {}\nmicro_compact_every_n_turns = {}\nmicro_compact_min_reclaim_tokens = {}\ninsert_trim_tokens = {}\n",
+            "threshold = {}\nsmall_window_min_threshold = {}\nthreshold_floor_tokens = {}\ntail_ratio = {}\nprune_runway_ratio = {}\nprune_minimum_tokens = {}\nproactive_prune_tokens = {}\nmicro_compact = {}\nmicro_compact_every_n_turns = {}\nmicro_compact_min_reclaim_tokens = {}\ninsert_trim_tokens = {}\n",
             float(self.threshold),
             float(self.small_window_min_threshold),
             self.threshold_floor_tokens,
-            float(self.target_ratio),
+            float(self.tail_ratio),
             float(self.prune_runway_ratio),
             self.prune_minimum_tokens,
             self.proactive_prune_tokens,
@@ -206,12 +212,12 @@ impl Knobs {
             threshold,
             small_window_min_threshold: threshold,
             threshold_floor_tokens: rng.pick(&FLOOR),
-            target_ratio: rng.pick(&space.target),
+            tail_ratio: rng.pick(&space.target),
             prune_runway_ratio: rng.pick(&space.runway),
             prune_minimum_tokens: rng.pick(&PRUNE_MIN),
             proactive_prune_tokens: rng.pick(&PROACTIVE),
             micro_compact: micro,
-            micro_compact_every_n_turns: if micro { rng.pick(&EVERY) } else { 1 },
+            micro_compact_every_n_turns: if micro { rng.pick(&space.every) } else { 1 },
             micro_compact_min_reclaim_tokens: if micro { rng.pick(&RECLAIM) } else { 0 },
             insert_trim_tokens: if trim { rng.pick(&TRIM) } else { 0 },
         }
@@ -234,13 +240,16 @@ impl Knobs {
                 k.small_window_min_threshold = k.threshold;
             }
             1 => k.threshold_floor_tokens = step(&FLOOR, k.threshold_floor_tokens, rng),
-            2 => k.target_ratio = step(&space.target, k.target_ratio, rng),
+            2 => k.tail_ratio = step(&space.target, k.tail_ratio, rng),
             3 => k.prune_runway_ratio = step(&space.runway, k.prune_runway_ratio, rng),
             4 => k.prune_minimum_tokens = step(&PRUNE_MIN, k.prune_minimum_tokens, rng),
             5 => k.proactive_prune_tokens = step(&PROACTIVE, k.proactive_prune_tokens, rng),
             6 => k.insert_trim_tokens = step(&TRIM, k.insert_trim_tokens, rng),
             7 => k.micro_compact = !k.micro_compact,
-            8 => k.micro_compact_every_n_turns = step(&EVERY, k.micro_compact_every_n_turns, rng),
+            8 => {
+                k.micro_compact_every_n_turns =
+                    step(&space.every, k.micro_compact_every_n_turns, rng)
+            }
             _ => {
                 k.micro_compact_min_reclaim_tokens =
                     step(&RECLAIM, k.micro_compact_min_reclaim_tokens, rng)
@@ -776,5 +785,76 @@ impl Tuning {
             profile,
             p.knobs.toml_lines()
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 25, item 3: the grid is cut to the table `validate` checks, so every point of it
+    /// validates (the tuner once proposed `prune_runway_ratio = 1.0`, which validation
+    /// rejects).
+    #[test]
+    fn every_grid_point_validates() {
+        let space = Space::new();
+        let base = Config::default();
+        let mut points = 0;
+        for &threshold in &space.threshold {
+            for &tail_ratio in &space.target {
+                for &prune_runway_ratio in &space.runway {
+                    for micro_compact in [false, true] {
+                        let knobs = Knobs {
+                            threshold,
+                            small_window_min_threshold: threshold,
+                            tail_ratio,
+                            prune_runway_ratio,
+                            micro_compact,
+                            ..Knobs::of(&base)
+                        };
+                        let config = knobs.apply(&base);
+                        config
+                            .validate()
+                            .unwrap_or_else(|e| panic!("{knobs:?}: {e}"));
+                        points += 1;
+                    }
+                }
+            }
+        }
+        assert!(space.runway.iter().all(|r| *r <= 0.9), "{:?}", space.runway);
+        // The count and token axes, one at a time (validation checks each key alone).
+        let axes: [(&str, &[u64]); 6] = [
+            ("floor", &FLOOR),
+            ("prune_min", &PRUNE_MIN),
+            ("proactive", &PROACTIVE),
+            ("every", &space.every),
+            ("reclaim", &RECLAIM),
+            ("trim", &TRIM),
+        ];
+        for (axis, values) in axes {
+            for &v in values {
+                let mut k = Knobs::of(&base);
+                match axis {
+                    "floor" => k.threshold_floor_tokens = v,
+                    "prune_min" => k.prune_minimum_tokens = v,
+                    "proactive" => k.proactive_prune_tokens = v,
+                    "every" => k.micro_compact_every_n_turns = v,
+                    "reclaim" => k.micro_compact_min_reclaim_tokens = v,
+                    _ => k.insert_trim_tokens = v,
+                }
+                k.apply(&base)
+                    .validate()
+                    .unwrap_or_else(|e| panic!("{axis} = {v}: {e}"));
+                points += 1;
+            }
+        }
+        assert!(points > 100, "{points}");
+        // The TOML a point writes loads back as that point, with no deprecation warning.
+        let knobs = Knobs::of(&base);
+        let (loaded, warnings) =
+            Config::from_toml_str_with_warnings(&format!("[compression]\n{}", knobs.toml_lines()))
+                .expect("the written TOML loads");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(Knobs::of(&loaded), knobs);
     }
 }

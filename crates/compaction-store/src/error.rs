@@ -83,7 +83,7 @@ pub enum StoreError {
     },
     /// The edit does not fit the transcript it claims to be planned against.
     #[error("edit does not fit the transcript: {0}")]
-    Edit(#[from] compaction_core::edit::EditError),
+    Edit(#[from] compaction_core::Error),
     /// A commit names a row that does not exist or belongs to another session.
     #[error("splice {splice}: row {row} is not a row of this session")]
     RowNotInSession {

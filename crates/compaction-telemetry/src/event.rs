@@ -8,6 +8,7 @@
 //! Each event knows its line form through [`TelemetryEvent`]: a fixed prefix followed by a
 //! JSON object whose `event` key names the event (see [`format_line`](crate::format_line)).
 
+use compaction_core::micro::MicroOutcomeKind;
 use compaction_core::regions::WindowConfig;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -50,14 +51,6 @@ pub fn occupancy_pct(tokens: u64, threshold_tokens: Option<u64>) -> Option<f64> 
     Some((tokens as f64 * 1000.0 / threshold as f64).round() / 10.0)
 }
 
-/// What a micro pass did (spec section 8): the one micro vocabulary, defined in the core and
-/// shared with the facade's micro report; [`as_str`](MicroOutcomeKind::as_str) gives the
-/// `outcome` string of the line.
-pub use compaction_core::micro::MicroOutcomeKind;
-
-/// [`MicroOutcomeKind`] under the name this crate gave it first (the same enum).
-pub type MicroOutcome = MicroOutcomeKind;
-
 /// One micro-compaction pass: every field of spec section 8, plus the cache-break depth and
 /// the summarizer's token use so the report can price the pass.
 ///
@@ -69,7 +62,7 @@ pub struct MicroPass {
     /// Opaque session id.
     pub session_id: String,
     /// What the pass did.
-    pub outcome: MicroOutcome,
+    pub outcome: MicroOutcomeKind,
     /// Messages in the transcript before the pass.
     pub messages_before: u64,
     /// Messages after the pass.
@@ -121,7 +114,7 @@ pub struct MicroPass {
 
 impl MicroPass {
     /// A pass of `session_id` with `outcome` and every count at zero.
-    pub fn new(session_id: impl Into<String>, outcome: MicroOutcome) -> MicroPass {
+    pub fn new(session_id: impl Into<String>, outcome: MicroOutcomeKind) -> MicroPass {
         MicroPass {
             session_id: session_id.into(),
             outcome,
@@ -602,10 +595,10 @@ mod tests {
             threshold_tokens: 1000,
             context_limit: 2000,
         });
-        let a = MicroPass::new("s", MicroOutcome::Absorbed)
+        let a = MicroPass::new("s", MicroOutcomeKind::Absorbed)
             .tokens(900, 500)
             .window(w);
-        let b = MicroPass::new("s", MicroOutcome::Absorbed)
+        let b = MicroPass::new("s", MicroOutcomeKind::Absorbed)
             .window(w)
             .tokens(900, 500);
         assert_eq!(a, b);
@@ -617,10 +610,10 @@ mod tests {
     #[test]
     fn accumulator_fills_running_totals() {
         let mut acc = SessionAccumulator::default();
-        let mut first = MicroPass::new("s", MicroOutcome::Absorbed).tokens(1000, 1330);
+        let mut first = MicroPass::new("s", MicroOutcomeKind::Absorbed).tokens(1000, 1330);
         acc.record(&mut first);
         assert_eq!((first.passes_total, first.tokens_saved_total), (1, -330));
-        let mut second = MicroPass::new("s", MicroOutcome::Absorbed).tokens(1330, 700);
+        let mut second = MicroPass::new("s", MicroOutcomeKind::Absorbed).tokens(1330, 700);
         acc.record(&mut second);
         assert_eq!((second.passes_total, second.tokens_saved_total), (2, 300));
         assert_eq!(

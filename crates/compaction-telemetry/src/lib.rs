@@ -30,10 +30,11 @@
 //!   simulator draw with.
 //!
 //! ```
-//! use compaction_telemetry::{format_line, MicroOutcome, MicroPass, SessionAccumulator, Window};
+//! use compaction_core::micro::MicroOutcomeKind;
+//! use compaction_telemetry::{format_line, MicroPass, SessionAccumulator, Window};
 //!
 //! let mut totals = SessionAccumulator::default();
-//! let mut pass = MicroPass::new("s1", MicroOutcome::Absorbed)
+//! let mut pass = MicroPass::new("s1", MicroOutcomeKind::Absorbed)
 //!     .tokens(12_739, 12_060)
 //!     .window(Some(Window { threshold_tokens: 34_816, context_limit: 40_960 }));
 //! totals.record(&mut pass);
@@ -65,9 +66,8 @@ pub use emit::{
 };
 pub use error::{Error, Result};
 pub use event::{
-    BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, SessionAccumulator,
-    TelemetryEvent, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window,
-    occupancy_pct,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, SessionAccumulator, TelemetryEvent,
+    TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, occupancy_pct,
 };
 #[cfg(feature = "report")]
 pub use report::{Report, ReportBuilder, ReportOptions};

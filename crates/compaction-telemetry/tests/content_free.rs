@@ -10,6 +10,7 @@
 //! window counts as a leak unless, with digit runs collapsed, it also occurs in the telemetry
 //! of a small transcript that is not a fixture (the schema's own vocabulary).
 
+use compaction_core::micro::MicroOutcomeKind;
 use std::collections::HashSet;
 
 use compaction_core::exchange::exchanges_from;
@@ -17,7 +18,7 @@ use compaction_core::parse::parse_transcript;
 use compaction_core::regions::{RegionConfig, WindowConfig, partition};
 use compaction_core::{Estimator, Message, Transcript};
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, MicroOutcome, MicroPass, SessionAccumulator, TriggerSource, Trim,
+    BatchAttempt, BatchOutcome, MicroPass, SessionAccumulator, TriggerSource, Trim,
     TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch, emit_micro, emit_trim,
     emit_turn, format_line,
 };
@@ -152,7 +153,7 @@ fn emit_for(session: &str, messages: Vec<Message>, out: &mut Vec<String>) {
     for ex in exchanges_from(msgs, regions.middle.clone(), regions.middle.start) {
         let ex_tokens = t.tokens_in(ex.clone());
         let after = tokens.saturating_sub(ex_tokens) + 60;
-        let mut pass = MicroPass::new(session, MicroOutcome::Absorbed)
+        let mut pass = MicroPass::new(session, MicroOutcomeKind::Absorbed)
             .tokens(tokens, after)
             .messages(msgs.len() as u64, (msgs.len() - ex.len() + 1) as u64)
             .window(Some(window));

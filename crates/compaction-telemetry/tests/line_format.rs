@@ -1,9 +1,10 @@
 //! The exact line forms, and their emission through tracing.
 
+use compaction_core::micro::MicroOutcomeKind;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroOutcome, MicroPass,
-    SessionAccumulator, TARGET, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource,
-    Turn, Window, emit_batch, emit_micro, emit_trim, emit_turn, format_line, init_subscriber,
+    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroPass, SessionAccumulator, TARGET,
+    TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch,
+    emit_micro, emit_trim, emit_turn, format_line, init_subscriber,
 };
 
 use crate::common::capture;
@@ -15,7 +16,7 @@ pub(crate) const WINDOW: Window = Window {
 
 pub(crate) fn micro() -> MicroPass {
     let mut acc = SessionAccumulator::default();
-    let mut pass = MicroPass::new("sess-1", MicroOutcome::Absorbed)
+    let mut pass = MicroPass::new("sess-1", MicroOutcomeKind::Absorbed)
         .tokens(12_739, 12_060)
         .messages(37, 36)
         .window(Some(WINDOW));
@@ -78,7 +79,7 @@ fn micro_line_is_exact() {
 
 #[test]
 fn micro_line_without_window_has_nulls() {
-    let pass = MicroPass::new("s", MicroOutcome::Noop).tokens(100, 100);
+    let pass = MicroPass::new("s", MicroOutcomeKind::Noop).tokens(100, 100);
     assert_eq!(
         format_line(&pass),
         concat!(
@@ -96,7 +97,7 @@ fn micro_line_without_window_has_nulls() {
 /// The fallback flags appear only when set, so an ordinary line keeps its fields.
 #[test]
 fn fallback_flags_are_written_when_set() {
-    let mut pass = MicroPass::new("s", MicroOutcome::Absorbed).tokens(100, 60);
+    let mut pass = MicroPass::new("s", MicroOutcomeKind::Absorbed).tokens(100, 60);
     assert!(!format_line(&pass).contains("fallback_used"));
     pass.fallback_used = true;
     pass.summarizer_skipped = true;
@@ -167,13 +168,13 @@ fn trim_line_is_exact() {
 #[test]
 fn every_enum_value_has_the_documented_name() {
     let outcomes = [
-        (MicroOutcome::Absorbed, "absorbed"),
-        (MicroOutcome::SummarizeFailed, "summarize_failed"),
-        (MicroOutcome::ExchangeSkipped, "exchange_skipped"),
-        (MicroOutcome::Defrag, "defrag"),
-        (MicroOutcome::DefragFailed, "defrag_failed"),
-        (MicroOutcome::Gated, "gated"),
-        (MicroOutcome::Noop, "noop"),
+        (MicroOutcomeKind::Absorbed, "absorbed"),
+        (MicroOutcomeKind::SummarizeFailed, "summarize_failed"),
+        (MicroOutcomeKind::ExchangeSkipped, "exchange_skipped"),
+        (MicroOutcomeKind::Defrag, "defrag"),
+        (MicroOutcomeKind::DefragFailed, "defrag_failed"),
+        (MicroOutcomeKind::Gated, "gated"),
+        (MicroOutcomeKind::Noop, "noop"),
     ];
     for (o, name) in outcomes {
         assert_eq!(o.as_str(), name);

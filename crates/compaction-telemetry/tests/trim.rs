@@ -1,8 +1,9 @@
 //! Insertion-time trim lines in the report: counted by outcome and source, savings summed
 //! overall and per session, kept apart from the other figures; malformed ones skipped.
 
+use compaction_core::micro::MicroOutcomeKind;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, MicroOutcome, MicroPass, Report, ReportOptions, SessionAccumulator,
+    BatchAttempt, BatchOutcome, MicroPass, Report, ReportOptions, SessionAccumulator,
     TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, format_line,
 };
 
@@ -42,7 +43,7 @@ fn mixed_log() -> String {
         trims_a.record(&mut t);
         lines.push(human(format_line(&t)));
     }
-    let mut pass = MicroPass::new("a", MicroOutcome::Absorbed).tokens(6_000, 5_000);
+    let mut pass = MicroPass::new("a", MicroOutcomeKind::Absorbed).tokens(6_000, 5_000);
     micro_a.record(&mut pass);
     lines.push(human(format_line(&pass)));
     lines.push(human(format_line(&Turn::new(

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, parse};
 use hermes_compaction::preview::{Fate, Preview};
-use hermes_compaction::{Compressor, Failure, OneShot, OneShotReport};
+use hermes_compaction::{Compressor, OneShot, OneShotReport};
 
 use crate::cli::{CompactArgs, Mode};
 use crate::input::{Input, Strictness};
@@ -27,28 +27,6 @@ impl Mode {
     }
 }
 
-/// The one-line summary of a run: `mode=... outcome=... passes=... messages=A->B tokens=A->B
-/// earliest_changed=... demoted_tail_outputs=... ms=... threshold=... over_threshold=...`.
-/// Counts only.
-pub fn summary_line(r: &OneShotReport) -> String {
-    format!(
-        "mode={} outcome={} passes={} messages={}->{} tokens={}->{} earliest_changed={} demoted_tail_outputs={} ms={} threshold={} over_threshold={}",
-        r.mode,
-        r.outcome,
-        r.passes,
-        r.messages_before,
-        r.messages_after,
-        r.tokens_before,
-        r.tokens_after,
-        r.earliest_changed_index
-            .map_or("-".to_owned(), |i| i.to_string()),
-        r.demoted_tail_outputs,
-        r.duration.as_millis(),
-        r.threshold_tokens,
-        r.over_threshold(),
-    )
-}
-
 /// `line`, preceded by a `note: ...` line when the run says why it could not go further
 /// (a micro run that ended over the threshold).
 pub fn with_note(r: &OneShotReport, line: String) -> String {
@@ -58,41 +36,10 @@ pub fn with_note(r: &OneShotReport, line: String) -> String {
     }
 }
 
-/// Why a failed run failed, in words, without content.
-pub fn failure_text(f: &Failure) -> String {
-    match f {
-        Failure::Summarizer(class) => format!("the summarizer failed ({})", class.as_str()),
-        Failure::StaleGeneration => {
-            "another writer compacted the session first (stale generation)".into()
-        }
-        other => format!("{other:?}").to_lowercase(),
-    }
-}
-
-/// The stderr warning when passes ran on the extractive fallback rather than the configured
-/// summarizer (it failed, or its circuit breaker was open), so a run that exits 0 on the
-/// fallback says so. `None` when every summary came from the summarizer.
-pub fn fallback_warning(r: &OneShotReport) -> Option<String> {
-    if r.fallback_passes == 0 {
-        return None;
-    }
-    let n = r.fallback_passes;
-    let skipped = match r.skipped_passes {
-        0 => String::new(),
-        k => format!(
-            "; {k} of them did not call it (circuit breaker open after repeated failures, see auxiliary.compression.breaker_failures)"
-        ),
-    };
-    Some(format!(
-        "warning: {n} pass{} used the extractive fallback because the summarizer failed{skipped}",
-        if n == 1 { "" } else { "es" }
-    ))
-}
-
 /// A run that did not do what was asked: an error (exit 1) that says which pass failed, why,
 /// and what came before it. `after` says what happened to the output.
 pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
-    if let Some(w) = fallback_warning(r) {
+    if let Some(w) = r.fallback_warning() {
         #[allow(clippy::print_stderr)]
         {
             eprintln!("{w}");
@@ -112,14 +59,12 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
         .map_or(String::new(), |c| format!(": {c}"));
     Err(Error::Pass(format!(
         "the {} pass failed{earlier}: {}{cause} (outcome {}); {after}",
-        r.mode,
-        failure_text(f),
-        r.outcome
+        r.mode, f, r.outcome
     )))
 }
 
 /// Runs `compact`: reads, compacts, writes the output atomically and prints the
-/// [`summary_line`] to `out`. Nothing is written when a pass fails.
+/// summary line ([`OneShotReport`]'s `Display`) to `out`. Nothing is written when a pass fails.
 pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let mode = args.mode.one_shot(args.passes)?;
     if args.focus.is_some() && args.mode != Mode::Batch {
@@ -169,7 +114,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         parse::to_jsonl(t.messages())
     };
     write_atomically(output, text.as_bytes())?;
-    write_out(out, &with_note(&report, summary_line(&report)))
+    write_out(out, &with_note(&report, report.to_string()))
 }
 
 fn session_name(args: &CompactArgs) -> String {

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use compaction_logs as logs;
 use hermes_compaction::core::Message;
-use hermes_compaction::core::parse::{self, Format, Location, ParseError};
+use hermes_compaction::core::error::Location;
+use hermes_compaction::core::parse::{self, Format};
 use hermes_compaction::core::validate::{self, Issue};
 
 /// A transcript read from a file, with the line of each message.
@@ -267,7 +268,7 @@ impl Input {
 }
 
 /// The `FILE:LINE: reason` of a parse error.
-pub fn parse_error(path: &Path, e: &ParseError) -> InputError {
+pub fn parse_error(path: &Path, e: &hermes_compaction::core::Error) -> InputError {
     InputError {
         path: path.to_owned(),
         position: match e.location() {

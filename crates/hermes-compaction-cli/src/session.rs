@@ -8,11 +8,13 @@ use hermes_compaction::store::{DatabaseFailure, Store, StoreOptions, TranscriptS
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
-use crate::compact::{check, summary_line, with_note};
+use crate::compact::{check, with_note};
 use crate::input::{Input, Strictness};
 use crate::setup::{build_summarizer, load_config};
-use crate::simulate::{Policy, simulate, table};
+use crate::simulate::simulate;
 use crate::{Result, runtime, write_out};
+use compaction_sim::Policy;
+use compaction_sim::render::table;
 
 /// Runs a `session` subcommand.
 pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
@@ -92,8 +94,7 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
                     ),
                 )?;
                 let line = format!(
-                    "session={session} {} generation={generation}->{after}",
-                    summary_line(&report)
+                    "session={session} {report} generation={generation}->{after}"
                 );
                 Ok(with_note(&report, line))
             }))?;
@@ -279,7 +280,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
         None => tmp.path().join("demo.db").display().to_string(),
     };
     let path = Path::new("examples/sessions/coding-agent.jsonl");
-    let text = crate::example::session_jsonl();
+    let text = compaction_sim::example::session_jsonl();
     let input = Input::from_bytes(path, text.as_bytes(), Strictness::COMPACTION)?;
     let session = format!(
         "demo-{}",

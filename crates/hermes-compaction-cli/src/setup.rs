@@ -41,7 +41,14 @@ pub fn load_config_with_profile(
 }
 
 pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<Config, Error> {
-    let mut config = Config::load(file).map_err(|e| Error::Config(e.to_string()))?;
+    let (mut config, warnings) =
+        Config::load_with_warnings(file).map_err(|e| Error::Config(e.to_string()))?;
+    for w in warnings {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!("warning: {w}");
+        }
+    }
     if let Some(n) = context_length {
         config.model.context_length = n;
     }

@@ -4,14 +4,11 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
-pub use compaction_sim::render::{cost_by_profile, table, to_json};
+use compaction_sim::render::to_json;
 use compaction_sim::run::Progress;
-use compaction_sim::{Prices, Pricing, Simulation};
+use compaction_sim::{Policy, Prices, Pricing, Simulation};
+use hermes_compaction::Config;
 use hermes_compaction::core::Message;
-use hermes_compaction::core::cache::PROFILE_NAMES;
-use hermes_compaction::{CacheProfile, Config};
-
-pub use compaction_sim::Policy;
 
 use crate::cli::SimulateArgs;
 use crate::input::{Input, InputFormat, Strictness};
@@ -102,11 +99,12 @@ pub fn simulate(
 /// Runs `simulate`.
 pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
-    let pricings = pricings(
+    let pricings = Pricing::select(
         args.cache_profile.as_deref(),
         args.prices.as_deref(),
         &config,
-    )?;
+    )
+    .map_err(sim_error)?;
     if (args.trace.is_some() || args.trace_text.is_some()) && pricings.len() > 1 {
         return Err(Error::Config(
             "--trace and --trace-text take one pricing (not --cache-profile all)".into(),
@@ -149,47 +147,13 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         write_atomically(path, compaction_sim::plot::occupancy_svg(&sim).as_bytes())?;
     }
     if let Some(path) = &args.trace {
-        let mut text = String::new();
-        for line in &sim.trace {
-            let json = serde_json::to_string(line)
-                .map_err(|e| Error::Config(format!("cannot render the trace: {e}")))?;
-            text.push_str(&json);
-            text.push('\n');
-        }
-        write_atomically(path, text.as_bytes())?;
+        write_atomically(path, sim.trace_jsonl(false).as_bytes())?;
     }
     if let Some(path) = &args.trace_text {
-        let mut text = String::new();
-        for line in &sim.trace_text {
-            let json = serde_json::to_string(line)
-                .map_err(|e| Error::Config(format!("cannot render the trace text: {e}")))?;
-            text.push_str(&json);
-            text.push('\n');
-        }
-        write_atomically(path, text.as_bytes())?;
+        write_atomically(path, sim.trace_jsonl(true).as_bytes())?;
     }
-    let mut text = String::new();
-    for pricing in &sim.pricings {
-        let name = pricing.name();
-        if args.per_transcript {
-            for (input, _) in &inputs {
-                let rows: Vec<_> = sim
-                    .rows
-                    .iter()
-                    .filter(|r| &r.transcript == input && r.profile == name)
-                    .collect();
-                text.push_str(&table(&format!("{input} [{name}]"), &rows));
-                text.push('\n');
-            }
-        }
-        let title = format!("{} transcript(s), totals [{name}]", inputs.len());
-        text.push_str(&table(&title, &sim.totals_of(name)));
-        text.push('\n');
-    }
-    if sim.pricings.len() > 1 {
-        text.push_str(&cost_by_profile(&sim));
-    }
-    write_out(out, &text)
+    let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
+    write_out(out, &sim.report(&names, args.per_transcript))
 }
 
 /// Reads the transcripts, each named by its file name.
@@ -203,47 +167,6 @@ pub(crate) fn read_inputs(
         inputs.push((display_name(path), input.messages));
     }
     Ok(inputs)
-}
-
-/// The pricings asked for: `NAME|custom|prices|all`, else the price table when a price file
-/// is given, else the configuration's cache profile, else the built-in price table.
-pub fn pricings(
-    cache_profile: Option<&str>,
-    prices: Option<&Path>,
-    config: &Config,
-) -> Result<Vec<Pricing>> {
-    let table = || -> Result<Pricing> {
-        Ok(Pricing::Table(match prices {
-            Some(p) => Prices::load(p).map_err(sim_error)?,
-            None => Prices::default(),
-        }))
-    };
-    let Some(name) = cache_profile else {
-        if prices.is_some() {
-            return Ok(vec![table()?]);
-        }
-        return Ok(vec![match config.cache_profile() {
-            Some(p) => Pricing::Profile(p),
-            None => table()?,
-        }]);
-    };
-    Ok(match name {
-        "all" => CacheProfile::all()
-            .into_iter()
-            .map(Pricing::Profile)
-            .collect(),
-        "prices" => vec![table()?],
-        "custom" => vec![Pricing::Profile(config.compression.cache_custom.clone())],
-        _ => match CacheProfile::named(name) {
-            Some(p) => vec![Pricing::Profile(p)],
-            None => {
-                return Err(Error::Config(format!(
-                    "--cache-profile {name}: unknown (expected one of {}, custom, prices, all)",
-                    PROFILE_NAMES.join(", ")
-                )));
-            }
-        },
-    })
 }
 
 fn display_name(path: &Path) -> String {

@@ -7,7 +7,7 @@ use compaction_sim::tune::{TuneOptions, tune};
 
 use crate::cli::TuneArgs;
 use crate::setup::{build_summarizer, load_config};
-use crate::simulate::{pricings, read_inputs, sim_error};
+use crate::simulate::{read_inputs, sim_error};
 use crate::{Error, Result, write_atomically, write_out};
 
 /// Runs `tune`.
@@ -18,7 +18,8 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
             "--cache-profile all: tune under one pricing at a time".into(),
         ));
     }
-    let pricing = pricings(args.cache_profile.as_deref(), None, &config)?
+    let pricing = compaction_sim::Pricing::select(args.cache_profile.as_deref(), None, &config)
+        .map_err(sim_error)?
         .into_iter()
         .next()
         .ok_or_else(|| Error::Config("no pricing".into()))?;

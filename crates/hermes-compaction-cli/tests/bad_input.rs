@@ -245,3 +245,53 @@ fn the_context_length_minimum_is_the_validations_one() {
     assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
     assert!(out.exists());
 }
+
+/// Issue 25, item 3: a configuration file that still says `target_ratio` (now `tail_ratio`)
+/// works, and the command warns once on stderr naming both keys; a negative or zero cadence
+/// is a configuration error (exit 2) naming the key.
+#[test]
+fn a_deprecated_key_warns_and_a_bad_cadence_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(4, 300));
+    let out = dir.path().join("o.jsonl");
+    let old = file(
+        dir.path(),
+        "old.toml",
+        b"[compression]\ntarget_ratio = 0.1\n",
+    );
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&out),
+        "--config",
+        s(&old),
+    ]);
+    let (_, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("deprecated"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("compression.target_ratio")
+            && warnings[0].contains("compression.tail_ratio"),
+        "{stderr}"
+    );
+    for bad in ["0", "-3"] {
+        let cfg = file(
+            dir.path(),
+            "bad.toml",
+            format!("[compression]\nmicro_compact_every_n_turns = {bad}\n").as_bytes(),
+        );
+        let o = run(&["simulate", "-i", s(&input), "--config", s(&cfg)]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {stderr}");
+        assert!(
+            stderr.contains("micro_compact_every_n_turns"),
+            "{bad}: {stderr}"
+        );
+    }
+}

@@ -30,7 +30,7 @@ use crate::config::Config;
 use crate::persist::PersistError;
 #[cfg(feature = "store")]
 pub use crate::persist::{Persistence, THRASH_STATE_KEY};
-pub use crate::report::{BatchReport, Failure, Outcome, Trigger};
+use crate::report::{BatchReport, Failure, Outcome, Trigger};
 
 /// A ticket from [`Compressor::before_request`] to hand back to
 /// [`Compressor::after_response`], so usage measured before a compaction is never used after it.
@@ -589,9 +589,12 @@ impl Compressor {
         report.earliest_changed_index = edit.earliest_changed_index();
         self.remember_pass(t, &edit);
         if edit.apply_to(t, self.counter.as_ref()).is_err() {
-            // Unreachable: assemble validated the edit against this transcript.
+            // Unreachable: assemble validated the edit against this transcript. Flagged all
+            // the same: a store may already hold the pass the transcript lacks.
             report.outcome = Outcome::Failed;
             report.failure = Some(Failure::Plan);
+            report.failure_cause = Some(APPLY_AFTER_COMMIT.into());
+            tracing::warn!("{APPLY_AFTER_COMMIT}");
             return self.finish(report, started, Some(&plan));
         }
         self.rt.state.consecutive_failures = 0;
@@ -1069,6 +1072,10 @@ pub(crate) struct MicroRuntime {
     pub(crate) tokens_saved_total: i64,
 }
 
+/// The cause a report gives when an edit the store may already have committed could not be
+/// applied to the transcript (unreachable: assembly validates the edit first).
+pub(crate) const APPLY_AFTER_COMMIT: &str = "the pass could not be applied to the transcript after it was committed: the store may be ahead of the transcript (call `reload`)";
+
 /// Core micro configuration from the facade configuration.
 pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
     let c = &config.compression;
@@ -1079,7 +1086,7 @@ pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
         max_consecutive_failures: c.micro_compact_max_consecutive_failures,
         min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
         strict_alternation: c.strict_alternation,
-        defrag_max_ratio: 0.5,
+        defrag_max_ratio: compaction_core::defaults::MICRO_DEFRAG_MAX_RATIO,
         ledger_max_tokens: c.ledger_max_tokens,
     }
 }
@@ -1103,7 +1110,7 @@ pub fn batch_config(config: &Config) -> BatchConfig {
                 .max(compaction_core::cache::suggested_prune_runway_ratio(&p)),
             None => c.prune_runway_ratio,
         },
-        summary_budget_tokens: u64::from(c.summary_max_tokens),
+        summary_max_tokens: u64::from(c.summary_max_tokens),
         strict_alternation: c.strict_alternation,
         ledger_max_tokens: c.ledger_max_tokens,
         keep_recent_images: BatchConfig::default().keep_recent_images,

@@ -10,13 +10,21 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
-use compaction_core::cache::{self, CacheProfile};
+use compaction_core::cache::CacheProfile;
+use compaction_core::defaults;
 use compaction_core::regions::{RegionConfig, WindowConfig};
 use compaction_core::trim::TrimConfig;
 
 /// The smallest absolute threshold cap `compression.threshold_tokens` accepts (0 turns the cap
 /// off).
 pub const MIN_THRESHOLD_TOKENS: u64 = 1_024;
+
+/// The smallest `model.context_length` accepted (the CLI's `--context-length` included).
+pub const MIN_CONTEXT_LENGTH: u64 = defaults::MIN_CONTEXT_LENGTH;
+
+/// Keys of `[compression]` (and of a profile) that were renamed: the old name is still
+/// accepted, with a warning, as the new one. Old name, new name.
+pub const DEPRECATED_KEYS: [(&str, &str); 1] = [("target_ratio", "tail_ratio")];
 
 /// Prefix of environment overrides; `__` separates levels.
 pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
@@ -71,7 +79,7 @@ pub struct ModelConfig {
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
-            context_length: 128_000,
+            context_length: defaults::CONTEXT_LENGTH,
             output_reserve_tokens: 0,
             name: String::new(),
         }
@@ -92,7 +100,10 @@ pub struct CompressionConfig {
     pub protect_first_n: usize,
     pub protect_last_n: usize,
     pub min_tail_user_messages: usize,
-    pub target_ratio: f64,
+    /// The tail budget as a fraction of the threshold (formerly `target_ratio`, still
+    /// accepted with a warning).
+    #[serde(alias = "target_ratio")]
+    pub tail_ratio: f64,
     pub tail_soft_ceiling: f64,
     pub max_attempts: u32,
     pub prune_minimum_tokens: u64,
@@ -111,7 +122,7 @@ pub struct CompressionConfig {
     pub summary_max_tokens: u32,
     pub ledger_max_tokens: u64,
     pub micro_compact: bool,
-    pub micro_compact_every_n_turns: i64,
+    pub micro_compact_every_n_turns: u64,
     pub micro_compact_defrag_threshold_tokens: u64,
     pub micro_compact_max_consecutive_failures: u32,
     pub micro_compact_min_reclaim_tokens: u64,
@@ -129,44 +140,42 @@ impl Default for CompressionConfig {
     fn default() -> Self {
         CompressionConfig {
             enabled: true,
-            threshold: 0.5,
-            small_window_tokens: 512_000,
-            small_window_min_threshold: 0.5,
-            threshold_floor_tokens: 16_000,
-            floor_cap: 0.85,
-            threshold_tokens: 0,
-            protect_first_n: 3,
-            protect_last_n: 6,
-            min_tail_user_messages: 0,
-            target_ratio: 0.05,
-            tail_soft_ceiling: 1.5,
+            threshold: defaults::THRESHOLD,
+            small_window_tokens: defaults::SMALL_WINDOW_TOKENS,
+            small_window_min_threshold: defaults::SMALL_WINDOW_MIN_THRESHOLD,
+            threshold_floor_tokens: defaults::THRESHOLD_FLOOR_TOKENS,
+            floor_cap: defaults::FLOOR_CAP,
+            threshold_tokens: defaults::THRESHOLD_CAP_TOKENS,
+            protect_first_n: defaults::PROTECT_FIRST_N,
+            protect_last_n: defaults::PROTECT_LAST_N,
+            min_tail_user_messages: defaults::MIN_TAIL_USER_MESSAGES,
+            tail_ratio: defaults::TAIL_RATIO,
+            tail_soft_ceiling: defaults::TAIL_SOFT_CEILING,
             max_attempts: 3,
-            prune_minimum_tokens: 0,
-            prune_runway_ratio: 0.15,
-            prune_tool_output_min_tokens: 200,
-            prune_argument_max_chars: 2_000,
+            prune_minimum_tokens: defaults::PRUNE_MINIMUM_TOKENS,
+            prune_runway_ratio: defaults::PRUNE_RUNWAY_RATIO,
+            prune_tool_output_min_tokens: defaults::PRUNE_TOOL_OUTPUT_MIN_TOKENS,
+            prune_argument_max_chars: defaults::PRUNE_ARGUMENT_MAX_CHARS,
             proactive_prune_tokens: 8_000,
             proactive_prune_min_reclaim_tokens: 4_096,
-            protected_tools: ["read_file", "memory", "clarify", "skill_view", "todo"]
-                .map(String::from)
-                .to_vec(),
+            protected_tools: defaults::protected_tools(),
             fallback_to_extractive: true,
             failure_cooldown_secs: 60,
             failure_cooldown_max_secs: 900,
             anti_thrash_max_ineffective: 2,
             anti_thrash_probe_secs: 300,
-            strict_alternation: false,
-            summary_max_tokens: 2_000,
-            ledger_max_tokens: 3_000,
+            strict_alternation: defaults::STRICT_ALTERNATION,
+            summary_max_tokens: defaults::SUMMARY_MAX_TOKENS,
+            ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,
             micro_compact: false,
             micro_compact_every_n_turns: 1,
-            micro_compact_defrag_threshold_tokens: 1_000,
-            micro_compact_max_consecutive_failures: 3,
-            micro_compact_min_reclaim_tokens: 0,
+            micro_compact_defrag_threshold_tokens: defaults::MICRO_DEFRAG_THRESHOLD_TOKENS,
+            micro_compact_max_consecutive_failures: defaults::MICRO_MAX_CONSECUTIVE_FAILURES,
+            micro_compact_min_reclaim_tokens: defaults::MICRO_MIN_RECLAIM_TOKENS,
             micro_compact_gate_horizon_requests: 2,
-            insert_trim_tokens: 0,
-            insert_trim_head_chars: 2_000,
-            insert_trim_tail_chars: 2_000,
+            insert_trim_tokens: defaults::INSERT_TRIM_TOKENS,
+            insert_trim_head_chars: defaults::INSERT_TRIM_HEAD_CHARS,
+            insert_trim_tail_chars: defaults::INSERT_TRIM_TAIL_CHARS,
             insert_trim_user_pastes: false,
             cache_profile: "auto".into(),
             cache_aware: true,
@@ -257,10 +266,19 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// Defaults, then `file` (if given), then the environment.
+    /// Defaults, then `file` (if given), then the environment. A deprecated key
+    /// ([`DEPRECATED_KEYS`]) is read as its new name and logged as a `tracing` warning
+    /// ([`load_with_warnings`](Self::load_with_warnings) returns the warnings instead).
     #[cfg(feature = "config")]
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
-        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        Config::load_with_warnings(file).map(log_warnings)
+    }
+
+    /// [`load`](Self::load), returning the deprecation warnings (one line each, naming the old
+    /// and the new key) instead of logging them.
+    #[cfg(feature = "config")]
+    pub fn load_with_warnings(file: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
+        let mut fig = Figment::new();
         if let Some(path) = file {
             fig = fig.merge(Toml::file_exact(path));
         }
@@ -268,19 +286,66 @@ impl Config {
         Config::from_figment(fig)
     }
 
-    /// Defaults, then a TOML string (for tests and embedding), then nothing else.
+    /// Defaults, then a TOML string (for tests and embedding), then nothing else. Deprecated
+    /// keys are handled as in [`load`](Self::load).
     #[cfg(feature = "config")]
     pub fn from_toml_str(toml: &str) -> Result<Config, ConfigError> {
-        Config::from_figment(
-            Figment::from(Serialized::defaults(Config::default())).merge(Toml::string(toml)),
-        )
+        Config::from_toml_str_with_warnings(toml).map(log_warnings)
     }
 
+    /// [`from_toml_str`](Self::from_toml_str), returning the deprecation warnings.
+    ///
+    /// ```
+    /// # #[cfg(feature = "config")] {
+    /// use hermes_compaction::Config;
+    ///
+    /// let (config, warnings) =
+    ///     Config::from_toml_str_with_warnings("[compression]\ntarget_ratio = 0.1\n").unwrap();
+    /// assert_eq!(config.compression.tail_ratio, 0.1);
+    /// assert_eq!(
+    ///     warnings,
+    ///     ["configuration: `compression.target_ratio` is deprecated: write `compression.tail_ratio`"]
+    /// );
+    /// # }
+    /// ```
     #[cfg(feature = "config")]
-    fn from_figment(fig: Figment) -> Result<Config, ConfigError> {
+    pub fn from_toml_str_with_warnings(toml: &str) -> Result<(Config, Vec<String>), ConfigError> {
+        Config::from_figment(Figment::from(Toml::string(toml)))
+    }
+
+    /// The defaults, then `user` (what the file and the environment set). A deprecated key
+    /// the user set is read through its serde alias, so its new name is left out of the
+    /// defaults (else serde would see the field twice); both names set by the user is an
+    /// error naming the field.
+    #[cfg(feature = "config")]
+    fn from_figment(user: Figment) -> Result<(Config, Vec<String>), ConfigError> {
+        let renamed: Vec<(&str, &str)> = DEPRECATED_KEYS
+            .into_iter()
+            .filter(|(old, _)| user.contains(&format!("compression.{old}")))
+            .collect();
+        let mut warnings: Vec<String> = renamed
+            .iter()
+            .map(|(old, new)| deprecation("compression", old, new))
+            .collect();
+        let mut defaults = figment::value::Value::serialize(Config::default()).map_err(Box::new)?;
+        if let figment::value::Value::Dict(_, top) = &mut defaults
+            && let Some(figment::value::Value::Dict(_, compression)) = top.get_mut("compression")
+        {
+            for (_, new) in &renamed {
+                compression.remove(*new);
+            }
+        }
+        let fig = Figment::from(Serialized::defaults(defaults)).merge(user);
         let cfg: Config = fig.extract().map_err(Box::new)?;
+        for (name, table) in &cfg.profiles {
+            for (old, new) in DEPRECATED_KEYS {
+                if table.contains_key(old) {
+                    warnings.push(deprecation(&format!("profiles.{name}"), old, new));
+                }
+            }
+        }
         cfg.validate()?;
-        Ok(cfg)
+        Ok((cfg, warnings))
     }
 
     /// This configuration with profile `name` applied: its keys replace those of
@@ -314,7 +379,13 @@ impl Config {
             .ok_or_else(|| profile_error("no such profile in [profiles]".into()))?;
         let mut merged = serde_json::to_value(&self.compression)
             .map_err(|e| profile_error(format!("cannot read [compression]: {e}")))?;
-        merge(&mut merged, overrides);
+        let mut overrides = overrides.clone();
+        for (old, new) in DEPRECATED_KEYS {
+            if let Some(v) = overrides.remove(old) {
+                overrides.entry(new).or_insert(v);
+            }
+        }
+        merge(&mut merged, &overrides);
         let compression: CompressionConfig =
             serde_json::from_value(merged).map_err(|e| profile_error(e.to_string()))?;
         let mut out = self.clone();
@@ -340,6 +411,22 @@ impl Config {
             .map(|&(_, lo, hi, _)| (lo, hi))
     }
 
+    /// The allowed range of a count key of `compression.*` (`None` for any other key), from
+    /// the same table [`validate`](Self::validate) checks.
+    ///
+    /// ```
+    /// use hermes_compaction::Config;
+    ///
+    /// assert_eq!(Config::u64_range("compression.micro_compact_every_n_turns"), Some((1, u64::MAX)));
+    /// assert_eq!(Config::u64_range("compression.threshold"), None);
+    /// ```
+    pub fn u64_range(key: &str) -> Option<(u64, u64)> {
+        U64_RANGES
+            .iter()
+            .find(|(k, ..)| *k == key)
+            .map(|&(_, lo, hi, _)| (lo, hi))
+    }
+
     /// Checks every value against its allowed range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let c = &self.compression;
@@ -349,22 +436,12 @@ impl Config {
             c.small_window_min_threshold,
         )?;
         range_f64("compression.floor_cap", c.floor_cap)?;
-        range_f64("compression.target_ratio", c.target_ratio)?;
+        range_f64("compression.tail_ratio", c.tail_ratio)?;
         range_f64("compression.tail_soft_ceiling", c.tail_soft_ceiling)?;
         range_f64("compression.prune_runway_ratio", c.prune_runway_ratio)?;
-        if !(1..=10).contains(&c.max_attempts) {
-            return invalid("compression.max_attempts", c.max_attempts, "1 to 10");
-        }
-        if c.protect_first_n > 1_000 {
-            return invalid(
-                "compression.protect_first_n",
-                c.protect_first_n,
-                "0 to 1000",
-            );
-        }
-        if c.protect_last_n > 1_000 {
-            return invalid("compression.protect_last_n", c.protect_last_n, "0 to 1000");
-        }
+        range_u64("compression.max_attempts", u64::from(c.max_attempts))?;
+        range_u64("compression.protect_first_n", c.protect_first_n as u64)?;
+        range_u64("compression.protect_last_n", c.protect_last_n as u64)?;
         if c.threshold_tokens != 0 && c.threshold_tokens < MIN_THRESHOLD_TOKENS {
             return invalid(
                 "compression.threshold_tokens",
@@ -372,25 +449,23 @@ impl Config {
                 "0 (no cap) or 1024 tokens or more",
             );
         }
-        if c.min_tail_user_messages > 1_000 {
-            return invalid(
-                "compression.min_tail_user_messages",
-                c.min_tail_user_messages,
-                "0 to 1000",
-            );
-        }
-        if c.micro_compact_max_consecutive_failures == 0 {
-            return invalid(
-                "compression.micro_compact_max_consecutive_failures",
-                0,
-                "1 or more",
-            );
-        }
-        if self.model.context_length < 1_024 {
+        range_u64(
+            "compression.min_tail_user_messages",
+            c.min_tail_user_messages as u64,
+        )?;
+        range_u64(
+            "compression.micro_compact_max_consecutive_failures",
+            u64::from(c.micro_compact_max_consecutive_failures),
+        )?;
+        range_u64(
+            "compression.micro_compact_every_n_turns",
+            c.micro_compact_every_n_turns,
+        )?;
+        if self.model.context_length < MIN_CONTEXT_LENGTH {
             return invalid(
                 "model.context_length",
                 self.model.context_length,
-                "1024 tokens or more",
+                MIN_CONTEXT_LENGTH_ALLOWED,
             );
         }
         if self.model.output_reserve_tokens >= self.model.context_length {
@@ -420,7 +495,7 @@ impl Config {
                 "\"auto\", \"none\", \"custom\", \"anthropic\", \"openai\", \"openai-gpt5\", \"google\" or \"local\"",
             );
         }
-        if let Err(cache::CacheProfileError::Invalid { field, .. }) = c.cache_custom.validate() {
+        if let Err(compaction_core::Error::Invalid { field, .. }) = c.cache_custom.validate() {
             return invalid(
                 "compression.cache_custom",
                 field,
@@ -436,11 +511,11 @@ impl Config {
         WindowConfig {
             context_length: self.model.context_length,
             output_reserve_tokens: self.model.output_reserve_tokens,
-            threshold_percent: c.threshold,
+            threshold: c.threshold,
             small_window_tokens: c.small_window_tokens,
-            small_window_min_percent: c.small_window_min_threshold,
+            small_window_min_threshold: c.small_window_min_threshold,
             threshold_floor_tokens: c.threshold_floor_tokens,
-            floor_cap_percent: c.floor_cap,
+            floor_cap: c.floor_cap,
             threshold_cap_tokens: c.threshold_tokens,
         }
     }
@@ -451,7 +526,7 @@ impl Config {
         RegionConfig {
             protect_first_n: c.protect_first_n,
             protect_last_n: c.protect_last_n,
-            tail_ratio: c.target_ratio,
+            tail_ratio: c.tail_ratio,
             tail_soft_ceiling: c.tail_soft_ceiling,
             min_tail_user_messages: c.min_tail_user_messages,
         }
@@ -481,10 +556,55 @@ impl Config {
         }
     }
 
-    /// `micro_compact_every_n_turns`, with values below 1 meaning 1.
+    /// `micro_compact_every_n_turns` (at least 1 once validated; 0 reads as 1 here).
     pub fn micro_every_n_turns(&self) -> u64 {
-        self.compression.micro_compact_every_n_turns.max(1) as u64
+        self.compression.micro_compact_every_n_turns.max(1)
     }
+}
+
+/// `model.context_length`'s allowed range as written in errors (tested against
+/// [`MIN_CONTEXT_LENGTH`]).
+const MIN_CONTEXT_LENGTH_ALLOWED: &str = "1024 tokens or more";
+
+/// The count keys `validate` bounds: key, lowest, highest, the range as written in errors.
+/// The tuner's grid is cut to the same table ([`Config::u64_range`]).
+const U64_RANGES: [(&str, u64, u64, &str); 6] = [
+    ("compression.max_attempts", 1, 10, "1 to 10"),
+    ("compression.protect_first_n", 0, 1_000, "0 to 1000"),
+    ("compression.protect_last_n", 0, 1_000, "0 to 1000"),
+    ("compression.min_tail_user_messages", 0, 1_000, "0 to 1000"),
+    (
+        "compression.micro_compact_max_consecutive_failures",
+        1,
+        u64::MAX,
+        "1 or more",
+    ),
+    (
+        "compression.micro_compact_every_n_turns",
+        1,
+        u64::MAX,
+        "1 or more",
+    ),
+];
+
+fn range_u64(key: &'static str, v: u64) -> Result<(), ConfigError> {
+    match U64_RANGES.iter().find(|(k, ..)| *k == key) {
+        Some(&(_, lo, hi, allowed)) if !(lo..=hi).contains(&v) => invalid(key, v, allowed),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(feature = "config")]
+fn deprecation(table: &str, old: &str, new: &str) -> String {
+    format!("configuration: `{table}.{old}` is deprecated: write `{table}.{new}`")
+}
+
+#[cfg(feature = "config")]
+fn log_warnings((config, warnings): (Config, Vec<String>)) -> Config {
+    for w in warnings {
+        tracing::warn!(target: "hermes_compaction::config", "{w}");
+    }
+    config
 }
 
 /// The fractional keys `validate` bounds: key, lowest, highest, the range as written in errors.
@@ -497,7 +617,7 @@ const F64_RANGES: [(&str, f64, f64, &str); 6] = [
         "0.05 to 0.95",
     ),
     ("compression.floor_cap", 0.05, 0.95, "0.05 to 0.95"),
-    ("compression.target_ratio", 0.05, 0.8, "0.05 to 0.8"),
+    ("compression.tail_ratio", 0.05, 0.8, "0.05 to 0.8"),
     ("compression.tail_soft_ceiling", 1.0, 4.0, "1.0 to 4.0"),
     ("compression.prune_runway_ratio", 0.0, 0.9, "0.0 to 0.9"),
 ];
@@ -669,11 +789,84 @@ mod tests {
         assert_eq!(t.protected_tools, cfg.compression.protected_tools);
     }
 
+    /// Issue 25, item 3: the cadence is an unsigned count; 0 and negatives are refused with
+    /// an error naming the key (they used to read as 1).
     #[test]
-    fn cadence_below_one_means_one() {
+    fn cadence_below_one_is_refused_naming_the_key() {
+        for bad in ["0", "-3", "-1"] {
+            let err = Config::from_toml_str(&format!(
+                "[compression]\nmicro_compact_every_n_turns = {bad}\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(err.contains("micro_compact_every_n_turns"), "{bad}: {err}");
+        }
+        let err =
+            Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = 0\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "configuration: `compression.micro_compact_every_n_turns` = 0 is invalid: allowed 1 or more"
+        );
         let cfg =
-            Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = -3\n").unwrap();
-        assert_eq!(cfg.micro_every_n_turns(), 1);
+            Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = 4\n").unwrap();
+        assert_eq!(cfg.micro_every_n_turns(), 4);
+    }
+
+    /// Issue 25, item 3: `target_ratio` was renamed `tail_ratio`; files, the environment and
+    /// profiles that use the old name keep working, with a warning naming both.
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn the_old_tail_key_is_a_deprecated_alias() {
+        let (old, warnings) =
+            Config::from_toml_str_with_warnings("[compression]\ntarget_ratio = 0.25\n").unwrap();
+        let (new, none) =
+            Config::from_toml_str_with_warnings("[compression]\ntail_ratio = 0.25\n").unwrap();
+        assert_eq!(old, new);
+        assert_eq!(old.regions().tail_ratio, 0.25);
+        assert!(none.is_empty(), "{none:?}");
+        assert_eq!(warnings.len(), 1);
+        assert!(
+            warnings[0].contains("compression.target_ratio")
+                && warnings[0].contains("compression.tail_ratio"),
+            "{warnings:?}"
+        );
+        // The old name is range-checked under the new one.
+        let err = Config::from_toml_str("[compression]\ntarget_ratio = 0.9\n").unwrap_err();
+        assert!(err.to_string().contains("compression.tail_ratio"), "{err}");
+        // Both names at once is ambiguous, and refused.
+        assert!(
+            Config::from_toml_str("[compression]\ntarget_ratio = 0.1\ntail_ratio = 0.2\n").is_err()
+        );
+        // A profile with the old name.
+        let (cfg, warnings) =
+            Config::from_toml_str_with_warnings("[profiles.sub]\ntarget_ratio = 0.3\n").unwrap();
+        assert!(
+            warnings[0].contains("profiles.sub.target_ratio"),
+            "{warnings:?}"
+        );
+        assert_eq!(cfg.with_profile("sub").unwrap().compression.tail_ratio, 0.3);
+        // The environment.
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("HERMES_COMPACTION__COMPRESSION__TARGET_RATIO", "0.2");
+            let (cfg, warnings) = Config::load_with_warnings(None).expect("loads");
+            assert_eq!(cfg.compression.tail_ratio, 0.2);
+            assert_eq!(warnings.len(), 1, "{warnings:?}");
+            Ok(())
+        });
+    }
+
+    /// Issue 25, item 3: one minimum context length, stated once.
+    #[test]
+    fn the_context_length_minimum_is_stated_once() {
+        assert_eq!(
+            MIN_CONTEXT_LENGTH_ALLOWED,
+            format!("{MIN_CONTEXT_LENGTH} tokens or more")
+        );
+        let at = format!("[model]\ncontext_length = {MIN_CONTEXT_LENGTH}\n");
+        assert!(Config::from_toml_str(&at).is_ok());
+        let below = format!("[model]\ncontext_length = {}\n", MIN_CONTEXT_LENGTH - 1);
+        let err = Config::from_toml_str(&below).unwrap_err().to_string();
+        assert!(err.contains("model.context_length"), "{err}");
     }
 }
 

@@ -71,7 +71,7 @@ pub mod preview;
 #[cfg(feature = "store")]
 pub mod recall;
 #[cfg(feature = "llm")]
-pub mod report;
+mod report;
 #[cfg(feature = "llm")]
 pub mod setup;
 #[cfg(feature = "store")]
@@ -83,16 +83,14 @@ pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
-pub use compressor::{
-    BatchReport, Compressor, Failure, Outcome, RequestTicket, ThrashState, Trigger,
-};
+pub use compressor::{Compressor, RequestTicket, ThrashState};
 pub use config::{Config, ConfigError};
-#[cfg(feature = "llm")]
-pub use micro::{MicroOutcomeKind, MicroReport};
 #[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
+#[cfg(feature = "llm")]
+pub use report::{BatchReport, Failure, MicroReport, Outcome, Trigger};
 #[cfg(feature = "llm")]
 pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]

@@ -13,9 +13,11 @@ use compaction_core::micro::{self, MicroStep};
 use compaction_core::{MarkerKind, Transcript};
 use compaction_llm::{SummaryKind, SummaryRequest};
 
+use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
-use crate::compressor::{Compressor, Failure};
-pub use crate::report::{MicroOutcomeKind, MicroReport};
+use crate::report::Failure;
+use crate::report::MicroReport;
+use compaction_core::micro::MicroOutcomeKind;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Hook {
@@ -255,7 +257,10 @@ impl Compressor {
         report.earliest_changed_index = edit.earliest_changed_index();
         self.remember_pass(t, &edit);
         if edit.apply_to(t, self.counter()).is_err() {
+            // Unreachable (assembly validated the edit); flagged as in a batch pass.
             report.failure = Some(Failure::Plan);
+            report.failure_cause = Some(crate::compressor::APPLY_AFTER_COMMIT.into());
+            tracing::warn!("{}", crate::compressor::APPLY_AFTER_COMMIT);
             report.outcome = MicroOutcomeKind::SummarizeFailed;
             return Some(self.micro_finish(report, started));
         }

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use compaction_core::Transcript;
 
-use crate::compressor::{BatchReport, Compressor, Failure, Outcome};
+use crate::compressor::Compressor;
 use crate::config::Config;
-use crate::micro::{MicroOutcomeKind, MicroReport};
+use crate::report::{BatchReport, Failure, MicroReport, Outcome};
+use compaction_core::micro::MicroOutcomeKind;
 
 /// Which one-shot run to make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +134,26 @@ impl OneShotReport {
         self.tokens_after >= self.threshold_tokens
     }
 
+    /// The warning for a run whose passes used the extractive fallback rather than the
+    /// configured summarizer (it failed, or its circuit breaker was open), so a run that
+    /// succeeded on the fallback says so. `None` when every summary came from the summarizer.
+    pub fn fallback_warning(&self) -> Option<String> {
+        if self.fallback_passes == 0 {
+            return None;
+        }
+        let n = self.fallback_passes;
+        let skipped = match self.skipped_passes {
+            0 => String::new(),
+            k => format!(
+                "; {k} of them did not call it (circuit breaker open after repeated failures, see auxiliary.compression.breaker_failures)"
+            ),
+        };
+        Some(format!(
+            "warning: {n} pass{} used the extractive fallback because the summarizer failed{skipped}",
+            if n == 1 { "" } else { "es" }
+        ))
+    }
+
     fn changed_at(&mut self, index: Option<usize>) {
         if let Some(i) = index {
             self.earliest_changed_index = Some(self.earliest_changed_index.map_or(i, |e| e.min(i)));
@@ -148,6 +169,31 @@ impl OneShotReport {
 }
 
 #[cfg(feature = "store")]
+/// The one-line summary of a run: `mode=... outcome=... passes=... messages=A->B tokens=A->B
+/// earliest_changed=... demoted_tail_outputs=... ms=... threshold=... over_threshold=...`.
+/// Counts only ([`note`](Self::note) is not part of it).
+impl std::fmt::Display for OneShotReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "mode={} outcome={} passes={} messages={}->{} tokens={}->{} earliest_changed={} demoted_tail_outputs={} ms={} threshold={} over_threshold={}",
+            self.mode,
+            self.outcome,
+            self.passes,
+            self.messages_before,
+            self.messages_after,
+            self.tokens_before,
+            self.tokens_after,
+            self.earliest_changed_index
+                .map_or("-".to_owned(), |i| i.to_string()),
+            self.demoted_tail_outputs,
+            self.duration.as_millis(),
+            self.threshold_tokens,
+            self.over_threshold(),
+        )
+    }
+}
+
 impl crate::compressor::Persistence {
     /// Opens stored session `session` for compaction: its active messages (row ids stamped)
     /// and the persistence naming the generation they reflect, to give the compressor with

@@ -12,7 +12,7 @@ impl Compressor {
     /// The batch pass [`compress`](Self::compress) would run on `t` now (forced, with the
     /// compressor's settings and state), as a [`Preview`]: every message's fate, the summaries
     /// it would write, tokens before and after (each summary estimated from
-    /// `summary_budget_tokens`). Calls no summarizer, writes nothing, changes no state.
+    /// `summary_max_tokens`). Calls no summarizer, writes nothing, changes no state.
     ///
     /// ```
     /// use std::sync::Arc;

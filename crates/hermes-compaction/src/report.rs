@@ -78,6 +78,22 @@ pub enum Failure {
     Plan,
 }
 
+/// Why a pass failed, in words, without content: `the summarizer failed (timeout)`,
+/// `another writer compacted the session first (stale generation)`, `the store failed`,
+/// `the plan could not be assembled safely`.
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Summarizer(class) => write!(f, "the summarizer failed ({})", class.as_str()),
+            Failure::StaleGeneration => {
+                f.write_str("another writer compacted the session first (stale generation)")
+            }
+            Failure::Store => f.write_str("the store failed"),
+            Failure::Plan => f.write_str("the plan could not be assembled safely"),
+        }
+    }
+}
+
 /// The result of one batch attempt. Counts only, never content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BatchReport {
@@ -189,7 +205,7 @@ impl BatchReport {
 }
 
 /// What a micro pass did: the core's one micro vocabulary, also the telemetry's.
-pub use compaction_core::micro::MicroOutcomeKind;
+use compaction_core::micro::MicroOutcomeKind;
 
 /// The result of one micro pass. Counts only, never content.
 #[derive(Clone, Debug, PartialEq)]

@@ -475,3 +475,43 @@ fn preview_is_what_compress_then_does() {
         }
     });
 }
+
+/// Issue 25, item 3: the core's defaults are the facade's. A core-only user gets the
+/// threshold, tail, runway and micro settings a facade user gets, at every window.
+#[test]
+fn core_defaults_are_the_facade_defaults() {
+    use compaction_core::batch::BatchConfig;
+    use compaction_core::micro::MicroConfig;
+    use compaction_core::trim::TrimConfig;
+    use hermes_compaction::Config;
+    use hermes_compaction::core::regions::{RegionConfig, WindowConfig};
+    let config = Config::default();
+    for window in [8_000u64, 32_000, 64_000, 128_000, 200_000, 1_000_000] {
+        let mut c = config.clone();
+        c.model.context_length = window;
+        assert_eq!(
+            c.window(),
+            WindowConfig::for_context(window),
+            "window {window}"
+        );
+        assert_eq!(
+            c.window().threshold_tokens(),
+            WindowConfig::for_context(window).threshold_tokens()
+        );
+    }
+    assert_eq!(
+        WindowConfig::for_context(128_000).threshold_tokens(),
+        64_000
+    );
+    assert_eq!(config.window(), WindowConfig::default());
+    assert_eq!(config.regions(), RegionConfig::default());
+    assert_eq!(config.trim(), TrimConfig::default());
+    assert_eq!(
+        hermes_compaction::compressor::batch_config(&config),
+        BatchConfig::default()
+    );
+    assert_eq!(
+        hermes_compaction::compressor::micro_config(&config),
+        MicroConfig::default()
+    );
+}

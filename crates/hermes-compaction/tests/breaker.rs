@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use compaction_core::Message;
 use compaction_llm::{Error, ErrorClass, ScriptedSummarizer};
-use hermes_compaction::{Failure, MicroOutcomeKind};
+use hermes_compaction::Failure;
+use hermes_compaction::core::micro::MicroOutcomeKind;
 
 use crate::common::{config, rt, tool_session, with_summarizer};
 

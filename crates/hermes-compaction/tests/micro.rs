@@ -7,7 +7,8 @@ use compaction_core::laws::{self, PassKind};
 use compaction_core::ledger::Ledger;
 use compaction_core::{Estimator, MarkerKind, Message, marker};
 use compaction_llm::{Error, ScriptedSummarizer};
-use hermes_compaction::{MicroOutcomeKind, MicroReport, Outcome};
+use hermes_compaction::core::micro::MicroOutcomeKind;
+use hermes_compaction::{MicroReport, Outcome};
 
 use crate::common::{config, fixtures, rt, with_summarizer};
 
