@@ -23,8 +23,8 @@
 use std::collections::HashMap;
 
 use hermes_compaction::Config;
+use hermes_compaction::Outcome;
 use hermes_compaction::core::{Estimator, TokenCounter, laws};
-use hermes_compaction::report::Outcome;
 use hermes_compaction_rig::{CompactingMemory, from_rig, to_rig};
 use rig_core::completion::{AssistantContent, AssistantMessage, Message};
 use rig_core::memory::ConversationMemory;

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use hermes_compaction::Config;
-use hermes_compaction::report::Outcome;
+use hermes_compaction::Outcome;
 use hermes_compaction::store::{GenerationKind, StoreError, TranscriptStore};
 use hermes_compaction_rig::{CompactingMemory, Error, to_rig};
 use rig_core::completion::{AssistantContent, Message};
