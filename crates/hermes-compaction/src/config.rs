@@ -100,6 +100,7 @@ pub struct CompressionConfig {
     pub prune_tool_output_min_tokens: u64,
     pub prune_argument_max_chars: usize,
     pub proactive_prune_tokens: u64,
+    pub prune_keep_cited: bool,
     pub proactive_prune_min_reclaim_tokens: u64,
     pub protected_tools: Vec<String>,
     pub fallback_to_extractive: bool,
@@ -145,7 +146,8 @@ impl Default for CompressionConfig {
             prune_runway_ratio: 0.15,
             prune_tool_output_min_tokens: 200,
             prune_argument_max_chars: 2_000,
-            proactive_prune_tokens: 8_000,
+            proactive_prune_tokens: 16_000,
+            prune_keep_cited: true,
             proactive_prune_min_reclaim_tokens: 4_096,
             protected_tools: ["read_file", "memory", "clarify", "skill_view", "todo"]
                 .map(String::from)
