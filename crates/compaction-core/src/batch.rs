@@ -260,6 +260,18 @@ pub fn plan_batch(
     // Pinned messages (and their tool groups) are kept like head messages: nothing prunes them.
     let free = crate::pins::free_ranges_of(t.messages(), &ranges);
     plan.prune = prune::plan_prune(t, &free, &cfg.prune, counter);
+    if cfg.prune.keep_cited {
+        // Reference-aware pruning: the outputs later messages cite go last. A prune-only pass
+        // keeps them; a threshold pass prunes them only when the uncited alone fall short.
+        let cited = prune::cited_outputs(t.messages(), &free);
+        if !cited.is_empty() {
+            let uncited = prune::plan_prune_except(t, &free, &cfg.prune, counter, &cited);
+            let after = tokens_before.saturating_sub(scaled(uncited.reclaimed_tokens));
+            if req.prune_only || after <= low_water {
+                plan.prune = uncited;
+            }
+        }
+    }
     strip_old_images(t, &r, &free, cfg, counter, &mut plan.prune);
     plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
@@ -745,6 +757,11 @@ fn strip_old_images(
     prune.edit.splices.sort_by_key(|s| s.range.start);
 }
 
+/// How far past [`BatchConfig::summary_max_tokens`] the budget of a job that folds older
+/// summaries may grow: by the size of the summaries it folds, to at most this many times the
+/// configured size.
+pub const FOLD_BUDGET_FACTOR: u64 = 2;
+
 /// The smallest summary budget a job is given, however little room the window leaves.
 pub const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
 
@@ -784,9 +801,20 @@ fn size_jobs(
             .ledger
             .render(j.ledger_max_tokens)
             .map_or(0, |s| counter.count_text(&s));
+        // A job that folds older summaries may keep what they held beside what is new, up to
+        // FOLD_BUDGET_FACTOR times the configured size: folding (one summary remains) then
+        // does not squeeze the session's memory into the budget of a first summary.
+        let folded = j
+            .previous_summary
+            .as_deref()
+            .map_or(0, |s| counter.count_text(s));
+        let cap = cfg
+            .summary_max_tokens
+            .saturating_add(folded)
+            .min(cfg.summary_max_tokens.saturating_mul(FOLD_BUDGET_FACTOR));
         j.budget_tokens = share.saturating_sub(ledger).clamp(
             MIN_SUMMARY_BUDGET_TOKENS,
-            cfg.summary_max_tokens.max(MIN_SUMMARY_BUDGET_TOKENS),
+            cap.max(MIN_SUMMARY_BUDGET_TOKENS),
         );
     }
 }
@@ -934,6 +962,111 @@ mod tests {
         let t = Transcript::new(msgs, &e);
         let plan = plan_batch(&t, threshold, cfg, &BatchRequest::default(), &e);
         (t, plan)
+    }
+
+    /// Forty turns; the outputs of turns 3 and 5 hold an identifier the reply of turn 30
+    /// cites (`fn parse_args_v2`), the rest hold none.
+    fn cited_session() -> Vec<Message> {
+        let mut msgs = session(40, 2_000);
+        for turn in [3usize, 5] {
+            let i = 1 + turn * 4 + 2;
+            let id = format!("c{turn}");
+            msgs[i] = Message::tool_result(&id, format!("fn parse_args_v2 {}", "o".repeat(2_000)));
+        }
+        msgs[1 + 30 * 4 + 3] = Message::assistant("parse_args_v2 is the culprit");
+        msgs
+    }
+
+    fn pruned_indices(plan: &BatchPlan) -> Vec<usize> {
+        plan.prune
+            .edit
+            .splices
+            .iter()
+            .map(|s| s.range.start)
+            .collect()
+    }
+
+    #[test]
+    fn reference_aware_prune_only_keeps_the_outputs_later_messages_cite() {
+        let e = Estimator::default();
+        let t = Transcript::new(cited_session(), &e);
+        let cited = [1 + 3 * 4 + 2, 1 + 5 * 4 + 2];
+        let r = regions::partition(&t, 20_000, &BatchConfig::default().regions, false);
+        assert_eq!(
+            prune::cited_outputs(t.messages(), std::slice::from_ref(&r.middle)),
+            cited
+        );
+        let req = BatchRequest {
+            prune_only: true,
+            force: true,
+            ..BatchRequest::default()
+        };
+        let plan = plan_batch(&t, 20_000, &BatchConfig::default(), &req, &e);
+        let pruned = pruned_indices(&plan);
+        assert!(pruned.len() > 10, "{pruned:?}");
+        assert!(cited.iter().all(|c| !pruned.contains(c)), "{pruned:?}");
+        // Off: every old output goes, the cited ones too.
+        let mut cfg = BatchConfig::default();
+        cfg.prune.keep_cited = false;
+        let plan = plan_batch(&t, 20_000, &cfg, &req, &e);
+        assert!(cited.iter().all(|c| pruned_indices(&plan).contains(c)));
+    }
+
+    #[test]
+    fn a_threshold_pass_prunes_cited_outputs_only_when_the_uncited_fall_short() {
+        let e = Estimator::default();
+        let t = Transcript::new(cited_session(), &e);
+        let total = t.estimated_total();
+        let cited = [1 + 3 * 4 + 2, 1 + 5 * 4 + 2];
+        // A threshold just under the total: pruning the uncited outputs reaches the low-water
+        // mark, so the cited ones stay.
+        let (_, plan) = run(cited_session(), total - 100, &BatchConfig::default());
+        assert!(matches!(
+            plan.step,
+            BatchStep::PruneOnly {
+                reached_low_water: true
+            }
+        ));
+        assert!(cited.iter().all(|c| !pruned_indices(&plan).contains(c)));
+        // A threshold the uncited alone cannot reach: everything old is pruned (and summarized).
+        let (_, plan) = run(cited_session(), total / 8, &BatchConfig::default());
+        assert!(cited.iter().all(|c| pruned_indices(&plan).contains(c)));
+    }
+
+    #[test]
+    fn a_job_that_folds_an_older_summary_may_keep_what_it_held() {
+        let e = Estimator::default();
+        let mut msgs = session(200, 400);
+        let old = marker::render(
+            MarkerKind::Batch,
+            Role::User,
+            &"earlier facts ".repeat(1_500),
+        );
+        msgs.insert(1, old);
+        let cfg = BatchConfig::default();
+        let t = Transcript::new(msgs, &e);
+        let req = BatchRequest {
+            compacted: true,
+            ..BatchRequest::default()
+        };
+        let plan = plan_batch(&t, 10_000, &cfg, &req, &e);
+        let BatchStep::Summarize(jobs) = &plan.step else {
+            panic!("{:?}", plan.step);
+        };
+        assert!(jobs[0].previous_summary.is_some());
+        assert!(
+            jobs[0].budget_tokens > cfg.summary_max_tokens,
+            "{}",
+            jobs[0].budget_tokens
+        );
+        assert!(jobs[0].budget_tokens <= cfg.summary_max_tokens * FOLD_BUDGET_FACTOR);
+        // A first summary gets the configured size.
+        let (_, plan) = run(session(200, 400), 10_000, &cfg);
+        let BatchStep::Summarize(jobs) = &plan.step else {
+            panic!("{:?}", plan.step);
+        };
+        assert!(jobs[0].previous_summary.is_none());
+        assert_eq!(jobs[0].budget_tokens, cfg.summary_max_tokens);
     }
 
     #[test]

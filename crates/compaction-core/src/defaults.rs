@@ -53,6 +53,10 @@ pub const PRUNE_RUNWAY_RATIO: f64 = 0.15;
 pub const PRUNE_TOOL_OUTPUT_MIN_TOKENS: u64 = 200;
 /// String arguments above this many characters are shortened by pruning.
 pub const PRUNE_ARGUMENT_MAX_CHARS: usize = 2_000;
+/// Prune-only passes keep old tool outputs a later assistant message cites.
+pub const PRUNE_KEEP_CITED: bool = true;
+/// Tokens of tool output since the last pass at which a proactive prune runs.
+pub const PROACTIVE_PRUNE_TOKENS: u64 = 16_000;
 /// Tools whose outputs are never pruned or trimmed.
 pub const PROTECTED_TOOLS: [&str; 5] = ["read_file", "memory", "clarify", "skill_view", "todo"];
 /// Bound of a summary, tokens (the batch planner's estimate of one summary's size).

@@ -37,6 +37,11 @@ pub struct PruneConfig {
     pub argument_max_chars: usize,
     /// Tools whose outputs are never pruned.
     pub protected_tools: Vec<String>,
+    /// Reference-aware pruning: a tool output that later assistant messages cite (see
+    /// [`cited_outputs`]) is live state, pruned only after the uncited ones. A prune-only pass
+    /// keeps it; a threshold pass prunes it only when pruning the uncited outputs alone does not
+    /// reach the low-water mark. Default true.
+    pub keep_cited: bool,
 }
 
 impl Default for PruneConfig {
@@ -45,6 +50,7 @@ impl Default for PruneConfig {
             tool_output_min_tokens: defaults::PRUNE_TOOL_OUTPUT_MIN_TOKENS,
             argument_max_chars: defaults::PRUNE_ARGUMENT_MAX_CHARS,
             protected_tools: defaults::protected_tools(),
+            keep_cited: defaults::PRUNE_KEEP_CITED,
         }
     }
 }
@@ -92,6 +98,18 @@ pub fn plan_prune(
     cfg: &PruneConfig,
     counter: &dyn TokenCounter,
 ) -> PrunePlan {
+    plan_prune_except(t, ranges, cfg, counter, &[])
+}
+
+/// [`plan_prune`] leaving the tool outputs at `keep` (ascending indices) as they are: with
+/// [`cited_outputs`], the uncited outputs alone.
+pub fn plan_prune_except(
+    t: &Transcript,
+    ranges: &[Range<usize>],
+    cfg: &PruneConfig,
+    counter: &dyn TokenCounter,
+    keep: &[usize],
+) -> PrunePlan {
     let msgs = t.messages();
     let calls = CallIndex::build(msgs);
     let mut plan = PrunePlan::default();
@@ -110,7 +128,9 @@ pub fn plan_prune(
     for range in ranges {
         for i in range.clone() {
             let m = &msgs[i];
-            let replacement = if m.is_tool() {
+            let replacement = if m.is_tool() && keep.binary_search(&i).is_ok() {
+                None
+            } else if m.is_tool() {
                 prune_tool_output(t, i, &calls, &newest, cfg, &mut plan)
             } else if m.has_tool_calls() {
                 shorten_arguments(m, cfg).inspect(|_| plan.shortened_calls += 1)
@@ -131,6 +151,86 @@ pub fn plan_prune(
         }
     }
     plan
+}
+
+/// Shortest identifier [`cited_outputs`] matches, in characters.
+pub const MIN_CITED_CHARS: usize = 6;
+
+/// The tool outputs of `ranges` (ascending indices) that a later assistant message cites: its
+/// content or a tool call's arguments use an identifier of the output that the call it answers
+/// did not already name. An *identifier* is a run of at least [`MIN_CITED_CHARS`] characters of
+/// `[A-Za-z0-9_./-]`, trimmed to start and end with `[A-Za-z0-9_]`, holding `_`, `.`, `/`, a
+/// digit or a lower-to-upper camel step: paths, symbols, ids, versions, not plain words. An
+/// output the agent went on to use is live state; one nobody cited is the first to go.
+/// One pass back from the end, O(characters after the first range).
+///
+/// ```
+/// use compaction_core::prune::cited_outputs;
+/// use compaction_core::{Message, ToolCall};
+/// let msgs = vec![
+///     Message::user("find the parser"),
+///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", r#"{"cmd":"ls src"}"#)]),
+///     Message::tool_result("c1", "src/parse_args.rs\nsrc/main.rs"),
+///     Message::assistant_tool_calls("", vec![ToolCall::function("c2", "sh", r#"{"cmd":"ls docs"}"#)]),
+///     Message::tool_result("c2", "docs/guide_v2.md"),
+///     Message::assistant("The parser is in src/parse_args.rs."),
+/// ];
+/// // The first listing is cited by the reply; nobody used the second.
+/// assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
+/// ```
+pub fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
+    let Some(first) = ranges.iter().map(|r| r.start).min() else {
+        return Vec::new();
+    };
+    let calls = CallIndex::build(msgs);
+    let mut later: foldhash::HashSet<&str> = foldhash::HashSet::default();
+    let mut out = Vec::new();
+    for i in (first..msgs.len()).rev() {
+        let m = &msgs[i];
+        if m.is_tool() && ranges.iter().any(|r| r.contains(&i)) && !later.is_empty() {
+            let named: Vec<&str> = calls
+                .for_result(m)
+                .map(|c| identifiers(c.arguments).collect())
+                .unwrap_or_default();
+            let text = m.text();
+            if identifiers(&text).any(|w| later.contains(w) && !named.contains(&w)) {
+                out.push(i);
+            }
+        } else if m.is_assistant() {
+            if let Some(Content::Text(s)) = m.content() {
+                later.extend(identifiers(s));
+            } else if let Some(Content::Parts(parts)) = m.content() {
+                later.extend(
+                    parts
+                        .iter()
+                        .filter_map(crate::message::Part::text)
+                        .flat_map(identifiers),
+                );
+            }
+            for c in m.tool_calls() {
+                later.extend(identifiers(&c.function.arguments));
+            }
+        }
+    }
+    out.reverse();
+    out
+}
+
+/// The identifiers of `text` (see [`cited_outputs`]).
+fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    let run = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-');
+    let edge = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.split(move |c: char| !run(c)).filter_map(move |w| {
+        let w = w.trim_matches(|c: char| !edge(c));
+        let b = w.as_bytes();
+        (b.len() >= MIN_CITED_CHARS
+            && (b
+                .iter()
+                .any(|c| matches!(c, b'_' | b'.' | b'/') || c.is_ascii_digit())
+                || b.windows(2)
+                    .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())))
+        .then_some(w)
+    })
 }
 
 /// The informative one-line description of a tool output, as pruning writes it. The line is

@@ -302,7 +302,9 @@ pub fn partition(
         reply: None,
     };
     place_anchor(t, &mut regions, anchor, ceiling);
-    regions.reply = last_visible_reply(msgs, head_end)
+    // Cached in the transcript: no scan back over a long tool-only turn on every pass.
+    regions.reply = t
+        .last_visible_reply()
         .filter(|a| regions.middle.contains(a) || regions.turn_middle.contains(a));
     regions
 }
@@ -363,14 +365,16 @@ fn nth_last_real_user(msgs: &[Message], n: usize, floor: usize) -> Option<usize>
 }
 
 /// The last assistant reply the user saw: visible text, no tool calls, not a summary marker,
-/// at or after `floor`.
+/// at or after `floor`. A scan back from the end; `Transcript::last_visible_reply` keeps the
+/// same index current in O(1); this is the reference its property test checks it against.
+#[cfg(test)]
 pub(crate) fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize> {
     (floor..msgs.len())
         .rev()
         .find(|&i| is_visible_reply(&msgs[i]))
 }
 
-fn is_visible_reply(m: &Message) -> bool {
+pub(crate) fn is_visible_reply(m: &Message) -> bool {
     m.is_assistant()
         && !m.has_tool_calls()
         && m.has_visible_text()

@@ -54,6 +54,11 @@ pub struct Transcript {
     /// splice so [`Transcript::last_real_user`] is O(1). `None` when unknown: metadata of a
     /// user message was handed out mutably, and its marker kind may have changed.
     last_user: Option<Option<usize>>,
+    /// Index of the last assistant reply the user saw (visible text, no tool calls, not a
+    /// summary marker), kept current like `last_user` so [`Transcript::last_visible_reply`]
+    /// is O(1) (a long tool-only turn would otherwise be scanned back on every partition).
+    /// `None` when unknown: metadata of an assistant message was handed out mutably.
+    last_reply: Option<Option<usize>>,
     /// Identifies the current content: drawn afresh on construction and on every mutation (see
     /// [`Transcript::stamp`]).
     stamp: u64,
@@ -72,6 +77,7 @@ impl Clone for Transcript {
             base: self.base,
             calibration: self.calibration,
             last_user: self.last_user,
+            last_reply: self.last_reply,
             stamp: self.stamp,
             lineage: next_stamp(),
         }
@@ -112,12 +118,14 @@ impl Transcript {
             keys.push(acc);
         }
         let last_user = Some(messages.iter().rposition(is_real_user));
+        let last_reply = Some(messages.iter().rposition(is_visible_reply));
         Transcript {
             messages: DeVec::from_vec(messages),
             keys: DeVec::from_vec(keys),
             base: 0,
             calibration: None,
             last_user,
+            last_reply,
             stamp: next_stamp(),
             lineage: next_stamp(),
         }
@@ -243,6 +251,9 @@ impl Transcript {
         if is_real_user(&m) {
             self.last_user = Some(Some(self.len()));
         }
+        if is_visible_reply(&m) {
+            self.last_reply = Some(Some(self.len()));
+        }
         self.messages.push(m);
         self.keys.push(last + t);
         self.stamp = next_stamp();
@@ -272,21 +283,26 @@ impl Transcript {
             self.calibration = None;
         }
         let user_in_replacement = replacement.iter().rposition(is_real_user);
+        let reply_in_replacement = replacement.iter().rposition(is_visible_reply);
         let removed = self.messages.splice(range.clone(), replacement);
-        let last_user = match self.last_user {
-            // Unknown: find it again.
-            None => self.messages().iter().rposition(is_real_user),
-            // The latest user message lies after the splice: it only moves.
-            Some(Some(u)) if u >= range.end => Some(u + added_len - removed.len()),
-            // Otherwise the replacement's own latest user message wins, if it has one.
-            _ if user_in_replacement.is_some() => user_in_replacement.map(|p| range.start + p),
-            Some(Some(u)) if u < range.start => Some(u),
-            // It was removed: look again before the splice (rare, and bounded by the gap).
-            Some(Some(_)) => self.messages()[..range.start]
-                .iter()
-                .rposition(is_real_user),
-            Some(None) => None,
-        };
+        self.last_reply = Some(follow_splice(
+            self.last_reply,
+            reply_in_replacement,
+            &range,
+            added_len,
+            removed.len(),
+            self.messages(),
+            is_visible_reply,
+        ));
+        let last_user = follow_splice(
+            self.last_user,
+            user_in_replacement,
+            &range,
+            added_len,
+            removed.len(),
+            self.messages(),
+            is_real_user,
+        );
         self.last_user = Some(last_user);
         // Shift the token total on the shorter side (`keys` has one more entry than messages:
         // `keys[range.start]` stays, `keys[range.start + 1..=range.end]` are replaced).
@@ -382,7 +398,10 @@ impl Transcript {
         self.messages = DeVec::from_vec(messages);
         self.keys = DeVec::from_vec(keys);
         self.base = 0;
-        self.last_user = None;
+        // One pass over everything was paid already: find both indices again now, so later
+        // partitions do not scan.
+        self.last_user = Some(self.messages().iter().rposition(is_real_user));
+        self.last_reply = Some(self.messages().iter().rposition(is_visible_reply));
         self.stamp = next_stamp();
         self.lineage = next_stamp();
         removed
@@ -408,6 +427,10 @@ impl Transcript {
         if m.is_user() {
             // Its marker kind may change, and with it which user message is the latest real one.
             self.last_user = None;
+        }
+        if m.is_assistant() {
+            // Likewise for the last visible reply.
+            self.last_reply = None;
         }
         // The marker kind may change, and with it what a planner sees.
         self.stamp = next_stamp();
@@ -459,6 +482,66 @@ impl Transcript {
             None => self.messages().iter().rposition(is_real_user),
         }
     }
+}
+
+impl Transcript {
+    /// Index of the last assistant reply the user saw: visible text, no tool calls, not a
+    /// summary marker (`regions::last_visible_reply`
+    /// over the whole transcript). O(1) like [`last_real_user`](Self::last_real_user): kept
+    /// current by every push and splice (after [`meta_mut`](Self::meta_mut) of an assistant
+    /// message, calls scan back from the end until the next splice).
+    ///
+    /// ```
+    /// use compaction_core::{Estimator, Message, ToolCall, Transcript};
+    /// let e = Estimator::default();
+    /// let mut t = Transcript::new(
+    ///     vec![Message::user("fix it"), Message::assistant("Fixed.")],
+    ///     &e,
+    /// );
+    /// assert_eq!(t.last_visible_reply(), Some(1));
+    /// // A tool loop after it does not move it.
+    /// t.push(
+    ///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", "{}")]),
+    ///     &e,
+    /// );
+    /// t.push(Message::tool_result("c1", "ok"), &e);
+    /// assert_eq!(t.last_visible_reply(), Some(1));
+    /// ```
+    pub fn last_visible_reply(&self) -> Option<usize> {
+        match self.last_reply {
+            Some(known) => known,
+            None => self.messages().iter().rposition(is_visible_reply),
+        }
+    }
+}
+
+/// Where the last message satisfying `is` lies after `range` was replaced by `added` messages
+/// (`found`: the last one among them), given where it lay before (`known`; `None`: unknown).
+fn follow_splice(
+    known: Option<Option<usize>>,
+    found: Option<usize>,
+    range: &Range<usize>,
+    added: usize,
+    removed: usize,
+    messages: &[Message],
+    is: fn(&Message) -> bool,
+) -> Option<usize> {
+    match known {
+        // Unknown: find it again.
+        None => messages.iter().rposition(is),
+        // It lies after the splice: it only moves.
+        Some(Some(u)) if u >= range.end => Some(u + added - removed),
+        // Otherwise the replacement's own last one wins, if it has one.
+        _ if found.is_some() => found.map(|p| range.start + p),
+        Some(Some(u)) if u < range.start => Some(u),
+        // It was removed: look again before the splice.
+        Some(Some(_)) => messages[..range.start].iter().rposition(is),
+        Some(None) => None,
+    }
+}
+
+fn is_visible_reply(m: &Message) -> bool {
+    crate::regions::is_visible_reply(m)
 }
 
 fn is_real_user(m: &Message) -> bool {
@@ -707,28 +790,54 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Whichever side a splice moves, every prefix sum, the suffix search and the latest
-        /// user index agree with a transcript counted from scratch.
+        /// Whichever side a splice moves, every prefix sum, the suffix search, the latest
+        /// user index and the last visible reply agree with a transcript counted from scratch
+        /// (replies among tool calls, tool results, blank replies and summary markers; pushes,
+        /// splices, one-splice `splice_many` and marker kinds set through `meta_mut`).
         #[test]
         fn token_cache_survives_any_sequence_of_splices_and_pushes(
             len in 0usize..200,
-            ops in proptest::collection::vec((0usize..260, 0usize..6, 0usize..4, 0u8..5), 1..40),
+            ops in proptest::collection::vec((0usize..260, 0usize..6, 0usize..4, 0u8..6), 1..40),
         ) {
             let e = Estimator::default();
             let text = |i: usize| format!("m{i} {}", "x".repeat(i % 23 * 9));
-            let msg = |i: usize| if i.is_multiple_of(4) { Message::user(text(i)) } else { Message::assistant(text(i)) };
+            let msg = |i: usize| match i % 7 {
+                0 | 4 => Message::user(text(i)),
+                2 => Message::assistant_tool_calls(
+                    "",
+                    vec![ToolCall::function(format!("c{i}"), "sh", "{}")],
+                ),
+                3 => Message::tool_result(format!("c{i}"), text(i)),
+                5 => Message::assistant("  "),
+                6 => crate::marker::render(crate::MarkerKind::Batch, crate::Role::Assistant, "s"),
+                _ => Message::assistant(text(i)),
+            };
             let mut t = Transcript::new((0..len).map(msg).collect(), &e);
             let mut next = len;
             for (at, del, ins, kind) in ops {
-                if kind == 0 {
-                    t.push(msg(next), &e);
-                    next += 1;
-                } else {
-                    let start = at.min(t.len());
-                    let end = (start + del).min(t.len());
-                    let replacement = (0..ins).map(|k| msg(next + k)).collect();
-                    next += ins;
-                    t.splice(start..end, replacement, &e);
+                let start = at.min(t.len());
+                let end = (start + del).min(t.len());
+                let replacement: Vec<Message> = (0..ins).map(|k| msg(next + k)).collect();
+                match kind {
+                    0 => {
+                        t.push(msg(next), &e);
+                        next += 1;
+                    }
+                    1 => {
+                        next += ins;
+                        t.splice_many(vec![(start..end, replacement)], &e);
+                    }
+                    2 if start < t.len() => {
+                        let m = t.meta_mut(start);
+                        m.marker = match m.marker {
+                            Some(_) => None,
+                            None => Some(crate::MarkerKind::Micro),
+                        };
+                    }
+                    _ => {
+                        next += ins;
+                        t.splice(start..end, replacement, &e);
+                    }
                 }
                 let fresh = Transcript::new(t.messages().to_vec(), &e);
                 for i in 0..=t.len() {
@@ -743,6 +852,11 @@ mod tests {
                     );
                 }
                 proptest::prop_assert_eq!(t.last_real_user(), fresh.last_real_user());
+                proptest::prop_assert_eq!(t.last_visible_reply(), fresh.last_visible_reply());
+                proptest::prop_assert_eq!(
+                    t.last_visible_reply(),
+                    crate::regions::last_visible_reply(t.messages(), 0)
+                );
             }
             let fresh = Transcript::new(t.messages().to_vec(), &e);
             proptest::prop_assert_eq!(t.into_messages(), fresh.into_messages());
@@ -788,6 +902,7 @@ mod tests {
             let removed_expected: usize = splices.iter().map(|(r, _)| r.len()).sum();
             proptest::prop_assert_eq!(removed.len(), removed_expected);
             proptest::prop_assert_eq!(t.last_real_user(), fresh.last_real_user());
+            proptest::prop_assert_eq!(t.last_visible_reply(), fresh.last_visible_reply());
         }
     }
 }

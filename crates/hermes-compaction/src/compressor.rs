@@ -628,10 +628,20 @@ impl Compressor {
                 (_, None) => SummaryKind::BatchFirst,
             };
             // The job's budget: `summary_max_tokens`, or less when the window leaves less room
-            // (core sizes it so the pass lands under the threshold).
-            let budget = u32::try_from(job.budget_tokens)
-                .unwrap_or(u32::MAX)
-                .min(self.settings.config.compression.summary_max_tokens.max(1));
+            // (core sizes it so the pass lands under the threshold); a job that folds older
+            // summaries up to `FOLD_BUDGET_FACTOR` times that, to keep what they held.
+            let factor = match kind {
+                SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
+                _ => 1,
+            };
+            let budget = u32::try_from(job.budget_tokens).unwrap_or(u32::MAX).min(
+                self.settings
+                    .config
+                    .compression
+                    .summary_max_tokens
+                    .max(1)
+                    .saturating_mul(factor),
+            );
             let mut req = SummaryRequest::new(kind, job.material.clone(), budget, self.today())
                 .with_messages(job.messages.clone())
                 .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
@@ -1100,6 +1110,7 @@ pub fn batch_config(config: &Config) -> BatchConfig {
             tool_output_min_tokens: c.prune_tool_output_min_tokens,
             argument_max_chars: c.prune_argument_max_chars,
             protected_tools: c.protected_tools.clone(),
+            keep_cited: c.prune_keep_cited,
         },
         material: MaterialConfig::default(),
         prune_minimum_tokens: c.prune_minimum_tokens,
