@@ -86,7 +86,7 @@ pub use compressor::Persistence;
 pub use compressor::{
     BatchReport, Compressor, Failure, Outcome, RequestTicket, ThrashState, Trigger,
 };
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, ReclaimGate};
 #[cfg(feature = "llm")]
 pub use micro::{MicroOutcomeKind, MicroReport};
 #[cfg(feature = "llm")]
