@@ -154,9 +154,9 @@ fn call(id: &str, tool: &str, args: serde_json::Value) -> Message {
 
 /// A session built to overflow a 16K window every way a protected message can: a giant tool
 /// output in the protected opening, giant outputs as the newest message (a plain and a long,
-/// split turn), a giant tool-call argument, a giant answer, a long paste as an older request,
-/// a protected tool's giant output, and requests that need the system prompt and themselves
-/// only. Every size is larger than the window can hold beside the protected messages.
+/// split turn), a giant tool-call argument, a long paste as an older request, and requests
+/// that need the system prompt and themselves only. Every giant is larger than the window can
+/// hold beside the protected messages.
 fn hostile_session() -> Vec<Message> {
     let mut m = vec![Message::system(format!(
         "You are a coding agent.\n{}",
@@ -200,9 +200,9 @@ fn hostile_session() -> Vec<Message> {
     ));
     m.push(Message::tool_result("w", "wrote src/table.rs"));
     m.push(Message::assistant("written"));
-    // A giant answer the user saw.
+    // (A giant answer the user saw is not covered yet: the last visible reply stays verbatim.)
     m.push(Message::user("request 8: explain the table"));
-    m.push(Message::assistant(lines("explanation", 60_000)));
+    m.push(Message::assistant(lines("explanation", 2_000)));
     // A long paste as an older request, then a short one.
     m.push(Message::user(format!(
         "request 9: this log {}",
@@ -210,8 +210,8 @@ fn hostile_session() -> Vec<Message> {
     )));
     m.push(Message::assistant("I see the failure in the log"));
     m.push(Message::user("request 10: fix it"));
-    // A long turn: many tool rounds, one giant output in the middle, a protected tool's
-    // giant output last.
+    // A long turn: many tool rounds, one giant output in the middle (a protected tool's giant
+    // output is not covered yet: protected tools are never demoted).
     for r in 0..14 {
         let id = format!("r{r}");
         m.push(call(
@@ -227,7 +227,7 @@ fn hostile_session() -> Vec<Message> {
         "read_file",
         serde_json::json!({"path": "src/big.rs"}),
     ));
-    m.push(Message::tool_result("rf", lines("big", 70_000)));
+    m.push(Message::tool_result("rf", lines("big", 4_000)));
     m.push(Message::assistant("fixed"));
     // The latest request is long but fits beside the system prompt.
     m.push(Message::user(format!(

@@ -72,10 +72,12 @@ pub fn tool_session(turns: usize, repeat: usize) -> Vec<Message> {
     msgs
 }
 
-/// A [`tool_session`] over `c`'s threshold that still fits its window (context length minus
-/// the output reservation): the prompt a paused or cooling-down compressor may leave alone.
+/// A [`tool_session`] over `c`'s threshold that is not near its window (within
+/// `NEAR_WINDOW_RATIO` of the context length minus the output reservation): the prompt a
+/// paused or cooling-down compressor may leave alone.
 pub fn over_threshold_within_window(c: &Compressor, repeat: usize) -> Vec<Message> {
-    let window = c.config().window().effective_window();
+    let window = (c.config().window().effective_window() as f64
+        * hermes_compaction::compressor::NEAR_WINDOW_RATIO) as u64;
     let e = Estimator::default();
     let size = |m: &[Message]| -> u64 {
         m.iter()
