@@ -192,9 +192,12 @@ impl Default for CompressionConfig {
 /// naming the key and what it accepts.
 ///
 /// ```
+/// use hermes_compaction::ReclaimGate;
+///
+/// assert_eq!(ReclaimGate::Auto.to_string(), "auto");
+/// assert_eq!("2000".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(2_000)));
 /// # #[cfg(feature = "config")] {
 /// use hermes_compaction::Config;
-/// use hermes_compaction::config::ReclaimGate;
 ///
 /// let off = Config::from_toml_str("[compression]\nmicro_compact = true\n").unwrap();
 /// assert_eq!(off.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Off);
@@ -208,8 +211,6 @@ impl Default for CompressionConfig {
 ///     .unwrap_err();
 /// assert!(err.to_string().contains("micro_compact_min_reclaim_tokens"), "{err}");
 /// # }
-/// assert_eq!(ReclaimGate::Auto.to_string(), "auto");
-/// assert_eq!("2000".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(2_000)));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ReclaimGate {
