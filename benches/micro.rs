@@ -247,7 +247,8 @@ fn micro_one_shot_gated(c: &mut Criterion) {
     config.model.context_length = 128_000;
     mode.configure(&mut config);
     // A gate no session of these sizes reaches: every hook plans and is refused.
-    config.compression.micro_compact_min_reclaim_tokens = 1 << 40;
+    config.compression.micro_compact_min_reclaim_tokens =
+        hermes_compaction::ReclaimGate::Tokens(1 << 40);
     let fresh = |base: &[Message]| {
         let comp = Compressor::new(
             config.clone(),

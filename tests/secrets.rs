@@ -84,7 +84,7 @@ fn config() -> Config {
     let mut c = Config::default();
     c.model.context_length = 64_000;
     // Micro absorbs every exchange it may (no cache-aware gate).
-    c.compression.micro_compact_min_reclaim_tokens = 1;
+    c.compression.micro_compact_min_reclaim_tokens = hermes_compaction::ReclaimGate::Tokens(1);
     c
 }
 

@@ -836,9 +836,13 @@ fn pruned_tokens(
     total
 }
 
-/// Demotes the tail's largest tool outputs (largest first) while `tokens`, the size they are
-/// part of, is over `limit`; returns that size after the demotions. The demotions join the
-/// plan's prune edit.
+/// Demotes the protected messages' largest tool outputs and tool-call arguments (largest
+/// first) while `tokens`, the size they are part of, is over `limit`; returns that size after
+/// the demotions. Candidates are the tail and the protected opening (never a system message,
+/// a summary or a pinned group): a tool output becomes its informative one-liner, an
+/// assistant's tool call keeps its id and name with its long string arguments shortened as
+/// pruning shortens them. The demotions join the plan's prune edit, so the store archives each
+/// original.
 #[allow(clippy::too_many_arguments)]
 fn demote_tail(
     t: &Transcript,
@@ -852,31 +856,46 @@ fn demote_tail(
 ) -> u64 {
     let msgs = t.messages();
     let calls = prune::CallIndex::build(msgs);
-    let free = crate::pins::free_ranges(msgs, r.tail.clone());
-    let mut candidates: Vec<usize> = free
+    let free = crate::pins::free_ranges(msgs, r.head.clone())
         .into_iter()
+        .chain(crate::pins::free_ranges(msgs, r.tail.clone()));
+    let mut candidates: Vec<(usize, Message)> = free
         .flatten()
-        .filter(|&i| msgs[i].is_tool() && t.tokens_of(i) > cfg.prune.tool_output_min_tokens)
         .filter(|&i| {
-            !calls
-                .for_result(&msgs[i])
-                .is_some_and(|c| prune::is_protected(&cfg.prune, c.name))
+            let m = &msgs[i];
+            !m.role().is_system_like()
+                && marker::classify(m).is_none()
+                && t.tokens_of(i) > cfg.prune.tool_output_min_tokens
+                && !plan.prune.edit.splices.iter().any(|s| s.range.contains(&i))
+        })
+        .filter_map(|i| {
+            let m = &msgs[i];
+            if m.is_tool() {
+                if calls
+                    .for_result(m)
+                    .is_some_and(|c| prune::is_protected(&cfg.prune, c.name))
+                {
+                    return None;
+                }
+                let mut new = m.clone();
+                new.set_text(prune::describe_tool_output(calls.for_result(m), &m.text()));
+                Some((i, new))
+            } else if m.is_assistant() && !m.tool_calls().is_empty() {
+                prune::shorten_arguments(m, &cfg.prune).map(|new| (i, new))
+            } else {
+                None
+            }
         })
         .collect();
     // Largest first; among equals, older first so the newest output is demoted last.
-    candidates.sort_by(|&a, &b| t.tokens_of(b).cmp(&t.tokens_of(a)).then(a.cmp(&b)));
+    candidates.sort_by(|(a, _), (b, _)| t.tokens_of(*b).cmp(&t.tokens_of(*a)).then(a.cmp(b)));
     let mut tokens = tokens;
     let mut saved_est = 0u64;
     let mut chosen = Vec::new();
-    for i in candidates {
+    for (i, new) in candidates {
         if tokens <= limit {
             break;
         }
-        let mut new = msgs[i].clone();
-        new.set_text(prune::describe_tool_output(
-            calls.for_result(&msgs[i]),
-            &msgs[i].text(),
-        ));
         let saved = t.tokens_of(i).saturating_sub(counter.count_message(&new));
         saved_est += saved;
         tokens = tokens.saturating_sub((saved as f64 * scale).round() as u64);
@@ -1067,6 +1086,69 @@ mod tests {
         };
         assert!(jobs[0].previous_summary.is_none());
         assert_eq!(jobs[0].budget_tokens, cfg.summary_max_tokens);
+    }
+
+    /// Issue 20, item 4: a giant tool output in the protected opening (before any compaction,
+    /// with no middle yet) and a giant tool-call argument in the tail are demoted in place too;
+    /// the system prompt and the latest request are never touched, and the laws hold.
+    #[test]
+    fn giant_protected_opening_outputs_and_tail_arguments_are_demoted() {
+        let e = Estimator::default();
+        let big = |tag: &str| {
+            (0..12_000)
+                .map(|i| format!("{tag} {i}: value_{i}\n"))
+                .collect::<String>()
+        };
+        let msgs = vec![
+            Message::system("You are an agent."),
+            Message::user("request 0: show the log"),
+            Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function("c0", "bash", r#"{"command":"make"}"#)],
+            ),
+            Message::tool_result("c0", big("log")),
+            Message::assistant("the log is above"),
+            Message::user("request 1: write the table"),
+            Message::assistant_tool_calls(
+                "writing",
+                vec![ToolCall::function(
+                    "w",
+                    "write_file",
+                    serde_json::json!({"path": "t.rs", "content": big("row")}).to_string(),
+                )],
+            ),
+            Message::tool_result("w", "ok"),
+        ];
+        let threshold = 13_600;
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        assert_eq!(plan.demoted_tail_outputs, 2, "{:?}", plan.step);
+        let summaries: Vec<String> = match &plan.step {
+            BatchStep::Summarize(jobs) => jobs.iter().map(|_| "- work".to_owned()).collect(),
+            BatchStep::PruneOnly { .. } => Vec::new(),
+            other => panic!("{other:?}"),
+        };
+        let mut after = t.clone();
+        assemble(&t, &plan, &summaries, &cfg)
+            .unwrap()
+            .apply_to(&mut after, &e)
+            .unwrap();
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        let out = after.messages();
+        assert_eq!(out[0], msgs[0]);
+        assert!(out.iter().any(|m| m.text() == "request 1: write the table"));
+        let demoted = out.iter().find(|m| m.tool_call_id() == Some("c0")).unwrap();
+        assert!(demoted.text().starts_with(prune::PRUNED_PREFIX));
+        let call = out.iter().find(|m| m.text() == "writing").unwrap();
+        assert_eq!(call.tool_calls()[0].call_id(), "w");
+        assert!(call.tool_calls()[0].function.arguments.len() < 4_000);
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let violations = crate::laws::check(&msgs, out, &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
     }
 
     #[test]

@@ -150,8 +150,10 @@ pub struct LawOptions {
     /// Law 8 applies: the pass must have shrunk the transcript. Leave it off for a first micro
     /// pass (marker scaffolding) or when the outcome says why it could not.
     pub expect_progress: bool,
-    /// The pass reported the last-resort demotion of section 4a: tool results in the tail may
-    /// have been rewritten in place (same position, same `tool_call_id`).
+    /// The pass reported the last-resort demotion of section 4a: tool results in the tail or
+    /// the protected opening may have been rewritten in place (same position, same
+    /// `tool_call_id`), and assistants' tool calls there may have had their long arguments
+    /// shortened (same text, same calls by id and name).
     pub tail_demotion_reported: bool,
 }
 
@@ -606,8 +608,10 @@ fn check_protected(before: &[Message], after: &[Message], pass: &Pass, out: &mut
         });
         return;
     }
+    let demoted =
+        |b: &Message, a: &Message| pass.options.tail_demotion_reported && demoted_in_place(b, a);
     for i in 0..head {
-        if !same_content(&before[i], &after[i]) {
+        if !same_content(&before[i], &after[i]) && !demoted(&before[i], &after[i]) {
             out.push(Violation::HeadChanged { index: i });
         }
     }
@@ -617,11 +621,7 @@ fn check_protected(before: &[Message], after: &[Message], pass: &Pass, out: &mut
         if same_content(b, a) {
             continue;
         }
-        let demoted = pass.options.tail_demotion_reported
-            && b.is_tool()
-            && a.is_tool()
-            && b.tool_call_id() == a.tool_call_id();
-        if !demoted {
+        if !demoted(b, a) {
             out.push(Violation::TailChanged {
                 before_index: b0 + k,
                 after_index: a0 + k,
@@ -634,6 +634,24 @@ fn check_protected(before: &[Message], after: &[Message], pass: &Pass, out: &mut
             out.push(Violation::PinnedMissing { before_index: p });
         }
     }
+}
+
+/// The last-resort demotion of section 4a rewrites a protected message in place: a tool result
+/// keeps its call id (its text becomes a one-liner), an assistant's tool calls keep their ids,
+/// names and order and its text (long arguments shortened). Nothing else qualifies.
+fn demoted_in_place(b: &Message, a: &Message) -> bool {
+    if b.is_tool() && a.is_tool() {
+        return b.tool_call_id() == a.tool_call_id();
+    }
+    b.is_assistant()
+        && a.is_assistant()
+        && !b.tool_calls().is_empty()
+        && b.text() == a.text()
+        && b.tool_calls().len() == a.tool_calls().len()
+        && b.tool_calls()
+            .iter()
+            .zip(a.tool_calls())
+            .all(|(x, y)| x.call_id() == y.call_id() && x.function.name == y.function.name)
 }
 
 /// Results each call id has, in order of the calls, for law 2.

@@ -57,8 +57,9 @@ pub enum Fate {
         /// The replacement text of a pruned tool output, redacted.
         one_liner: Option<String>,
     },
-    /// A tool output of the protected tail replaced by its one-liner, the last resort when
-    /// the protected messages alone exceed the threshold.
+    /// A tool output of the protected tail or opening replaced by its one-liner (or a tool
+    /// call's long arguments shortened), the last resort when the protected messages alone
+    /// exceed the threshold.
     Demoted {
         /// The replacement text, redacted.
         one_liner: String,
@@ -225,7 +226,7 @@ pub fn of_batch(
         for (i, new) in s.range.clone().zip(&s.replacement) {
             removed += t.tokens_of(i);
             added += counter.count_message(new);
-            out[i].fate = if r.tail.contains(&i) {
+            out[i].fate = if r.tail.contains(&i) || r.head.contains(&i) {
                 Fate::Demoted {
                     one_liner: one_liner(new),
                 }

@@ -427,7 +427,7 @@ fn prune_tool_output(
     Some(m.with_content(Some(Content::Text(line))))
 }
 
-fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
+pub(crate) fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
     let mut changed = false;
     let mut calls = m.tool_calls().to_vec();
     for c in &mut calls {

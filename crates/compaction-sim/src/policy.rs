@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use hermes_compaction::Config;
+use hermes_compaction::{Config, ReclaimGate};
 
 /// A named compaction policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -21,8 +21,13 @@ pub enum Policy {
     /// Batch compaction that accepts prune-only whenever it lands below the threshold
     /// (prune_minimum_tokens = 0, prune_runway_ratio = 0).
     BatchNaive,
-    /// Micro-compaction after every turn (and every tool round), batch as the safety net.
+    /// Micro-compaction after every turn (and every tool round), batch as the safety net, with
+    /// the configuration's reclaim gate (none by default: every pass absorbs).
     Micro,
+    /// `micro` with the economic reclaim gate (`micro_compact_min_reclaim_tokens = "auto"`): a
+    /// pass absorbs only when what it reclaims pays for the prefix it invalidates.
+    #[serde(rename = "micro+gate")]
+    MicroGate,
     /// `batch` with insertion-time trimming: each tool result over the trim limit is trimmed
     /// before it is appended (originals kept in an in-memory store).
     #[serde(rename = "batch+trim")]
@@ -34,12 +39,13 @@ pub enum Policy {
 
 impl Policy {
     /// Every policy, in the order of the help text.
-    pub const ALL: [Policy; 7] = [
+    pub const ALL: [Policy; 8] = [
         Policy::None,
         Policy::Batch,
         Policy::PruneFirst,
         Policy::BatchNaive,
         Policy::Micro,
+        Policy::MicroGate,
         Policy::BatchTrim,
         Policy::MicroTrim,
     ];
@@ -52,6 +58,7 @@ impl Policy {
             Policy::PruneFirst => "prune-first",
             Policy::BatchNaive => "batch-naive",
             Policy::Micro => "micro",
+            Policy::MicroGate => "micro+gate",
             Policy::BatchTrim => "batch+trim",
             Policy::MicroTrim => "micro+trim",
         }
@@ -83,6 +90,10 @@ impl Policy {
             }
             Policy::Micro | Policy::MicroTrim => {
                 c.compression.micro_compact = true;
+            }
+            Policy::MicroGate => {
+                c.compression.micro_compact = true;
+                c.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
             }
         }
         c

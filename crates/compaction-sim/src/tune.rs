@@ -27,8 +27,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use hermes_compaction::Config;
 use hermes_compaction::core::Message;
+use hermes_compaction::{Config, ReclaimGate};
 
 use compaction_telemetry::svg::{Chart, Series, Style};
 
@@ -61,8 +61,9 @@ pub struct Knobs {
     pub micro_compact: bool,
     /// `compression.micro_compact_every_n_turns`.
     pub micro_compact_every_n_turns: u64,
-    /// `compression.micro_compact_min_reclaim_tokens` (0: the cache profile's gate).
-    pub micro_compact_min_reclaim_tokens: u64,
+    /// `compression.micro_compact_min_reclaim_tokens` (off, a number of tokens, or the
+    /// economic gate `"auto"`).
+    pub micro_compact_min_reclaim_tokens: ReclaimGate,
     /// `compression.insert_trim_tokens` (0: off).
     pub insert_trim_tokens: u64,
 }
@@ -75,7 +76,13 @@ const RUNWAY: [f64; 6] = [0.0, 0.15, 0.25, 0.35, 0.5, f64::INFINITY];
 const PRUNE_MIN: [u64; 3] = [0, 8_000, 16_000];
 const PROACTIVE: [u64; 5] = [0, 8_000, 16_000, 24_000, 32_000];
 const EVERY: [u64; 3] = [1, 2, 4];
-const RECLAIM: [u64; 4] = [0, 2_000, 4_000, 8_000];
+const RECLAIM: [ReclaimGate; 5] = [
+    ReclaimGate::Off,
+    ReclaimGate::Auto,
+    ReclaimGate::Tokens(2_000),
+    ReclaimGate::Tokens(4_000),
+    ReclaimGate::Tokens(8_000),
+];
 const TRIM: [u64; 3] = [0, 4_000, 8_000];
 
 /// The values the search draws the fractional knobs from, cut to what validation accepts.
@@ -171,9 +178,12 @@ impl Knobs {
         if self.micro_compact {
             let _ = write!(
                 s,
-                "-micro{}g{}k",
+                "-micro{}g{}",
                 self.micro_compact_every_n_turns,
-                self.micro_compact_min_reclaim_tokens / 1_000
+                match self.micro_compact_min_reclaim_tokens {
+                    ReclaimGate::Auto => "auto".to_owned(),
+                    g => format!("{}k", g.fixed_tokens() / 1_000),
+                }
             );
         }
         if self.insert_trim_tokens > 0 {
@@ -195,7 +205,10 @@ impl Knobs {
             self.proactive_prune_tokens,
             self.micro_compact,
             self.micro_compact_every_n_turns,
-            self.micro_compact_min_reclaim_tokens,
+            match self.micro_compact_min_reclaim_tokens {
+                ReclaimGate::Auto => "\"auto\"".to_owned(),
+                g => g.to_string(),
+            },
             self.insert_trim_tokens
         )
     }
@@ -218,7 +231,11 @@ impl Knobs {
             proactive_prune_tokens: rng.pick(&PROACTIVE),
             micro_compact: micro,
             micro_compact_every_n_turns: if micro { rng.pick(&space.every) } else { 1 },
-            micro_compact_min_reclaim_tokens: if micro { rng.pick(&RECLAIM) } else { 0 },
+            micro_compact_min_reclaim_tokens: if micro {
+                rng.pick(&RECLAIM)
+            } else {
+                ReclaimGate::Off
+            },
             insert_trim_tokens: if trim { rng.pick(&TRIM) } else { 0 },
         }
     }
@@ -823,12 +840,11 @@ mod tests {
         }
         assert!(space.runway.iter().all(|r| *r <= 0.9), "{:?}", space.runway);
         // The count and token axes, one at a time (validation checks each key alone).
-        let axes: [(&str, &[u64]); 6] = [
+        let axes: [(&str, &[u64]); 5] = [
             ("floor", &FLOOR),
             ("prune_min", &PRUNE_MIN),
             ("proactive", &PROACTIVE),
             ("every", &space.every),
-            ("reclaim", &RECLAIM),
             ("trim", &TRIM),
         ];
         for (axis, values) in axes {
@@ -839,7 +855,6 @@ mod tests {
                     "prune_min" => k.prune_minimum_tokens = v,
                     "proactive" => k.proactive_prune_tokens = v,
                     "every" => k.micro_compact_every_n_turns = v,
-                    "reclaim" => k.micro_compact_min_reclaim_tokens = v,
                     _ => k.insert_trim_tokens = v,
                 }
                 k.apply(&base)
@@ -847,6 +862,14 @@ mod tests {
                     .unwrap_or_else(|e| panic!("{axis} = {v}: {e}"));
                 points += 1;
             }
+        }
+        for gate in RECLAIM {
+            let mut k = Knobs::of(&base);
+            k.micro_compact_min_reclaim_tokens = gate;
+            k.apply(&base)
+                .validate()
+                .unwrap_or_else(|e| panic!("reclaim = {gate:?}: {e}"));
+            points += 1;
         }
         assert!(points > 100, "{points}");
         // The TOML a point writes loads back as that point, with no deprecation warning.

@@ -1,5 +1,6 @@
 //! No prompt overflows the window because of a giant tool result in the protected tail (it is
-//! demoted), and the fixtures replay without an overflow from 64K up.
+//! demoted), the fixtures replay without an overflow from 32K up, and a hostile synthetic
+//! session fits a 16K window wherever its system prompt and latest request do.
 
 use compaction_sim::{Options, Policy, Variant};
 use hermes_compaction::Config;
@@ -103,7 +104,7 @@ fn a_giant_tool_result_in_the_last_message_does_not_overflow() {
 }
 
 #[test]
-fn the_fixtures_never_overflow_from_64k_up() {
+fn the_fixtures_never_overflow_from_32k_up() {
     let Some(files) = test_support::fixture_files() else {
         return;
     };
@@ -117,8 +118,8 @@ fn the_fixtures_never_overflow_from_64k_up() {
             )
         })
         .collect();
-    // 32K still overflows (the anti-thrash pause, see docs/ECONOMICS.md "No overflow").
-    for context in [64_000, 128_000, 200_000] {
+    // Issue 20, item 4: no window from 32K up overflows, in either count.
+    for context in [32_000, 64_000, 128_000, 200_000] {
         let sim = run(
             &inputs,
             &variants(context, &[Policy::Batch, Policy::Micro]),
@@ -133,5 +134,147 @@ fn the_fixtures_never_overflow_from_64k_up() {
                 r.transcript
             );
         }
+    }
+}
+
+/// `chars` characters of distinct lines (nothing deduplicates), `tag` naming them.
+fn lines(tag: &str, chars: usize) -> String {
+    let mut s = String::with_capacity(chars + 64);
+    let mut i = 0;
+    while s.len() < chars {
+        s.push_str(&format!("{tag} line {i}: value_{i} = compute({i});\n"));
+        i += 1;
+    }
+    s
+}
+
+fn call(id: &str, tool: &str, args: serde_json::Value) -> Message {
+    Message::assistant_tool_calls("", vec![ToolCall::function(id, tool, args.to_string())])
+}
+
+/// A session built to overflow a 16K window every way a protected message can: a giant tool
+/// output in the protected opening, giant outputs as the newest message (a plain and a long,
+/// split turn), a giant tool-call argument, a long paste as an older request, and requests
+/// that need the system prompt and themselves only. Every giant is larger than the window can
+/// hold beside the protected messages.
+fn hostile_session() -> Vec<Message> {
+    let mut m = vec![Message::system(format!(
+        "You are a coding agent.\n{}",
+        lines("policy", 4_000)
+    ))];
+    // The opening (protected until the first compaction) holds a 12K-token output.
+    m.push(Message::user("request 0: show me the build log"));
+    m.push(call(
+        "c0",
+        "bash",
+        serde_json::json!({"command": "make 2>&1"}),
+    ));
+    m.push(Message::tool_result("c0", lines("build", 48_000)));
+    m.push(Message::assistant("the build log is above"));
+    for i in 1..6 {
+        let id = format!("c{i}");
+        m.push(Message::user(format!("request {i}: look at module {i}")));
+        m.push(call(
+            &id,
+            "bash",
+            serde_json::json!({"command": format!("cat src/m{i}.rs")}),
+        ));
+        m.push(Message::tool_result(&id, lines(&format!("m{i}"), 6_000)));
+        m.push(Message::assistant(format!("module {i} read")));
+    }
+    // A giant output as the newest message, 20K tokens: more than the window.
+    m.push(Message::user("request 6: stage everything"));
+    m.push(call(
+        "add",
+        "bash",
+        serde_json::json!({"command": "git add -v ."}),
+    ));
+    m.push(Message::tool_result("add", lines("add", 80_000)));
+    m.push(Message::assistant("staged"));
+    // A giant argument: the agent writes a 15K-token file.
+    m.push(Message::user("request 7: write the generated table"));
+    m.push(call(
+        "w",
+        "write_file",
+        serde_json::json!({"path": "src/table.rs", "content": lines("table", 60_000)}),
+    ));
+    m.push(Message::tool_result("w", "wrote src/table.rs"));
+    m.push(Message::assistant("written"));
+    // (A giant answer the user saw is not covered yet: the last visible reply stays verbatim.)
+    m.push(Message::user("request 8: explain the table"));
+    m.push(Message::assistant(lines("explanation", 2_000)));
+    // A long paste as an older request, then a short one.
+    m.push(Message::user(format!(
+        "request 9: this log {}",
+        lines("paste", 48_000)
+    )));
+    m.push(Message::assistant("I see the failure in the log"));
+    m.push(Message::user("request 10: fix it"));
+    // A long turn: many tool rounds, one giant output in the middle (a protected tool's giant
+    // output is not covered yet: protected tools are never demoted).
+    for r in 0..14 {
+        let id = format!("r{r}");
+        m.push(call(
+            &id,
+            "bash",
+            serde_json::json!({"command": format!("cargo test t{r}")}),
+        ));
+        let size = if r == 7 { 70_000 } else { 3_000 };
+        m.push(Message::tool_result(&id, lines(&format!("t{r}"), size)));
+    }
+    m.push(call(
+        "rf",
+        "read_file",
+        serde_json::json!({"path": "src/big.rs"}),
+    ));
+    m.push(Message::tool_result("rf", lines("big", 4_000)));
+    m.push(Message::assistant("fixed"));
+    // The latest request is long but fits beside the system prompt.
+    m.push(Message::user(format!(
+        "request 11: and this {}",
+        lines("ask", 20_000)
+    )));
+    m.push(call(
+        "last",
+        "bash",
+        serde_json::json!({"command": "cargo build"}),
+    ));
+    m.push(Message::tool_result("last", lines("last", 80_000)));
+    m.push(Message::assistant("done"));
+    m
+}
+
+/// Issue 20, item 4: at 16K, wherever the system prompt and the latest request fit, no
+/// request overflows the window, in the estimator's count or the issue units, with batch or
+/// micro, however large a protected message is.
+#[test]
+fn a_hostile_session_fits_a_16k_window() {
+    let msgs = hostile_session();
+    let sim = run(
+        &[("hostile.jsonl".to_owned(), msgs)],
+        &variants(
+            16_000,
+            &[
+                Policy::None,
+                Policy::Batch,
+                Policy::Micro,
+                Policy::MicroGate,
+            ],
+        ),
+        &Options::default(),
+    );
+    let none = &sim.totals[0];
+    assert!(
+        none.overflows > 10 && none.unit_overflows > 10,
+        "the test can fail"
+    );
+    for t in &sim.totals[1..] {
+        assert_eq!(
+            (t.overflows, t.unit_overflows),
+            (0, 0),
+            "{}: peak {} units of 16000",
+            t.policy,
+            t.unit_peak_tokens
+        );
     }
 }

@@ -183,12 +183,13 @@ pub struct SimulateArgs {
     /// chat), openai, anthropic, claude-code, codex, pi or gemini.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
-    /// Policies, comma-separated: none, batch, prune-first, batch-naive, micro, batch+trim,
-    /// micro+trim.
+    /// Policies, comma-separated: none, batch, prune-first, batch-naive, micro (the
+    /// configuration's reclaim gate, none by default), micro+gate (micro with the economic
+    /// gate, micro_compact_min_reclaim_tokens = "auto"), batch+trim, micro+trim.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "none,batch,batch-naive,micro",
+        default_value = "none,batch,batch-naive,micro,micro+gate",
         value_parser = parse_policy
     )]
     pub policies: Vec<Policy>,

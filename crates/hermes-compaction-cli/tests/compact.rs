@@ -54,7 +54,10 @@ fn check_mode(input: &Path, mode: &str, dir: &Path) -> String {
     assert!(v.is_empty(), "{} {mode}: {line}: {v:?}", input.display());
     let tokens =
         |m: &[Message]| Transcript::new(m.to_vec(), &Estimator::default()).estimated_total();
-    if kind != PassKind::Unchanged {
+    // Law 8: a single micro pass may grow the transcript (the first marker's scaffolding);
+    // with no reclaim gate by default it runs on a small transcript too.
+    let first_micro_only = mode == "micro" && field(&line, "passes") == "1";
+    if kind != PassKind::Unchanged && !first_micro_only {
         assert!(
             tokens(&after) < tokens(&before),
             "{} {mode}: {line}",

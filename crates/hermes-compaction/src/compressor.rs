@@ -32,6 +32,12 @@ use crate::persist::PersistError;
 pub use crate::persist::{Persistence, THRASH_STATE_KEY};
 use crate::report::{BatchReport, Failure, Outcome, Trigger};
 
+/// The share of the effective window over which an automatic pass is made even during a
+/// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be
+/// over it in the provider's count (the estimator reads JSON-heavy prompts up to about a tenth
+/// low, docs/ECONOMICS.md), and the next request would then be refused.
+pub const NEAR_WINDOW_RATIO: f64 = 0.9;
+
 /// A ticket from [`Compressor::before_request`] to hand back to
 /// [`Compressor::after_response`], so usage measured before a compaction is never used after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,6 +135,9 @@ struct Settings {
     micro: compaction_core::micro::MicroConfig,
     micro_every_n_turns: u64,
     threshold: u64,
+    /// [`NEAR_WINDOW_RATIO`] of the effective window (context length minus the output
+    /// reservation): a prompt over it may be refused.
+    window_tokens: u64,
     /// How every pass calls the summarizer (budget, circuit breaker).
     call: crate::breaker::CallPolicy,
 }
@@ -196,6 +205,7 @@ impl Compressor {
             micro: micro_config(&config),
             micro_every_n_turns: config.micro_every_n_turns(),
             threshold: config.window().threshold_tokens(),
+            window_tokens: (config.window().effective_window() as f64 * NEAR_WINDOW_RATIO) as u64,
             call: crate::breaker::CallPolicy::from_config(&config.auxiliary.compression),
             config: Arc::new(config),
         };
@@ -338,6 +348,13 @@ impl Compressor {
     /// The planned check before a model request: compacts when the transcript is at or over
     /// the threshold (or proactive prune applies). Returns the ticket for
     /// [`after_response`](Self::after_response) and the report of a pass, if one ran.
+    ///
+    /// A failure cooldown or the anti-thrash pause skips the pass ([`Outcome::Skipped`]) while
+    /// the transcript is within [`NEAR_WINDOW_RATIO`] of the window (context length minus the
+    /// output reservation); beyond it the pass is made all the same, as
+    /// [`on_context_overflow`](Self::on_context_overflow) would make it after the provider's
+    /// refusal, since the request could not be sent otherwise. The same holds for
+    /// [`check_usage`](Self::check_usage).
     pub async fn before_request(
         &mut self,
         t: &mut Transcript,
@@ -471,10 +488,16 @@ impl Compressor {
         // The provider refused the request: waiting is no option, so an overflow pass ignores
         // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
         let overflow = matches!(trigger, Trigger::Overflow);
+        // A prompt at the window would be refused: skipping the pass only turns the next
+        // request into that refusal, so an automatic pass over `NEAR_WINDOW_RATIO` of the
+        // window (not a proactive prune) is made like an overflow pass, past the cooldown and
+        // the pause.
+        let over_window = !matches!(trigger, Trigger::Proactive)
+            && t.current_tokens() > self.settings.window_tokens;
         let now = self.now_ms();
         let blocked = self.rt.state.cooldown_until_ms.is_some_and(|u| now < u)
             || self.rt.state.paused_until_ms.is_some_and(|u| now < u);
-        if blocked && !manual && !overflow {
+        if blocked && !manual && !overflow && !over_window {
             report.outcome = Outcome::Skipped;
             return self.finish(report, started, None);
         }
@@ -1094,7 +1117,7 @@ pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
         material: Default::default(),
         defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
         max_consecutive_failures: c.micro_compact_max_consecutive_failures,
-        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
+        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens.fixed_tokens(),
         strict_alternation: c.strict_alternation,
         defrag_max_ratio: compaction_core::defaults::MICRO_DEFRAG_MAX_RATIO,
         ledger_max_tokens: c.ledger_max_tokens,

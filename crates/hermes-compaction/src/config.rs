@@ -126,7 +126,7 @@ pub struct CompressionConfig {
     pub micro_compact_every_n_turns: u64,
     pub micro_compact_defrag_threshold_tokens: u64,
     pub micro_compact_max_consecutive_failures: u32,
-    pub micro_compact_min_reclaim_tokens: u64,
+    pub micro_compact_min_reclaim_tokens: ReclaimGate,
     pub micro_compact_gate_horizon_requests: u64,
     pub insert_trim_tokens: u64,
     pub insert_trim_head_chars: usize,
@@ -173,7 +173,7 @@ impl Default for CompressionConfig {
             micro_compact_every_n_turns: 1,
             micro_compact_defrag_threshold_tokens: defaults::MICRO_DEFRAG_THRESHOLD_TOKENS,
             micro_compact_max_consecutive_failures: defaults::MICRO_MAX_CONSECUTIVE_FAILURES,
-            micro_compact_min_reclaim_tokens: defaults::MICRO_MIN_RECLAIM_TOKENS,
+            micro_compact_min_reclaim_tokens: ReclaimGate::Off,
             micro_compact_gate_horizon_requests: 2,
             insert_trim_tokens: defaults::INSERT_TRIM_TOKENS,
             insert_trim_head_chars: defaults::INSERT_TRIM_HEAD_CHARS,
@@ -186,6 +186,147 @@ impl Default for CompressionConfig {
                 ..CacheProfile::local()
             },
         }
+    }
+}
+
+/// The micro reclaim gate, `compression.micro_compact_min_reclaim_tokens`: a number of tokens
+/// or `"auto"`.
+///
+/// - `0` (the default, [`ReclaimGate::Off`]): no gate; with `micro_compact = true` every pass
+///   absorbs the oldest exchange at the configured cadence (the seed's micro-compaction).
+/// - a number `N` ([`ReclaimGate::Tokens`]): absorb only when the absorbable exchanges together
+///   reclaim at least `N` tokens, in one splice.
+/// - `"auto"` ([`ReclaimGate::Auto`]): the gate the provider's cache economics suggest, computed
+///   at each pass (see `cache_aware` in `config/default.toml` and docs/ECONOMICS.md).
+///
+/// Anything else (a negative number, a fraction, another string) is refused with an error
+/// naming the key and what it accepts.
+///
+/// ```
+/// use hermes_compaction::ReclaimGate;
+///
+/// assert_eq!(ReclaimGate::Auto.to_string(), "auto");
+/// assert_eq!("2000".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(2_000)));
+/// # #[cfg(feature = "config")] {
+/// use hermes_compaction::Config;
+///
+/// let off = Config::from_toml_str("[compression]\nmicro_compact = true\n").unwrap();
+/// assert_eq!(off.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Off);
+/// let auto = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
+///     .unwrap();
+/// assert_eq!(auto.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Auto);
+/// let fixed = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = 4000\n")
+///     .unwrap();
+/// assert_eq!(fixed.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Tokens(4_000));
+/// let err = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"on\"\n")
+///     .unwrap_err();
+/// assert!(err.to_string().contains("micro_compact_min_reclaim_tokens"), "{err}");
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReclaimGate {
+    /// No gate (written `0`).
+    #[default]
+    Off,
+    /// The gate the cache economics suggest (written `"auto"`).
+    Auto,
+    /// At least this many tokens reclaimed per pass (written as the number; never 0, which
+    /// reads as [`ReclaimGate::Off`]).
+    Tokens(u64),
+}
+
+impl ReclaimGate {
+    /// The gate for a number of tokens: [`Off`](Self::Off) for 0.
+    pub fn tokens(n: u64) -> ReclaimGate {
+        if n == 0 {
+            ReclaimGate::Off
+        } else {
+            ReclaimGate::Tokens(n)
+        }
+    }
+
+    /// The fixed gate in tokens (0 for [`Off`](Self::Off) and [`Auto`](Self::Auto), whose value
+    /// is computed at each pass).
+    pub fn fixed_tokens(self) -> u64 {
+        match self {
+            ReclaimGate::Tokens(n) => n,
+            ReclaimGate::Off | ReclaimGate::Auto => 0,
+        }
+    }
+
+    /// What the key accepts, as written in errors.
+    pub const EXPECTED: &'static str = "a number of tokens (0: no gate) or \"auto\"";
+}
+
+impl std::fmt::Display for ReclaimGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReclaimGate::Off => f.write_str("0"),
+            ReclaimGate::Auto => f.write_str("auto"),
+            ReclaimGate::Tokens(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for ReclaimGate {
+    type Err = String;
+
+    /// `auto`, or a whole number of tokens (for command lines and environment values).
+    fn from_str(s: &str) -> Result<ReclaimGate, String> {
+        let s = s.trim();
+        if s.eq_ignore_ascii_case("auto") {
+            return Ok(ReclaimGate::Auto);
+        }
+        s.parse::<u64>().map(ReclaimGate::tokens).map_err(|_| {
+            format!(
+                "invalid reclaim gate {:?}: expected {}",
+                s.chars().take(32).collect::<String>(),
+                ReclaimGate::EXPECTED
+            )
+        })
+    }
+}
+
+impl Serialize for ReclaimGate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ReclaimGate::Auto => s.serialize_str("auto"),
+            other => s.serialize_u64(other.fixed_tokens()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ReclaimGate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ReclaimGate, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ReclaimGate;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(ReclaimGate::EXPECTED)
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ReclaimGate, E> {
+                Ok(ReclaimGate::tokens(v))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ReclaimGate, E> {
+                u64::try_from(v)
+                    .map(ReclaimGate::tokens)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ReclaimGate, E> {
+                if v.trim().eq_ignore_ascii_case("auto") {
+                    Ok(ReclaimGate::Auto)
+                } else {
+                    // Never echo a long value back.
+                    let shown: String = v.chars().take(32).collect();
+                    Err(E::invalid_value(serde::de::Unexpected::Str(&shown), &self))
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
     }
 }
 
@@ -789,6 +930,126 @@ mod tests {
             (8_000, 100, 2_000)
         );
         assert_eq!(t.protected_tools, cfg.compression.protected_tools);
+    }
+
+    /// Issue 20, item 6: the micro reclaim gate is off unless asked for, and takes a number of
+    /// tokens or `"auto"` from a file, a profile or the environment; anything else is refused
+    /// with an error that names the key and what it accepts.
+    #[test]
+    #[allow(clippy::result_large_err)]
+    fn the_micro_reclaim_gate_is_a_number_or_auto() {
+        let gate = |toml: &str| {
+            Config::from_toml_str(&format!("[compression]\n{toml}\n"))
+                .map(|c| c.compression.micro_compact_min_reclaim_tokens)
+        };
+        assert_eq!(
+            Config::default()
+                .compression
+                .micro_compact_min_reclaim_tokens,
+            ReclaimGate::Off
+        );
+        assert_eq!(gate("micro_compact = true").unwrap(), ReclaimGate::Off);
+        assert_eq!(
+            gate("micro_compact_min_reclaim_tokens = 0").unwrap(),
+            ReclaimGate::Off
+        );
+        assert_eq!(
+            gate("micro_compact_min_reclaim_tokens = 4000").unwrap(),
+            ReclaimGate::Tokens(4_000)
+        );
+        assert_eq!(
+            gate("micro_compact_min_reclaim_tokens = \"auto\"").unwrap(),
+            ReclaimGate::Auto
+        );
+        assert_eq!(
+            gate("micro_compact_min_reclaim_tokens = \"AUTO\"").unwrap(),
+            ReclaimGate::Auto
+        );
+        for bad in ["-1", "1.5", "\"on\"", "\"4000\"", "\"\"", "true", "[1]"] {
+            let err = gate(&format!("micro_compact_min_reclaim_tokens = {bad}")).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.contains("micro_compact_min_reclaim_tokens")
+                    && text.contains("a number of tokens (0: no gate) or \"auto\""),
+                "{bad}: {text}"
+            );
+        }
+        // A long bad value is not echoed whole.
+        let long = "x".repeat(500);
+        let err = gate(&format!("micro_compact_min_reclaim_tokens = \"{long}\"")).unwrap_err();
+        assert!(!err.to_string().contains(&long[..100]), "{err}");
+        // The core planner gets the fixed part; "auto" is computed per pass by the compressor.
+        let c = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = 2500\n")
+            .unwrap();
+        assert_eq!(
+            crate::compressor::micro_config(&c).min_reclaim_tokens,
+            2_500
+        );
+        let c =
+            Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
+                .unwrap();
+        assert_eq!(crate::compressor::micro_config(&c).min_reclaim_tokens, 0);
+        // Serialized back as written, so a profile (merged through JSON) keeps it.
+        let c = Config::from_toml_str(
+            "[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n\
+             [profiles.fixed]\nmicro_compact_min_reclaim_tokens = 300\n\
+             [profiles.bad]\nmicro_compact_min_reclaim_tokens = \"sometimes\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(&c.compression).unwrap()["micro_compact_min_reclaim_tokens"],
+            "auto"
+        );
+        assert_eq!(
+            c.with_profile("fixed")
+                .unwrap()
+                .compression
+                .micro_compact_min_reclaim_tokens,
+            ReclaimGate::Tokens(300)
+        );
+        let err = c.with_profile("bad").unwrap_err().to_string();
+        assert!(
+            err.contains("profile `bad`") && err.contains("\"auto\""),
+            "{err}"
+        );
+        // The environment.
+        figment::Jail::expect_with(|jail| {
+            jail.set_env(
+                "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
+                "auto",
+            );
+            assert_eq!(
+                Config::load(None)
+                    .unwrap()
+                    .compression
+                    .micro_compact_min_reclaim_tokens,
+                ReclaimGate::Auto
+            );
+            jail.set_env(
+                "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
+                "6000",
+            );
+            assert_eq!(
+                Config::load(None)
+                    .unwrap()
+                    .compression
+                    .micro_compact_min_reclaim_tokens,
+                ReclaimGate::Tokens(6_000)
+            );
+            jail.set_env(
+                "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
+                "-5",
+            );
+            let err = Config::load(None).unwrap_err().to_string();
+            assert!(err.contains("micro_compact_min_reclaim_tokens"), "{err}");
+            Ok(())
+        });
+        // The command-line form.
+        assert_eq!("auto".parse::<ReclaimGate>(), Ok(ReclaimGate::Auto));
+        assert_eq!("0".parse::<ReclaimGate>(), Ok(ReclaimGate::Off));
+        assert_eq!(" 128 ".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(128)));
+        let err = "-3".parse::<ReclaimGate>().unwrap_err();
+        assert!(err.contains("\"auto\""), "{err}");
     }
 
     /// Issue 25, item 3: the cadence is an unsigned count; 0 and negatives are refused with

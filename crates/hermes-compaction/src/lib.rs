@@ -84,7 +84,7 @@ pub use compaction_core::cache::CacheProfile;
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
 pub use compressor::{Compressor, RequestTicket, ThrashState};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, ReclaimGate};
 #[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotReport};
 #[cfg(feature = "store")]

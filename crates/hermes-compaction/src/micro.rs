@@ -15,6 +15,7 @@ use compaction_llm::{SummaryKind, SummaryRequest};
 
 use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
+use crate::config::ReclaimGate;
 use crate::report::Failure;
 use crate::report::MicroReport;
 use compaction_core::micro::MicroOutcomeKind;
@@ -65,7 +66,7 @@ impl Compressor {
     async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         let started = Instant::now();
         let mut cfg = self.micro_settings().clone();
-        if cfg.min_reclaim_tokens == 0 {
+        if self.config().compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
             cfg.min_reclaim_tokens = self.cache_gate(t);
         }
         let compacted = self.state().compacted;
@@ -291,7 +292,8 @@ impl Compressor {
         Some(self.micro_finish(report, started))
     }
 
-    /// The reclaim gate the provider's cache economics suggest (spec: the rewrite must save
+    /// The reclaim gate the provider's cache economics suggest, used with
+    /// `micro_compact_min_reclaim_tokens = "auto"` (spec: the rewrite must save
     /// more than re-caching the prefix it invalidates costs), over a horizon of
     /// `micro_compact_gate_horizon_requests` requests. A provider whose profile is unknown
     /// (`cache_profile = "auto"` with an unrecognised model) is assumed to price cached reads

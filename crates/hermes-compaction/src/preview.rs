@@ -7,6 +7,7 @@ use compaction_core::micro;
 pub use compaction_core::preview::{Fate, MessagePreview, PlannedSummary, Preview, PreviewKind};
 
 use crate::compressor::Compressor;
+use crate::config::ReclaimGate;
 
 impl Compressor {
     /// The batch pass [`compress`](Self::compress) would run on `t` now (forced, with the
@@ -53,7 +54,7 @@ impl Compressor {
     /// estimated at the size of the current one.
     pub fn preview_micro(&self, t: &Transcript) -> Preview {
         let mut cfg = self.micro_settings().clone();
-        if cfg.min_reclaim_tokens == 0 {
+        if self.config().compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
             cfg.min_reclaim_tokens = self.cache_gate(t);
         }
         let plan = micro::plan_micro(

@@ -24,7 +24,8 @@ pub enum Outcome {
     /// Nothing was needed (below threshold, nothing to compact).
     NotNeeded,
     /// Skipped: automatic compaction is disabled, cooling down after a failure, or paused by
-    /// anti-thrash.
+    /// anti-thrash (never while the transcript is over the window: such a pass is made, as
+    /// for the provider's refusal).
     Skipped,
     /// Prune-only was accepted.
     Pruned,

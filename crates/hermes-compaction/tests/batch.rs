@@ -93,10 +93,14 @@ fn test_clock() -> u64 {
 #[test]
 fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     let rt = rt();
-    let (c, s) = scripted(no_fallback(16_000));
+    let mut cfg = no_fallback(16_000);
+    // The cooldown is the subject, not the circuit breaker.
+    cfg.auxiliary.compression.breaker_failures = 0;
+    let (c, s) = scripted(cfg);
     let mut c = c.with_clock(test_clock);
     s.fail_always(Some(Error::Transient { status: Some(500) }));
-    let mut t = c.transcript(session(200, 300));
+    // Over the threshold, within the window.
+    let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Failed);
     let first = c.state().cooldown_until_ms.unwrap() - test_clock();
@@ -111,6 +115,16 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     assert_eq!(r.unwrap().outcome, Outcome::Failed);
     let second = c.state().cooldown_until_ms.unwrap() - test_clock();
     assert!(second > first, "{second} > {first}");
+    // Issue 20, item 4: inside this cooldown too, a transcript over the window is not skipped
+    // (the request would be refused): the pass is tried at once, as the overflow hook would.
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Skipped);
+    let calls = s.calls();
+    let mut big = c.transcript(session(200, 300));
+    assert!(big.current_tokens() > 16_000);
+    let (_, r) = rt.block_on(c.before_request(&mut big));
+    assert_eq!(r.unwrap().outcome, Outcome::Failed);
+    assert!(s.calls() > calls);
     // The user can always force it.
     s.fail_always(None);
     let r = rt.block_on(c.compress(&mut t, None));
@@ -151,7 +165,17 @@ fn ineffective_compactions_pause_automatic_compaction() {
     }
     assert_eq!(c.state().ineffective, 2);
     assert!(c.state().paused_until_ms.is_some());
-    let mut t = c.transcript(session(200, 300));
+    // Over the threshold within the window: paused.
+    let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.unwrap().outcome, Outcome::Skipped);
+    // Issue 20, item 4: over the window the pause would only turn the request into the
+    // provider's refusal, so the pass is made (the pause stays for prompts that fit).
+    let mut big = c.transcript(session(200, 300));
+    let (_, r) = rt.block_on(c.before_request(&mut big));
+    assert_eq!(r.unwrap().outcome, Outcome::Summarized);
+    assert!(big.current_tokens() <= 16_000);
+    assert!(c.state().paused_until_ms.is_some());
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Skipped);
     // Forcing it works and clears the pause.

@@ -72,6 +72,27 @@ pub fn tool_session(turns: usize, repeat: usize) -> Vec<Message> {
     msgs
 }
 
+/// A [`tool_session`] over `c`'s threshold that is not near its window (within
+/// `NEAR_WINDOW_RATIO` of the context length minus the output reservation): the prompt a
+/// paused or cooling-down compressor may leave alone.
+pub fn over_threshold_within_window(c: &Compressor, repeat: usize) -> Vec<Message> {
+    let window = (c.config().window().effective_window() as f64
+        * hermes_compaction::compressor::NEAR_WINDOW_RATIO) as u64;
+    let e = Estimator::default();
+    let size = |m: &[Message]| -> u64 {
+        m.iter()
+            .map(|x| compaction_core::TokenCounter::count_message(&e, x))
+            .sum()
+    };
+    let mut turns = 1;
+    while size(&tool_session(turns, repeat)) < c.threshold_tokens() {
+        turns += 1;
+    }
+    let msgs = tool_session(turns, repeat);
+    assert!(size(&msgs) < window, "{} within {window}", size(&msgs));
+    msgs
+}
+
 /// Collects the (target, message) of every event.
 #[derive(Clone, Default)]
 struct Lines(Arc<Mutex<Vec<(String, String)>>>);

@@ -8,7 +8,7 @@ use compaction_core::ledger::Ledger;
 use compaction_core::{Estimator, MarkerKind, Message, marker};
 use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::core::micro::MicroOutcomeKind;
-use hermes_compaction::{MicroReport, Outcome};
+use hermes_compaction::{Config, MicroReport, Outcome, ReclaimGate};
 
 use crate::common::{config, fixtures, rt, with_summarizer};
 
@@ -16,7 +16,7 @@ fn session(turns: usize, chars: usize) -> Vec<Message> {
     crate::common::tool_session(turns, chars / 2)
 }
 
-fn micro_config(context: u64) -> hermes_compaction::Config {
+fn micro_config(context: u64) -> Config {
     let mut c = config(context);
     c.compression.micro_compact = true;
     // These tests are about the mechanics of a pass; the economic reclaim gate (assumed for
@@ -277,6 +277,7 @@ fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
     let rt = rt();
     let mut cfg = micro_config(64_000);
     cfg.compression.cache_profile = "anthropic".into();
+    cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
     let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new())).with_clock(cache_clock);
     let mut t = c.transcript(session(80, 600));
     // A request was just made: the cache is warm, one small exchange does not pay for
@@ -293,6 +294,7 @@ fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
     // cache_aware = false turns the derived gate off.
     let mut cfg = micro_config(64_000);
     cfg.compression.cache_profile = "anthropic".into();
+    cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
     cfg.compression.cache_aware = false;
     let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new())).with_clock(cache_clock);
     let mut t = c.transcript(session(80, 600));
@@ -426,16 +428,17 @@ fn micro_passes_follow_the_batch_fallback_rule() {
     }
 }
 
-/// With no known cache profile the compressor assumes cached reads at 0.1x and output at 5x:
-/// a pass absorbs only as many exchanges as pay for the prefix they invalidate and the
-/// summary they re-write within the horizon. `cache_profile = "none"` takes the oldest
-/// exchange alone, as the seed describes.
+/// With `micro_compact_min_reclaim_tokens = "auto"` and no known cache profile the compressor
+/// assumes cached reads at 0.1x and output at 5x: a pass absorbs only as many exchanges as pay
+/// for the prefix they invalidate and the summary they re-write within the horizon.
+/// `cache_profile = "none"` takes the oldest exchange alone, as the seed describes.
 #[test]
 fn an_unknown_provider_gets_the_economic_gate_and_none_turns_it_off() {
     let rt = rt();
     let run = |profile: &str| {
         let mut cfg = config(64_000);
         cfg.compression.micro_compact = true;
+        cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
         cfg.compression.cache_profile = profile.into();
         let s = Arc::new(ScriptedSummarizer::new());
         let mut c = with_summarizer(cfg, s.clone());
@@ -460,5 +463,119 @@ fn an_unknown_provider_gets_the_economic_gate_and_none_turns_it_off() {
             assert!(gated.exchange_tokens > 3 * ungated.exchange_tokens);
         }
         other => panic!("{other:?}"),
+    }
+}
+
+/// What a downstream agent loop sees from its micro hooks when it replays `msgs` the way an
+/// agent lives them: each user message ends the previous turn (`finalize_turn`), each
+/// assistant message is a request (`after_tool_round` after a tool round, `before_request`,
+/// the prompt's size as the provider's usage). Returns the outcomes of the turn hooks and of
+/// the tool-round hooks.
+fn agent_loop(msgs: &[Message], cfg: Config) -> (Vec<MicroOutcomeKind>, Vec<MicroOutcomeKind>) {
+    let rt = rt();
+    let mut c = crate::common::extractive(cfg);
+    let mut t = c.transcript(Vec::new());
+    let mut outcomes = Vec::new();
+    let mut rounds = Vec::new();
+    let mut in_turn = false;
+    rt.block_on(async {
+        for m in msgs {
+            if m.is_user() {
+                if in_turn && let Some(r) = c.finalize_turn(&mut t).await {
+                    outcomes.push(r.outcome);
+                }
+                in_turn = true;
+            }
+            if m.is_assistant() {
+                if t.messages().last().is_some_and(Message::is_tool)
+                    && let Some(r) = c.after_tool_round(&mut t).await
+                {
+                    rounds.push(r.outcome);
+                }
+                let (ticket, _) = c.before_request(&mut t).await;
+                let prompt = t.current_tokens();
+                c.after_response(&mut t, ticket, prompt);
+            }
+            t.push(m.clone(), c.counter());
+        }
+        if in_turn && let Some(r) = c.finalize_turn(&mut t).await {
+            outcomes.push(r.outcome);
+        }
+    });
+    (outcomes, rounds)
+}
+
+fn absorbing(outcomes: &[MicroOutcomeKind]) -> usize {
+    outcomes
+        .iter()
+        .filter(|o| {
+            matches!(
+                o,
+                MicroOutcomeKind::Absorbed
+                    | MicroOutcomeKind::Progressed
+                    | MicroOutcomeKind::Defrag
+            )
+        })
+        .count()
+}
+
+/// Issue 20, item 6: with `micro_compact = true` and every other setting at its default (no
+/// cache profile known, the provider's cache assumed), micro does what its user turned on: the
+/// passes absorb at the configured cadence and none is gated. With `"auto"` the economic gate
+/// applies and refuses some passes; with every second turn, half the turns run a pass.
+#[test]
+fn micro_on_with_defaults_absorbs_in_an_agent_loop_and_auto_gates() {
+    let mut sessions = vec![("synthetic".to_owned(), session(60, 3_000))];
+    // Two real sessions when the shared fixtures are there (the issue's downstream loop).
+    if let Some(f) = fixtures() {
+        sessions.extend(
+            f.into_iter()
+                .filter(|(name, _)| name.starts_with("pi__"))
+                .take(2),
+        );
+    }
+    for (name, msgs) in &sessions {
+        let mut cfg = Config::default();
+        cfg.model.context_length = 64_000;
+        cfg.compression.micro_compact = true;
+        let (plain, plain_rounds) = agent_loop(msgs, cfg.clone());
+        let absorbed = absorbing(&plain);
+        assert!(
+            !plain.contains(&MicroOutcomeKind::Gated)
+                && !plain_rounds.contains(&MicroOutcomeKind::Gated),
+            "{name}: no gate is configured: {plain:?} {plain_rounds:?}"
+        );
+        // A pass is a no-op only when no whole exchange lies between the head and the tail
+        // (the first turns, a turn after a batch pass, a turn longer than the tail).
+        assert!(
+            absorbed * 2 > plain.len(),
+            "{name}: the turn passes absorb ({absorbed} of {}): {plain:?}",
+            plain.len()
+        );
+
+        cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
+        let (gated, gated_rounds) = agent_loop(msgs, cfg.clone());
+        assert_eq!(
+            (gated.len(), gated_rounds.len()),
+            (plain.len(), plain_rounds.len()),
+            "{name}: the same hooks ran"
+        );
+        assert!(
+            gated.contains(&MicroOutcomeKind::Gated),
+            "{name}: the economic gate applies: {gated:?}"
+        );
+        assert!(absorbing(&gated) < absorbed, "{name}");
+
+        cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Off;
+        cfg.compression.micro_compact_every_n_turns = 2;
+        let (every_other, _) = agent_loop(msgs, cfg);
+        assert!(
+            every_other.len() * 2 <= plain.len() + 1 && every_other.len() * 2 + 1 >= plain.len(),
+            "{name}: {} passes every second turn against {}",
+            every_other.len(),
+            plain.len()
+        );
+        assert!(!every_other.contains(&MicroOutcomeKind::Gated), "{name}");
+        assert!(absorbing(&every_other) * 2 >= absorbed - 1, "{name}");
     }
 }

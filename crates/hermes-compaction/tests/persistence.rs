@@ -141,7 +141,9 @@ fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
     cfg.compression.fallback_to_extractive = false;
     let mut c = with_summarizer(cfg, s.clone()).with_clock(|| NOW.load(Ordering::SeqCst));
     s.fail_always(Some(Error::Transient { status: Some(503) }));
-    let mut t = c.transcript(tool_session(200, 100));
+    // The estimate fits the window (a transcript over it is compacted before the request even
+    // while cooling down, issue 20 item 4); the provider counts more and refuses.
+    let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Failed);
     assert!(c.state().cooldown_until_ms.is_some());
@@ -161,7 +163,7 @@ fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
             paused_until_ms: Some(NOW.load(Ordering::SeqCst) + 60_000),
             ..Default::default()
         });
-    let mut t = c.transcript(tool_session(200, 100));
+    let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Skipped);
     let r = rt.block_on(c.on_context_overflow(&mut t)).unwrap();
