@@ -7,13 +7,14 @@ use compaction_core::Message;
 use crate::options::{Inner, StoreOptions};
 use crate::{
     Backend, BoxFuture, Commit, CompactionState, FaultPoint, GenerationInfo, Restored, Result,
-    RowId, SearchHit, SessionInfo, StoreError, StoredRow, TranscriptStore,
+    RowId, SearchHit, SessionInfo, StoredRow, TranscriptStore,
 };
 
-/// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
-/// `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose backend's cargo feature
-/// (`sqlite`, `postgres`) is off fails with [`StoreError::BackendDisabled`], which names the
-/// feature. Clones share the pool.
+/// A store whose backend is picked from its URL by the [`Backend`] table: `sqlite:<path>`,
+/// `sqlite://<path>`, `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose
+/// backend's cargo feature (`sqlite`, `postgres`) is off fails with
+/// [`StoreError::BackendDisabled`](crate::StoreError::BackendDisabled), which names the feature; a URL no backend answers to
+/// fails with [`StoreError::UnsupportedUrl`](crate::StoreError::UnsupportedUrl). Clones share the pool.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
@@ -33,32 +34,7 @@ impl Store {
 
     /// Connects and runs the embedded migrations.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
-        #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
-        let _ = options;
-        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
-        match scheme {
-            "sqlite" => {
-                #[cfg(feature = "sqlite")]
-                return Ok(Store::Sqlite(
-                    crate::SqliteStore::connect_with(url, options).await?,
-                ));
-                #[cfg(not(feature = "sqlite"))]
-                return Err(StoreError::BackendDisabled { backend: "sqlite" });
-            }
-            "postgres" | "postgresql" => {
-                #[cfg(feature = "postgres")]
-                return Ok(Store::Postgres(
-                    crate::PostgresStore::connect_with(url, options).await?,
-                ));
-                #[cfg(not(feature = "postgres"))]
-                return Err(StoreError::BackendDisabled {
-                    backend: "postgres",
-                });
-            }
-            other => Err(StoreError::UnsupportedUrl {
-                scheme: other.chars().take(32).collect(),
-            }),
-        }
+        crate::backend::open(url, options).await
     }
 
     /// Closes the pool, waiting for the connections in use to be returned. On SQLite the last
@@ -73,6 +49,11 @@ impl Store {
             #[cfg(feature = "postgres")]
             Store::Postgres(ref s) => s.close().await,
         }
+    }
+
+    /// The handle for session `id` of this store ([`Session`](crate::Session)).
+    pub fn session<'a>(&'a self, id: &'a str) -> crate::Session<'a> {
+        crate::Session::new(self, id)
     }
 
     /// The store as a shared trait object.
@@ -97,7 +78,7 @@ impl Store {
 }
 
 impl TranscriptStore for Store {
-    fn backend(&self) -> Backend {
+    fn backend(&self) -> Option<Backend> {
         self.inner().backend()
     }
 
