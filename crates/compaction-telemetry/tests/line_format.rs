@@ -1,10 +1,12 @@
 //! The exact line forms, and their emission through tracing.
 
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroOutcome, MicroPass,
-    SessionAccumulator, TARGET, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource,
-    Turn, Window, emit_batch, emit_micro, emit_trim, emit_turn, format_line, init_subscriber,
+    BatchAttempt, BatchOutcome, FailureClass, MicroOutcome, MicroPass, SessionAccumulator, TARGET,
+    TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch,
+    emit_micro, emit_trim, emit_turn, format_line,
 };
+#[cfg(feature = "subscriber")]
+use compaction_telemetry::{LogFormat, init_subscriber};
 
 use crate::common::capture;
 
@@ -267,6 +269,7 @@ fn nothing_is_formatted_when_the_target_is_disabled() {
     assert_eq!(sink.text(), "");
 }
 
+#[cfg(feature = "subscriber")]
 #[test]
 fn init_subscriber_reports_errors_instead_of_panicking() {
     let bad = init_subscriber(LogFormat::Human, "hermes_compaction=notalevel");
