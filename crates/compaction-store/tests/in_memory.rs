@@ -582,6 +582,10 @@ macro_rules! fails {
     }};
 }
 
+fn send<T: Send>(t: T) -> T {
+    t
+}
+
 /// What every [`TranscriptStore`] promises, driven through the trait object and its session
 /// handle only.
 async fn contract(store: Arc<dyn TranscriptStore>) {
@@ -619,7 +623,8 @@ async fn contract(store: Arc<dyn TranscriptStore>) {
         Message::assistant("beta banana"),
         Message::user("gamma grape"),
     ];
-    let ids = s1.append(&mut messages).await.unwrap();
+    // The handle's futures are `Send` (an agent spawns them on a multi-threaded runtime).
+    let ids = send(s1.append(&mut messages)).await.unwrap();
     assert_eq!(ids.len(), 3);
     assert_eq!(
         messages
