@@ -1,11 +1,9 @@
 //! The backend table: each backend, the URL schemes it answers to and the cargo feature that
-//! compiles it; and [`open`], which opens a URL with the backend the table names. The one place a scheme is named:
-//! the store opens a URL by this table, and a command line asks [`Backend::for_url`] whether a
-//! string is a store URL at all.
+//! compiles it. The one place a scheme is named: [`Store::connect`](crate::Store::connect)
+//! opens a URL by this table, and a command line asks [`Backend::for_url`] whether a string is
+//! a store URL at all. It imports nothing from the rest of the crate.
 
 use std::fmt;
-
-use crate::{Result, Store, StoreError, StoreOptions};
 
 /// A store backend.
 ///
@@ -102,7 +100,7 @@ impl fmt::Display for Backend {
 }
 
 /// The text before the first `:` of `url`.
-fn scheme(url: &str) -> Option<&str> {
+pub(crate) fn scheme(url: &str) -> Option<&str> {
     url.split_once(':').map(|(s, _)| s)
 }
 
@@ -114,35 +112,6 @@ pub(crate) fn expected_schemes() -> String {
         .map(|s| format!("{s}:"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// Opens `url` with the backend its scheme names: [`StoreError::UnsupportedUrl`] (naming the
-/// scheme only, never the rest of the URL, which may hold credentials) when none does,
-/// [`StoreError::BackendDisabled`] when that backend's feature is off.
-pub(crate) async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
-    let Some(backend) = Backend::for_url(url) else {
-        return Err(StoreError::UnsupportedUrl {
-            scheme: scheme(url).unwrap_or("").chars().take(32).collect(),
-        });
-    };
-    #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
-    let _ = options;
-    // Each arm is the backend's own `connect_with`, statically dispatched (so the future
-    // stays `Send` as the backend's is).
-    match backend {
-        #[cfg(feature = "sqlite")]
-        Backend::Sqlite => Ok(Store::Sqlite(
-            crate::SqliteStore::connect_with(url, options).await?,
-        )),
-        #[cfg(feature = "postgres")]
-        Backend::Postgres => Ok(Store::Postgres(
-            crate::PostgresStore::connect_with(url, options).await?,
-        )),
-        #[allow(unreachable_patterns)]
-        disabled => Err(StoreError::BackendDisabled {
-            backend: disabled.name(),
-        }),
-    }
 }
 
 #[cfg(test)]

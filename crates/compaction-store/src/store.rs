@@ -7,14 +7,14 @@ use compaction_core::Message;
 use crate::options::{Inner, StoreOptions};
 use crate::{
     Backend, BoxFuture, Commit, CompactionState, FaultPoint, GenerationInfo, Restored, Result,
-    RowId, SearchHit, SessionInfo, StoredRow, TranscriptStore,
+    RowId, SearchHit, SessionInfo, StoreError, StoredRow, TranscriptStore,
 };
 
 /// A store whose backend is picked from its URL by the [`Backend`] table: `sqlite:<path>`,
 /// `sqlite://<path>`, `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose
 /// backend's cargo feature (`sqlite`, `postgres`) is off fails with
-/// [`StoreError::BackendDisabled`](crate::StoreError::BackendDisabled), which names the feature; a URL no backend answers to
-/// fails with [`StoreError::UnsupportedUrl`](crate::StoreError::UnsupportedUrl). Clones share the pool.
+/// [`StoreError::BackendDisabled`], which names the feature; a URL no backend answers to
+/// fails with [`StoreError::UnsupportedUrl`]. Clones share the pool.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
@@ -34,7 +34,31 @@ impl Store {
 
     /// Connects and runs the embedded migrations.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
-        crate::backend::open(url, options).await
+        // The backend table names the backend; each arm is its own `connect_with`, statically
+        // dispatched (so the future stays `Send` as the backend's is).
+        let Some(backend) = Backend::for_url(url) else {
+            // The scheme only: the rest of the URL may hold credentials.
+            let scheme = crate::backend::scheme(url).unwrap_or("");
+            return Err(StoreError::UnsupportedUrl {
+                scheme: scheme.chars().take(32).collect(),
+            });
+        };
+        #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+        let _ = options;
+        match backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Store::Sqlite(
+                crate::SqliteStore::connect_with(url, options).await?,
+            )),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Store::Postgres(
+                crate::PostgresStore::connect_with(url, options).await?,
+            )),
+            #[allow(unreachable_patterns)]
+            disabled => Err(StoreError::BackendDisabled {
+                backend: disabled.name(),
+            }),
+        }
     }
 
     /// Closes the pool, waiting for the connections in use to be returned. On SQLite the last

@@ -877,3 +877,37 @@ fn postgres_keeps_the_same_contract() {
         }
     });
 }
+
+/// Without a runtime: a URL is sorted by the backend table before anything connects, so a
+/// backend left out of the build names its feature and an unknown scheme lists the known ones,
+/// neither quoting the URL.
+#[test]
+fn urls_are_sorted_by_the_backend_table() {
+    use compaction_store::{Backend, Store};
+    for backend in Backend::ALL {
+        assert!(!backend.schemes().is_empty());
+        for scheme in backend.schemes() {
+            let url = format!("{scheme}://user:secret@127.0.0.1:1/x");
+            assert_eq!(Backend::for_url(&url), Some(backend));
+            if backend.is_compiled() {
+                continue;
+            }
+            let e = block_on(Store::connect(&url)).unwrap_err();
+            assert!(
+                matches!(e, StoreError::BackendDisabled { backend: b } if b == backend.name()),
+                "{e:?}"
+            );
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+    for url in ["mysql://user:secret@h/db", "no-scheme", "", "://x"] {
+        let e = block_on(Store::connect(url)).unwrap_err();
+        assert!(
+            matches!(e, StoreError::UnsupportedUrl { .. }),
+            "{url}: {e:?}"
+        );
+        let text = e.to_string();
+        assert!(text.contains("sqlite:, postgres:, postgresql:"), "{text}");
+        assert!(!text.contains("secret"), "{text}");
+    }
+}
