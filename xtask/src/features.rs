@@ -1,5 +1,7 @@
-//! The feature-set check: each cargo feature of the facade (and of compaction-llm and the rig
-//! integration) adds what it names and nothing else. For each feature set, `cargo tree -e
+//! The feature-set check: each cargo feature of the facade (and of compaction-llm,
+//! compaction-store, compaction-telemetry and the rig integration) adds what it names and
+//! nothing else; the extension points (compaction-store's `TranscriptStore` without a backend,
+//! emit-only telemetry) build without the heavy crates. For each feature set, `cargo tree -e
 //! normal` must hold the crates the set names and none of the crates it leaves out. Like the layering check, it reads the
 //! resolved graph, so a default feature switched on through a dependency is caught.
 
@@ -32,6 +34,45 @@ const SETS: &[FeatureSet] = &[
         features: Some("async-openai"),
         present: &["async-openai"],
         absent: &["sqlx"],
+    },
+    // The store's extension point: `TranscriptStore` and its value types, no backend, so a
+    // store of one's own compiles neither sqlx nor tokio.
+    FeatureSet {
+        package: "compaction-store",
+        features: Some(""),
+        present: &["compaction-core"],
+        absent: &[
+            "sqlx",
+            "sqlx-core",
+            "tokio",
+            "libsqlite3-sys",
+            "futures-util",
+        ],
+    },
+    FeatureSet {
+        package: "compaction-store",
+        features: None,
+        present: &["sqlx-sqlite", "tokio"],
+        absent: &["sqlx-postgres", "aws-lc-sys", "rustls"],
+    },
+    FeatureSet {
+        package: "compaction-store",
+        features: Some("postgres"),
+        present: &["sqlx-postgres", "tokio"],
+        absent: &["sqlx-sqlite", "libsqlite3-sys", "aws-lc-sys"],
+    },
+    // Emitting telemetry links no subscriber and no log reader.
+    FeatureSet {
+        package: "compaction-telemetry",
+        features: Some(""),
+        present: &["tracing"],
+        absent: &["tracing-subscriber", "flate2"],
+    },
+    FeatureSet {
+        package: "compaction-telemetry",
+        features: Some("subscriber"),
+        present: &["tracing-subscriber"],
+        absent: &["flate2"],
     },
     FeatureSet {
         package: "hermes-compaction",
@@ -101,7 +142,14 @@ const SETS: &[FeatureSet] = &[
         package: "hermes-compaction",
         features: Some("telemetry"),
         present: &["compaction-telemetry"],
-        absent: &["reqwest", "hyper", "sqlx", "figment", "compaction-llm"],
+        absent: &[
+            "reqwest",
+            "hyper",
+            "sqlx",
+            "figment",
+            "compaction-llm",
+            "tracing-subscriber",
+        ],
     },
     FeatureSet {
         package: "hermes-compaction",

@@ -86,8 +86,8 @@ where
     Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
     for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
 {
-    fn backend(&self) -> Backend {
-        D::BACKEND
+    fn backend(&self) -> Option<Backend> {
+        Some(D::BACKEND)
     }
 
     fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {

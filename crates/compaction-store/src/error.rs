@@ -8,7 +8,10 @@ use crate::RowId;
 #[non_exhaustive]
 pub enum StoreError {
     /// The URL names no backend this build supports.
-    #[error("unsupported store URL scheme `{scheme}` (expected sqlite: or postgres://)")]
+    #[error(
+        "unsupported store URL scheme `{scheme}` (expected {})",
+        crate::backend::expected_schemes()
+    )]
     UnsupportedUrl {
         /// The scheme part of the URL (never the rest, which may hold credentials).
         scheme: String,
@@ -276,6 +279,7 @@ impl std::fmt::Display for DatabaseFailure {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         if let sqlx::Error::Migrate(m) = e {
@@ -286,6 +290,7 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 impl From<sqlx::migrate::MigrateError> for StoreError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         use sqlx::migrate::MigrateError as M;
@@ -314,6 +319,7 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
     }
 }
 
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 /// The class and code of a sqlx error, from codes and error kinds only.
 pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
     use sqlx::Error as E;
@@ -441,6 +447,7 @@ mod tests {
         ] {
             assert_eq!(sqlite_failure(code), want, "{code}");
         }
+        #[cfg(any(feature = "sqlite", feature = "postgres"))]
         for (kind, want) in [
             (std::io::ErrorKind::ConnectionRefused, F::ConnectionRefused),
             (std::io::ErrorKind::TimedOut, F::Unreachable),
@@ -462,6 +469,11 @@ mod tests {
             "database error: the disk or the database is full (code 53100)"
         );
         assert_eq!(e.database_failure(), Some(DatabaseFailure::DiskFull));
+    }
+
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    #[test]
+    fn driver_errors_keep_no_message() {
         let e = StoreError::from(sqlx::Error::Protocol("secret row text".into()));
         assert!(!format!("{e} {e:?}").contains("secret"), "{e:?}");
         let e = StoreError::from(sqlx::migrate::MigrateError::VersionMissing(9));

@@ -16,6 +16,10 @@
 //!
 //! Both backends are one engine, `SqlStore`, generic over a sealed `Dialect`. Cargo
 //! features: `sqlite` (default), `postgres`, `tls` (TLS for PostgreSQL; implies `postgres`).
+//! Without a backend feature (`default-features = false`) the crate is the extension point
+//! alone: [`TranscriptStore`], [`Session`], [`Commit`], the value types and the errors, with
+//! neither sqlx nor tokio, for a store of one's own. [`Store::connect`] picks the backend by
+//! the URL schemes each [`Backend`] declares.
 //!
 //! Nothing is ever deleted, so what compaction removed stays recoverable: rows by id
 //! ([`TranscriptStore::load_rows`]), the full originals of messages trimmed at insertion time
@@ -35,6 +39,7 @@
 //! (lazily, at the next search of each session).
 //!
 //! ```
+//! # #[cfg(feature = "sqlite")]
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> compaction_store::Result<()> {
 //! use compaction_core::{Edit, Message, marker, MarkerKind, Role};
@@ -54,9 +59,12 @@
 //! assert_eq!(store.load_active("s1").await?.len(), 2);
 //! # Ok(())
 //! # }
+//! # #[cfg(not(feature = "sqlite"))]
+//! # fn main() {}
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
-// Without a backend only the types, `Commit` and `Store::connect`'s error remain.
+// Without a backend only the extension point (the trait, `Session`, the value types, `Commit`,
+// the backend table) and `Store::connect`'s error remain.
 #![cfg_attr(
     not(any(feature = "sqlite", feature = "postgres")),
     allow(dead_code, unused_imports)
@@ -68,6 +76,7 @@ use std::pin::Pin;
 
 use compaction_core::{MarkerKind, Message};
 
+mod backend;
 mod commit;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod dialect;
@@ -78,10 +87,12 @@ mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
+mod session;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 
+pub use backend::Backend;
 pub use commit::{Commit, CommitSplice, GenerationKind, PassLabel, stamp_edit};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use dialect::Dialect;
@@ -91,6 +102,7 @@ pub use error::{DatabaseFailure, Result, StoreError};
 pub use options::StoreOptions;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresDialect, PostgresStore};
+pub use session::Session;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteDialect, SqliteStore};
 pub use store::Store;
@@ -106,9 +118,20 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// Session ids are 1-256 bytes without control characters. Every method on an unknown
 /// session fails with [`StoreError::UnknownSession`].
+///
+/// The session-keyed methods are also reached through a [`Session`] handle, which binds the
+/// id once: `store.session(id)` on a `dyn TranscriptStore` (and on [`Store`]),
+/// [`Session::new`] for any other store. Implement the trait, use the handle.
+///
+/// The trait and its value types need no backend: with `default-features = false` this crate
+/// compiles neither sqlx nor tokio, so a store of its own (in memory, on another database)
+/// implements the trait without them.
 pub trait TranscriptStore: Send + Sync + fmt::Debug {
-    /// Which backend this is.
-    fn backend(&self) -> Backend;
+    /// Which of this crate's backends this is; `None` (the default) for a store implemented
+    /// elsewhere.
+    fn backend(&self) -> Option<Backend> {
+        None
+    }
 
     /// Creates an empty session at generation 0; fails with [`StoreError::SessionExists`]
     /// when the id is taken.
@@ -372,16 +395,6 @@ pub struct SearchHit {
     pub message: Message,
 }
 
-/// A store backend.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Backend {
-    /// SQLite (file or in-memory).
-    Sqlite,
-    /// PostgreSQL.
-    Postgres,
-}
-
 /// A session as listed by the store.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionInfo {
@@ -442,9 +455,36 @@ pub struct GenerationInfo {
     pub restorable: bool,
 }
 
+impl GenerationInfo {
+    /// Generation `generation`, written by `label`: no time, archiving and inserting nothing,
+    /// restorable. Set the public fields for the rest (a store implemented outside this crate
+    /// builds its history this way).
+    ///
+    /// ```
+    /// use compaction_store::{GenerationInfo, GenerationKind, PassLabel};
+    ///
+    /// let mut info = GenerationInfo::new(3, PassLabel::new(GenerationKind::Batch));
+    /// info.archived = 12;
+    /// info.inserted = 1;
+    /// assert!(info.restorable && info.restored_to.is_none());
+    /// ```
+    pub fn new(generation: u64, label: PassLabel) -> GenerationInfo {
+        GenerationInfo {
+            generation,
+            created_at_ms: None,
+            label,
+            restored_to: None,
+            archived: 0,
+            inserted: 0,
+            restorable: true,
+        }
+    }
+}
+
 /// What [`TranscriptStore::restore`] did.
 ///
 /// ```
+/// # #[cfg(feature = "sqlite")]
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> compaction_store::Result<()> {
 /// use compaction_core::{Edit, Message, marker, MarkerKind, Role};
@@ -467,6 +507,8 @@ pub struct GenerationInfo {
 /// assert_eq!(store.load_active("s1").await?.len(), 3);
 /// # Ok(())
 /// # }
+/// # #[cfg(not(feature = "sqlite"))]
+/// # fn main() {}
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -477,6 +519,23 @@ pub struct Restored {
     pub archived: u64,
     /// Rows the restore made active again (as copies of the archived rows).
     pub reactivated: u64,
+}
+
+impl Restored {
+    /// What a restore did: the session's generation after it, the rows it archived and the
+    /// rows it made active again (for a store implemented outside this crate).
+    ///
+    /// ```
+    /// let done = compaction_store::Restored::new(4, 2, 3);
+    /// assert_eq!((done.generation, done.archived, done.reactivated), (4, 2, 3));
+    /// ```
+    pub fn new(generation: u64, archived: u64, reactivated: u64) -> Restored {
+        Restored {
+            generation,
+            archived,
+            reactivated,
+        }
+    }
 }
 
 /// Durable per-session compaction state, so anti-thrash survives a restart.

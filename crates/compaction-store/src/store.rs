@@ -10,10 +10,11 @@ use crate::{
     RowId, SearchHit, SessionInfo, StoreError, StoredRow, TranscriptStore,
 };
 
-/// A store whose backend is picked from its URL: `sqlite:<path>`, `sqlite://<path>`,
-/// `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose backend's cargo feature
-/// (`sqlite`, `postgres`) is off fails with [`StoreError::BackendDisabled`], which names the
-/// feature. Clones share the pool.
+/// A store whose backend is picked from its URL by the [`Backend`] table: `sqlite:<path>`,
+/// `sqlite://<path>`, `sqlite::memory:`, or `postgres://` / `postgresql://`. A URL whose
+/// backend's cargo feature (`sqlite`, `postgres`) is off fails with
+/// [`StoreError::BackendDisabled`], which names the feature; a URL no backend answers to
+/// fails with [`StoreError::UnsupportedUrl`]. Clones share the pool.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub enum Store {
@@ -33,30 +34,29 @@ impl Store {
 
     /// Connects and runs the embedded migrations.
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
-        #[cfg(not(all(feature = "sqlite", feature = "postgres")))]
+        // The backend table names the backend; each arm is its own `connect_with`, statically
+        // dispatched (so the future stays `Send` as the backend's is).
+        let Some(backend) = Backend::for_url(url) else {
+            // The scheme only: the rest of the URL may hold credentials.
+            let scheme = crate::backend::scheme(url).unwrap_or("");
+            return Err(StoreError::UnsupportedUrl {
+                scheme: scheme.chars().take(32).collect(),
+            });
+        };
+        #[cfg(not(any(feature = "sqlite", feature = "postgres")))]
         let _ = options;
-        let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or("");
-        match scheme {
-            "sqlite" => {
-                #[cfg(feature = "sqlite")]
-                return Ok(Store::Sqlite(
-                    crate::SqliteStore::connect_with(url, options).await?,
-                ));
-                #[cfg(not(feature = "sqlite"))]
-                return Err(StoreError::BackendDisabled { backend: "sqlite" });
-            }
-            "postgres" | "postgresql" => {
-                #[cfg(feature = "postgres")]
-                return Ok(Store::Postgres(
-                    crate::PostgresStore::connect_with(url, options).await?,
-                ));
-                #[cfg(not(feature = "postgres"))]
-                return Err(StoreError::BackendDisabled {
-                    backend: "postgres",
-                });
-            }
-            other => Err(StoreError::UnsupportedUrl {
-                scheme: other.chars().take(32).collect(),
+        match backend {
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite => Ok(Store::Sqlite(
+                crate::SqliteStore::connect_with(url, options).await?,
+            )),
+            #[cfg(feature = "postgres")]
+            Backend::Postgres => Ok(Store::Postgres(
+                crate::PostgresStore::connect_with(url, options).await?,
+            )),
+            #[allow(unreachable_patterns)]
+            disabled => Err(StoreError::BackendDisabled {
+                backend: disabled.name(),
             }),
         }
     }
@@ -73,6 +73,11 @@ impl Store {
             #[cfg(feature = "postgres")]
             Store::Postgres(ref s) => s.close().await,
         }
+    }
+
+    /// The handle for session `id` of this store ([`Session`](crate::Session)).
+    pub fn session<'a>(&'a self, id: &'a str) -> crate::Session<'a> {
+        crate::Session::new(self, id)
     }
 
     /// The store as a shared trait object.
@@ -97,7 +102,7 @@ impl Store {
 }
 
 impl TranscriptStore for Store {
-    fn backend(&self) -> Backend {
+    fn backend(&self) -> Option<Backend> {
         self.inner().backend()
     }
 

@@ -55,6 +55,7 @@ pub fn postgres_url(test: &str) -> Option<String> {
 
 /// As [`postgres_url`], for a test that runs on PostgreSQL only (counted as skipped, not
 /// passed, when there is no database).
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
 pub fn postgres_only_url(test: &str) -> Option<String> {
     if cfg!(feature = "postgres") {
         return test_support::postgres_only_url(test);

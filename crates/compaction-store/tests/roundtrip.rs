@@ -149,5 +149,5 @@ async fn in_memory_sqlite_keeps_its_data() {
         wire(&store.load_active("m").await.unwrap()),
         wire(&messages)
     );
-    assert_eq!(store.backend(), compaction_store::Backend::Sqlite);
+    assert_eq!(store.backend(), Some(compaction_store::Backend::Sqlite));
 }

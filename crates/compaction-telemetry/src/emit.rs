@@ -1,5 +1,5 @@
-//! The one-line form of events, their emission through `tracing`, and a subscriber helper for
-//! binaries.
+//! The one-line form of events, their emission through `tracing`, and (feature `subscriber`)
+//! a subscriber helper for binaries.
 //!
 //! A line is the event's prefix followed by a compact JSON object with sorted keys, the same
 //! form Hermes Agent writes with `json.dumps(payload, sort_keys=True, separators=(",", ":"))`:
@@ -17,9 +17,7 @@
 //! ```
 
 use serde_json::{Map, Value};
-use tracing_subscriber::EnvFilter;
 
-use crate::error::{Error, Result};
 use crate::event::{BatchAttempt, MicroPass, TelemetryEvent, Trim, Turn};
 
 /// The `tracing` target every telemetry line is logged under.
@@ -70,7 +68,17 @@ pub fn emit_trim(trim: &Trim) {
     emit(trim);
 }
 
-/// Output format of [`init_subscriber`].
+/// Output format of [`init_subscriber`] (feature `subscriber`; an emit-only build links no
+/// subscriber).
+///
+/// ```
+/// use compaction_telemetry::{LogFormat, init_subscriber};
+///
+/// assert_eq!(LogFormat::default(), LogFormat::Human);
+/// // A bad directive is an error, never a panic.
+/// assert!(init_subscriber(LogFormat::Json, "hermes_compaction=loud").is_err());
+/// ```
+#[cfg(feature = "subscriber")]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable text lines.
@@ -84,11 +92,13 @@ pub enum LogFormat {
 ///
 /// `filter` is an env-filter directive such as `"info"` or
 /// `"warn,hermes_compaction::telemetry=info"`; pass `RUST_LOG` through it if you want the
-/// environment to decide. Returns [`Error::Filter`] for a bad directive and
-/// [`Error::SubscriberAlreadySet`] when a global subscriber (or `log` logger) already exists;
+/// environment to decide. Returns [`Error::Filter`](crate::Error::Filter) for a bad directive
+/// and [`Error::SubscriberAlreadySet`](crate::Error::SubscriberAlreadySet) when a global subscriber (or `log` logger) already exists;
 /// it never panics.
-pub fn init_subscriber(format: LogFormat, filter: &str) -> Result<()> {
-    let filter = EnvFilter::try_new(filter).map_err(Error::Filter)?;
+#[cfg(feature = "subscriber")]
+pub fn init_subscriber(format: LogFormat, filter: &str) -> crate::Result<()> {
+    use crate::Error;
+    let filter = tracing_subscriber::EnvFilter::try_new(filter).map_err(Error::Filter)?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

@@ -34,9 +34,11 @@ pub enum Error {
         path: PathBuf,
     },
     /// The env-filter directive given to [`init_subscriber`](crate::init_subscriber) is invalid.
+    #[cfg(feature = "subscriber")]
     #[error("invalid log filter directive")]
     Filter(#[source] tracing_subscriber::filter::ParseError),
     /// A global tracing subscriber is already installed.
+    #[cfg(feature = "subscriber")]
     #[error("a global tracing subscriber is already installed")]
     SubscriberAlreadySet(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The report could not be serialized to JSON.

@@ -15,7 +15,7 @@
 //!   [`TARGET`], in the forms existing tooling reads (keys sorted, compact separators):
 //!   `micro compaction telemetry: {json}`, `context compression attempt telemetry: {json}`,
 //!   `compaction turn telemetry: {json}` and `insert trim telemetry: {json}`;
-//!   [`init_subscriber`] for binaries.
+//!   `init_subscriber` (feature `subscriber`) for binaries.
 //! - `report` (feature `report`; `gzip` adds compressed input): streams plain, tracing-JSON or
 //!   gzip logs (ours or Hermes Agent's) in bounded memory and prints the outcome mix, tokens
 //!   saved, durations, occupancy, batch counts, insertion-time trims and the session-economics
@@ -25,7 +25,8 @@
 //!
 //! Emitting and reporting are separate concerns: with default features the crate is the
 //! events and their `tracing` lines only, so a framework that emits compiles no log reader
-//! (no `flate2`). The command line turns `report` and `gzip` on.
+//! (no `flate2`) and no subscriber (no `tracing-subscriber`: the host installs its own). The
+//! command line turns `report` and `gzip` on; `subscriber` adds `init_subscriber`.
 //! - `svg` (feature `svg`): the one SVG writer (line and scatter charts) the charts and the
 //!   simulator draw with.
 //!
@@ -60,10 +61,9 @@ mod stats;
 #[cfg(feature = "svg")]
 pub mod svg;
 
-pub use emit::{
-    LogFormat, TARGET, emit, emit_batch, emit_micro, emit_trim, emit_turn, format_line,
-    init_subscriber,
-};
+#[cfg(feature = "subscriber")]
+pub use emit::{LogFormat, init_subscriber};
+pub use emit::{TARGET, emit, emit_batch, emit_micro, emit_trim, emit_turn, format_line};
 pub use error::{Error, Result};
 pub use event::{
     BatchAttempt, BatchOutcome, FailureClass, MicroPass, SessionAccumulator, TelemetryEvent,

@@ -2,10 +2,12 @@
 
 use compaction_core::micro::MicroOutcomeKind;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, LogFormat, MicroPass, SessionAccumulator, TARGET,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, SessionAccumulator, TARGET,
     TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch,
-    emit_micro, emit_trim, emit_turn, format_line, init_subscriber,
+    emit_micro, emit_trim, emit_turn, format_line,
 };
+#[cfg(feature = "subscriber")]
+use compaction_telemetry::{LogFormat, init_subscriber};
 
 use crate::common::capture;
 
@@ -268,6 +270,7 @@ fn nothing_is_formatted_when_the_target_is_disabled() {
     assert_eq!(sink.text(), "");
 }
 
+#[cfg(feature = "subscriber")]
 #[test]
 fn init_subscriber_reports_errors_instead_of_panicking() {
     let bad = init_subscriber(LogFormat::Human, "hermes_compaction=notalevel");

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, parse};
-use hermes_compaction::store::{DatabaseFailure, Store, StoreOptions, TranscriptStore};
+use hermes_compaction::store::{Backend, DatabaseFailure, Store, StoreOptions, TranscriptStore};
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
@@ -141,21 +141,25 @@ pub enum Open {
     Read,
 }
 
-/// Connects to a store: a `sqlite:`/`postgres://` URL, or a plain path (a SQLite file).
+/// Connects to a store: a URL with a scheme a store backend declares ([`Backend::for_url`]:
+/// `sqlite:`, `postgres://`, `postgresql://`), or a plain path (a SQLite file).
 pub async fn connect(db: &str, open: Open) -> Result<Store> {
-    let url = if db.starts_with("sqlite:")
-        || db.starts_with("postgres://")
-        || db.starts_with("postgresql://")
-    {
+    let url = if Backend::for_url(db).is_some() {
         db.to_owned()
     } else if let Some((scheme, _)) = db.split_once("://") {
         // Only the scheme is printed: the rest may hold credentials.
+        let known: Vec<String> = Backend::ALL
+            .iter()
+            .flat_map(|b| b.schemes())
+            .map(|s| format!("{s}:"))
+            .collect();
         return Err(crate::Error::Config(format!(
-            "--db: unsupported store URL scheme `{}` (expected a SQLite path, sqlite:PATH or postgres://)",
-            scheme.chars().take(16).collect::<String>()
+            "--db: unsupported store URL scheme `{}` (expected a SQLite path or a URL starting {})",
+            scheme.chars().take(16).collect::<String>(),
+            known.join(", ")
         )));
     } else {
-        format!("sqlite:{db}")
+        sqlite_url(db)
     };
     if open != Open::Create
         && let Some(path) = sqlite_file(&url)
@@ -199,9 +203,17 @@ pub async fn with_store<T>(
     result
 }
 
+/// The `sqlite:` URL of a plain path.
+fn sqlite_url(path: &str) -> String {
+    format!("{}:{path}", Backend::Sqlite.schemes()[0])
+}
+
 /// The file of a `sqlite:` URL (`None` for an in-memory database or another backend).
 fn sqlite_file(url: &str) -> Option<&str> {
-    let rest = url.strip_prefix("sqlite:")?;
+    if Backend::for_url(url) != Some(Backend::Sqlite) {
+        return None;
+    }
+    let rest = url.split_once(':')?.1;
     let rest = rest.strip_prefix("//").unwrap_or(rest);
     let path = rest.split_once('?').map_or(rest, |(p, _)| p);
     (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory")).then_some(path)

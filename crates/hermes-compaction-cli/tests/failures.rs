@@ -329,11 +329,18 @@ fn invalid_session_ids_exit_2() {
         "session",
         "export",
         "--db",
-        "mysql://h/db",
+        "mysql://user:pw-not-shown@h/db",
         "--session",
         "s",
     ]);
-    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+    let (_, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    // The schemes it lists are the ones the store's backends declare; the URL is not shown.
+    assert!(
+        stderr.contains("`mysql`") && stderr.contains("sqlite:, postgres:, postgresql:"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("pw-not-shown"), "{stderr}");
 }
 
 #[test]
