@@ -44,22 +44,10 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
             eprintln!("{w}");
         }
     }
-    let Some(f) = &r.failure else { return Ok(()) };
-    let earlier = match r.passes {
-        0 => String::new(),
-        n => format!(
-            " after {n} successful pass{}",
-            if n == 1 { "" } else { "es" }
-        ),
-    };
-    let cause = r
-        .failure_cause
-        .as_deref()
-        .map_or(String::new(), |c| format!(": {c}"));
-    Err(Error::Pass(format!(
-        "the {} pass failed{earlier}: {}{cause} (outcome {}); {after}",
-        r.mode, f, r.outcome
-    )))
+    match r.failure_line() {
+        Some(line) => Err(Error::Pass(format!("{line}; {after}"))),
+        None => Ok(()),
+    }
 }
 
 /// Runs `compact`: reads, compacts, writes the output atomically and prints the
