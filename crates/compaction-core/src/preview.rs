@@ -338,3 +338,124 @@ pub fn of_micro(t: &Transcript, plan: &MicroPlan, counter: &dyn TokenCounter) ->
         tokens_after,
     }
 }
+
+/// The preview for people: one header line, the planned summaries, then one line per message
+/// that the pass changes or keeps because it is pinned, and one line per run of kept
+/// messages. One-liners are cut to 100 characters on one line (they are redacted already).
+///
+/// ```
+/// use compaction_core::batch::{self, BatchConfig, BatchRequest};
+/// use compaction_core::{Estimator, Message, Transcript, preview};
+///
+/// let counter = Estimator::default();
+/// let t = Transcript::new(vec![Message::user("hi"), Message::assistant("hello")], &counter);
+/// let cfg = BatchConfig::default();
+/// let plan = batch::plan_batch(&t, 6_000, &cfg, &BatchRequest::default(), &counter);
+/// let text = preview::of_batch(&t, &plan, &cfg, &counter).to_string();
+/// let lines: Vec<&str> = text.lines().collect();
+/// assert!(lines[0].starts_with("dry run: pass=nothing messages=2 tokens="), "{text}");
+/// assert!(lines[1].trim_start().starts_with("0-1  kept verbatim: 2 messages ("), "{text}");
+/// ```
+impl std::fmt::Display for Preview {
+    fn fmt(&self, s: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = self;
+        let kind = match p.kind {
+            PreviewKind::Nothing => "nothing",
+            PreviewKind::Prune => "prune",
+            PreviewKind::Batch => "batch",
+            PreviewKind::Micro => "micro",
+            PreviewKind::Defrag => "defrag",
+        };
+        writeln!(
+            s,
+            "dry run: pass={kind} messages={} tokens={}->{} (estimated) summaries={} pruned={} pinned={}",
+            p.messages.len(),
+            p.tokens_before,
+            p.tokens_after,
+            p.summaries.len(),
+            p.count(|f| matches!(f, Fate::Pruned { .. } | Fate::Demoted { .. })),
+            p.count(|f| *f == Fate::Pinned),
+        )?;
+        for (k, sum) in p.summaries.iter().enumerate() {
+            writeln!(
+                s,
+                "summary {k}: {} marker for messages {}..{} (~{} tokens)",
+                sum.kind.as_str(),
+                sum.range.start,
+                sum.range.end,
+                sum.estimated_tokens
+            )?;
+        }
+        let mut i = 0;
+        while i < p.messages.len() {
+            let m = &p.messages[i];
+            if m.fate == Fate::Kept {
+                let mut j = i;
+                let mut tokens = 0;
+                while j < p.messages.len() && p.messages[j].fate == Fate::Kept {
+                    tokens += p.messages[j].tokens;
+                    j += 1;
+                }
+                writeln!(
+                    s,
+                    "{:>6}  kept verbatim: {} message{} ({tokens} tokens)",
+                    if j - i == 1 {
+                        format!("{i}")
+                    } else {
+                        format!("{i}-{}", j - 1)
+                    },
+                    j - i,
+                    if j - i == 1 { "" } else { "s" }
+                )?;
+                i = j;
+                continue;
+            }
+            let fate = match &m.fate {
+                Fate::Pinned => "pinned, kept".to_owned(),
+                Fate::Pruned { one_liner: Some(l) } => format!("pruned -> {}", clip(l)),
+                Fate::Pruned { one_liner: None } => "pruned (arguments shortened)".to_owned(),
+                Fate::Demoted { one_liner } => format!("demoted -> {}", clip(one_liner)),
+                Fate::Summarized { summary } => format!("summarized (summary {summary})"),
+                Fate::Merged { summary } => format!("kept, summary {summary} merged in front"),
+                Fate::Kept => "kept".to_owned(),
+            };
+            writeln!(
+                s,
+                "{i:>6}  {:<9} {:<16} {:>7} tokens  {fate}",
+                m.role,
+                m.tool
+                    .as_deref()
+                    .map_or("-".to_owned(), |n| n.chars().take(16).collect()),
+                m.tokens
+            )?;
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+/// `text` on one line, cut to 100 characters (the last one an ellipsis).
+fn clip(text: &str) -> String {
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= 100 {
+        one_line
+    } else {
+        let cut: String = one_line.chars().take(99).collect();
+        format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clip;
+
+    #[test]
+    fn clip_keeps_100_characters_on_one_line() {
+        assert_eq!(clip("a\n  b\tc"), "a b c");
+        let exact = "é".repeat(100);
+        assert_eq!(clip(&exact), exact);
+        let long = clip(&"é".repeat(101));
+        assert_eq!(long.chars().count(), 100);
+        assert!(long.ends_with("é…"), "{long}");
+    }
+}

@@ -33,6 +33,11 @@
 //!   strip them from earlier turns anyway), the tool calls of an assistant message that failed
 //!   or was aborted before they ran (pi), progress, hook and UI events.
 //!
+//! [`TranscriptFile::parse`] is the front door for a file's bytes in any format: OpenAI chat
+//! or Anthropic Messages (JSONL or a JSON array) or an agent's log, recognised when asked
+//! ([`TranscriptFormat::Auto`]), checked against a [`Strictness`], with errors that name the
+//! file and the line or message index ([`TranscriptError`]). The caller reads the file.
+//!
 //! ```
 //! use compaction_logs::{Format, Reader};
 //!
@@ -68,6 +73,7 @@ mod claude_code;
 mod codex;
 mod detect;
 mod error;
+mod file;
 mod gemini;
 mod json;
 mod out;
@@ -79,6 +85,7 @@ use compaction_core::Message;
 
 pub use detect::detect;
 pub use error::{Error, Position, Reason};
+pub use file::{Strictness, TranscriptError, TranscriptFile, TranscriptFormat, TranscriptPosition};
 
 /// An agent's session-log format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -83,6 +83,7 @@ mod dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod engine;
 mod error;
+mod history;
 mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -99,6 +100,7 @@ pub use dialect::Dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use engine::SqlStore;
 pub use error::{DatabaseFailure, Result, StoreError};
+pub use history::{GenerationDiff, HistoryTable};
 pub use options::StoreOptions;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresDialect, PostgresStore};

@@ -29,6 +29,8 @@
 //! command line turns `report` and `gzip` on; `subscriber` adds `init_subscriber`.
 //! - `svg` (feature `svg`): the one SVG writer (line and scatter charts) the charts and the
 //!   simulator draw with.
+//! - [`FileSink`] (feature `file`): a binary's telemetry lines written to a file, a lost
+//!   write reported at [`FileSink::finish`] (the command line's `--telemetry`).
 //!
 //! ```
 //! use compaction_core::micro::MicroOutcomeKind;
@@ -54,6 +56,8 @@ pub mod report;
 
 #[cfg(feature = "svg")]
 pub mod chart;
+#[cfg(feature = "file")]
+mod file;
 #[cfg(feature = "report")]
 mod scan;
 #[cfg(feature = "report")]
@@ -69,6 +73,8 @@ pub use event::{
     BatchAttempt, BatchOutcome, FailureClass, MicroPass, SessionAccumulator, TelemetryEvent,
     TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, occupancy_pct,
 };
+#[cfg(feature = "file")]
+pub use file::FileSink;
 #[cfg(feature = "report")]
 pub use report::{Report, ReportBuilder, ReportOptions};
 #[cfg(feature = "report")]

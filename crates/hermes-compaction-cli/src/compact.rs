@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, parse};
-use hermes_compaction::preview::{Fate, Preview};
 use hermes_compaction::{Compressor, OneShot, OneShotReport};
 
 use crate::cli::{CompactArgs, Mode};
@@ -45,22 +44,10 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
             eprintln!("{w}");
         }
     }
-    let Some(f) = &r.failure else { return Ok(()) };
-    let earlier = match r.passes {
-        0 => String::new(),
-        n => format!(
-            " after {n} successful pass{}",
-            if n == 1 { "" } else { "es" }
-        ),
-    };
-    let cause = r
-        .failure_cause
-        .as_deref()
-        .map_or(String::new(), |c| format!(": {c}"));
-    Err(Error::Pass(format!(
-        "the {} pass failed{earlier}: {}{cause} (outcome {}); {after}",
-        r.mode, f, r.outcome
-    )))
+    match r.failure_line() {
+        Some(line) => Err(Error::Pass(format!("{line}; {after}"))),
+        None => Ok(()),
+    }
 }
 
 /// Runs `compact`: reads, compacts, writes the output atomically and prints the
@@ -150,94 +137,5 @@ fn dry_run(
         })?;
         return write_out(out, &text);
     }
-    write_out(out, &preview_text(&preview))
-}
-
-/// A preview for people: one header line, the planned summaries, then one line per message
-/// that the pass changes or keeps because it is pinned, and one line per run of kept
-/// messages. One-liners are redacted and cut to 100 characters.
-pub fn preview_text(p: &Preview) -> String {
-    use std::fmt::Write as _;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "dry run: pass={} messages={} tokens={}->{} (estimated) summaries={} pruned={} pinned={}",
-        serde_json::to_value(p.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
-        p.messages.len(),
-        p.tokens_before,
-        p.tokens_after,
-        p.summaries.len(),
-        p.count(|f| matches!(f, Fate::Pruned { .. } | Fate::Demoted { .. })),
-        p.count(|f| *f == Fate::Pinned),
-    );
-    for (k, sum) in p.summaries.iter().enumerate() {
-        let _ = writeln!(
-            s,
-            "summary {k}: {} marker for messages {}..{} (~{} tokens)",
-            sum.kind.as_str(),
-            sum.range.start,
-            sum.range.end,
-            sum.estimated_tokens
-        );
-    }
-    let mut i = 0;
-    while i < p.messages.len() {
-        let m = &p.messages[i];
-        if m.fate == Fate::Kept {
-            let mut j = i;
-            let mut tokens = 0;
-            while j < p.messages.len() && p.messages[j].fate == Fate::Kept {
-                tokens += p.messages[j].tokens;
-                j += 1;
-            }
-            let _ = writeln!(
-                s,
-                "{:>6}  kept verbatim: {} message{} ({tokens} tokens)",
-                if j - i == 1 {
-                    format!("{i}")
-                } else {
-                    format!("{i}-{}", j - 1)
-                },
-                j - i,
-                if j - i == 1 { "" } else { "s" }
-            );
-            i = j;
-            continue;
-        }
-        let fate = match &m.fate {
-            Fate::Pinned => "pinned, kept".to_owned(),
-            Fate::Pruned { one_liner: Some(l) } => format!("pruned -> {}", clip(l)),
-            Fate::Pruned { one_liner: None } => "pruned (arguments shortened)".to_owned(),
-            Fate::Demoted { one_liner } => format!("demoted -> {}", clip(one_liner)),
-            Fate::Summarized { summary } => format!("summarized (summary {summary})"),
-            Fate::Merged { summary } => format!("kept, summary {summary} merged in front"),
-            other => format!("{other:?}"),
-        };
-        let _ = writeln!(
-            s,
-            "{i:>6}  {:<9} {:<16} {:>7} tokens  {fate}",
-            m.role,
-            m.tool.as_deref().map_or("-".to_owned(), clip_name),
-            m.tokens
-        );
-        i += 1;
-    }
-    s
-}
-
-fn clip(text: &str) -> String {
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= 100 {
-        one_line
-    } else {
-        let cut: String = one_line.chars().take(99).collect();
-        format!("{cut}…")
-    }
-}
-
-fn clip_name(name: &str) -> String {
-    name.chars().take(16).collect()
+    write_out(out, &preview.to_string())
 }

@@ -23,7 +23,8 @@ pub mod simulate;
 pub mod tune;
 
 pub use cli::{Cli, Command};
-pub use input::{Input, InputError, InputFormat, Strictness};
+pub use compaction_logs::TranscriptError;
+pub use input::{Input, InputFormat, Strictness};
 
 /// Why a command failed. [`Error::exit_code`] maps it to the process exit code.
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +32,7 @@ pub use input::{Input, InputError, InputFormat, Strictness};
 pub enum Error {
     /// A transcript file cannot be used (exit 2).
     #[error(transparent)]
-    Input(#[from] InputError),
+    Input(#[from] TranscriptError),
     /// The configuration or the command line is invalid (exit 2).
     #[error("{0}")]
     Config(String),

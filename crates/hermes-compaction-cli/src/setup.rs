@@ -1,11 +1,10 @@
 //! What every command builds first: the configuration, the summarizer and the telemetry sink.
 
-use std::fs::File;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
+use compaction_telemetry::FileSink;
 use hermes_compaction::llm::Summarizer;
-use hermes_compaction::telemetry::TARGET;
 use hermes_compaction::{Config, summarizer_from_config};
 
 use crate::Error;
@@ -76,105 +75,32 @@ pub fn build_summarizer(
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
 }
 
-/// Writes this thread's telemetry lines (target [`TARGET`], INFO) to `path` until the
-/// returned [`TelemetryFile`] is finished or dropped. The lines are the plain `tracing` format that `hermes-compaction report` reads.
+/// Writes this thread's telemetry lines to `path` until the returned
+/// [`TelemetryFile`] is finished or dropped ([`FileSink`]).
 pub fn telemetry_to_file(path: &Path) -> Result<TelemetryFile, Error> {
-    use tracing_subscriber::util::SubscriberInitExt;
-    let file = File::create(path).map_err(|e| Error::Io {
+    let sink = FileSink::create(path).map_err(|e| Error::Io {
         what: format!("cannot create the telemetry file {}", path.display()),
         source: e,
     })?;
-    let filter = tracing_subscriber::EnvFilter::try_new(format!("{TARGET}=info"))
-        .map_err(|e| Error::Config(e.to_string()))?;
-    let file = Arc::new(Mutex::new(CheckedFile { file, error: None }));
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_writer(SharedFile(file.clone()))
-        .finish();
     Ok(TelemetryFile {
-        guard: Some(subscriber.set_default()),
-        file,
+        sink,
         path: path.to_owned(),
     })
 }
 
-/// The telemetry sink of a command: event lines go to a file while it is alive. Call
-/// [`TelemetryFile::finish`] when the passes are done: a line that could not be written (a
-/// full disk, a device that refuses writes) is then an error naming the file, so a run never
-/// reports success with its telemetry silently lost.
+/// The telemetry sink of a command: a [`FileSink`] and the file it names in errors.
 #[derive(Debug)]
 pub struct TelemetryFile {
-    guard: Option<tracing::subscriber::DefaultGuard>,
-    file: Arc<Mutex<CheckedFile>>,
+    sink: FileSink,
     path: std::path::PathBuf,
 }
 
 impl TelemetryFile {
     /// Stops collecting, flushes the file to disk and reports the first write failure.
-    pub fn finish(mut self) -> Result<(), Error> {
-        drop(self.guard.take());
-        let mut file = self
-            .file
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let synced = file.file.sync_all();
-        let error = file.error.take().map_or(synced, Err);
-        error.map_err(|e| Error::Io {
+    pub fn finish(self) -> Result<(), Error> {
+        self.sink.finish().map_err(|e| Error::Io {
             what: format!("cannot write the telemetry file {}", self.path.display()),
             source: e,
         })
-    }
-}
-
-/// A file that remembers its first write error (the logging layer drops errors).
-#[derive(Debug)]
-struct CheckedFile {
-    file: File,
-    error: Option<std::io::Error>,
-}
-
-impl std::io::Write for CheckedFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // All or nothing per line: a short write would leave half an event in the log.
-        let result = self.file.write_all(buf).map(|()| buf.len());
-        if let Err(e) = &result
-            && self.error.is_none()
-        {
-            self.error = Some(std::io::Error::new(e.kind(), e.to_string()));
-        }
-        result
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
-}
-
-/// A writer handed to the logging layer: one lock of the shared checked file per line.
-#[derive(Debug, Clone)]
-struct SharedFile(Arc<Mutex<CheckedFile>>);
-
-impl std::io::Write for SharedFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .write(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .flush()
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SharedFile {
-    type Writer = SharedFile;
-
-    fn make_writer(&'a self) -> SharedFile {
-        self.clone()
     }
 }

@@ -154,6 +154,48 @@ impl OneShotReport {
         ))
     }
 
+    /// For a failed run, what failed: `the MODE pass failed[ after N successful passes]:
+    /// FAILURE[: CAUSE] (outcome OUTCOME)`. Content-free like the report.
+    ///
+    /// ```
+    /// use hermes_compaction::{Failure, OneShot};
+    /// # use std::sync::Arc;
+    /// # use hermes_compaction::core::{Estimator, Message};
+    /// # use hermes_compaction::llm::ExtractiveSummarizer;
+    /// # use hermes_compaction::{Compressor, Config};
+    /// # let mut c = Compressor::new(Config::default(), Arc::new(ExtractiveSummarizer::default()),
+    /// #     Arc::new(Estimator::default()), "s1");
+    /// # let mut t = c.transcript(vec![Message::user("hi")]);
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    /// let mut report = rt.block_on(c.one_shot(&mut t, OneShot::Batch));
+    /// assert_eq!(report.failure_line(), None);
+    /// // What a run that committed one pass and then lost its store reports:
+    /// report.passes = 1;
+    /// report.failure = Some(Failure::Store);
+    /// report.failure_cause = Some("disk full".into());
+    /// let line = report.failure_line().unwrap();
+    /// assert!(line.starts_with("the batch pass failed after 1 successful pass: "), "{line}");
+    /// assert!(line.contains(": disk full (outcome "), "{line}");
+    /// ```
+    pub fn failure_line(&self) -> Option<String> {
+        let f = self.failure.as_ref()?;
+        let earlier = match self.passes {
+            0 => String::new(),
+            n => format!(
+                " after {n} successful pass{}",
+                if n == 1 { "" } else { "es" }
+            ),
+        };
+        let cause = self
+            .failure_cause
+            .as_deref()
+            .map_or(String::new(), |c| format!(": {c}"));
+        Some(format!(
+            "the {} pass failed{earlier}: {f}{cause} (outcome {})",
+            self.mode, self.outcome
+        ))
+    }
+
     fn changed_at(&mut self, index: Option<usize>) {
         if let Some(i) = index {
             self.earliest_changed_index = Some(self.earliest_changed_index.map_or(i, |e| e.min(i)));

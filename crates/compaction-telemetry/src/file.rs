@@ -1,0 +1,139 @@
+//! A telemetry file for binaries: this thread's event lines written to a file, with a write
+//! failure reported rather than lost.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::TARGET;
+
+/// Writes this thread's telemetry lines (target [`TARGET`], INFO; the plain `tracing` format
+/// the report reads) to a file while it is alive. Call [`FileSink::finish`] when the passes
+/// are done: a line that could not be written (a full disk, a device that refuses writes) is
+/// then an error, so a run never reports success with its telemetry silently lost.
+///
+/// ```
+/// # fn main() -> std::io::Result<()> {
+/// let dir = std::env::temp_dir().join(format!("compaction-telemetry-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("telemetry.log");
+/// let sink = compaction_telemetry::FileSink::create(&path)?;
+/// tracing::info!(target: compaction_telemetry::TARGET, "compaction turn telemetry: {{}}");
+/// tracing::info!(target: "elsewhere", "not telemetry");
+/// sink.finish()?;
+/// let text = std::fs::read_to_string(&path)?;
+/// assert!(text.contains("compaction turn telemetry: {}"));
+/// assert!(!text.contains("not telemetry"));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct FileSink {
+    guard: Option<tracing::subscriber::DefaultGuard>,
+    file: Arc<Mutex<CheckedFile>>,
+}
+
+impl FileSink {
+    /// Creates (or truncates) `path` and collects this thread's telemetry lines into it.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be created.
+    pub fn create(path: &Path) -> std::io::Result<FileSink> {
+        let file = File::create(path)?;
+        let filter = tracing_subscriber::EnvFilter::try_new(format!("{TARGET}=info"))
+            .map_err(std::io::Error::other)?;
+        let file = Arc::new(Mutex::new(CheckedFile { file, error: None }));
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(SharedFile(file.clone()))
+            .finish();
+        Ok(FileSink {
+            guard: Some(subscriber.set_default()),
+            file,
+        })
+    }
+
+    /// Stops collecting, flushes the file to disk and reports the first write failure.
+    ///
+    /// # Errors
+    ///
+    /// A line could not be written, or the file could not be synced.
+    pub fn finish(mut self) -> std::io::Result<()> {
+        drop(self.guard.take());
+        let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
+        let synced = file.file.sync_all();
+        file.error.take().map_or(synced, Err)
+    }
+}
+
+/// A file that remembers its first write error (the logging layer drops errors).
+#[derive(Debug)]
+struct CheckedFile {
+    file: File,
+    error: Option<std::io::Error>,
+}
+
+impl Write for CheckedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // All or nothing per line: a short write would leave half an event in the log.
+        let result = self.file.write_all(buf).map(|()| buf.len());
+        if let Err(e) = &result
+            && self.error.is_none()
+        {
+            self.error = Some(std::io::Error::new(e.kind(), e.to_string()));
+        }
+        result
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A writer handed to the logging layer: one lock of the shared checked file per line.
+#[derive(Debug, Clone)]
+struct SharedFile(Arc<Mutex<CheckedFile>>);
+
+impl Write for SharedFile {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .flush()
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SharedFile {
+    type Writer = SharedFile;
+
+    fn make_writer(&'a self) -> SharedFile {
+        self.clone()
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A device that refuses writes: the lost line is an error at `finish`, not a success.
+    #[test]
+    fn a_refused_write_is_reported() {
+        let sink = FileSink::create(Path::new("/dev/full")).unwrap();
+        tracing::info!(target: TARGET, "compaction turn telemetry: {{}}");
+        let e = sink.finish().unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+    }
+}
