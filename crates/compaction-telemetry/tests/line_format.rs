@@ -2,9 +2,9 @@
 
 use compaction_core::micro::MicroOutcomeKind;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, MicroPass, SessionAccumulator, TARGET,
-    TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch,
-    emit_micro, emit_trim, emit_turn, format_line,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, SessionAccumulator, TARGET, TriggerSource,
+    Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, emit_batch, emit_micro,
+    emit_trim, emit_turn, format_line,
 };
 #[cfg(feature = "subscriber")]
 use compaction_telemetry::{LogFormat, init_subscriber};
