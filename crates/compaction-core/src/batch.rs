@@ -259,19 +259,20 @@ pub fn plan_batch(
         .collect();
     // Pinned messages (and their tool groups) are kept like head messages: nothing prunes them.
     let free = crate::pins::free_ranges_of(t.messages(), &ranges);
-    plan.prune = prune::plan_prune(t, &free, &cfg.prune, counter);
-    if cfg.prune.keep_cited {
+    plan.prune = if cfg.prune.keep_cited {
         // Reference-aware pruning: the outputs later messages cite go last. A prune-only pass
         // keeps them; a threshold pass prunes them only when the uncited alone fall short.
         let cited = prune::cited_outputs(t.messages(), &free);
-        if !cited.is_empty() {
-            let uncited = prune::plan_prune_except(t, &free, &cfg.prune, counter, &cited);
-            let after = tokens_before.saturating_sub(scaled(uncited.reclaimed_tokens));
-            if req.prune_only || after <= low_water {
-                plan.prune = uncited;
-            }
+        let (uncited, cited) = prune::plan_prune_split(t, &free, &cfg.prune, counter, &cited);
+        let after = tokens_before.saturating_sub(scaled(uncited.reclaimed_tokens));
+        if req.prune_only || after <= low_water {
+            uncited
+        } else {
+            uncited.merged(cited)
         }
-    }
+    } else {
+        prune::plan_prune(t, &free, &cfg.prune, counter)
+    };
     strip_old_images(t, &r, &free, cfg, counter, &mut plan.prune);
     plan.tokens_after_prune = tokens_before.saturating_sub(scaled(plan.prune.reclaimed_tokens));
 
@@ -1014,6 +1015,15 @@ mod tests {
         assert_eq!(
             prune::cited_outputs(t.messages(), std::slice::from_ref(&r.middle)),
             cited
+        );
+        // The split plan's halves give back the whole plan.
+        let pcfg = &BatchConfig::default().prune;
+        let middle = std::slice::from_ref(&r.middle);
+        let (uncited, held) = prune::plan_prune_split(&t, middle, pcfg, &e, &cited);
+        assert!(held.edit.splices.len() == 2 && held.reclaimed_tokens > 0);
+        assert_eq!(
+            uncited.merged(held),
+            prune::plan_prune(&t, middle, pcfg, &e)
         );
         let req = BatchRequest {
             prune_only: true,

@@ -98,21 +98,24 @@ pub fn plan_prune(
     cfg: &PruneConfig,
     counter: &dyn TokenCounter,
 ) -> PrunePlan {
-    plan_prune_except(t, ranges, cfg, counter, &[])
+    plan_prune_split(t, ranges, cfg, counter, &[]).0
 }
 
-/// [`plan_prune`] leaving the tool outputs at `keep` (ascending indices) as they are: with
-/// [`cited_outputs`], the uncited outputs alone.
-pub fn plan_prune_except(
+/// [`plan_prune`] in one walk, as two plans: the rewrites of everything but the tool outputs
+/// at `held` (ascending indices; with [`cited_outputs`], the cited ones), and the rewrites of
+/// those outputs alone. The first is a plan that keeps `held` as it is;
+/// [`merged`](PrunePlan::merged) with the second, it is exactly [`plan_prune`]'s plan.
+pub fn plan_prune_split(
     t: &Transcript,
     ranges: &[Range<usize>],
     cfg: &PruneConfig,
     counter: &dyn TokenCounter,
-    keep: &[usize],
-) -> PrunePlan {
+    held: &[usize],
+) -> (PrunePlan, PrunePlan) {
     let msgs = t.messages();
     let calls = CallIndex::build(msgs);
     let mut plan = PrunePlan::default();
+    let mut held_plan = PrunePlan::default();
 
     // Newest index of each large tool output, by content, for back-references.
     let mut newest: HashMap<ContentKey<'_>, usize> = HashMap::new();
@@ -128,12 +131,15 @@ pub fn plan_prune_except(
     for range in ranges {
         for i in range.clone() {
             let m = &msgs[i];
-            let replacement = if m.is_tool() && keep.binary_search(&i).is_ok() {
-                None
-            } else if m.is_tool() {
-                prune_tool_output(t, i, &calls, &newest, cfg, &mut plan)
+            let target = if m.is_tool() && held.binary_search(&i).is_ok() {
+                &mut held_plan
+            } else {
+                &mut plan
+            };
+            let replacement = if m.is_tool() {
+                prune_tool_output(t, i, &calls, &newest, cfg, target)
             } else if m.has_tool_calls() {
-                shorten_arguments(m, cfg).inspect(|_| plan.shortened_calls += 1)
+                shorten_arguments(m, cfg).inspect(|_| target.shortened_calls += 1)
             } else {
                 None
             };
@@ -141,8 +147,8 @@ pub fn plan_prune_except(
                 let before = t.tokens_of(i);
                 let after = counter.count_message(&new);
                 if after < before {
-                    plan.reclaimed_tokens += before - after;
-                    plan.edit.splices.push(Splice {
+                    target.reclaimed_tokens += before - after;
+                    target.edit.splices.push(Splice {
                         range: i..i + 1,
                         replacement: vec![new],
                     });
@@ -150,7 +156,21 @@ pub fn plan_prune_except(
             }
         }
     }
-    plan
+    (plan, held_plan)
+}
+
+impl PrunePlan {
+    /// Both plans' rewrites, in transcript order, and the sums of their counts (the two
+    /// halves of [`plan_prune_split`] give back [`plan_prune`]'s plan).
+    pub fn merged(mut self, other: PrunePlan) -> PrunePlan {
+        self.edit.splices.extend(other.edit.splices);
+        self.edit.splices.sort_by_key(|s| s.range.start);
+        self.reclaimed_tokens += other.reclaimed_tokens;
+        self.deduplicated += other.deduplicated;
+        self.summarized_outputs += other.summarized_outputs;
+        self.shortened_calls += other.shortened_calls;
+        self
+    }
 }
 
 /// Shortest identifier [`cited_outputs`] matches, in characters.
