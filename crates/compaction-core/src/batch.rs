@@ -281,8 +281,8 @@ pub fn plan_batch(
     // whole and overflow the window), so the tail's largest tool outputs become one-liners
     // until the protected part fits beside a summary.
     let protected: u64 = scaled(r.protected().iter().map(|p| t.tokens_in(p.clone())).sum());
-    if !req.prune_only && !ranges.is_empty() && protected > threshold_tokens {
-        let limit = threshold_tokens.saturating_sub(cfg.summary_max_tokens);
+    let limit = threshold_tokens.saturating_sub(cfg.summary_max_tokens);
+    if !req.prune_only && !ranges.is_empty() && protected > limit {
         let demoted = demote_tail(t, &r, protected, limit, scale, cfg, counter, &mut plan);
         plan.tokens_after_prune = plan.tokens_after_prune.saturating_sub(protected - demoted);
     }
@@ -879,7 +879,9 @@ fn demote_tail(
                     return None;
                 }
                 let mut new = m.clone();
-                new.set_text(prune::describe_tool_output(calls.for_result(m), &m.text()));
+                let text = m.text();
+                let line = prune::describe_tool_output(calls.for_result(m), &text);
+                new.set_text(prune::with_names(line, &text, &cfg.prune));
                 Some((i, new))
             } else if m.is_assistant() && !m.tool_calls().is_empty() {
                 prune::shorten_arguments(m, &cfg.prune).map(|new| (i, new))
@@ -1212,6 +1214,75 @@ mod tests {
         // Below the threshold for the protected part, nothing in the tail is demoted.
         let (_, small) = run(session(40, 2_000), threshold, &cfg);
         assert_eq!(small.demoted_tail_outputs, 0);
+    }
+
+    /// Issue 20 item 4: a protected tail under the threshold but too large to sit beside a
+    /// summary (at 16K a 4.5K summary beside a 13K tail overflowed the window) is demoted until
+    /// a summary fits too, and the pass lands at or under the threshold.
+    #[test]
+    fn a_tail_that_leaves_no_room_for_the_summary_is_demoted() {
+        let e = Estimator::default();
+        let threshold = 13_600;
+        let cfg = BatchConfig::default();
+        let mut msgs = session(40, 2_000);
+        // Three tool rounds in the protected tail, together under the threshold but over
+        // threshold - summary_max_tokens.
+        msgs.push(Message::user("read the three files"));
+        for (i, chars) in [(0, 26_000), (1, 8_000), (2, 8_000)] {
+            let id = format!("r{i}");
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(
+                    &id,
+                    "bash",
+                    r#"{"command":"cat big.rs"}"#,
+                )],
+            ));
+            msgs.push(Message::tool_result(
+                &id,
+                format!("fn body_{i}() {{}}\n").repeat(chars / 14),
+            ));
+        }
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        let protected: u64 = plan
+            .regions
+            .protected()
+            .iter()
+            .map(|p| t.tokens_in(p.clone()))
+            .sum();
+        assert!(protected < threshold, "{protected}");
+        assert!(
+            protected > threshold - cfg.summary_max_tokens,
+            "{protected}"
+        );
+        assert!(plan.demoted_tail_outputs >= 1, "{:?}", plan.step);
+        let summaries: Vec<String> = match &plan.step {
+            BatchStep::Summarize(jobs) => {
+                jobs.iter().map(|_| "- earlier work".to_owned()).collect()
+            }
+            BatchStep::PruneOnly { .. } => Vec::new(),
+            other => panic!("{other:?}"),
+        };
+        let mut after = t.clone();
+        assemble(&t, &plan, &summaries, &cfg)
+            .unwrap()
+            .apply_to(&mut after, &e)
+            .unwrap();
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        // The demoted output keeps the names of what it removed.
+        let demoted = after
+            .messages()
+            .iter()
+            .find(|m| m.tool_call_id() == Some("r0"))
+            .unwrap();
+        assert!(demoted.text().contains("body_0"), "{}", demoted.text());
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
     }
 
     #[test]

@@ -454,7 +454,7 @@ fn prune_tool_output(
 }
 
 /// `line` followed by the names index of `removed`, when it has one.
-fn with_names(mut line: String, removed: &str, cfg: &PruneConfig) -> String {
+pub(crate) fn with_names(mut line: String, removed: &str, cfg: &PruneConfig) -> String {
     let index = crate::ledger::names_index(removed, cfg.names_max_chars);
     if !index.is_empty() {
         line.push_str(crate::ledger::PRUNED_NAMES);
