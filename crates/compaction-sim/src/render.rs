@@ -195,6 +195,13 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     add("far recall pooled without names indexes", &|_, d| {
         format!("{:.1}%", d.far_recall_unindexed * 100.0)
     });
+    add("far recall session mean (sessions)", &|r, d| {
+        format!(
+            "{:.1}% ({})",
+            d.far_recall_session_mean * 100.0,
+            r.far_sessions
+        )
+    });
     add("far recall per-request mean: summ. / verb.", &|_, d| {
         format!(
             "{:.1}% / {:.1}%",

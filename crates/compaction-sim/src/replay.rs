@@ -297,6 +297,7 @@ pub async fn replay(
     if in_turn {
         finalize(&mut c, &mut t, &mut row, &mut prompt).await;
     }
+    row.close_session_recall();
     let usage = counting.usage();
     row.summary_calls = usage.calls;
     row.summary_calls_estimated = usage.estimated_calls;

@@ -120,6 +120,13 @@ pub struct Row {
     pub far_held_unindexed: u64,
     /// Requests with at least one far identifier.
     pub far_requests: u64,
+    /// Transcripts with at least one far identifier.
+    #[serde(default)]
+    pub far_sessions: u64,
+    /// Sum over those transcripts of their pooled far recall (summaries included): the
+    /// session-weighted figure, which one long session cannot dominate.
+    #[serde(default)]
+    pub far_session_share_sum: f64,
     /// Sum over those requests of their share of far identifiers held (summaries included).
     pub far_share_sum: f64,
     /// The same, verbatim.
@@ -156,6 +163,8 @@ pub struct Derived {
     pub far_recall_verbatim: f64,
     /// Far recall with summaries but without the library's names indexes, pooled.
     pub far_recall_unindexed: f64,
+    /// Far recall with summaries, the mean of the transcripts' pooled figures (1 without any).
+    pub far_recall_session_mean: f64,
     /// Far recall with summaries, the mean of the per-request shares (1 without any).
     pub far_recall_request_mean: f64,
     /// Far recall verbatim, the mean of the per-request shares.
@@ -207,6 +216,11 @@ impl Row {
             far_recall: per(self.far_held, self.far_identifiers).unwrap_or(1.0),
             far_recall_verbatim: per(self.far_held_verbatim, self.far_identifiers).unwrap_or(1.0),
             far_recall_unindexed: per(self.far_held_unindexed, self.far_identifiers).unwrap_or(1.0),
+            far_recall_session_mean: if self.far_sessions > 0 {
+                self.far_session_share_sum / self.far_sessions as f64
+            } else {
+                1.0
+            },
             far_recall_request_mean: self.far_request_mean(self.far_share_sum),
             far_recall_verbatim_request_mean: self.far_request_mean(self.far_share_verbatim_sum),
         }
@@ -275,6 +289,8 @@ impl Row {
             t.far_held_verbatim += r.far_held_verbatim;
             t.far_held_unindexed += r.far_held_unindexed;
             t.far_requests += r.far_requests;
+            t.far_sessions += r.far_sessions;
+            t.far_session_share_sum += r.far_session_share_sum;
             t.far_share_sum += r.far_share_sum;
             t.far_share_verbatim_sum += r.far_share_verbatim_sum;
             if r.requests > 0 {
@@ -284,6 +300,14 @@ impl Row {
             t.context_length = r.context_length;
         }
         t
+    }
+
+    /// Closes a transcript's far-recall counts: it becomes one session of the session mean.
+    pub(crate) fn close_session_recall(&mut self) {
+        if self.far_identifiers > 0 {
+            self.far_sessions = 1;
+            self.far_session_share_sum = self.far_held as f64 / self.far_identifiers as f64;
+        }
     }
 
     pub(crate) fn record_recall(&mut self, r: crate::recall::RequestRecall) {
@@ -375,5 +399,30 @@ mod tests {
         assert_eq!(d.earliest_changed_median, Some(4.0));
         assert_eq!(t.retention_min, 0.5);
         assert!((d.mean_retention - 0.81).abs() < 1e-12);
+    }
+
+    /// One long session cannot set the session mean: a 1,000-identifier session held whole
+    /// and a 10-identifier one held at 10% pool to 99.1% but average to 55%.
+    #[test]
+    fn the_session_mean_weighs_sessions_equally() {
+        let mut big = Row {
+            far_identifiers: 1_000,
+            far_held: 1_000,
+            ..Row::default()
+        };
+        let mut small = Row {
+            far_identifiers: 10,
+            far_held: 1,
+            ..Row::default()
+        };
+        let mut none = Row::default();
+        for r in [&mut big, &mut small, &mut none] {
+            r.close_session_recall();
+        }
+        let t = Row::total("batch", &[&big, &small, &none]);
+        let d = t.derived();
+        assert_eq!(t.far_sessions, 2);
+        assert!((d.far_recall - 1_001.0 / 1_010.0).abs() < 1e-12);
+        assert!((d.far_recall_session_mean - 0.55).abs() < 1e-12);
     }
 }
