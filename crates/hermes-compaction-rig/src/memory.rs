@@ -9,7 +9,7 @@ use hermes_compaction::store::{
     Commit, CommitSplice, CompactionState, GenerationKind, PassLabel, Store, StoreError,
     TranscriptStore,
 };
-use hermes_compaction::{BatchReport, Compressor, Config, Failure};
+use hermes_compaction::{BatchReport, Compressor, Config, FailureKind};
 use rig_core::completion::Message as RigMessage;
 use rig_core::id::ConversationId;
 use rig_core::memory::{ConversationMemory, MemoryError};
@@ -170,7 +170,7 @@ impl CompactingMemory {
         let (_, mut report) = c.before_request(&mut t).await;
         let reloaded = report
             .as_ref()
-            .is_some_and(|r| r.failure == Some(Failure::StaleGeneration));
+            .is_some_and(|r| r.failure_kind() == Some(FailureKind::StaleGeneration));
         if reloaded {
             // Another writer (a concurrent load) committed first: take its rows and check
             // again, rather than compacting what it already compacted.

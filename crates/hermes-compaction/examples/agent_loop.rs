@@ -26,7 +26,7 @@ use hermes_compaction::core::{Estimator, Message, ToolCall, Transcript};
 use hermes_compaction::llm::ExtractiveSummarizer;
 use hermes_compaction::store::{Store, StoreError, TranscriptStore};
 use hermes_compaction::trim::TrimStatus;
-use hermes_compaction::{Compressor, Config, Failure};
+use hermes_compaction::{Compressor, Config, FailureKind};
 
 const CONTEXT: u64 = 24_000;
 
@@ -126,7 +126,7 @@ async fn main() {
                     "turn {turn}: batch pass before the request: {:?}",
                     r.outcome
                 );
-                if r.failure == Some(Failure::StaleGeneration) {
+                if r.failure_kind() == Some(FailureKind::StaleGeneration) {
                     // Another writer compacted the session: adopt its rows, then go on.
                     reloads += reload(&mut c, &mut t, turn).await;
                 }

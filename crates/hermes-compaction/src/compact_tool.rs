@@ -108,7 +108,7 @@ impl Compressor {
                 }
             }
         };
-        if self.rt.requested.is_some() {
+        if self.rt.compaction_requested() {
             return "A compaction is already scheduled before your next request.".into();
         }
         // The turn is named by its user message's content: indices move when a pass runs.
@@ -118,7 +118,7 @@ impl Compressor {
             t.messages()[i].to_wire_json().hash(&mut h);
             h.finish()
         });
-        if self.rt.requested_turn.is_some() && self.rt.requested_turn == Some(turn) {
+        if self.rt.requested_turn() == Some(turn) {
             return "Not now: a compaction already ran for this user turn. Continue with the task."
                 .into();
         }
@@ -127,13 +127,12 @@ impl Compressor {
             .map(|f| compaction_core::redact::redact(f.trim()).into_owned())
             .filter(|f| !f.is_empty())
             .map(|f| compaction_core::material::cut_middle(&f, MAX_FOCUS_CHARS));
-        self.rt.requested = Some(Requested { focus });
-        self.rt.requested_turn = Some(turn);
+        self.rt.request(Requested { focus }, turn);
         "Compaction requested: it runs before your next request. Continue with the task.".into()
     }
 
     /// Whether a requested compaction waits for the next `before_request`.
     pub fn compaction_requested(&self) -> bool {
-        self.rt.requested.is_some()
+        self.rt.compaction_requested()
     }
 }

@@ -86,11 +86,13 @@ pub use compressor::Persistence;
 pub use compressor::{Compressor, RequestTicket, ThrashState};
 pub use config::{Config, ConfigError, ReclaimGate};
 #[cfg(feature = "llm")]
-pub use oneshot::{OneShot, OneShotReport};
+pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
-pub use report::{BatchReport, Failure, MicroReport, Outcome, Trigger};
+pub use report::{BatchReport, MicroReport, Outcome, Trigger};
+#[cfg(feature = "llm")]
+pub use report::{FailureKind, PassFailure};
 #[cfg(feature = "llm")]
 pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]

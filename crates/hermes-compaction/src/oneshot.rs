@@ -15,7 +15,8 @@ use compaction_core::Transcript;
 
 use crate::compressor::Compressor;
 use crate::config::Config;
-use crate::report::{BatchReport, Failure, MicroReport, Outcome};
+use crate::report::PassFailure;
+use crate::report::{BatchReport, MicroReport, Outcome};
 use compaction_core::micro::MicroOutcomeKind;
 
 /// Which one-shot run to make.
@@ -32,6 +33,55 @@ pub enum OneShot {
         /// The most passes that may change the transcript.
         max_passes: Option<u32>,
     },
+}
+
+/// `batch`, `prune` or `micro`.
+impl std::fmt::Display for OneShot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a one-shot run ended with: the last pass's outcome, in the vocabulary of its kind.
+///
+/// ```
+/// use hermes_compaction::oneshot::OneShotOutcome;
+/// use hermes_compaction::core::micro::MicroOutcomeKind;
+/// use hermes_compaction::Outcome;
+///
+/// assert_eq!(OneShotOutcome::Batch(Outcome::NoGain).to_string(), "no_gain");
+/// assert_eq!(OneShotOutcome::Micro(MicroOutcomeKind::Gated).to_string(), "gated");
+/// assert_eq!(OneShotOutcome::NothingToPrune.to_string(), "nothing_to_prune");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OneShotOutcome {
+    /// A batch or prune pass's outcome.
+    Batch(Outcome),
+    /// A prune pass that found nothing to shorten.
+    NothingToPrune,
+    /// A micro pass's outcome (`absorbed`, in-turn absorption included, `noop`, `gated`,
+    /// `summarize_failed`, `store_failed`, ...).
+    Micro(MicroOutcomeKind),
+    /// A micro run with micro compaction off.
+    Disabled,
+}
+
+impl OneShotOutcome {
+    /// The snake_case name (`summarized`, `nothing_to_prune`, `absorbed`, `disabled`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OneShotOutcome::Batch(o) => o.as_str(),
+            OneShotOutcome::NothingToPrune => "nothing_to_prune",
+            OneShotOutcome::Micro(k) => k.as_str(),
+            OneShotOutcome::Disabled => "disabled",
+        }
+    }
+}
+
+impl std::fmt::Display for OneShotOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl OneShot {
@@ -57,19 +107,18 @@ impl OneShot {
 /// What a one-shot run did. Counts only, never content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OneShotReport {
-    /// `batch`, `prune` or `micro`.
-    pub mode: &'static str,
+    /// The run (`batch`, `prune` or `micro` when displayed).
+    pub mode: OneShot,
     /// The last outcome: a batch outcome (`summarized`, `pruned`, `not_needed`,
     /// `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for a prune pass with
     /// nothing to shorten, or a micro outcome (`absorbed`, in-turn absorption included,
     /// `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
     /// compaction is off.
-    pub outcome: &'static str,
-    /// Why the run failed, when it did. A failed run left the transcript as it was after its
-    /// last successful pass (and, with a store, committed exactly those passes).
-    pub failure: Option<Failure>,
-    /// The store error's message when the store failed (content-free).
-    pub failure_cause: Option<String>,
+    pub outcome: OneShotOutcome,
+    /// Why the run failed, when it did, with the store error's content-free message as its
+    /// cause. A failed run left the transcript as it was after its last successful pass
+    /// (and, with a store, committed exactly those passes).
+    pub failure: Option<PassFailure>,
     /// Passes that changed the transcript.
     pub passes: u32,
     /// Messages before the run.
@@ -103,10 +152,9 @@ pub struct OneShotReport {
 impl OneShotReport {
     fn start(mode: OneShot, t: &Transcript, threshold_tokens: u64) -> OneShotReport {
         OneShotReport {
-            mode: mode.as_str(),
-            outcome: "not_needed",
+            mode,
+            outcome: OneShotOutcome::Batch(Outcome::NotNeeded),
             failure: None,
-            failure_cause: None,
             passes: 0,
             messages_before: t.len(),
             messages_after: t.len(),
@@ -127,6 +175,16 @@ impl OneShotReport {
     /// asked.
     pub fn failed(&self) -> bool {
         self.failure.is_some()
+    }
+
+    /// The kind of the failure, when the run failed.
+    pub fn failure_kind(&self) -> Option<crate::FailureKind> {
+        self.failure.as_ref().map(|f| f.kind)
+    }
+
+    /// The failure's content-free cause (the store error's message), when it has one.
+    pub fn failure_cause(&self) -> Option<&str> {
+        self.failure.as_ref().and_then(|f| f.cause.as_deref())
     }
 
     /// Whether the result is still at or over the compaction threshold.
@@ -158,7 +216,7 @@ impl OneShotReport {
     /// FAILURE[: CAUSE] (outcome OUTCOME)`. Content-free like the report.
     ///
     /// ```
-    /// use hermes_compaction::{Failure, OneShot};
+    /// use hermes_compaction::{FailureKind, OneShot, PassFailure};
     /// # use std::sync::Arc;
     /// # use hermes_compaction::core::{Estimator, Message};
     /// # use hermes_compaction::llm::ExtractiveSummarizer;
@@ -171,8 +229,7 @@ impl OneShotReport {
     /// assert_eq!(report.failure_line(), None);
     /// // What a run that committed one pass and then lost its store reports:
     /// report.passes = 1;
-    /// report.failure = Some(Failure::Store);
-    /// report.failure_cause = Some("disk full".into());
+    /// report.failure = Some(PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()) });
     /// let line = report.failure_line().unwrap();
     /// assert!(line.starts_with("the batch pass failed after 1 successful pass: "), "{line}");
     /// assert!(line.contains(": disk full (outcome "), "{line}");
@@ -186,12 +243,8 @@ impl OneShotReport {
                 if n == 1 { "" } else { "es" }
             ),
         };
-        let cause = self
-            .failure_cause
-            .as_deref()
-            .map_or(String::new(), |c| format!(": {c}"));
         Some(format!(
-            "the {} pass failed{earlier}: {f}{cause} (outcome {})",
+            "the {} pass failed{earlier}: {f} (outcome {})",
             self.mode, self.outcome
         ))
     }
@@ -266,9 +319,9 @@ impl Compressor {
     /// summarizer. Committed (with a store), applied and reported like any batch pass
     /// (trigger `Manual`, outcome `Pruned` or why not).
     pub async fn prune_only(&mut self, t: &mut Transcript) -> BatchReport {
-        self.rt.prune_only_once = true;
+        self.rt.prune_next(true);
         let report = self.compress(t, None).await;
-        self.rt.prune_only_once = false;
+        self.rt.prune_next(false);
         report
     }
 
@@ -290,10 +343,10 @@ impl Compressor {
         let mut report =
             OneShotReport::start(OneShot::Micro { max_passes }, t, self.threshold_tokens());
         if !self.config().compression.micro_compact {
-            report.outcome = "disabled";
+            report.outcome = OneShotOutcome::Disabled;
             return report.end(t, started);
         }
-        report.outcome = "noop";
+        report.outcome = OneShotOutcome::Micro(MicroOutcomeKind::Noop);
         let mut report = self.micro_replay(t, max_passes, report).await;
         let limited = max_passes.is_some_and(|m| report.passes >= m);
         if !limited && !report.failed() && t.current_tokens() >= self.threshold_tokens() {
@@ -303,7 +356,7 @@ impl Compressor {
     }
 
     /// Why micro passes cannot go further: the tokens held by what micro never rewrites.
-    fn micro_shortfall(&self, t: &Transcript, last: &str) -> String {
+    fn micro_shortfall(&self, t: &Transcript, last: OneShotOutcome) -> String {
         let compacted = self.state().compacted;
         let r = compaction_core::regions::partition_calibrated(
             t,
@@ -401,19 +454,18 @@ impl Compressor {
         }
         report.skipped_passes += u32::from(r.summarizer_skipped);
         if r.failure.is_some() {
-            report.outcome = r.outcome.as_str();
+            report.outcome = OneShotOutcome::Micro(r.outcome);
             report.failure = r.failure;
-            report.failure_cause = r.failure_cause;
             return None;
         }
         if r.earliest_changed_index.is_some() {
-            report.outcome = r.outcome.as_str();
+            report.outcome = OneShotOutcome::Micro(r.outcome);
             report.passes += 1;
             report.changed_at(r.earliest_changed_index);
             return (report.passes < limit).then_some(true);
         }
         if report.passes == 0 {
-            report.outcome = r.outcome.as_str();
+            report.outcome = OneShotOutcome::Micro(r.outcome);
         }
         // A skipped exchange or a rejected defrag: the next attempt moves on.
         Some(!matches!(
@@ -461,14 +513,10 @@ impl Compressor {
             OneShot::Prune => self.prune_only(t).await,
         };
         report.outcome = match (mode, r.outcome) {
-            (OneShot::Prune, Outcome::NotNeeded) => "nothing_to_prune",
-            (_, o) => o.as_str(),
+            (OneShot::Prune, Outcome::NotNeeded) => OneShotOutcome::NothingToPrune,
+            (_, o) => OneShotOutcome::Batch(o),
         };
         report.failure = r.failure;
-        report.failure_cause = r.failure_cause;
-        if r.outcome == Outcome::Failed && report.failure.is_none() {
-            report.failure = Some(Failure::Plan);
-        }
         if matches!(r.outcome, Outcome::Summarized | Outcome::Pruned) {
             report.passes = 1;
         }
@@ -547,11 +595,14 @@ mod tests {
         let mut c = compressor(OneShot::Prune);
         let mut t = c.transcript(session(30, 6_000));
         let r = run(&mut c, &mut t, OneShot::Prune);
-        assert_eq!((r.outcome, r.passes), ("pruned", 1), "{r:?}");
+        assert_eq!((r.outcome.as_str(), r.passes), ("pruned", 1), "{r:?}");
         assert!(r.tokens_after < r.tokens_before);
         assert!(t.messages().iter().all(|m| marker::classify(m).is_none()));
         let again = run(&mut c, &mut t, OneShot::Prune);
-        assert_eq!((again.outcome, again.passes), ("nothing_to_prune", 0));
+        assert_eq!(
+            (again.outcome, again.passes),
+            (OneShotOutcome::NothingToPrune, 0)
+        );
     }
 
     #[test]
@@ -587,6 +638,6 @@ mod tests {
         let mut c = compressor(OneShot::Batch);
         let mut t = c.transcript(session(30, 6_000));
         let r = run(&mut c, &mut t, OneShot::Micro { max_passes: None });
-        assert_eq!((r.outcome, r.passes), ("disabled", 0));
+        assert_eq!((r.outcome, r.passes), (OneShotOutcome::Disabled, 0));
     }
 }

@@ -231,7 +231,7 @@ mod hooks {
                 source,
                 status,
                 || self.counter().count_message(appended),
-                &self.rt.trim_totals,
+                self.rt.trim_totals(),
             );
         }
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use compaction_core::laws::{self, PassKind};
 use compaction_core::{Estimator, Message};
 use compaction_llm::{Error, ScriptedSummarizer};
-use hermes_compaction::{Compressor, Failure, Outcome};
+use hermes_compaction::{Compressor, FailureKind, Outcome};
 use proptest::prelude::*;
 
 use crate::common::{config, rt, with_summarizer};
@@ -42,7 +42,7 @@ fn auth_and_quota_abort_and_leave_the_transcript_byte_identical() {
         let before = t.messages().to_vec();
         let r = rt.block_on(c.compress(&mut t, None));
         assert_eq!(r.outcome, Outcome::Failed);
-        assert_eq!(r.failure, Some(Failure::Summarizer(err.class())));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
         assert!(!r.fallback_used);
         assert_eq!(t.messages(), &before[..]);
         assert!(c.state().cooldown_until_ms.is_some());
@@ -79,7 +79,7 @@ fn other_failures_use_the_fallback_or_abort_per_config() {
         let before = t.messages().to_vec();
         let r = rt.block_on(c.compress(&mut t, None));
         assert_eq!(r.outcome, Outcome::Failed, "{err:?}");
-        assert_eq!(r.failure, Some(Failure::Summarizer(err.class())));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
         assert_eq!(t.messages(), &before[..], "{err:?}");
     }
 }
@@ -294,7 +294,7 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
         let before = t.messages().to_vec();
         let r = c.compress(&mut t, None).await;
         assert_eq!(r.outcome, Outcome::Failed);
-        assert_eq!(r.failure, Some(Failure::StaleGeneration));
+        assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
         // Unchanged apart from the row ids the flush stamped.
         assert_eq!(wire(t.messages()), wire(&before));
     });

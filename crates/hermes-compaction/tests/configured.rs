@@ -4,7 +4,7 @@
 //! failed summary call never drops the middle).
 
 use compaction_core::marker;
-use hermes_compaction::{Compressor, Config, Failure, Outcome, summarizer_from_config};
+use hermes_compaction::{Compressor, Config, FailureKind, Outcome, summarizer_from_config};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -187,8 +187,8 @@ async fn a_402_that_resets_falls_back_and_a_plain_402_aborts() {
     let (r, before, after) = pass(configured(&server, "aux-model", "main-model", true)).await;
     assert_eq!(r.outcome, Outcome::Failed);
     assert_eq!(
-        r.failure,
-        Some(Failure::Summarizer(compaction_llm::ErrorClass::Quota))
+        r.failure_kind(),
+        Some(FailureKind::Summarizer(compaction_llm::ErrorClass::Quota))
     );
     assert!(!r.fallback_used);
     assert_eq!(after, before);

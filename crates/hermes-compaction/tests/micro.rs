@@ -420,8 +420,8 @@ fn micro_passes_follow_the_batch_fallback_rule() {
             assert_eq!(r.outcome, MicroOutcomeKind::SummarizeFailed, "{case}");
             assert!(r.failed() && !r.fallback_used, "{case}: {r:?}");
             assert_eq!(
-                r.failure,
-                Some(hermes_compaction::Failure::Summarizer(err.class()))
+                r.failure_kind(),
+                Some(hermes_compaction::FailureKind::Summarizer(err.class()))
             );
             assert_eq!(t.messages(), &before[..], "{case}");
         }

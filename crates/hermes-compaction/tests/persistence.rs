@@ -8,7 +8,7 @@ use compaction_core::{Message, ToolCall, Transcript};
 use compaction_llm::{Error, ScriptedSummarizer};
 use compaction_store::{FaultPoint, Store, TranscriptStore};
 use hermes_compaction::compressor::Persistence;
-use hermes_compaction::{Compressor, Failure, Outcome};
+use hermes_compaction::{Compressor, FailureKind, Outcome};
 
 use crate::common::{capture_logs, config, extractive, rt, stores, tool_session, with_summarizer};
 
@@ -191,8 +191,8 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             let r = c.on_context_overflow(&mut t).await.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert!(r.applied_unpersisted);
-            assert_eq!(r.failure, Some(Failure::Store));
-            assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+            assert_eq!(r.failure_kind(), Some(FailureKind::Store));
+            assert_eq!(r.failure_cause(), Some("injected fault"));
             assert!(t.current_tokens() < before);
             assert!(!c.store_in_sync());
             // No cooldown: the pass did what the agent needed.
@@ -219,7 +219,7 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
                 t.push(m, c.counter());
             }
             let r = c.compress(&mut t, None).await;
-            assert_eq!((r.outcome, r.failure), (Outcome::Summarized, None), "{r:?}");
+            assert_eq!((r.outcome, r.failure_kind()), (Outcome::Summarized, None), "{r:?}");
             assert_mirrored(&store, "s", &t, "after the next pass").await;
             crate::common::finish(store).await;
         }
@@ -261,7 +261,7 @@ fn a_resync_after_another_writer_changed_the_session_is_refused() {
         // A later automatic pass fails cleanly (and the transcript is unchanged).
         let r = c.compress(&mut t, None).await;
         assert!(r.failure.is_some(), "{r:?}");
-        assert!(r.failure_cause.is_some());
+        assert!(r.failure_cause().is_some());
     });
 }
 
@@ -276,8 +276,8 @@ fn a_failed_commit_reports_its_cause() {
         store.inject_fault(FaultPoint::AfterArchive);
         let r = c.compress(&mut t, None).await;
         assert_eq!(r.outcome, Outcome::Failed);
-        assert_eq!(r.failure, Some(Failure::Store));
-        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Store));
+        assert_eq!(r.failure_cause(), Some("injected fault"));
         assert!(!r.applied_unpersisted);
         assert_eq!(wire(t.messages()), before);
         assert!(c.store_in_sync());
@@ -339,7 +339,7 @@ fn a_one_shot_run_keeps_the_store_failure_cause() {
         store.inject_fault(FaultPoint::AfterArchive);
         let r = c.one_shot(&mut t, hermes_compaction::OneShot::Batch).await;
         assert!(r.failed());
-        assert_eq!(r.failure, Some(Failure::Store));
-        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Store));
+        assert_eq!(r.failure_cause(), Some("injected fault"));
     });
 }

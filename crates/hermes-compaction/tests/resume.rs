@@ -7,7 +7,7 @@ use std::sync::Arc;
 use compaction_core::{Edit, Message, Transcript};
 use compaction_store::{Commit, CompactionState, Store, StoreError, StoreOptions, TranscriptStore};
 use hermes_compaction::compressor::{Persistence, THRASH_STATE_KEY};
-use hermes_compaction::{Compressor, Failure, Outcome, ThrashState};
+use hermes_compaction::{Compressor, FailureKind, Outcome, ThrashState};
 
 use crate::common::{config, extractive, finish, rt, stores, tool_session};
 
@@ -98,7 +98,7 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             // A pass is refused the same way, without starting a cooldown.
             let r = c.compress(&mut t, None).await;
             assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
-            assert_eq!(r.failure, Some(Failure::StaleGeneration));
+            assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             assert_eq!(c.state().consecutive_failures, 0);
             assert_eq!(c.state().cooldown_until_ms, None);
 
@@ -202,7 +202,7 @@ fn an_overflow_pass_on_a_stale_generation_loses_nothing_after_reload() {
             let r = c.on_context_overflow(&mut t).await.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert!(r.applied_unpersisted);
-            assert_eq!(r.failure, Some(Failure::StaleGeneration));
+            assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             assert!(!c.store_in_sync());
             // The summary folded some of the unflushed messages.
             let in_t: Vec<String> = wire(t.messages());

@@ -5,7 +5,7 @@ use compaction_core::Message;
 use compaction_store::{Commit, GenerationKind, Store};
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::undo::UndoError;
-use hermes_compaction::{Failure, Outcome};
+use hermes_compaction::{FailureKind, Outcome};
 
 use crate::common::{config, extractive, rt, tool_session};
 
@@ -94,7 +94,7 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
         let stored = wire(&store.load_active("s").await.unwrap());
         match c.undo_last(&mut t).await {
             Err(UndoError::Store {
-                failure: Failure::StaleGeneration,
+                failure: FailureKind::StaleGeneration,
                 ..
             }) => {}
             other => panic!("a moved session refuses the undo: {other:?}"),

@@ -18,19 +18,24 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use compaction_core::batch::{
-    self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason, SummaryJob,
+    self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason,
 };
 use compaction_core::material::MaterialConfig;
 use compaction_core::prune::PruneConfig;
 use compaction_core::{MarkerKind, Message, TokenCounter, Transcript};
-use compaction_llm::{Summarizer, SummaryKind, SummaryRequest};
+use compaction_llm::{Summarizer, SummaryRequest};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::persist::PersistError;
 #[cfg(feature = "store")]
 pub use crate::persist::{Persistence, THRASH_STATE_KEY};
-use crate::report::{BatchReport, Failure, Outcome, Trigger};
+use crate::report::{BatchReport, Outcome, Trigger};
+
+pub(crate) mod pass;
+mod runtime;
+
+pub(crate) use runtime::Runtime;
 
 /// The share of the effective window over which an automatic pass is made even during a
 /// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be
@@ -142,44 +147,6 @@ struct Settings {
     call: crate::breaker::CallPolicy,
 }
 
-/// The compressor's runtime state.
-#[derive(Debug, Default)]
-pub(crate) struct Runtime {
-    state: ThrashState,
-    epoch: u64,
-    awaiting_effect: bool,
-    overflow_attempts: u32,
-    /// Proactive prune stays disarmed until the transcript reaches this size again.
-    proactive_rearm_at: Option<u64>,
-    /// When the last model request was made (unix ms), for the cache time-to-live rule.
-    last_request_ms: Option<u64>,
-    /// A pass was applied in memory after its commit failed: the store's active rows no longer
-    /// match the transcript until the next store write resynchronises them.
-    #[cfg(feature = "store")]
-    resync_pending: bool,
-    /// Messages the store never saw that an overflow pass applied without its commit removed
-    /// from the transcript: [`Compressor::reload`] writes them, so they are not lost. Cleared
-    /// by a successful resync (which stores the pass's summary of them instead).
-    #[cfg(feature = "store")]
-    unpersisted_removed: Vec<Message>,
-    /// The next manual pass is prune-only (set by `Compressor::prune_only`).
-    pub(crate) prune_only_once: bool,
-    pub(crate) micro: MicroRuntime,
-    /// The summarizer circuit breaker every pass shares (a lock: batch summaries are written
-    /// under `&self`).
-    pub(crate) breaker: std::sync::Mutex<crate::breaker::Breaker>,
-    /// What `undo_last` needs to revert the last pass applied in memory.
-    pub(crate) last_pass: Option<crate::undo::LastPass>,
-    /// A compaction the model asked for (`compact_context`), run at the next `before_request`.
-    pub(crate) requested: Option<crate::compact_tool::Requested>,
-    /// A hash of the latest real user message when the model last asked: one request per
-    /// user turn.
-    pub(crate) requested_turn: Option<Option<u64>>,
-    /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
-    #[cfg(all(feature = "store", feature = "telemetry"))]
-    pub(crate) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
-}
-
 impl std::fmt::Debug for Compressor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Compressor")
@@ -278,6 +245,11 @@ impl Compressor {
         self.counter.as_ref()
     }
 
+    /// The token counter, shared (for a pass that holds it while the compressor changes).
+    pub(crate) fn counter_arc(&self) -> Arc<dyn TokenCounter> {
+        self.counter.clone()
+    }
+
     /// The configuration (read at construction; it does not change).
     pub fn config(&self) -> &Config {
         &self.settings.config
@@ -320,17 +292,6 @@ impl Compressor {
     /// The session id used in telemetry.
     pub fn session_id(&self) -> &str {
         &self.session_id
-    }
-
-    /// The anti-thrash state, for `undo_last`.
-    pub(crate) fn thrash_mut(&mut self) -> &mut ThrashState {
-        &mut self.rt.state
-    }
-
-    /// A pass other than a batch one rewrote history: usage measured before it no longer
-    /// applies.
-    pub(crate) fn note_rewrite(&mut self) {
-        self.rt.epoch += 1;
     }
 
     /// Builds a transcript with this compressor's counter, marking the session compacted when
@@ -454,7 +415,7 @@ impl Compressor {
         self.run(t, Trigger::Manual, true, focus).await
     }
 
-    /// Runs one batch attempt.
+    /// Runs one batch attempt: the checks and the plan, then the pass runner (`pass`).
     async fn run(
         &mut self,
         t: &mut Transcript,
@@ -480,7 +441,6 @@ impl Compressor {
             summary_tokens: 0,
             duration: Duration::ZERO,
             regions: None,
-            failure_cause: None,
             applied_unpersisted: false,
             strict_alternation: self.settings.batch.strict_alternation,
         };
@@ -521,7 +481,7 @@ impl Compressor {
             self.counter.as_ref(),
         );
         report.demoted_tail_outputs = plan.demoted_tail_outputs;
-        let summaries = match &plan.step {
+        let planned = match &plan.step {
             BatchStep::Nothing(reason) => {
                 report.outcome = match reason {
                     NothingReason::IrreducibleFloor => Outcome::IrreducibleFloor,
@@ -543,160 +503,22 @@ impl Compressor {
                     report.outcome = Outcome::NotNeeded;
                     return self.finish(report, started, Some(&plan));
                 }
-                report.outcome = Outcome::Pruned;
-                Vec::new()
+                Outcome::Pruned
             }
-            BatchStep::Summarize(jobs) => {
+            BatchStep::Summarize(_) => {
                 report.fell_through = !plan.prune.edit.is_empty();
-                report.outcome = Outcome::Summarized;
-                match self.summarize_jobs(jobs, &mut report).await {
-                    Ok(s) => s,
-                    Err(class) => {
-                        report.outcome = Outcome::Failed;
-                        report.failure = Some(Failure::Summarizer(class));
-                        self.record_failure();
-                        return self.finish(report, started, Some(&plan));
-                    }
-                }
+                Outcome::Summarized
             }
         };
-        let mut edit =
-            match batch::assemble_taking_prune(t, &mut plan, &summaries, &self.settings.batch) {
-                Ok(e) => e,
-                Err(_) => {
-                    report.outcome = Outcome::Failed;
-                    report.failure = Some(Failure::Plan);
-                    self.record_failure();
-                    return self.finish(report, started, Some(&plan));
-                }
-            };
-        let removed: u64 = edit
-            .splices
-            .iter()
-            .map(|s| t.tokens_in(s.range.clone()))
-            .sum();
-        let added: u64 = edit
-            .splices
-            .iter()
-            .flat_map(|s| s.replacement.iter())
-            .map(|m| self.counter.count_message(m))
-            .sum();
-        if added >= removed {
-            report.outcome = Outcome::NoGain;
-            return self.finish(report, started, Some(&plan));
-        }
-        if let Err(e) = self.persist_edit(t, &mut edit).await {
-            report.failure = Some(e.failure);
-            report.failure_cause = Some(e.cause);
-            if !overflow {
-                report.outcome = Outcome::Failed;
-                // A stale generation is cured by `reload`, not by waiting: no cooldown.
-                if e.failure != Failure::StaleGeneration {
-                    self.record_failure();
-                }
-                return self.finish(report, started, Some(&plan));
-            }
-            // An overflow pass goes on in memory: the agent cannot continue otherwise. The
-            // store keeps the rows from before until the next store write resynchronises it.
-            self.mark_unpersisted();
-            #[cfg(feature = "store")]
-            self.rt.unpersisted_removed.extend(
-                edit.splices
-                    .iter()
-                    .flat_map(|s| t.messages()[s.range.clone()].iter())
-                    .filter(|m| m.row_id().is_none())
-                    .cloned(),
-            );
-            report.applied_unpersisted = true;
-        }
-        report.earliest_changed_index = edit.earliest_changed_index();
-        self.remember_pass(t, &edit);
-        if edit.apply_to(t, self.counter.as_ref()).is_err() {
-            // Unreachable: assemble validated the edit against this transcript. Flagged all
-            // the same: a store may already hold the pass the transcript lacks.
-            report.outcome = Outcome::Failed;
-            report.failure = Some(Failure::Plan);
-            report.failure_cause = Some(APPLY_AFTER_COMMIT.into());
-            tracing::warn!("{APPLY_AFTER_COMMIT}");
-            return self.finish(report, started, Some(&plan));
-        }
-        self.rt.state.consecutive_failures = 0;
-        self.rt.state.cooldown_until_ms = None;
-        if matches!(report.outcome, Outcome::Summarized) {
-            self.rt.state.compacted = true;
-            // The next micro pass resumes from the batch marker.
-            self.rt.micro.state.reset();
-        }
-        self.rt.epoch += 1;
-        self.rt.awaiting_effect = true;
-        report.tokens_after = t.current_tokens();
-        // Proactive prune re-arms only after the transcript has grown again by what this pass
-        // reclaimed.
-        self.rt.proactive_rearm_at =
-            Some(report.tokens_after + report.tokens_before.saturating_sub(report.tokens_after));
-        report.messages_after = t.len();
+        let mut used = crate::report::SummaryUse::default();
+        let mut job = pass::Job::Batch {
+            plan: &mut plan,
+            summarize: planned == Outcome::Summarized,
+            overflow,
+        };
+        let result = self.run_pass(t, &mut job, &mut used).await;
+        report.settle(planned, result, used, t);
         self.finish(report, started, Some(&plan))
-    }
-
-    async fn summarize_jobs(
-        &self,
-        jobs: &[SummaryJob],
-        report: &mut BatchReport,
-    ) -> Result<Vec<String>, compaction_llm::ErrorClass> {
-        let mut out = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            let kind = match (job.kind, &job.previous_summary) {
-                (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
-                (_, Some(_)) => SummaryKind::BatchUpdate,
-                (_, None) => SummaryKind::BatchFirst,
-            };
-            // The job's budget: `summary_max_tokens`, or less when the window leaves less room
-            // (core sizes it so the pass lands under the threshold); a job that folds older
-            // summaries up to `FOLD_BUDGET_FACTOR` times that, to keep what they held.
-            let factor = match kind {
-                SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
-                _ => 1,
-            };
-            let budget = u32::try_from(job.budget_tokens).unwrap_or(u32::MAX).min(
-                self.settings
-                    .config
-                    .compression
-                    .summary_max_tokens
-                    .max(1)
-                    .saturating_mul(factor),
-            );
-            let mut req = SummaryRequest::new(kind, job.material.clone(), budget, self.today())
-                .with_messages(job.messages.clone())
-                .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
-            req.previous_summary = job
-                .previous_summary
-                .as_deref()
-                .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
-            req.focus = job.focus.clone();
-            let (resp, route) = self.summarize_one(&req).await.map_err(|f| {
-                report.summarizer_skipped |= f.skipped;
-                f.class
-            })?;
-            if let crate::breaker::Route::Fallback { skipped } = route {
-                report.fallback_used = true;
-                report.summarizer_skipped |= skipped;
-            }
-            if resp.extractive
-                && self.summarizer.name() != compaction_llm::extractive::EXTRACTIVE_MODEL
-            {
-                report.fallback_used = true;
-            }
-            if let Some(u) = resp.usage {
-                report.summary_tokens += u.prompt_tokens + u.completion_tokens;
-            }
-            out.push(if self.has_store() {
-                // What was compacted stays in the store and can be recalled.
-                compaction_core::marker::with_recall_note(&resp.text)
-            } else {
-                resp.text
-            });
-        }
-        Ok(out)
     }
 
     /// One summary under the policy every pass shares (`breaker`): the fallback rule, the
@@ -814,7 +636,7 @@ impl Compressor {
     /// since the transcript was loaded (or the compressor was given an old generation, e.g.
     /// resuming from a snapshot), so [`flush`](Self::flush) and every commit are refused with
     /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) (a pass
-    /// reports [`Failure::StaleGeneration`]).
+    /// reports [`FailureKind::StaleGeneration`](crate::FailureKind::StaleGeneration)).
     ///
     /// In one snapshot it reads the session's active rows and generation, appends after them
     /// what `t` holds that the store never saw (the messages the agent appended since its last
@@ -988,11 +810,22 @@ impl Compressor {
         return true;
     }
 
-    fn mark_unpersisted(&mut self) {
+    /// An overflow pass is applied without its commit: the store needs a resync, and the
+    /// messages it never saw that `edit` removes are kept for [`reload`](Self::reload).
+    pub(crate) fn keep_unpersisted(&mut self, t: &Transcript, edit: &compaction_core::Edit) {
         #[cfg(feature = "store")]
         {
             self.rt.resync_pending = self.persistence.is_some();
+            self.rt.unpersisted_removed.extend(
+                edit.splices
+                    .iter()
+                    .flat_map(|s| t.messages()[s.range.clone()].iter())
+                    .filter(|m| m.row_id().is_none())
+                    .cloned(),
+            );
         }
+        #[cfg(not(feature = "store"))]
+        let _ = (t, edit);
     }
 
     /// Commits `edit` with `archive_and_compact` (flushing unpersisted messages first) and
@@ -1054,7 +887,7 @@ impl Compressor {
         Ok(())
     }
 
-    fn record_failure(&mut self) {
+    pub(crate) fn record_failure(&mut self) {
         self.rt.state.consecutive_failures += 1;
         let c = &self.settings.config.compression;
         let factor = 1u64 << (self.rt.state.consecutive_failures - 1).min(16);
@@ -1092,22 +925,6 @@ impl Compressor {
         report
     }
 }
-
-/// Micro state the compressor keeps between passes.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct MicroRuntime {
-    pub(crate) state: compaction_core::micro::MicroState,
-    /// What earlier plans found, resumed while the transcript only grows (content-free).
-    pub(crate) memo: compaction_core::micro::PlanMemo,
-    pub(crate) turns: u64,
-    pub(crate) rounds: u64,
-    pub(crate) passes_total: u64,
-    pub(crate) tokens_saved_total: i64,
-}
-
-/// The cause a report gives when an edit the store may already have committed could not be
-/// applied to the transcript (unreachable: assembly validates the edit first).
-pub(crate) const APPLY_AFTER_COMMIT: &str = "the pass could not be applied to the transcript after it was committed: the store may be ahead of the transcript (call `reload`)";
 
 /// Core micro configuration from the facade configuration.
 pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
