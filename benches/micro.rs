@@ -265,7 +265,11 @@ fn micro_one_shot_gated(c: &mut Criterion) {
         // The premise: the gate refuses every pass, so the run changes nothing.
         let (mut comp, mut t) = fresh(&base);
         let report = rt.block_on(comp.one_shot(&mut t, mode));
-        assert_eq!((report.passes, report.outcome.as_str()), (0, "gated"), "{report:?}");
+        assert_eq!(
+            (report.passes, report.outcome.as_str()),
+            (0, "gated"),
+            "{report:?}"
+        );
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(
                 || fresh(&base),

@@ -252,6 +252,8 @@ impl Compressor {
             tokens_saved_total,
             self.summarizer().name(),
         );
+        #[cfg(not(feature = "telemetry"))]
+        let _ = (passes_total, tokens_saved_total);
         report
     }
 }

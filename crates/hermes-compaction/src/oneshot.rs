@@ -263,7 +263,6 @@ impl OneShotReport {
     }
 }
 
-#[cfg(feature = "store")]
 /// The one-line summary of a run: `mode=... outcome=... passes=... messages=A->B tokens=A->B
 /// earliest_changed=... demoted_tail_outputs=... ms=... threshold=... over_threshold=...`.
 /// Counts only ([`note`](Self::note) is not part of it).
@@ -289,6 +288,7 @@ impl std::fmt::Display for OneShotReport {
     }
 }
 
+#[cfg(feature = "store")]
 impl crate::compressor::Persistence {
     /// Opens stored session `session` for compaction: its active messages (row ids stamped)
     /// and the persistence naming the generation they reflect, to give the compressor with

@@ -87,12 +87,18 @@ fn without_a_fallback_an_open_breaker_fails_fast_for_every_pass_kind() {
     let mut t = c.transcript(tool_session(60, 600));
     for _ in 0..3 {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-        assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(ErrorClass::Transient)));
+        assert_eq!(
+            r.failure_kind(),
+            Some(FailureKind::Summarizer(ErrorClass::Transient))
+        );
     }
     assert_eq!(s.calls(), 3);
     let before = t.messages().to_vec();
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(ErrorClass::Transient)));
+    assert_eq!(
+        r.failure_kind(),
+        Some(FailureKind::Summarizer(ErrorClass::Transient))
+    );
     assert!(r.summarizer_skipped, "{r:?}");
     assert!(t.messages() == before.as_slice(), "failure changes nothing");
     // A batch pass over a chat without tool outputs (pruning cannot help) is skipped too.

@@ -83,7 +83,11 @@ fn a_panicking_summarizer_is_a_transient_failure_in_every_pass_kind() {
                 let transient = Some(FailureKind::Summarizer(ErrorClass::Transient));
                 assert_eq!(b.outcome, Outcome::Failed, "{case}: {b:?}");
                 assert_eq!(b.failure_kind(), transient, "{case}");
-                assert_eq!(m.outcome, MicroOutcomeKind::SummarizeFailed, "{case}: {m:?}");
+                assert_eq!(
+                    m.outcome,
+                    MicroOutcomeKind::SummarizeFailed,
+                    "{case}: {m:?}"
+                );
                 assert_eq!(m.failure_kind(), transient, "{case}");
                 assert!(t.messages() == before.as_slice(), "{case}: unchanged");
                 assert!(t2.messages() == before2.as_slice(), "{case}: unchanged");

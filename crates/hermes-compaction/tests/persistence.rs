@@ -219,7 +219,11 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
                 t.push(m, c.counter());
             }
             let r = c.compress(&mut t, None).await;
-            assert_eq!((r.outcome, r.failure_kind()), (Outcome::Summarized, None), "{r:?}");
+            assert_eq!(
+                (r.outcome, r.failure_kind()),
+                (Outcome::Summarized, None),
+                "{r:?}"
+            );
             assert_mirrored(&store, "s", &t, "after the next pass").await;
             crate::common::finish(store).await;
         }

@@ -2,6 +2,7 @@
 //! fields are private to the `compressor` module (the hooks and the pass runner, `pass`);
 //! the other modules change it through the methods below, each named for what happened.
 
+#[cfg(feature = "store")]
 use compaction_core::Message;
 use compaction_core::micro::{MicroPlan, MicroState, PlanMemo};
 
