@@ -133,13 +133,13 @@ pub async fn replay(
     let context_length = config.model.context_length;
     let session = format!("sim-{}-{name}", variant.name);
     let sim_clock = SimClock::new();
-    let mut c = Compressor::new(
-        config,
-        counting.clone(),
-        Arc::new(Estimator::default()),
-        session.clone(),
-    )
-    .with_clock(sim_clock.clone());
+    let mut c = Compressor::builder(config)
+        .summarizer(counting.clone())
+        .counter(Arc::new(Estimator::default()))
+        .session(session.clone())
+        .clock(sim_clock.clone())
+        .build()
+        .map_err(|e| crate::Error::Config(e.to_string()))?;
     let persistence = if trims {
         let store = Store::connect("sqlite::memory:").await?.into_dyn();
         store.create_session(&session).await?;

@@ -157,13 +157,12 @@ impl CompactingMemory {
     pub async fn load_session(&self, session: &str) -> Result<Loaded> {
         self.store.open_or_create(session).await?;
         let (persistence, messages) = Persistence::load(self.store.clone(), session).await?;
-        let mut c = Compressor::new(
-            self.config.clone(),
-            self.summarizer.clone(),
-            self.counter.clone(),
-            session,
-        )
-        .with_store(persistence);
+        let mut c = Compressor::builder(self.config.clone())
+            .summarizer(self.summarizer.clone())
+            .counter(self.counter.clone())
+            .session(session)
+            .store(persistence)
+            .build()?;
         c.load_state().await?;
         let mut before = messages.clone();
         let mut t = c.transcript(messages);

@@ -85,13 +85,14 @@ async fn main() {
     config.compression.insert_trim_tokens = 600;
     config.compression.insert_trim_head_chars = 600;
     config.compression.insert_trim_tail_chars = 600;
-    let mut c = Compressor::new(
-        config.clone(),
-        Arc::new(ExtractiveSummarizer::default()), // an OpenAI-compatible adapter in production
-        Arc::new(Estimator::default()),
-        "demo",
-    )
-    .with_store(persistence.clone());
+    let mut c = Compressor::builder(config.clone())
+        // An OpenAI-compatible adapter in production.
+        .summarizer(Arc::new(ExtractiveSummarizer::default()))
+        .counter(Arc::new(Estimator::default()))
+        .session("demo")
+        .store(persistence.clone())
+        .build()
+        .unwrap();
     // On resume: the cooldowns and the anti-thrash pause the last process saved.
     c.load_state().await.unwrap();
 
@@ -250,13 +251,13 @@ async fn main() {
 /// one forced pass and commits it.
 async fn second_writer_compacts(store: &Arc<dyn TranscriptStore>, config: Config) {
     let (persistence, messages) = Persistence::load(store.clone(), "demo").await.unwrap();
-    let mut other = Compressor::new(
-        config,
-        Arc::new(ExtractiveSummarizer::default()),
-        Arc::new(Estimator::default()),
-        "demo",
-    )
-    .with_store(persistence);
+    let mut other = Compressor::builder(config)
+        .summarizer(Arc::new(ExtractiveSummarizer::default()))
+        .counter(Arc::new(Estimator::default()))
+        .session("demo")
+        .store(persistence)
+        .build()
+        .unwrap();
     let mut t = other.transcript(messages);
     let r = other.compress(&mut t, None).await;
     assert_eq!(r.failure, None, "the second writer's pass: {r:?}");

@@ -18,12 +18,12 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! assert_eq!(compact_tool_definition()["function"]["name"], "compact_context");
-//! let mut c = Compressor::new(
-//!     Config::default(),
-//!     Arc::new(ExtractiveSummarizer::default()),
-//!     Arc::new(Estimator::default()),
-//!     "s1",
-//! );
+//! let mut c = Compressor::builder(Config::default())
+//!     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+//!     .counter(Arc::new(Estimator::default()))
+//!     .session("s1")
+//!     .build()
+//!     .unwrap();
 //! let mut msgs = vec![Message::system("You are a coding agent.")];
 //! for i in 0..40 {
 //!     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(40))));

@@ -14,33 +14,10 @@ use std::time::{Duration, Instant};
 use compaction_core::Transcript;
 
 use crate::compressor::Compressor;
-use crate::config::Config;
+pub use crate::compressor::OneShot;
 use crate::report::PassFailure;
 use crate::report::{BatchReport, MicroReport, Outcome};
 use compaction_core::micro::MicroOutcomeKind;
-
-/// Which one-shot run to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OneShot {
-    /// One forced batch pass: prune first, summarize the middle unless pruning alone reaches
-    /// the low-water mark.
-    Batch,
-    /// One forced prune-only pass: no summarizer.
-    Prune,
-    /// Micro passes until nothing is absorbable, at most `max_passes` that change the
-    /// transcript (no limit: until done).
-    Micro {
-        /// The most passes that may change the transcript.
-        max_passes: Option<u32>,
-    },
-}
-
-/// `batch`, `prune` or `micro`.
-impl std::fmt::Display for OneShot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What a one-shot run ended with: the last pass's outcome, in the vocabulary of its kind.
 ///
@@ -81,26 +58,6 @@ impl OneShotOutcome {
 impl std::fmt::Display for OneShotOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-impl OneShot {
-    /// `batch`, `prune` or `micro`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            OneShot::Batch => "batch",
-            OneShot::Prune => "prune",
-            OneShot::Micro { .. } => "micro",
-        }
-    }
-
-    /// `config` as this run needs it: micro runs turn `compression.micro_compact` on and run
-    /// every turn (the command line's micro mode is micro whatever the file says).
-    pub fn configure(self, config: &mut Config) {
-        if let OneShot::Micro { .. } = self {
-            config.compression.micro_compact = true;
-            config.compression.micro_compact_every_n_turns = 1;
-        }
     }
 }
 
@@ -221,11 +178,10 @@ impl OneShotReport {
     /// # use hermes_compaction::core::{Estimator, Message};
     /// # use hermes_compaction::llm::ExtractiveSummarizer;
     /// # use hermes_compaction::{Compressor, Config};
-    /// # let mut c = Compressor::new(Config::default(), Arc::new(ExtractiveSummarizer::default()),
-    /// #     Arc::new(Estimator::default()), "s1");
+    /// # let mut c = Compressor::builder(Config::default()).session("s1").build().unwrap();
     /// # let mut t = c.transcript(vec![Message::user("hi")]);
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-    /// let mut report = rt.block_on(c.one_shot(&mut t, OneShot::Batch));
+    /// let mut report = rt.block_on(c.one_shot(&mut t));
     /// assert_eq!(report.failure_line(), None);
     /// // What a run that committed one pass and then lost its store reports:
     /// report.passes = 1;
@@ -292,7 +248,7 @@ impl std::fmt::Display for OneShotReport {
 impl crate::compressor::Persistence {
     /// Opens stored session `session` for compaction: its active messages (row ids stamped)
     /// and the persistence naming the generation they reflect, to give the compressor with
-    /// [`Compressor::with_store`].
+    /// [`CompressorBuilder::store`](crate::CompressorBuilder::store).
     pub async fn load(
         store: std::sync::Arc<dyn compaction_store::TranscriptStore>,
         session: &str,
@@ -333,7 +289,9 @@ impl Compressor {
     /// group of a long current turn into its progress marker). Then passes go on over the
     /// whole transcript until nothing is absorbable. The first failed pass ends the passes
     /// (the rest of the transcript is appended unchanged) and the report names it. Needs
-    /// `compression.micro_compact` (see [`OneShot::configure`]).
+    /// `compression.micro_compact` (a compressor built with
+    /// [`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot) for a
+    /// micro run has it); without it the report says `disabled`.
     pub async fn micro_run(
         &mut self,
         t: &mut Transcript,
@@ -489,10 +447,11 @@ impl Compressor {
         None
     }
 
-    /// One one-shot run of `mode` over `t` (see the [module](self) documentation). The
-    /// compressor must have been configured with [`OneShot::configure`] for micro runs.
-    pub async fn one_shot(&mut self, t: &mut Transcript, mode: OneShot) -> OneShotReport {
-        self.one_shot_with_focus(t, mode, None).await
+    /// The one-shot run the compressor was built for
+    /// ([`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot), a
+    /// batch pass unless given) over `t` (see the [module](self) documentation).
+    pub async fn one_shot(&mut self, t: &mut Transcript) -> OneShotReport {
+        self.one_shot_with_focus(t, None).await
     }
 
     /// [`one_shot`](Self::one_shot) with a focus topic for a batch pass, as
@@ -502,9 +461,9 @@ impl Compressor {
     pub async fn one_shot_with_focus(
         &mut self,
         t: &mut Transcript,
-        mode: OneShot,
         focus: Option<String>,
     ) -> OneShotReport {
+        let mode = self.one_shot_mode();
         let started = Instant::now();
         let mut report = OneShotReport::start(mode, t, self.threshold_tokens());
         let r = match mode {
@@ -537,6 +496,7 @@ mod tests {
     use compaction_llm::ExtractiveSummarizer;
 
     use super::*;
+    use crate::config::Config;
 
     fn session(turns: usize, output_chars: usize) -> Vec<Message> {
         let mut msgs = vec![Message::system("You are a coding agent.")];
@@ -574,31 +534,31 @@ mod tests {
     fn compressor(mode: OneShot) -> Compressor {
         let mut config = Config::default();
         config.model.context_length = 16_000;
-        mode.configure(&mut config);
-        Compressor::new(
-            config,
-            Arc::new(ExtractiveSummarizer::default()),
-            Arc::new(Estimator::default()),
-            "oneshot",
-        )
+        Compressor::builder(config)
+            .summarizer(Arc::new(ExtractiveSummarizer::default()))
+            .counter(Arc::new(Estimator::default()))
+            .session("oneshot")
+            .one_shot(mode)
+            .build()
+            .unwrap()
     }
 
-    fn run(c: &mut Compressor, t: &mut Transcript, mode: OneShot) -> OneShotReport {
+    fn run(c: &mut Compressor, t: &mut Transcript) -> OneShotReport {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(c.one_shot(t, mode))
+        rt.block_on(c.one_shot(t))
     }
 
     #[test]
     fn prune_only_never_summarizes_and_then_finds_nothing() {
         let mut c = compressor(OneShot::Prune);
         let mut t = c.transcript(session(30, 6_000));
-        let r = run(&mut c, &mut t, OneShot::Prune);
+        let r = run(&mut c, &mut t);
         assert_eq!((r.outcome.as_str(), r.passes), ("pruned", 1), "{r:?}");
         assert!(r.tokens_after < r.tokens_before);
         assert!(t.messages().iter().all(|m| marker::classify(m).is_none()));
-        let again = run(&mut c, &mut t, OneShot::Prune);
+        let again = run(&mut c, &mut t);
         assert_eq!(
             (again.outcome, again.passes),
             (OneShotOutcome::NothingToPrune, 0)
@@ -610,7 +570,7 @@ mod tests {
         let mode = OneShot::Micro { max_passes: None };
         let mut c = compressor(mode);
         let mut t = c.transcript(single_turn(60));
-        let r = run(&mut c, &mut t, mode);
+        let r = run(&mut c, &mut t);
         assert!(r.passes > 0, "{r:?}");
         assert!(r.tokens_after < r.tokens_before, "{r:?}");
         assert!(
@@ -628,7 +588,7 @@ mod tests {
         };
         let mut c = compressor(mode);
         let mut t = c.transcript(single_turn(120));
-        let r = run(&mut c, &mut t, mode);
+        let r = run(&mut c, &mut t);
         assert_eq!(r.passes, 1, "{r:?}");
         assert!(r.over_threshold(), "{r:?}");
     }
@@ -637,7 +597,10 @@ mod tests {
     fn micro_without_the_switch_is_disabled() {
         let mut c = compressor(OneShot::Batch);
         let mut t = c.transcript(session(30, 6_000));
-        let r = run(&mut c, &mut t, OneShot::Micro { max_passes: None });
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let r = rt.block_on(c.micro_run(&mut t, None));
         assert_eq!((r.outcome, r.passes), (OneShotOutcome::Disabled, 0));
     }
 }

@@ -31,13 +31,13 @@ use crate::report::{FailureKind, PassFailure};
 ///     session: "s1".into(),
 ///     generation: store.generation("s1").await.unwrap(),
 /// };
-/// let mut c = Compressor::new(
-///     Config::default(),
-///     Arc::new(ExtractiveSummarizer::default()),
-///     Arc::new(Estimator::default()),
-///     "s1",
-/// )
-/// .with_store(persistence);
+/// let mut c = Compressor::builder(Config::default())
+///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+///     .counter(Arc::new(Estimator::default()))
+///     .session("s1")
+///     .store(persistence)
+///     .build()
+///     .unwrap();
 /// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
 /// // Every pass commits to the store (archive_and_compact) before it changes `t`; `flush`
 /// // persists what the agent appended.

@@ -139,7 +139,7 @@ mod hooks {
         /// The tool-result hook: call it with the result the agent is about to append to `t`
         /// (the assistant message with the call already in `t`) and the session's
         /// [`Persistence`] (the same value given to
-        /// [`with_store`](Compressor::with_store)); append the message it returns. Trims
+        /// [`CompressorBuilder::store`](crate::CompressorBuilder::store)); append the message it returns. Trims
         /// per `compression.insert_trim_*`; see the [module docs](crate::trim). A trim that
         /// was due (whatever its outcome) leaves one `insert trim telemetry` line (feature
         /// `telemetry`).
@@ -159,13 +159,13 @@ mod hooks {
         /// let p = Persistence { store: store.clone(), session: "s1".into(), generation: 0 };
         /// let mut config = Config::default();
         /// config.compression.insert_trim_tokens = 500;
-        /// let mut c = Compressor::new(
-        ///     config,
-        ///     Arc::new(ExtractiveSummarizer::default()),
-        ///     Arc::new(Estimator::default()),
-        ///     "s1",
-        /// )
-        /// .with_store(p.clone());
+        /// let mut c = Compressor::builder(config)
+        ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+        ///     .counter(Arc::new(Estimator::default()))
+        ///     .session("s1")
+        ///     .store(p.clone())
+        ///     .build()
+        ///     .unwrap();
         /// let mut t = c.transcript(vec![Message::user("run the tests")]);
         /// let call = ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#);
         /// t.push(Message::assistant_tool_calls("", vec![call]), c.counter());

@@ -11,7 +11,7 @@ use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::{Compressor, FailureKind, Outcome};
 use proptest::prelude::*;
 
-use crate::common::{config, rt, with_summarizer};
+use crate::common::{builder_with, config, rt, with_summarizer};
 
 fn session(turns: usize, chars: usize) -> Vec<Message> {
     crate::common::tool_session(turns, chars / 3)
@@ -20,6 +20,16 @@ fn session(turns: usize, chars: usize) -> Vec<Message> {
 fn scripted(cfg: hermes_compaction::Config) -> (Compressor, Arc<ScriptedSummarizer>) {
     let s = Arc::new(ScriptedSummarizer::new());
     (with_summarizer(cfg, s.clone()), s)
+}
+
+/// [`scripted`] on the test clock.
+fn scripted_on_test_clock(cfg: hermes_compaction::Config) -> (Compressor, Arc<ScriptedSummarizer>) {
+    let s = Arc::new(ScriptedSummarizer::new());
+    let c = builder_with(cfg, s.clone())
+        .clock(test_clock)
+        .build()
+        .unwrap();
+    (c, s)
 }
 
 fn no_fallback(context: u64) -> hermes_compaction::Config {
@@ -96,8 +106,7 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     let mut cfg = no_fallback(16_000);
     // The cooldown is the subject, not the circuit breaker.
     cfg.auxiliary.compression.breaker_failures = 0;
-    let (c, s) = scripted(cfg);
-    let mut c = c.with_clock(test_clock);
+    let (mut c, s) = scripted_on_test_clock(cfg);
     s.fail_always(Some(Error::Transient { status: Some(500) }));
     // Over the threshold, within the window.
     let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
@@ -153,8 +162,7 @@ fn usage_from_before_a_compaction_is_ignored() {
 #[test]
 fn ineffective_compactions_pause_automatic_compaction() {
     let rt = rt();
-    let (c, _s) = scripted(config(16_000));
-    let mut c = c.with_clock(test_clock);
+    let (mut c, _s) = scripted_on_test_clock(config(16_000));
     let threshold = c.threshold_tokens();
     for round in 0..2 {
         let mut t = c.transcript(session(200, 300));
@@ -258,11 +266,14 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
         let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("s1").await.unwrap();
         let s = Arc::new(ScriptedSummarizer::new());
-        let mut c = with_summarizer(config(16_000), s.clone()).with_store(Persistence {
-            store: store.clone(),
-            session: "s1".into(),
-            generation: 0,
-        });
+        let mut c = builder_with(config(16_000), s.clone())
+            .store(Persistence {
+                store: store.clone(),
+                session: "s1".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let mut t = c.transcript(session(200, 300));
         let r = c.compress(&mut t, None).await;
         assert_eq!(r.outcome, Outcome::Summarized);

@@ -11,7 +11,7 @@ use compaction_llm::{
 };
 use hermes_compaction::{Config, FailureKind, Outcome};
 
-use crate::common::{config, rt, tool_session, with_summarizer};
+use crate::common::{builder_with, config, rt, tool_session, with_summarizer};
 
 /// A summarizer that panics: while building its future (`eager`) or when it is polled.
 #[derive(Default)]
@@ -106,7 +106,10 @@ fn panics_open_the_shared_breaker() {
     let mut cfg = micro(config(32_000));
     cfg.compression.fallback_to_extractive = true;
     cfg.auxiliary.compression.breaker_failures = 2;
-    let mut c = with_summarizer(cfg, s.clone()).with_clock(|| 5_000_000);
+    let mut c = builder_with(cfg, s.clone())
+        .clock(|| 5_000_000)
+        .build()
+        .unwrap();
     let mut t = c.transcript(chat());
     rt.block_on(c.compress(&mut t, None));
     let mut t2 = c.transcript(tool_session(60, 600));

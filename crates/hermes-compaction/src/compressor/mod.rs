@@ -31,9 +31,12 @@ use crate::config::Config;
 pub use crate::persist::{Persistence, THRASH_STATE_KEY};
 use crate::report::{BatchReport, Outcome, Trigger};
 
+mod builder;
 pub(crate) mod pass;
 mod runtime;
 mod store;
+
+pub use builder::{CompressorBuilder, OneShot};
 
 pub(crate) use runtime::Runtime;
 
@@ -83,12 +86,12 @@ pub struct ThrashState {
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let mut config = Config::default();
 /// config.model.context_length = 8_000;
-/// let mut c = Compressor::new(
-///     config,
-///     Arc::new(ExtractiveSummarizer::default()),
-///     Arc::new(Estimator::default()),
-///     "session-1",
-/// );
+/// let mut c = Compressor::builder(config)
+///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+///     .counter(Arc::new(Estimator::default()))
+///     .session("session-1")
+///     .build()
+///     .unwrap();
 /// let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
 /// for turn in 0..30 {
 ///     t.push(Message::user(format!("request {turn}: fix module {turn}")), c.counter());
@@ -145,6 +148,8 @@ struct Settings {
     window_tokens: u64,
     /// How every pass calls the summarizer (budget, circuit breaker).
     call: crate::breaker::CallPolicy,
+    /// The run [`Compressor::one_shot`] makes.
+    one_shot: OneShot,
 }
 
 impl std::fmt::Debug for Compressor {
@@ -159,61 +164,6 @@ impl std::fmt::Debug for Compressor {
 }
 
 impl Compressor {
-    /// A compressor for `session_id` with the given summarizer. The extractive fallback is
-    /// used when `compression.fallback_to_extractive` is set.
-    pub fn new(
-        config: Config,
-        summarizer: Arc<dyn Summarizer>,
-        counter: Arc<dyn TokenCounter>,
-        session_id: impl Into<String>,
-    ) -> Compressor {
-        let settings = Settings {
-            batch: batch_config(&config),
-            micro: micro_config(&config),
-            micro_every_n_turns: config.micro_every_n_turns(),
-            threshold: config.window().threshold_tokens(),
-            window_tokens: (config.window().effective_window() as f64 * NEAR_WINDOW_RATIO) as u64,
-            call: crate::breaker::CallPolicy::from_config(&config.auxiliary.compression),
-            config: Arc::new(config),
-        };
-        let fallback: Option<Arc<dyn Summarizer>> = settings
-            .config
-            .compression
-            .fallback_to_extractive
-            .then(|| Arc::new(compaction_llm::ExtractiveSummarizer::default()) as _);
-        Compressor {
-            settings,
-            counter,
-            summarizer,
-            fallback,
-            #[cfg(feature = "store")]
-            persistence: None,
-            session_id: session_id.into(),
-            clock: Arc::new(SystemClock),
-            rt: Runtime::default(),
-        }
-    }
-
-    /// Persist every pass with `archive_and_compact`.
-    #[cfg(feature = "store")]
-    pub fn with_store(mut self, persistence: Persistence) -> Compressor {
-        self.persistence = Some(persistence);
-        self
-    }
-
-    /// Replaces the clock every time the compressor reads comes from (cooldowns, pauses, the
-    /// cache time-to-live rule, the date in summary prompts). Any `Fn() -> u64 + Send + Sync`
-    /// returning unix milliseconds is a [`Clock`], so a plain `fn` still works.
-    pub fn with_clock(self, clock: impl Clock + 'static) -> Compressor {
-        self.with_shared_clock(Arc::new(clock))
-    }
-
-    /// [`with_clock`](Self::with_clock) with a clock shared by several compressors.
-    pub fn with_shared_clock(mut self, clock: Arc<dyn Clock>) -> Compressor {
-        self.clock = clock;
-        self
-    }
-
     /// The clock's current time in unix milliseconds.
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_unix_ms()
@@ -222,12 +172,6 @@ impl Compressor {
     /// The clock's date, for summary prompts.
     pub(crate) fn today(&self) -> String {
         self.clock.today()
-    }
-
-    /// Restores durable state (e.g. loaded from the store after a restart).
-    pub fn with_state(mut self, state: ThrashState) -> Compressor {
-        self.rt.state = state;
-        self
     }
 
     /// The current anti-thrash and cooldown state.
@@ -255,7 +199,13 @@ impl Compressor {
         &self.settings.config
     }
 
-    /// The core micro configuration derived from it.
+    /// The run [`one_shot`](Self::one_shot) makes (set with
+    /// [`CompressorBuilder::one_shot`]; a batch pass unless given).
+    pub fn one_shot_mode(&self) -> OneShot {
+        self.settings.one_shot
+    }
+
+    /// The core batch configuration derived from it.
     pub(crate) fn batch_settings(&self) -> &BatchConfig {
         &self.settings.batch
     }

@@ -57,13 +57,13 @@ impl Compressor {
     ///     session: "s1".into(),
     ///     generation: store.generation("s1").await.unwrap(),
     /// };
-    /// let mut c = Compressor::new(
-    ///     Config::default(),
-    ///     Arc::new(ExtractiveSummarizer::default()),
-    ///     Arc::new(Estimator::default()),
-    ///     "s1",
-    /// )
-    /// .with_store(persistence);
+    /// let mut c = Compressor::builder(Config::default())
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .store(persistence)
+    ///     .build()
+    ///     .unwrap();
     /// let mut t = c.transcript(vec![Message::system("be brief")]);
     /// t.push(Message::user("hi"), c.counter());
     /// assert_eq!(c.flush(&mut t).await.unwrap(), 2); // both written, ids stamped on `t`
@@ -136,13 +136,13 @@ impl Compressor {
     /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
     /// store.create_session("s1").await.unwrap();
     /// let (persistence, messages) = Persistence::load(store.clone(), "s1").await.unwrap();
-    /// let mut c = Compressor::new(
-    ///     Config::default(),
-    ///     Arc::new(ExtractiveSummarizer::default()),
-    ///     Arc::new(Estimator::default()),
-    ///     "s1",
-    /// )
-    /// .with_store(persistence);
+    /// let mut c = Compressor::builder(Config::default())
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .store(persistence)
+    ///     .build()
+    ///     .unwrap();
     /// let mut t = c.transcript(messages);
     /// t.push(Message::user("one"), c.counter());
     /// t.push(Message::assistant("two"), c.counter());
@@ -221,21 +221,22 @@ impl Compressor {
     ///
     /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
     /// store.create_session("s1").await.unwrap();
-    /// let new = |p: Persistence| {
-    ///     Compressor::new(
-    ///         Config::default(),
-    ///         Arc::new(ExtractiveSummarizer::default()),
-    ///         Arc::new(Estimator::default()),
-    ///         "s1",
-    ///     )
-    ///     .with_store(p)
+    /// let new = |p: Persistence, state: ThrashState| {
+    ///     Compressor::builder(Config::default())
+    ///         .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///         .counter(Arc::new(Estimator::default()))
+    ///         .session("s1")
+    ///         .store(p)
+    ///         .state(state)
+    ///         .build()
+    ///         .unwrap()
     /// };
     /// let paused = ThrashState { ineffective: 2, paused_until_ms: Some(1_700_000_000_000), ..Default::default() };
     /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
-    /// new(p).with_state(paused.clone()).save_state().await.unwrap();
+    /// new(p, paused.clone()).save_state().await.unwrap();
     /// // After a restart:
     /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
-    /// let mut c = new(p);
+    /// let mut c = new(p, ThrashState::default());
     /// assert_eq!(c.load_state().await.unwrap(), &paused);
     /// # }
     /// ```
