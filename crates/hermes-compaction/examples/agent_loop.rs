@@ -114,7 +114,7 @@ async fn main() {
         }
         // A user message: optionally trimmed if it is a giant paste, then appended.
         let user = Message::user(format!("Request {turn}: make the test suite pass."));
-        let (user, _) = c.on_user_message(user, Some(&persistence)).await;
+        let (user, _) = c.on_user_message(user).await;
         appended.push(user.to_wire_json());
         t.push(user, c.counter());
 
@@ -160,7 +160,7 @@ async fn main() {
                     t.push(call, c.counter());
                     // A tool result: trimmed on insertion when large (the original goes to
                     // the store first, recallable by handle).
-                    let (result, status) = c.on_tool_result(&t, result, Some(&persistence)).await;
+                    let (result, status) = c.on_tool_result(&t, result).await;
                     if matches!(status, TrimStatus::Trimmed { .. }) {
                         trimmed += 1;
                     }

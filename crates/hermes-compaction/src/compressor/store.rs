@@ -274,6 +274,14 @@ impl Compressor {
         self.persistence.as_ref().map(|p| p.generation)
     }
 
+    /// The store and session insertion trims keep originals in (the compressor's own).
+    #[cfg(feature = "store")]
+    pub(crate) fn trim_store(&self) -> Option<(&dyn compaction_store::TranscriptStore, &str)> {
+        self.persistence
+            .as_ref()
+            .map(|p| (&*p.store, p.session.as_str()))
+    }
+
     /// Whether the store's active rows are known to match what the transcript has persisted:
     /// `false` after an overflow pass was applied without its commit, until a store write
     /// resynchronised them (always `true` without a store).
