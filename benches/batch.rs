@@ -60,12 +60,12 @@ fn batch_pass(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(
                 || {
-                    let c = Compressor::new(
-                        config.clone(),
-                        Arc::new(InstantSummarizer),
-                        counter.clone(),
-                        "bench",
-                    );
+                    let c = Compressor::builder(config.clone())
+                        .summarizer(Arc::new(InstantSummarizer))
+                        .counter(counter.clone())
+                        .session("bench")
+                        .build()
+                        .unwrap();
                     (c, base.clone())
                 },
                 |(mut comp, mut t)| {

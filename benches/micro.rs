@@ -188,12 +188,12 @@ fn micro_turn(c: &mut Criterion) {
     let counter = Arc::new(Estimator::default());
     let config = turn_config();
     let fresh = |base: &[Message]| {
-        let comp = Compressor::new(
-            config.clone(),
-            Arc::new(InstantSummarizer),
-            counter.clone(),
-            "bench",
-        );
+        let comp = Compressor::builder(config.clone())
+            .summarizer(Arc::new(InstantSummarizer))
+            .counter(counter.clone())
+            .session("bench")
+            .build()
+            .unwrap();
         ((), comp, Transcript::new(base.to_vec(), counter.as_ref()))
     };
     time_turns(c, "micro_turn", &[1_000, 10_000, 100_000], &rt, fresh);
@@ -222,13 +222,13 @@ fn micro_turn_store(c: &mut Criterion) {
                 session: "bench".into(),
                 generation: 0,
             };
-            let mut comp = Compressor::new(
-                config.clone(),
-                Arc::new(InstantSummarizer),
-                counter.clone(),
-                "bench",
-            )
-            .with_store(persistence);
+            let mut comp = Compressor::builder(config.clone())
+                .summarizer(Arc::new(InstantSummarizer))
+                .counter(counter.clone())
+                .session("bench")
+                .store(persistence)
+                .build()
+                .unwrap();
             let t = comp.transcript(messages);
             (dir, comp, t)
         })
@@ -245,17 +245,17 @@ fn micro_one_shot_gated(c: &mut Criterion) {
     let mode = OneShot::Micro { max_passes: None };
     let mut config = Config::default();
     config.model.context_length = 128_000;
-    mode.configure(&mut config);
     // A gate no session of these sizes reaches: every hook plans and is refused.
     config.compression.micro_compact_min_reclaim_tokens =
         hermes_compaction::ReclaimGate::Tokens(1 << 40);
     let fresh = |base: &[Message]| {
-        let comp = Compressor::new(
-            config.clone(),
-            Arc::new(InstantSummarizer),
-            counter.clone(),
-            "bench",
-        );
+        let comp = Compressor::builder(config.clone())
+            .summarizer(Arc::new(InstantSummarizer))
+            .counter(counter.clone())
+            .session("bench")
+            .one_shot(mode)
+            .build()
+            .unwrap();
         (comp, Transcript::new(base.to_vec(), counter.as_ref()))
     };
     let mut g = c.benchmark_group("micro_one_shot_gated");
@@ -264,12 +264,16 @@ fn micro_one_shot_gated(c: &mut Criterion) {
         let base = tool_heavy(n);
         // The premise: the gate refuses every pass, so the run changes nothing.
         let (mut comp, mut t) = fresh(&base);
-        let report = rt.block_on(comp.one_shot(&mut t, mode));
-        assert_eq!((report.passes, report.outcome), (0, "gated"), "{report:?}");
+        let report = rt.block_on(comp.one_shot(&mut t));
+        assert_eq!(
+            (report.passes, report.outcome.as_str()),
+            (0, "gated"),
+            "{report:?}"
+        );
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(
                 || fresh(&base),
-                |(mut comp, mut t)| rt.block_on(comp.one_shot(&mut t, mode)),
+                |(mut comp, mut t)| rt.block_on(comp.one_shot(&mut t)),
                 criterion::BatchSize::LargeInput,
             )
         });

@@ -60,12 +60,12 @@
 //! }
 //! let mut config = Config::default();
 //! config.model.context_length = 32_000;
-//! let mut c = Compressor::new(
-//!     config,
-//!     Arc::new(ExtractiveSummarizer::default()),
-//!     Arc::new(Estimator::default()),
-//!     "doc-session",
-//! );
+//! let mut c = Compressor::builder(config)
+//!     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+//!     .counter(Arc::new(Estimator::default()))
+//!     .session("doc-session")
+//!     .build()
+//!     .unwrap();
 //! let mut t = c.transcript(msgs.clone());
 //! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 //! let report = rt.block_on(c.compress(&mut t, None)); // what `/compress` does

@@ -32,7 +32,24 @@ pub fn config(context_length: u64) -> Config {
 
 /// A compressor with the given summarizer and the default estimator.
 pub fn compressor(config: Config, summarizer: Arc<dyn Summarizer>, session: &str) -> Compressor {
-    Compressor::new(config, summarizer, Arc::new(Estimator::default()), session)
+    builder_with(config, summarizer, session).build().unwrap()
+}
+
+/// The builder of [`compressor`], to add a store, a clock or a state.
+pub fn builder_with(
+    config: Config,
+    summarizer: Arc<dyn Summarizer>,
+    session: &str,
+) -> hermes_compaction::CompressorBuilder {
+    Compressor::builder(config)
+        .summarizer(summarizer)
+        .counter(Arc::new(Estimator::default()))
+        .session(session)
+}
+
+/// The builder of [`extractive`].
+pub fn builder(config: Config, session: &str) -> hermes_compaction::CompressorBuilder {
+    builder_with(config, Arc::new(ExtractiveSummarizer::default()), session)
 }
 
 /// A compressor with the deterministic extractive summarizer.

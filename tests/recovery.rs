@@ -11,7 +11,7 @@ use hermes_compaction::core::{MarkerKind, Message, marker};
 use hermes_compaction::llm::ScriptedSummarizer;
 use hermes_compaction::store::{Store, StoreOptions};
 
-use crate::common::{cli, compressor, config, jsonl, rt, s, tool_session, wire};
+use crate::common::{builder_with, cli, config, jsonl, rt, s, tool_session, wire};
 
 fn micro_config() -> hermes_compaction::Config {
     let mut c = config(32_000);
@@ -59,11 +59,14 @@ fn cursor_recovery_across_backends() {
             .into_dyn();
         store.create_session("s").await.unwrap();
         let scripted = Arc::new(ScriptedSummarizer::new());
-        let mut c = compressor(micro_config(), scripted.clone(), "s").with_store(Persistence {
-            store: store.clone(),
-            session: "s".into(),
-            generation: 0,
-        });
+        let mut c = builder_with(micro_config(), scripted.clone(), "s")
+            .store(Persistence {
+                store: store.clone(),
+                session: "s".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let mut t = c.transcript(tool_session(60, 1_200));
         for i in 0..3 {
             scripted.push_text(format!("summary {i}"));
@@ -103,12 +106,14 @@ fn cursor_recovery_across_backends() {
             dyn_store.append("moved", &mut messages).await.unwrap();
             let generation = dyn_store.generation("moved").await.unwrap();
             let scripted = Arc::new(ScriptedSummarizer::new());
-            let mut fresh =
-                compressor(micro_config(), scripted.clone(), "moved").with_store(Persistence {
+            let mut fresh = builder_with(micro_config(), scripted.clone(), "moved")
+                .store(Persistence {
                     store: dyn_store.clone(),
                     session: "moved".into(),
                     generation,
-                });
+                })
+                .build()
+                .unwrap();
             let loaded = dyn_store.load_active("moved").await.unwrap();
             assert_eq!(wire(&loaded), wire(&exported), "{backend}");
             let mut t = fresh.transcript(loaded);

@@ -7,7 +7,7 @@ use hermes_compaction::compressor::Persistence;
 use hermes_compaction::core::parse;
 use hermes_compaction::store::Store;
 
-use crate::common::{cli, config, extractive, jsonl, rt, s, wire};
+use crate::common::{builder, cli, config, jsonl, rt, s, wire};
 
 #[test]
 fn fixtures_round_trip_through_cli_facade_and_store() {
@@ -44,11 +44,14 @@ fn fixtures_round_trip_through_cli_facade_and_store() {
             let loaded = store.load_active(&session).await.unwrap();
             assert_eq!(wire(&loaded), wire(&original), "{name}: import changed it");
             let generation = store.generation(&session).await.unwrap();
-            let mut c = extractive(config(64_000), &session).with_store(Persistence {
-                store: store.clone(),
-                session: session.clone(),
-                generation,
-            });
+            let mut c = builder(config(64_000), &session)
+                .store(Persistence {
+                    store: store.clone(),
+                    session: session.clone(),
+                    generation,
+                })
+                .build()
+                .unwrap();
             let mut t = c.transcript(loaded);
             let r = c.compress(&mut t, None).await;
             let stored = store.load_active(&session).await.unwrap();

@@ -152,11 +152,15 @@ async fn fake_endpoint() -> MockServer {
 
 /// Runs `mode` over the planted session with `summarizer`; returns what was written.
 async fn run(mode: OneShot, summarizer: Arc<dyn Summarizer>, input: &[Message]) -> String {
-    let mut cfg = config();
-    mode.configure(&mut cfg);
-    let mut c = Compressor::new(cfg, summarizer, Arc::new(Estimator::default()), "s22");
+    let mut c = Compressor::builder(config())
+        .summarizer(summarizer)
+        .counter(Arc::new(Estimator::default()))
+        .session("s22")
+        .one_shot(mode)
+        .build()
+        .unwrap();
     let mut t = c.transcript(input.to_vec());
-    let report = c.one_shot(&mut t, mode).await;
+    let report = c.one_shot(&mut t).await;
     assert!(!report.failed(), "{mode:?}: {report:?}");
     assert!(report.passes > 0, "{mode:?} changed nothing");
     written(input, t.messages())
@@ -274,14 +278,14 @@ fn an_echoing_endpoint_never_becomes_the_summary() {
             .respond_with(Echo)
             .mount(&server)
             .await;
-        let mut c = Compressor::new(
-            config(),
-            openai(&server),
-            Arc::new(Estimator::default()),
-            "s22e",
-        );
+        let mut c = Compressor::builder(config())
+            .summarizer(openai(&server))
+            .counter(Arc::new(Estimator::default()))
+            .session("s22e")
+            .build()
+            .unwrap();
         let mut t = c.transcript(input.clone());
-        let report = c.one_shot(&mut t, OneShot::Batch).await;
+        let report = c.one_shot(&mut t).await;
         assert!(!report.failed(), "{report:?}");
         assert!(report.fallback_used, "the extractive fallback is reported");
         assert!(!report.over_threshold(), "{report:?}");

@@ -19,6 +19,7 @@ use hermes_compaction::core::cache::{self, RequestShape};
 use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript};
 use hermes_compaction::llm::Summarizer;
 use hermes_compaction::store::Store;
+use hermes_compaction::trim::{find_call, trim_for_insert};
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::clock::SimClock;
@@ -133,13 +134,13 @@ pub async fn replay(
     let context_length = config.model.context_length;
     let session = format!("sim-{}-{name}", variant.name);
     let sim_clock = SimClock::new();
-    let mut c = Compressor::new(
-        config,
-        counting.clone(),
-        Arc::new(Estimator::default()),
-        session.clone(),
-    )
-    .with_clock(sim_clock.clone());
+    let mut c = Compressor::builder(config)
+        .summarizer(counting.clone())
+        .counter(Arc::new(Estimator::default()))
+        .session(session.clone())
+        .clock(sim_clock.clone())
+        .build()
+        .map_err(|e| crate::Error::Config(e.to_string()))?;
     let persistence = if trims {
         let store = Store::connect("sqlite::memory:").await?.into_dyn();
         store.create_session(&session).await?;
@@ -151,6 +152,7 @@ pub async fn replay(
     } else {
         None
     };
+    let trim_cfg = c.config().trim();
     let threshold = c.threshold_tokens().max(1);
     let mut row = Row {
         policy: variant.name.clone(),
@@ -283,7 +285,18 @@ pub async fn replay(
         let mut m = m.clone();
         let mut wire = original;
         if m.is_tool() && trims {
-            let (trimmed, status) = c.on_tool_result(&t, m, persistence.as_ref()).await;
+            // The originals go to the simulator's own store; its passes are not persisted
+            // (a compressor with a store would add recall notes to its summaries).
+            let (trimmed, status) = trim_for_insert(
+                persistence
+                    .as_ref()
+                    .map(|p| (&*p.store, p.session.as_str())),
+                &trim_cfg,
+                c.counter(),
+                find_call(&t, &m).as_ref(),
+                m,
+            )
+            .await;
             if status.saved_tokens() > 0 {
                 row.trimmed_results += 1;
                 row.trim_saved_tokens += status.saved_tokens();

@@ -114,7 +114,8 @@ fn the_far_identifiers_of_a_hand_built_session_are_the_hand_count() {
         RequestRecall {
             far: 2,
             held: 2,
-            held_verbatim: 2
+            held_verbatim: 2,
+            held_unindexed: 2
         }
     );
     // The last 10 messages only: neither is there.
@@ -231,9 +232,26 @@ fn compaction_loses_far_identifiers_and_summaries_keep_some() {
     let batch = &sim.totals[1];
     assert_eq!(none.far_identifiers, batch.far_identifiers);
     assert_eq!(none.far_held, none.far_identifiers);
-    assert!(batch.far_held < batch.far_identifiers);
+    // The content loses some; the names indexes of the pruned outputs name them again.
+    assert!(batch.far_held_unindexed < batch.far_identifiers);
+    assert!(batch.far_held_unindexed <= batch.far_held);
     assert!(batch.far_held_verbatim <= batch.far_held);
     let d = batch.derived();
-    assert!(d.far_recall < 1.0 && d.far_recall_verbatim <= d.far_recall);
+    assert!(d.far_recall_unindexed < 1.0 && d.far_recall_verbatim <= d.far_recall);
     assert!(d.far_recall_verbatim_request_mean <= d.far_recall_request_mean);
+    // Without the indexes the prompt itself holds less.
+    config.compression.prune_names_max_chars = 0;
+    let off = run(
+        &inputs,
+        &[Policy::Batch.variant(&config, 2_000)],
+        &Options::default(),
+    );
+    let off = &off.totals[0];
+    assert!(off.far_held < off.far_identifiers);
+    assert!(
+        off.far_held < batch.far_held,
+        "{} vs {}",
+        off.far_held,
+        batch.far_held
+    );
 }

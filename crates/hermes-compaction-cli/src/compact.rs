@@ -57,16 +57,15 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if args.focus.is_some() && args.mode != Mode::Batch {
         return Err(Error::Config("--focus applies to --mode batch only".into()));
     }
-    let mut config = load_config_with_profile(
+    let config = load_config_with_profile(
         args.engine.config.as_deref(),
         args.engine.context_length,
         args.engine.profile.as_deref(),
     )?;
-    mode.configure(&mut config);
     let summarizer = build_summarizer(&config, args.engine.summarizer)?;
     let input = Input::read_format(&args.input, args.format, Strictness::COMPACTION)?;
     if args.dry_run {
-        return dry_run(args, config, summarizer, input, out);
+        return dry_run(args, mode, config, summarizer, input, out);
     }
     let output = args
         .output
@@ -81,16 +80,17 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         .as_deref()
         .map(telemetry_to_file)
         .transpose()?;
-    let mut c = Compressor::new(
-        config,
-        summarizer,
-        Arc::new(Estimator::default()),
-        session_name(args),
-    );
+    let mut c = Compressor::builder(config)
+        .summarizer(summarizer)
+        .counter(Arc::new(Estimator::default()))
+        .session(session_name(args))
+        .one_shot(mode)
+        .build()
+        .map_err(|e| Error::Config(e.to_string()))?;
     let anthropic = input.anthropic;
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
-    let report = rt.block_on(c.one_shot_with_focus(&mut t, mode, args.focus.clone()));
+    let report = rt.block_on(c.one_shot_with_focus(&mut t, args.focus.clone()));
     check(&report, "nothing was written")?;
     if let Some(telemetry) = telemetry {
         telemetry.finish()?;
@@ -113,17 +113,19 @@ fn session_name(args: &CompactArgs) -> String {
 /// `compact --dry-run`: the preview of the pass `--mode` would run, printed, nothing written.
 fn dry_run(
     args: &CompactArgs,
+    mode: OneShot,
     config: hermes_compaction::Config,
     summarizer: Arc<dyn hermes_compaction::llm::Summarizer>,
     input: Input,
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
-    let mut c = Compressor::new(
-        config,
-        summarizer,
-        Arc::new(Estimator::default()),
-        session_name(args),
-    );
+    let mut c = Compressor::builder(config)
+        .summarizer(summarizer)
+        .counter(Arc::new(Estimator::default()))
+        .session(session_name(args))
+        .one_shot(mode)
+        .build()
+        .map_err(|e| Error::Config(e.to_string()))?;
     let t = c.transcript(input.messages);
     let preview = match args.mode {
         Mode::Batch => c.preview(&t),

@@ -63,27 +63,27 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             engine,
         } => {
             let mode = mode.one_shot(passes)?;
-            let mut config = crate::setup::load_config_with_profile(
+            let config = crate::setup::load_config_with_profile(
                 engine.config.as_deref(),
                 engine.context_length,
                 engine.profile.as_deref(),
             )?;
-            mode.configure(&mut config);
             let summarizer = build_summarizer(&config, engine.summarizer)?;
             let line = rt.block_on(with_store(&db, Open::Existing, async |store| {
                 // One persistence for the session: the compressor commits every pass and
                 // advances the generation it names.
                 let (persistence, messages) = Persistence::load(store, &session).await?;
                 let generation = persistence.generation;
-                let mut c = Compressor::new(
-                    config,
-                    summarizer,
-                    Arc::new(Estimator::default()),
-                    session.as_str(),
-                )
-                .with_store(persistence);
+                let mut c = Compressor::builder(config)
+                    .summarizer(summarizer)
+                    .counter(Arc::new(Estimator::default()))
+                    .session(session.as_str())
+                    .store(persistence)
+                    .one_shot(mode)
+                    .build()
+                    .map_err(|e| crate::Error::Config(e.to_string()))?;
                 let mut t = c.transcript(messages);
-                let report = c.one_shot(&mut t, mode).await;
+                let report = c.one_shot(&mut t).await;
                 // The generation the committed passes reached, as the compressor counted
                 // them: no store read that could fail after the commits and hide them.
                 let after = c.store_generation().unwrap_or(generation);

@@ -72,6 +72,9 @@ pub enum Error {
     /// The session store failed.
     #[error("session store: {0}")]
     Store(#[from] hermes_compaction::store::StoreError),
+    /// The configuration was refused when the compressor was built (the error names the key).
+    #[error("configuration: {0}")]
+    Config(#[from] hermes_compaction::ConfigError),
 }
 
 impl Error {

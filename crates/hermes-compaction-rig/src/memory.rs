@@ -9,7 +9,7 @@ use hermes_compaction::store::{
     Commit, CommitSplice, CompactionState, GenerationKind, PassLabel, Store, StoreError,
     TranscriptStore,
 };
-use hermes_compaction::{BatchReport, Compressor, Config, Failure};
+use hermes_compaction::{BatchReport, Compressor, Config, FailureKind};
 use rig_core::completion::Message as RigMessage;
 use rig_core::id::ConversationId;
 use rig_core::memory::{ConversationMemory, MemoryError};
@@ -157,20 +157,19 @@ impl CompactingMemory {
     pub async fn load_session(&self, session: &str) -> Result<Loaded> {
         self.store.open_or_create(session).await?;
         let (persistence, messages) = Persistence::load(self.store.clone(), session).await?;
-        let mut c = Compressor::new(
-            self.config.clone(),
-            self.summarizer.clone(),
-            self.counter.clone(),
-            session,
-        )
-        .with_store(persistence);
+        let mut c = Compressor::builder(self.config.clone())
+            .summarizer(self.summarizer.clone())
+            .counter(self.counter.clone())
+            .session(session)
+            .store(persistence)
+            .build()?;
         c.load_state().await?;
         let mut before = messages.clone();
         let mut t = c.transcript(messages);
         let (_, mut report) = c.before_request(&mut t).await;
         let reloaded = report
             .as_ref()
-            .is_some_and(|r| r.failure == Some(Failure::StaleGeneration));
+            .is_some_and(|r| r.failure_kind() == Some(FailureKind::StaleGeneration));
         if reloaded {
             // Another writer (a concurrent load) committed first: take its rows and check
             // again, rather than compacting what it already compacted.

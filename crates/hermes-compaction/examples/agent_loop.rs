@@ -26,7 +26,7 @@ use hermes_compaction::core::{Estimator, Message, ToolCall, Transcript};
 use hermes_compaction::llm::ExtractiveSummarizer;
 use hermes_compaction::store::{Store, StoreError, TranscriptStore};
 use hermes_compaction::trim::TrimStatus;
-use hermes_compaction::{Compressor, Config, Failure};
+use hermes_compaction::{Compressor, Config, FailureKind};
 
 const CONTEXT: u64 = 24_000;
 
@@ -85,13 +85,14 @@ async fn main() {
     config.compression.insert_trim_tokens = 600;
     config.compression.insert_trim_head_chars = 600;
     config.compression.insert_trim_tail_chars = 600;
-    let mut c = Compressor::new(
-        config.clone(),
-        Arc::new(ExtractiveSummarizer::default()), // an OpenAI-compatible adapter in production
-        Arc::new(Estimator::default()),
-        "demo",
-    )
-    .with_store(persistence.clone());
+    let mut c = Compressor::builder(config.clone())
+        // An OpenAI-compatible adapter in production.
+        .summarizer(Arc::new(ExtractiveSummarizer::default()))
+        .counter(Arc::new(Estimator::default()))
+        .session("demo")
+        .store(persistence.clone())
+        .build()
+        .unwrap();
     // On resume: the cooldowns and the anti-thrash pause the last process saved.
     c.load_state().await.unwrap();
 
@@ -113,7 +114,7 @@ async fn main() {
         }
         // A user message: optionally trimmed if it is a giant paste, then appended.
         let user = Message::user(format!("Request {turn}: make the test suite pass."));
-        let (user, _) = c.on_user_message(user, Some(&persistence)).await;
+        let (user, _) = c.on_user_message(user).await;
         appended.push(user.to_wire_json());
         t.push(user, c.counter());
 
@@ -126,7 +127,7 @@ async fn main() {
                     "turn {turn}: batch pass before the request: {:?}",
                     r.outcome
                 );
-                if r.failure == Some(Failure::StaleGeneration) {
+                if r.failure_kind() == Some(FailureKind::StaleGeneration) {
                     // Another writer compacted the session: adopt its rows, then go on.
                     reloads += reload(&mut c, &mut t, turn).await;
                 }
@@ -159,7 +160,7 @@ async fn main() {
                     t.push(call, c.counter());
                     // A tool result: trimmed on insertion when large (the original goes to
                     // the store first, recallable by handle).
-                    let (result, status) = c.on_tool_result(&t, result, Some(&persistence)).await;
+                    let (result, status) = c.on_tool_result(&t, result).await;
                     if matches!(status, TrimStatus::Trimmed { .. }) {
                         trimmed += 1;
                     }
@@ -250,13 +251,13 @@ async fn main() {
 /// one forced pass and commits it.
 async fn second_writer_compacts(store: &Arc<dyn TranscriptStore>, config: Config) {
     let (persistence, messages) = Persistence::load(store.clone(), "demo").await.unwrap();
-    let mut other = Compressor::new(
-        config,
-        Arc::new(ExtractiveSummarizer::default()),
-        Arc::new(Estimator::default()),
-        "demo",
-    )
-    .with_store(persistence);
+    let mut other = Compressor::builder(config)
+        .summarizer(Arc::new(ExtractiveSummarizer::default()))
+        .counter(Arc::new(Estimator::default()))
+        .session("demo")
+        .store(persistence)
+        .build()
+        .unwrap();
     let mut t = other.transcript(messages);
     let r = other.compress(&mut t, None).await;
     assert_eq!(r.failure, None, "the second writer's pass: {r:?}");

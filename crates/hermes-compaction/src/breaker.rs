@@ -2,6 +2,8 @@
 //! fallback rule, a wall-clock budget per call, and a circuit breaker, so a summarizer that is
 //! down is paid for a few times, not on every pass.
 //!
+//! - A summarizer that panics (while building its future or polling it) is caught: the call
+//!   failed with class `transient`, and the rules below apply to it like to any other.
 //! - Auth and quota failures abort the pass (they are not the breaker's business: they answer
 //!   at once and retrying elsewhere would not help).
 //! - Any other failure uses the extractive fallback when `compression.fallback_to_extractive`
@@ -15,7 +17,10 @@
 //!   one call probes the summarizer, and its success closes the breaker, its failure re-opens it
 //!   for another interval.
 
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
+use std::task::Poll;
 
 use compaction_llm::{ErrorClass, Summarizer, SummaryRequest, SummaryResponse};
 
@@ -124,15 +129,14 @@ pub(crate) async fn summarize(
             skipped: true,
         };
         return match fallback {
-            Some(fb) => fb
-                .summarize(req)
+            Some(fb) => guarded(fb, req)
                 .await
                 .map(|r| (r, Route::Fallback { skipped: true }))
                 .map_err(|_| failure),
             None => Err(failure),
         };
     }
-    let e = match primary.summarize(req).await {
+    let class = match guarded(primary, req).await {
         Ok(r) => {
             breaker
                 .lock()
@@ -140,33 +144,60 @@ pub(crate) async fn summarize(
                 .success();
             return Ok((r, Route::Primary));
         }
-        Err(e) => e,
+        Err(class) => class,
     };
     let failure = CallFailure {
-        class: e.class(),
+        class,
         skipped: false,
     };
-    if e.is_fatal_for_batch() {
+    if matches!(class, ErrorClass::Auth | ErrorClass::Quota) {
         return Err(failure);
     }
     breaker
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .failure(e.class(), now_ms, policy);
+        .failure(class, now_ms, policy);
     match fallback {
         Some(fb) => {
             tracing::warn!(
-                class = e.class().as_str(),
+                class = class.as_str(),
                 "summarizer failed; using the extractive fallback"
             );
             // A failing fallback leaves the summarizer's own failure to report.
-            fb.summarize(req)
+            guarded(fb, req)
                 .await
                 .map(|r| (r, Route::Fallback { skipped: false }))
                 .map_err(|_| failure)
         }
         None => Err(failure),
     }
+}
+
+/// One call of `s`, with a panic (in `summarize` or while its future is polled) caught and
+/// returned as a `transient` failure, so no summarizer can fail the caller's turn.
+fn guarded<'a>(
+    s: &'a dyn Summarizer,
+    req: &'a SummaryRequest,
+) -> impl Future<Output = Result<SummaryResponse, ErrorClass>> + 'a {
+    let mut call = catch_unwind(AssertUnwindSafe(|| s.summarize(req))).ok();
+    std::future::poll_fn(move |cx| {
+        let Some(fut) = call.as_mut() else {
+            return Poll::Ready(Err(panicked()));
+        };
+        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(r)) => Poll::Ready(r.map_err(|e| e.class())),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(_) => {
+                call = None;
+                Poll::Ready(Err(panicked()))
+            }
+        }
+    })
+}
+
+fn panicked() -> ErrorClass {
+    tracing::error!("the summarizer panicked; counted as a transient failure");
+    ErrorClass::Transient
 }
 
 #[cfg(test)]

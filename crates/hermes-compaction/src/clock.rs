@@ -45,7 +45,7 @@ impl Clock for SystemClock {
 }
 
 /// A function or closure returning unix milliseconds is a clock (the form
-/// [`with_clock`](crate::Compressor::with_clock) took before the trait existed).
+/// [`CompressorBuilder::clock`](crate::CompressorBuilder::clock) took before the trait existed).
 impl<F> Clock for F
 where
     F: Fn() -> u64 + Send + Sync,

@@ -18,12 +18,12 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 //! assert_eq!(compact_tool_definition()["function"]["name"], "compact_context");
-//! let mut c = Compressor::new(
-//!     Config::default(),
-//!     Arc::new(ExtractiveSummarizer::default()),
-//!     Arc::new(Estimator::default()),
-//!     "s1",
-//! );
+//! let mut c = Compressor::builder(Config::default())
+//!     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+//!     .counter(Arc::new(Estimator::default()))
+//!     .session("s1")
+//!     .build()
+//!     .unwrap();
 //! let mut msgs = vec![Message::system("You are a coding agent.")];
 //! for i in 0..40 {
 //!     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(40))));
@@ -108,7 +108,7 @@ impl Compressor {
                 }
             }
         };
-        if self.rt.requested.is_some() {
+        if self.rt.compaction_requested() {
             return "A compaction is already scheduled before your next request.".into();
         }
         // The turn is named by its user message's content: indices move when a pass runs.
@@ -118,7 +118,7 @@ impl Compressor {
             t.messages()[i].to_wire_json().hash(&mut h);
             h.finish()
         });
-        if self.rt.requested_turn.is_some() && self.rt.requested_turn == Some(turn) {
+        if self.rt.requested_turn() == Some(turn) {
             return "Not now: a compaction already ran for this user turn. Continue with the task."
                 .into();
         }
@@ -127,13 +127,12 @@ impl Compressor {
             .map(|f| compaction_core::redact::redact(f.trim()).into_owned())
             .filter(|f| !f.is_empty())
             .map(|f| compaction_core::material::cut_middle(&f, MAX_FOCUS_CHARS));
-        self.rt.requested = Some(Requested { focus });
-        self.rt.requested_turn = Some(turn);
+        self.rt.request(Requested { focus }, turn);
         "Compaction requested: it runs before your next request. Continue with the task.".into()
     }
 
     /// Whether a requested compaction waits for the next `before_request`.
     pub fn compaction_requested(&self) -> bool {
-        self.rt.requested.is_some()
+        self.rt.compaction_requested()
     }
 }

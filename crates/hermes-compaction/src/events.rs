@@ -7,7 +7,8 @@ use compaction_telemetry::{
 };
 
 use crate::config::Config;
-use crate::report::{BatchReport, Failure, MicroReport, Outcome, Trigger};
+use crate::report::FailureKind;
+use crate::report::{BatchReport, MicroReport, Outcome, Trigger};
 
 /// The telemetry event for a batch report.
 pub fn batch_attempt(
@@ -43,7 +44,7 @@ pub fn batch_attempt(
         let r = plan.region_tokens;
         ev = ev.regions(r.head, r.middle, r.tail);
     }
-    ev.failure_class = report.failure.map(failure_class);
+    ev.failure_class = report.failure_kind().map(failure_class);
     ev.prune_accepted = matches!(report.outcome, Outcome::Pruned);
     ev.fell_through = report.fell_through;
     ev.fallback_used = report.fallback_used;
@@ -75,12 +76,12 @@ pub fn emit_batch(
 }
 
 /// The telemetry class of a failure.
-pub fn failure_class(f: Failure) -> FailureClass {
+pub fn failure_class(f: FailureKind) -> FailureClass {
     match f {
-        Failure::StaleGeneration => FailureClass::StaleGeneration,
-        Failure::Store => FailureClass::Store,
-        Failure::Plan => FailureClass::Other,
-        Failure::Summarizer(c) => match c {
+        FailureKind::StaleGeneration => FailureClass::StaleGeneration,
+        FailureKind::Store => FailureClass::Store,
+        FailureKind::Plan => FailureClass::Other,
+        FailureKind::Summarizer(c) => match c {
             ErrorClass::Auth => FailureClass::Auth,
             ErrorClass::Quota => FailureClass::Quota,
             ErrorClass::RateLimited => FailureClass::RateLimited,

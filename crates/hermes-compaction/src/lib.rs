@@ -27,12 +27,12 @@
 //!
 //! let mut config = Config::default();
 //! config.model.context_length = 16_000;
-//! let mut c = Compressor::new(
-//!     config,
-//!     Arc::new(ExtractiveSummarizer::default()),
-//!     Arc::new(Estimator::default()),
-//!     "session-1",
-//! );
+//! let mut c = Compressor::builder(config)
+//!     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+//!     .counter(Arc::new(Estimator::default()))
+//!     .session("session-1")
+//!     .build()
+//!     .unwrap();
 //! let mut t = c.transcript(vec![Message::system("You are terse."), Message::user("hi")]);
 //! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 //! let (_ticket, report) = rt.block_on(c.before_request(&mut t));
@@ -83,14 +83,16 @@ pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
-pub use compressor::{Compressor, RequestTicket, ThrashState};
+pub use compressor::{Compressor, CompressorBuilder, RequestTicket, ThrashState};
 pub use config::{Config, ConfigError, ReclaimGate};
 #[cfg(feature = "llm")]
-pub use oneshot::{OneShot, OneShotReport};
+pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
-pub use report::{BatchReport, Failure, MicroReport, Outcome, Trigger};
+pub use report::{BatchReport, MicroReport, Outcome, Trigger};
+#[cfg(feature = "llm")]
+pub use report::{FailureKind, PassFailure};
 #[cfg(feature = "llm")]
 pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]

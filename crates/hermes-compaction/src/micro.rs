@@ -9,15 +9,15 @@
 
 use std::time::{Duration, Instant};
 
+use compaction_core::Transcript;
 use compaction_core::micro::{self, MicroStep};
-use compaction_core::{MarkerKind, Transcript};
-use compaction_llm::{SummaryKind, SummaryRequest};
 
 use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
+use crate::compressor::pass::Job;
 use crate::config::ReclaimGate;
-use crate::report::Failure;
 use crate::report::MicroReport;
+use crate::report::{Applied, SummaryUse};
 use compaction_core::micro::MicroOutcomeKind;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl Compressor {
 
     /// The micro state (cursor, rolling summary, failure counts).
     pub fn micro_state(&self) -> &micro::MicroState {
-        &self.rt.micro.state
+        self.rt.micro_state()
     }
 
     async fn micro_hook(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
@@ -52,12 +52,7 @@ impl Compressor {
             return None;
         }
         let every = self.micro_every_n_turns();
-        let counter = match hook {
-            Hook::Turn => &mut self.rt.micro.turns,
-            Hook::ToolRound => &mut self.rt.micro.rounds,
-        };
-        *counter += 1;
-        if *counter % every != 0 {
+        if !self.rt.micro_tick(hook == Hook::ToolRound, every) {
             return None;
         }
         self.micro_pass(t, hook).await
@@ -73,13 +68,13 @@ impl Compressor {
         // Nothing in a micro pass may fail the turn: a bug in planning is caught, logged
         // (without content) and the pass skipped.
         // The memo lets a plan resume the scans of the previous ones (a panic drops it).
-        let mut memo = std::mem::take(&mut self.rt.micro.memo);
+        let mut memo = self.rt.take_memo();
         let planned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match hook {
             Hook::Turn => micro::plan_micro_memo(
                 t,
                 self.threshold_tokens(),
                 &cfg,
-                &self.rt.micro.state,
+                self.rt.micro_state(),
                 compacted,
                 self.counter(),
                 &mut memo,
@@ -88,7 +83,7 @@ impl Compressor {
                 t,
                 self.threshold_tokens(),
                 &cfg,
-                &self.rt.micro.state,
+                self.rt.micro_state(),
                 compacted,
                 self.counter(),
                 &mut memo,
@@ -98,13 +93,13 @@ impl Compressor {
             tracing::error!("Micro-compaction: planning panicked; pass skipped");
             return None;
         };
-        self.rt.micro.memo = memo;
+        self.rt.keep_memo(memo);
         if let Some(micro::Resolved {
             cursor,
             source: micro::CursorSource::Marker { index, kind },
             ..
         }) = &plan.resolved
-            && self.rt.micro.state.cursor.is_none()
+            && self.rt.micro_state().cursor.is_none()
         {
             tracing::info!(
                 cursor,
@@ -116,7 +111,6 @@ impl Compressor {
         let mut report = MicroReport {
             outcome: MicroOutcomeKind::Noop,
             failure: None,
-            failure_cause: None,
             fallback_used: false,
             summarizer_skipped: false,
             tokens_before: t.current_tokens(),
@@ -132,155 +126,60 @@ impl Compressor {
             regions: plan.regions.clone(),
             strict_alternation: cfg.strict_alternation,
         };
-        let (kind, previous, material, messages, budget) = match &plan.step {
+        match &plan.step {
             MicroStep::Noop(_) => {
-                self.rt.micro.state.record_plan(&plan);
+                self.rt.micro_planned(&plan);
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Gated { .. } => {
-                self.rt.micro.state.record_plan(&plan);
+                self.rt.micro_planned(&plan);
                 report.outcome = MicroOutcomeKind::Gated;
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Skip { .. } => {
-                self.rt.micro.state.record_plan(&plan);
+                self.rt.micro_planned(&plan);
                 report.outcome = MicroOutcomeKind::ExchangeSkipped;
                 tracing::info!(
-                    cursor = self.rt.micro.state.cursor,
+                    cursor = self.rt.micro_state().cursor,
                     "Micro-compaction: skipping exchange after consecutive failures"
                 );
                 return Some(self.micro_finish(report, started));
             }
-            MicroStep::Defrag(job) => (
-                SummaryKind::Defrag,
-                Some(job.summary_text.clone()),
-                String::new(),
-                Vec::new(),
-                (job.summary_tokens / 2).max(64) as u32,
-            ),
-            MicroStep::Absorb(job) => {
-                report.exchange_tokens = job.exchange_tokens;
-                let kind = match job.kind {
-                    MarkerKind::Progress => SummaryKind::TurnProgress,
-                    _ => SummaryKind::MicroMerge,
-                };
-                (
-                    kind,
-                    job.previous_summary.clone(),
-                    job.material.clone(),
-                    job.messages.clone(),
-                    self.config()
-                        .compression
-                        .micro_compact_defrag_threshold_tokens
-                        .max(256) as u32,
-                )
-            }
+            MicroStep::Defrag(_) => {}
+            MicroStep::Absorb(job) => report.exchange_tokens = job.exchange_tokens,
+        }
+        let defrag = matches!(plan.step, MicroStep::Defrag(_));
+        let mut used = SummaryUse::default();
+        let mut job = Job::Micro {
+            plan: &plan,
+            cfg: &cfg,
+            outcome: None,
         };
-        let is_defrag = matches!(plan.step, MicroStep::Defrag(_));
-        let mut req =
-            SummaryRequest::new(kind, material, budget, self.today()).with_messages(messages);
-        req.ledger_kept = match &plan.step {
-            MicroStep::Absorb(job) => {
-                self.config().compression.ledger_max_tokens > 0 && !job.ledger.is_empty()
-            }
-            _ => false,
+        let result = self.run_pass(t, &mut job, &mut used).await;
+        let assembled = match &job {
+            Job::Micro { outcome, .. } => outcome.as_ref().map(micro::MicroOutcome::kind),
+            Job::Batch { .. } => None,
         };
-        req.previous_summary =
-            previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
-        // The policy every pass shares: auth and quota abort; another failure uses the
-        // extractive fallback when configured; a summarizer that keeps failing is skipped
-        // while the circuit breaker is open.
-        let result = match self.summarize_one(&req).await {
-            Ok((r, route)) => {
-                if let crate::breaker::Route::Fallback { skipped } = route {
-                    report.fallback_used = true;
-                    report.summarizer_skipped |= skipped;
-                }
-                Ok(r)
-            }
-            Err(f) => {
-                report.summarizer_skipped |= f.skipped;
-                Err(f.class)
-            }
-        };
-        let summary = match result {
-            Ok(r) => {
-                if let Some(u) = r.usage {
-                    report.summary_tokens = u.prompt_tokens + u.completion_tokens;
-                }
-                if self.has_store() {
-                    compaction_core::marker::with_recall_note(&r.text)
-                } else {
-                    r.text
-                }
-            }
-            Err(class) => {
-                self.rt.micro.state.record_failure(&plan);
-                report.failure = Some(Failure::Summarizer(class));
-                report.outcome = if is_defrag {
-                    MicroOutcomeKind::DefragFailed
-                } else {
-                    MicroOutcomeKind::SummarizeFailed
-                };
-                tracing::warn!(
-                    class = class.as_str(),
-                    "Micro-compaction: summarizer failed"
-                );
-                return Some(self.micro_finish(report, started));
-            }
-        };
-        let assembled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            micro::assemble_micro(t, &plan, &summary, &cfg, self.counter())
-        }));
-        let outcome = match assembled {
-            Ok(Ok(o)) => o,
-            Ok(Err(_)) | Err(_) => {
-                self.rt.micro.state.record_failure(&plan);
-                report.failure = Some(Failure::Plan);
-                report.outcome = MicroOutcomeKind::SummarizeFailed;
-                return Some(self.micro_finish(report, started));
-            }
-        };
-        let Some(edit) = outcome.edit() else {
-            // A defrag that did not shrink enough.
-            self.rt.micro.state.record_outcome(&outcome);
-            report.outcome = MicroOutcomeKind::DefragFailed;
-            return Some(self.micro_finish(report, started));
-        };
-        let mut edit = edit.clone();
-        if let Err(e) = self.persist_edit(t, &mut edit).await {
-            self.rt.micro.state.record_plan(&plan);
-            report.failure = Some(e.failure);
-            report.failure_cause = Some(e.cause);
-            report.outcome = MicroOutcomeKind::StoreFailed;
+        let changed = matches!(result, Ok(Applied::Changed { .. }));
+        report.settle(result, used, assembled, defrag, t);
+        if !changed {
             return Some(self.micro_finish(report, started));
         }
-        report.earliest_changed_index = edit.earliest_changed_index();
-        self.remember_pass(t, &edit);
-        if edit.apply_to(t, self.counter()).is_err() {
-            // Unreachable (assembly validated the edit); flagged as in a batch pass.
-            report.failure = Some(Failure::Plan);
-            report.failure_cause = Some(crate::compressor::APPLY_AFTER_COMMIT.into());
-            tracing::warn!("{}", crate::compressor::APPLY_AFTER_COMMIT);
-            report.outcome = MicroOutcomeKind::SummarizeFailed;
-            return Some(self.micro_finish(report, started));
-        }
-        self.rt.micro.state.record_outcome(&outcome);
-        self.note_rewrite();
-        report.outcome = outcome.kind();
-        report.tokens_after = t.current_tokens();
-        report.messages_after = t.len();
         report.rolling_summary_tokens = self
             .rt
-            .micro
-            .state
+            .micro_state()
             .rolling_summary
             .as_deref()
             .map(compaction_core::tokens::estimate_text)
             .unwrap_or(0);
         match report.outcome {
             MicroOutcomeKind::Defrag => tracing::info!(
-                chars = self.rt.micro.state.rolling_summary.as_deref().map(str::len),
+                chars = self
+                    .rt
+                    .micro_state()
+                    .rolling_summary
+                    .as_deref()
+                    .map(str::len),
                 "Micro-compaction defrag: rolling summary re-summarized"
             ),
             _ => tracing::info!(
@@ -315,7 +214,7 @@ impl Compressor {
         let expired = self
             .secs_since_last_request()
             .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s));
-        let from = self.rt.micro.state.cursor.unwrap_or(0).min(t.len());
+        let from = self.rt.micro_state().cursor.unwrap_or(0).min(t.len());
         let prefix = if expired {
             0
         } else {
@@ -327,8 +226,7 @@ impl Compressor {
         // The summarizer re-writes the rolling summary (its text, not the ledger) each pass.
         let summary = self
             .rt
-            .micro
-            .state
+            .micro_state()
             .rolling_summary
             .as_deref()
             .map_or(0, |b| {
@@ -341,19 +239,21 @@ impl Compressor {
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {
         report.duration = started.elapsed();
-        report.cursor = self.rt.micro.state.cursor;
-        self.rt.micro.passes_total += 1;
-        self.rt.micro.tokens_saved_total +=
-            report.tokens_before as i64 - report.tokens_after as i64;
+        report.cursor = self.rt.micro_state().cursor;
+        let (passes_total, tokens_saved_total) = self
+            .rt
+            .count_micro_pass(report.tokens_before as i64 - report.tokens_after as i64);
         #[cfg(feature = "telemetry")]
         crate::events::emit_micro(
             self.session_id(),
             self.config(),
             &report,
-            self.rt.micro.passes_total,
-            self.rt.micro.tokens_saved_total,
+            passes_total,
+            tokens_saved_total,
             self.summarizer().name(),
         );
+        #[cfg(not(feature = "telemetry"))]
+        let _ = (passes_total, tokens_saved_total);
         report
     }
 }

@@ -14,62 +14,68 @@ use std::time::{Duration, Instant};
 use compaction_core::Transcript;
 
 use crate::compressor::Compressor;
-use crate::config::Config;
-use crate::report::{BatchReport, Failure, MicroReport, Outcome};
+pub use crate::compressor::OneShot;
+use crate::report::PassFailure;
+use crate::report::{BatchReport, MicroReport, Outcome};
 use compaction_core::micro::MicroOutcomeKind;
 
-/// Which one-shot run to make.
+/// What a one-shot run ended with: the last pass's outcome, in the vocabulary of its kind.
+///
+/// ```
+/// use hermes_compaction::oneshot::OneShotOutcome;
+/// use hermes_compaction::core::micro::MicroOutcomeKind;
+/// use hermes_compaction::Outcome;
+///
+/// assert_eq!(OneShotOutcome::Batch(Outcome::NoGain).to_string(), "no_gain");
+/// assert_eq!(OneShotOutcome::Micro(MicroOutcomeKind::Gated).to_string(), "gated");
+/// assert_eq!(OneShotOutcome::NothingToPrune.to_string(), "nothing_to_prune");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OneShot {
-    /// One forced batch pass: prune first, summarize the middle unless pruning alone reaches
-    /// the low-water mark.
-    Batch,
-    /// One forced prune-only pass: no summarizer.
-    Prune,
-    /// Micro passes until nothing is absorbable, at most `max_passes` that change the
-    /// transcript (no limit: until done).
-    Micro {
-        /// The most passes that may change the transcript.
-        max_passes: Option<u32>,
-    },
+pub enum OneShotOutcome {
+    /// A batch or prune pass's outcome.
+    Batch(Outcome),
+    /// A prune pass that found nothing to shorten.
+    NothingToPrune,
+    /// A micro pass's outcome (`absorbed`, in-turn absorption included, `noop`, `gated`,
+    /// `summarize_failed`, `store_failed`, ...).
+    Micro(MicroOutcomeKind),
+    /// A micro run with micro compaction off.
+    Disabled,
 }
 
-impl OneShot {
-    /// `batch`, `prune` or `micro`.
+impl OneShotOutcome {
+    /// The snake_case name (`summarized`, `nothing_to_prune`, `absorbed`, `disabled`, ...).
     pub fn as_str(self) -> &'static str {
         match self {
-            OneShot::Batch => "batch",
-            OneShot::Prune => "prune",
-            OneShot::Micro { .. } => "micro",
+            OneShotOutcome::Batch(o) => o.as_str(),
+            OneShotOutcome::NothingToPrune => "nothing_to_prune",
+            OneShotOutcome::Micro(k) => k.as_str(),
+            OneShotOutcome::Disabled => "disabled",
         }
     }
+}
 
-    /// `config` as this run needs it: micro runs turn `compression.micro_compact` on and run
-    /// every turn (the command line's micro mode is micro whatever the file says).
-    pub fn configure(self, config: &mut Config) {
-        if let OneShot::Micro { .. } = self {
-            config.compression.micro_compact = true;
-            config.compression.micro_compact_every_n_turns = 1;
-        }
+impl std::fmt::Display for OneShotOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
 /// What a one-shot run did. Counts only, never content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OneShotReport {
-    /// `batch`, `prune` or `micro`.
-    pub mode: &'static str,
+    /// The run (`batch`, `prune` or `micro` when displayed).
+    pub mode: OneShot,
     /// The last outcome: a batch outcome (`summarized`, `pruned`, `not_needed`,
     /// `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for a prune pass with
     /// nothing to shorten, or a micro outcome (`absorbed`, in-turn absorption included,
     /// `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
     /// compaction is off.
-    pub outcome: &'static str,
-    /// Why the run failed, when it did. A failed run left the transcript as it was after its
-    /// last successful pass (and, with a store, committed exactly those passes).
-    pub failure: Option<Failure>,
-    /// The store error's message when the store failed (content-free).
-    pub failure_cause: Option<String>,
+    pub outcome: OneShotOutcome,
+    /// Why the run failed, when it did, with the store error's content-free message as its
+    /// cause. A failed run left the transcript as it was after its last successful pass
+    /// (and, with a store, committed exactly those passes).
+    pub failure: Option<PassFailure>,
     /// Passes that changed the transcript.
     pub passes: u32,
     /// Messages before the run.
@@ -103,10 +109,9 @@ pub struct OneShotReport {
 impl OneShotReport {
     fn start(mode: OneShot, t: &Transcript, threshold_tokens: u64) -> OneShotReport {
         OneShotReport {
-            mode: mode.as_str(),
-            outcome: "not_needed",
+            mode,
+            outcome: OneShotOutcome::Batch(Outcome::NotNeeded),
             failure: None,
-            failure_cause: None,
             passes: 0,
             messages_before: t.len(),
             messages_after: t.len(),
@@ -127,6 +132,16 @@ impl OneShotReport {
     /// asked.
     pub fn failed(&self) -> bool {
         self.failure.is_some()
+    }
+
+    /// The kind of the failure, when the run failed.
+    pub fn failure_kind(&self) -> Option<crate::FailureKind> {
+        self.failure.as_ref().map(|f| f.kind)
+    }
+
+    /// The failure's content-free cause (the store error's message), when it has one.
+    pub fn failure_cause(&self) -> Option<&str> {
+        self.failure.as_ref().and_then(|f| f.cause.as_deref())
     }
 
     /// Whether the result is still at or over the compaction threshold.
@@ -158,21 +173,19 @@ impl OneShotReport {
     /// FAILURE[: CAUSE] (outcome OUTCOME)`. Content-free like the report.
     ///
     /// ```
-    /// use hermes_compaction::{Failure, OneShot};
+    /// use hermes_compaction::{FailureKind, OneShot, PassFailure};
     /// # use std::sync::Arc;
     /// # use hermes_compaction::core::{Estimator, Message};
     /// # use hermes_compaction::llm::ExtractiveSummarizer;
     /// # use hermes_compaction::{Compressor, Config};
-    /// # let mut c = Compressor::new(Config::default(), Arc::new(ExtractiveSummarizer::default()),
-    /// #     Arc::new(Estimator::default()), "s1");
+    /// # let mut c = Compressor::builder(Config::default()).session("s1").build().unwrap();
     /// # let mut t = c.transcript(vec![Message::user("hi")]);
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-    /// let mut report = rt.block_on(c.one_shot(&mut t, OneShot::Batch));
+    /// let mut report = rt.block_on(c.one_shot(&mut t));
     /// assert_eq!(report.failure_line(), None);
     /// // What a run that committed one pass and then lost its store reports:
     /// report.passes = 1;
-    /// report.failure = Some(Failure::Store);
-    /// report.failure_cause = Some("disk full".into());
+    /// report.failure = Some(PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()) });
     /// let line = report.failure_line().unwrap();
     /// assert!(line.starts_with("the batch pass failed after 1 successful pass: "), "{line}");
     /// assert!(line.contains(": disk full (outcome "), "{line}");
@@ -186,12 +199,8 @@ impl OneShotReport {
                 if n == 1 { "" } else { "es" }
             ),
         };
-        let cause = self
-            .failure_cause
-            .as_deref()
-            .map_or(String::new(), |c| format!(": {c}"));
         Some(format!(
-            "the {} pass failed{earlier}: {f}{cause} (outcome {})",
+            "the {} pass failed{earlier}: {f} (outcome {})",
             self.mode, self.outcome
         ))
     }
@@ -210,7 +219,6 @@ impl OneShotReport {
     }
 }
 
-#[cfg(feature = "store")]
 /// The one-line summary of a run: `mode=... outcome=... passes=... messages=A->B tokens=A->B
 /// earliest_changed=... demoted_tail_outputs=... ms=... threshold=... over_threshold=...`.
 /// Counts only ([`note`](Self::note) is not part of it).
@@ -236,10 +244,11 @@ impl std::fmt::Display for OneShotReport {
     }
 }
 
+#[cfg(feature = "store")]
 impl crate::compressor::Persistence {
     /// Opens stored session `session` for compaction: its active messages (row ids stamped)
     /// and the persistence naming the generation they reflect, to give the compressor with
-    /// [`Compressor::with_store`].
+    /// [`CompressorBuilder::store`](crate::CompressorBuilder::store).
     pub async fn load(
         store: std::sync::Arc<dyn compaction_store::TranscriptStore>,
         session: &str,
@@ -266,9 +275,9 @@ impl Compressor {
     /// summarizer. Committed (with a store), applied and reported like any batch pass
     /// (trigger `Manual`, outcome `Pruned` or why not).
     pub async fn prune_only(&mut self, t: &mut Transcript) -> BatchReport {
-        self.rt.prune_only_once = true;
+        self.rt.prune_next(true);
         let report = self.compress(t, None).await;
-        self.rt.prune_only_once = false;
+        self.rt.prune_next(false);
         report
     }
 
@@ -280,7 +289,9 @@ impl Compressor {
     /// group of a long current turn into its progress marker). Then passes go on over the
     /// whole transcript until nothing is absorbable. The first failed pass ends the passes
     /// (the rest of the transcript is appended unchanged) and the report names it. Needs
-    /// `compression.micro_compact` (see [`OneShot::configure`]).
+    /// `compression.micro_compact` (a compressor built with
+    /// [`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot) for a
+    /// micro run has it); without it the report says `disabled`.
     pub async fn micro_run(
         &mut self,
         t: &mut Transcript,
@@ -290,10 +301,10 @@ impl Compressor {
         let mut report =
             OneShotReport::start(OneShot::Micro { max_passes }, t, self.threshold_tokens());
         if !self.config().compression.micro_compact {
-            report.outcome = "disabled";
+            report.outcome = OneShotOutcome::Disabled;
             return report.end(t, started);
         }
-        report.outcome = "noop";
+        report.outcome = OneShotOutcome::Micro(MicroOutcomeKind::Noop);
         let mut report = self.micro_replay(t, max_passes, report).await;
         let limited = max_passes.is_some_and(|m| report.passes >= m);
         if !limited && !report.failed() && t.current_tokens() >= self.threshold_tokens() {
@@ -303,7 +314,7 @@ impl Compressor {
     }
 
     /// Why micro passes cannot go further: the tokens held by what micro never rewrites.
-    fn micro_shortfall(&self, t: &Transcript, last: &str) -> String {
+    fn micro_shortfall(&self, t: &Transcript, last: OneShotOutcome) -> String {
         let compacted = self.state().compacted;
         let r = compaction_core::regions::partition_calibrated(
             t,
@@ -401,19 +412,18 @@ impl Compressor {
         }
         report.skipped_passes += u32::from(r.summarizer_skipped);
         if r.failure.is_some() {
-            report.outcome = r.outcome.as_str();
+            report.outcome = OneShotOutcome::Micro(r.outcome);
             report.failure = r.failure;
-            report.failure_cause = r.failure_cause;
             return None;
         }
         if r.earliest_changed_index.is_some() {
-            report.outcome = r.outcome.as_str();
+            report.outcome = OneShotOutcome::Micro(r.outcome);
             report.passes += 1;
             report.changed_at(r.earliest_changed_index);
             return (report.passes < limit).then_some(true);
         }
         if report.passes == 0 {
-            report.outcome = r.outcome.as_str();
+            report.outcome = OneShotOutcome::Micro(r.outcome);
         }
         // A skipped exchange or a rejected defrag: the next attempt moves on.
         Some(!matches!(
@@ -437,10 +447,11 @@ impl Compressor {
         None
     }
 
-    /// One one-shot run of `mode` over `t` (see the [module](self) documentation). The
-    /// compressor must have been configured with [`OneShot::configure`] for micro runs.
-    pub async fn one_shot(&mut self, t: &mut Transcript, mode: OneShot) -> OneShotReport {
-        self.one_shot_with_focus(t, mode, None).await
+    /// The one-shot run the compressor was built for
+    /// ([`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot), a
+    /// batch pass unless given) over `t` (see the [module](self) documentation).
+    pub async fn one_shot(&mut self, t: &mut Transcript) -> OneShotReport {
+        self.one_shot_with_focus(t, None).await
     }
 
     /// [`one_shot`](Self::one_shot) with a focus topic for a batch pass, as
@@ -450,9 +461,9 @@ impl Compressor {
     pub async fn one_shot_with_focus(
         &mut self,
         t: &mut Transcript,
-        mode: OneShot,
         focus: Option<String>,
     ) -> OneShotReport {
+        let mode = self.one_shot_mode();
         let started = Instant::now();
         let mut report = OneShotReport::start(mode, t, self.threshold_tokens());
         let r = match mode {
@@ -461,14 +472,10 @@ impl Compressor {
             OneShot::Prune => self.prune_only(t).await,
         };
         report.outcome = match (mode, r.outcome) {
-            (OneShot::Prune, Outcome::NotNeeded) => "nothing_to_prune",
-            (_, o) => o.as_str(),
+            (OneShot::Prune, Outcome::NotNeeded) => OneShotOutcome::NothingToPrune,
+            (_, o) => OneShotOutcome::Batch(o),
         };
         report.failure = r.failure;
-        report.failure_cause = r.failure_cause;
-        if r.outcome == Outcome::Failed && report.failure.is_none() {
-            report.failure = Some(Failure::Plan);
-        }
         if matches!(r.outcome, Outcome::Summarized | Outcome::Pruned) {
             report.passes = 1;
         }
@@ -489,6 +496,7 @@ mod tests {
     use compaction_llm::ExtractiveSummarizer;
 
     use super::*;
+    use crate::config::Config;
 
     fn session(turns: usize, output_chars: usize) -> Vec<Message> {
         let mut msgs = vec![Message::system("You are a coding agent.")];
@@ -526,32 +534,35 @@ mod tests {
     fn compressor(mode: OneShot) -> Compressor {
         let mut config = Config::default();
         config.model.context_length = 16_000;
-        mode.configure(&mut config);
-        Compressor::new(
-            config,
-            Arc::new(ExtractiveSummarizer::default()),
-            Arc::new(Estimator::default()),
-            "oneshot",
-        )
+        Compressor::builder(config)
+            .summarizer(Arc::new(ExtractiveSummarizer::default()))
+            .counter(Arc::new(Estimator::default()))
+            .session("oneshot")
+            .one_shot(mode)
+            .build()
+            .unwrap()
     }
 
-    fn run(c: &mut Compressor, t: &mut Transcript, mode: OneShot) -> OneShotReport {
+    fn run(c: &mut Compressor, t: &mut Transcript) -> OneShotReport {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(c.one_shot(t, mode))
+        rt.block_on(c.one_shot(t))
     }
 
     #[test]
     fn prune_only_never_summarizes_and_then_finds_nothing() {
         let mut c = compressor(OneShot::Prune);
         let mut t = c.transcript(session(30, 6_000));
-        let r = run(&mut c, &mut t, OneShot::Prune);
-        assert_eq!((r.outcome, r.passes), ("pruned", 1), "{r:?}");
+        let r = run(&mut c, &mut t);
+        assert_eq!((r.outcome.as_str(), r.passes), ("pruned", 1), "{r:?}");
         assert!(r.tokens_after < r.tokens_before);
         assert!(t.messages().iter().all(|m| marker::classify(m).is_none()));
-        let again = run(&mut c, &mut t, OneShot::Prune);
-        assert_eq!((again.outcome, again.passes), ("nothing_to_prune", 0));
+        let again = run(&mut c, &mut t);
+        assert_eq!(
+            (again.outcome, again.passes),
+            (OneShotOutcome::NothingToPrune, 0)
+        );
     }
 
     #[test]
@@ -559,7 +570,7 @@ mod tests {
         let mode = OneShot::Micro { max_passes: None };
         let mut c = compressor(mode);
         let mut t = c.transcript(single_turn(60));
-        let r = run(&mut c, &mut t, mode);
+        let r = run(&mut c, &mut t);
         assert!(r.passes > 0, "{r:?}");
         assert!(r.tokens_after < r.tokens_before, "{r:?}");
         assert!(
@@ -577,7 +588,7 @@ mod tests {
         };
         let mut c = compressor(mode);
         let mut t = c.transcript(single_turn(120));
-        let r = run(&mut c, &mut t, mode);
+        let r = run(&mut c, &mut t);
         assert_eq!(r.passes, 1, "{r:?}");
         assert!(r.over_threshold(), "{r:?}");
     }
@@ -586,7 +597,10 @@ mod tests {
     fn micro_without_the_switch_is_disabled() {
         let mut c = compressor(OneShot::Batch);
         let mut t = c.transcript(session(30, 6_000));
-        let r = run(&mut c, &mut t, OneShot::Micro { max_passes: None });
-        assert_eq!((r.outcome, r.passes), ("disabled", 0));
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let r = rt.block_on(c.micro_run(&mut t, None));
+        assert_eq!((r.outcome, r.passes), (OneShotOutcome::Disabled, 0));
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 #[cfg(feature = "store")]
 use compaction_core::{Message, Transcript};
 
-use crate::report::Failure;
+use crate::report::{FailureKind, PassFailure};
 
 /// Where passes are persisted.
 ///
@@ -31,13 +31,13 @@ use crate::report::Failure;
 ///     session: "s1".into(),
 ///     generation: store.generation("s1").await.unwrap(),
 /// };
-/// let mut c = Compressor::new(
-///     Config::default(),
-///     Arc::new(ExtractiveSummarizer::default()),
-///     Arc::new(Estimator::default()),
-///     "s1",
-/// )
-/// .with_store(persistence);
+/// let mut c = Compressor::builder(Config::default())
+///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+///     .counter(Arc::new(Estimator::default()))
+///     .session("s1")
+///     .store(persistence)
+///     .build()
+///     .unwrap();
 /// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
 /// // Every pass commits to the store (archive_and_compact) before it changes `t`; `flush`
 /// // persists what the agent appended.
@@ -66,7 +66,7 @@ pub(crate) const ROW_COUNT: &str = "the number of row ids the store returned";
 /// A store write that failed: the failure class and the store error's message (content-free).
 #[derive(Debug)]
 pub(crate) struct PersistError {
-    pub(crate) failure: Failure,
+    pub(crate) failure: FailureKind,
     pub(crate) cause: String,
 }
 
@@ -75,8 +75,10 @@ impl PersistError {
     pub(crate) fn store(e: compaction_store::StoreError) -> PersistError {
         PersistError {
             failure: match e {
-                compaction_store::StoreError::StaleGeneration { .. } => Failure::StaleGeneration,
-                _ => Failure::Store,
+                compaction_store::StoreError::StaleGeneration { .. } => {
+                    FailureKind::StaleGeneration
+                }
+                _ => FailureKind::Store,
             },
             cause: e.to_string(),
         }
@@ -85,6 +87,15 @@ impl PersistError {
 
 /// Appends the unstamped suffix of `t` (what the agent appended since the last flush) and
 /// stamps the new row ids on `t`.
+impl From<PersistError> for PassFailure {
+    fn from(e: PersistError) -> PassFailure {
+        PassFailure {
+            kind: e.failure,
+            cause: Some(e.cause),
+        }
+    }
+}
+
 #[cfg(feature = "store")]
 pub(crate) async fn append_unstamped(
     p: &mut Persistence,

@@ -24,12 +24,12 @@ impl Compressor {
     ///
     /// let mut config = Config::default();
     /// config.model.context_length = 16_000;
-    /// let mut c = Compressor::new(
-    ///     config,
-    ///     Arc::new(ExtractiveSummarizer::default()),
-    ///     Arc::new(Estimator::default()),
-    ///     "s1",
-    /// );
+    /// let mut c = Compressor::builder(config)
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .build()
+    ///     .unwrap();
     /// let mut msgs = vec![Message::system("You are a coding agent.")];
     /// for i in 0..60 {
     ///     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(80))));

@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+use compaction_core::Transcript;
+
+use compaction_llm::ErrorClass;
+
 /// Why a batch attempt was made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trigger {
@@ -64,11 +68,19 @@ impl std::fmt::Display for Outcome {
     }
 }
 
-/// Why a pass failed.
+/// What kind of failure ended a pass.
+///
+/// ```
+/// use hermes_compaction::FailureKind;
+/// use hermes_compaction::llm::ErrorClass;
+///
+/// let kind = FailureKind::Summarizer(ErrorClass::Transient);
+/// assert_eq!(kind.to_string(), "the summarizer failed (transient)");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Failure {
-    /// The summarizer failed with this class.
-    Summarizer(compaction_llm::ErrorClass),
+pub enum FailureKind {
+    /// The summarizer failed with this class (a panicking summarizer is `transient`).
+    Summarizer(ErrorClass),
     /// The store refused the commit because another writer compacted (or restored) the
     /// session first, or the compressor was given an old generation. Nothing changed, and no
     /// cooldown starts: call [`Compressor::reload`](crate::Compressor::reload) and go on.
@@ -82,17 +94,80 @@ pub enum Failure {
 /// Why a pass failed, in words, without content: `the summarizer failed (timeout)`,
 /// `another writer compacted the session first (stale generation)`, `the store failed`,
 /// `the plan could not be assembled safely`.
-impl std::fmt::Display for Failure {
+impl std::fmt::Display for FailureKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Failure::Summarizer(class) => write!(f, "the summarizer failed ({})", class.as_str()),
-            Failure::StaleGeneration => {
+            FailureKind::Summarizer(class) => {
+                write!(f, "the summarizer failed ({})", class.as_str())
+            }
+            FailureKind::StaleGeneration => {
                 f.write_str("another writer compacted the session first (stale generation)")
             }
-            Failure::Store => f.write_str("the store failed"),
-            Failure::Plan => f.write_str("the plan could not be assembled safely"),
+            FailureKind::Store => f.write_str("the store failed"),
+            FailureKind::Plan => f.write_str("the plan could not be assembled safely"),
         }
     }
+}
+
+/// Why a pass failed: its [`FailureKind`] and, for a store failure or an edit that could not
+/// be applied after its commit, a content-free cause (the store error's message, which names
+/// the failure and row ids or indices but never message text; also logged at `warn`).
+///
+/// ```
+/// use hermes_compaction::{FailureKind, PassFailure};
+///
+/// let f = PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()) };
+/// assert_eq!(f.to_string(), "the store failed: disk full");
+/// assert_eq!(PassFailure::from(FailureKind::Plan).to_string(), "the plan could not be assembled safely");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassFailure {
+    /// What failed.
+    pub kind: FailureKind,
+    /// Why, when a cause is known (content-free).
+    pub cause: Option<String>,
+}
+
+impl From<FailureKind> for PassFailure {
+    fn from(kind: FailureKind) -> PassFailure {
+        PassFailure { kind, cause: None }
+    }
+}
+
+/// `KIND[: CAUSE]`.
+impl std::fmt::Display for PassFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.kind)?;
+        match &self.cause {
+            Some(c) => write!(f, ": {c}"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What a pass that did not fail did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Applied {
+    /// The assembled edit would not have gained (see the module docs): nothing was committed.
+    NoGain,
+    /// The edit was committed (with a store) and applied to the transcript.
+    Changed {
+        /// First message index the pass rewrote.
+        earliest_changed_index: Option<usize>,
+        /// The commit failed and the pass was applied all the same (an overflow pass).
+        unpersisted: Option<PassFailure>,
+    },
+}
+
+/// How the summaries of a pass were written: what both reports say about the summarizer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SummaryUse {
+    /// The extractive fallback wrote a summary (or the summarizer answered extractively).
+    pub fallback_used: bool,
+    /// The summarizer was not called because its circuit breaker is open.
+    pub summarizer_skipped: bool,
+    /// Summarizer usage, when reported.
+    pub summary_tokens: u64,
 }
 
 /// The result of one batch attempt. Counts only, never content.
@@ -102,8 +177,9 @@ pub struct BatchReport {
     pub trigger: Trigger,
     /// What happened.
     pub outcome: Outcome,
-    /// Why it failed, when it did.
-    pub failure: Option<Failure>,
+    /// Why it failed, when it did (also set for an overflow pass applied without its
+    /// commit, see [`applied_unpersisted`](Self::applied_unpersisted)).
+    pub failure: Option<PassFailure>,
     /// Tokens before (calibrated when available) and after (estimated).
     pub tokens_before: u64,
     /// Tokens after.
@@ -131,9 +207,6 @@ pub struct BatchReport {
     pub duration: Duration,
     /// The partition the pass was planned with (what it promised not to touch).
     pub regions: Option<compaction_core::regions::Regions>,
-    /// Why the store failed, when it did: the store error's message, which names the failure
-    /// (and row ids or indices) but never message text. Also logged at `warn`.
-    pub failure_cause: Option<String>,
     /// The pass was applied to the transcript although the store failed to persist it (an
     /// overflow pass: the provider refused the request, so the agent needs the smaller
     /// transcript whatever the store says). The store still holds the rows from before; the
@@ -146,11 +219,53 @@ pub struct BatchReport {
 
 impl BatchReport {
     /// Whether the pass could not do what was asked: the summarizer, the store or the plan
-    /// failed ([`failure`](Self::failure) says which, [`failure_cause`](Self::failure_cause)
-    /// why). True also for an overflow pass applied in memory without its commit. A command
-    /// line exits non-zero on it.
+    /// failed ([`failure`](Self::failure) says which and why). True also for an overflow pass
+    /// applied in memory without its commit. A command line exits non-zero on it.
     pub fn failed(&self) -> bool {
         self.failure.is_some()
+    }
+
+    /// The kind of the failure, when the pass failed.
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        self.failure.as_ref().map(|f| f.kind)
+    }
+
+    /// The failure's content-free cause (the store error's message), when it has one.
+    pub fn failure_cause(&self) -> Option<&str> {
+        self.failure.as_ref().and_then(|f| f.cause.as_deref())
+    }
+
+    /// The outcome, failure and summarizer fields from the pass runner's one result:
+    /// `planned` (summarized or pruned) once applied, `no_gain`, or `failed` with its
+    /// failure.
+    pub(crate) fn settle(
+        &mut self,
+        planned: Outcome,
+        result: Result<Applied, PassFailure>,
+        used: SummaryUse,
+        t: &Transcript,
+    ) {
+        self.fallback_used = used.fallback_used;
+        self.summarizer_skipped = used.summarizer_skipped;
+        self.summary_tokens = used.summary_tokens;
+        match result {
+            Ok(Applied::NoGain) => self.outcome = Outcome::NoGain,
+            Ok(Applied::Changed {
+                earliest_changed_index,
+                unpersisted,
+            }) => {
+                self.outcome = planned;
+                self.earliest_changed_index = earliest_changed_index;
+                self.applied_unpersisted = unpersisted.is_some();
+                self.failure = unpersisted;
+                self.tokens_after = t.current_tokens();
+                self.messages_after = t.len();
+            }
+            Err(f) => {
+                self.outcome = Outcome::Failed;
+                self.failure = Some(f);
+            }
+        }
     }
 
     /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
@@ -174,8 +289,12 @@ impl BatchReport {
     /// }
     /// let mut config = Config::default();
     /// config.model.context_length = 16_000;
-    /// let mut c = Compressor::new(config, Arc::new(ExtractiveSummarizer::default()),
-    ///                             Arc::new(Estimator::default()), "s");
+    /// let mut c = Compressor::builder(config)
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s")
+    ///     .build()
+    ///     .unwrap();
     /// let mut t = c.transcript(msgs.clone());
     /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// let report = rt.block_on(c.compress(&mut t, None));
@@ -213,10 +332,9 @@ use compaction_core::micro::MicroOutcomeKind;
 pub struct MicroReport {
     /// What happened.
     pub outcome: MicroOutcomeKind,
-    /// Why the summarizer or store failed, when it did.
-    pub failure: Option<Failure>,
-    /// The store error's message when the store failed (content-free; also logged).
-    pub failure_cause: Option<String>,
+    /// Why the summarizer, store or plan failed, when it did (with the store error's
+    /// content-free message as its cause).
+    pub failure: Option<PassFailure>,
     /// The summarizer failed with a non-fatal error and the extractive fallback
     /// (`compression.fallback_to_extractive`) made the summary, as in a batch pass.
     pub fallback_used: bool,
@@ -258,6 +376,59 @@ impl MicroReport {
     /// command line exits non-zero on it.
     pub fn failed(&self) -> bool {
         self.failure.is_some()
+    }
+
+    /// The kind of the failure, when the pass failed.
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        self.failure.as_ref().map(|f| f.kind)
+    }
+
+    /// The failure's content-free cause (the store error's message), when it has one.
+    pub fn failure_cause(&self) -> Option<&str> {
+        self.failure.as_ref().and_then(|f| f.cause.as_deref())
+    }
+
+    /// The outcome, failure and summarizer fields from the pass runner's one result:
+    /// core's outcome of what was applied or rejected (`defrag_failed` for a defrag that did
+    /// not shrink enough), or the failure's outcome (`summarize_failed`, `defrag_failed` for
+    /// a failed defrag call, `store_failed`) with the failure.
+    pub(crate) fn settle(
+        &mut self,
+        result: Result<Applied, PassFailure>,
+        used: SummaryUse,
+        assembled: Option<MicroOutcomeKind>,
+        defrag: bool,
+        t: &Transcript,
+    ) {
+        self.fallback_used = used.fallback_used;
+        self.summarizer_skipped = used.summarizer_skipped;
+        self.summary_tokens = used.summary_tokens;
+        match result {
+            Ok(applied) => {
+                self.outcome = assembled.unwrap_or(MicroOutcomeKind::Noop);
+                if let Applied::Changed {
+                    earliest_changed_index,
+                    ..
+                } = applied
+                {
+                    self.earliest_changed_index = earliest_changed_index;
+                    self.tokens_after = t.current_tokens();
+                    self.messages_after = t.len();
+                }
+            }
+            Err(f) => {
+                self.outcome = match f.kind {
+                    FailureKind::Summarizer(_) if defrag => MicroOutcomeKind::DefragFailed,
+                    FailureKind::Summarizer(_) | FailureKind::Plan => {
+                        MicroOutcomeKind::SummarizeFailed
+                    }
+                    FailureKind::Store | FailureKind::StaleGeneration => {
+                        MicroOutcomeKind::StoreFailed
+                    }
+                };
+                self.failure = Some(f);
+            }
+        }
     }
 
     /// The [`Pass`](compaction_core::laws::Pass) this report describes, for

@@ -131,16 +131,17 @@ pub fn find_call<'a>(t: &'a Transcript, result: &Message) -> Option<ToolInfo<'a>
 #[cfg(feature = "llm")]
 mod hooks {
     use super::*;
-    use crate::compressor::{Compressor, Persistence};
+    use crate::compressor::Compressor;
     #[cfg(feature = "telemetry")]
     use compaction_telemetry::TrimSource;
 
     impl Compressor {
         /// The tool-result hook: call it with the result the agent is about to append to `t`
-        /// (the assistant message with the call already in `t`) and the session's
-        /// [`Persistence`] (the same value given to
-        /// [`with_store`](Compressor::with_store)); append the message it returns. Trims
-        /// per `compression.insert_trim_*`; see the [module docs](crate::trim). A trim that
+        /// (the assistant message with the call already in `t`); append the message it
+        /// returns. The original is kept in the compressor's store (given to
+        /// [`CompressorBuilder::store`](crate::CompressorBuilder::store)); without one nothing
+        /// is trimmed. Trims per `compression.insert_trim_*`; see the
+        /// [module docs](crate::trim). A trim that
         /// was due (whatever its outcome) leaves one `insert trim telemetry` line (feature
         /// `telemetry`).
         ///
@@ -159,19 +160,19 @@ mod hooks {
         /// let p = Persistence { store: store.clone(), session: "s1".into(), generation: 0 };
         /// let mut config = Config::default();
         /// config.compression.insert_trim_tokens = 500;
-        /// let mut c = Compressor::new(
-        ///     config,
-        ///     Arc::new(ExtractiveSummarizer::default()),
-        ///     Arc::new(Estimator::default()),
-        ///     "s1",
-        /// )
-        /// .with_store(p.clone());
+        /// let mut c = Compressor::builder(config)
+        ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+        ///     .counter(Arc::new(Estimator::default()))
+        ///     .session("s1")
+        ///     .store(p)
+        ///     .build()
+        ///     .unwrap();
         /// let mut t = c.transcript(vec![Message::user("run the tests")]);
         /// let call = ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#);
         /// t.push(Message::assistant_tool_calls("", vec![call]), c.counter());
         /// let result = Message::tool_result("c1", "test case ... ok\n".repeat(2_000));
         /// // The original goes to the store first; the compact form is what the agent appends.
-        /// let (result, status) = c.on_tool_result(&t, result, Some(&p)).await;
+        /// let (result, status) = c.on_tool_result(&t, result).await;
         /// assert!(matches!(status, TrimStatus::Trimmed { .. }));
         /// t.push(result, c.counter());
         /// # });
@@ -180,12 +181,11 @@ mod hooks {
             &self,
             t: &Transcript,
             message: Message,
-            persistence: Option<&Persistence>,
         ) -> (Message, TrimStatus) {
             let cfg = self.config().trim();
             let tool = find_call(t, &message);
             let (message, status) = trim_for_insert(
-                persistence.map(|p| (&*p.store, p.session.as_str())),
+                self.trim_store(),
                 &cfg,
                 self.counter(),
                 tool.as_ref(),
@@ -200,23 +200,13 @@ mod hooks {
         /// The user-message hook: trims a giant paste when `compression.insert_trim_user_pastes`
         /// is on (otherwise returns the message unchanged with [`TrimStatus::NotNeeded`]).
         /// Telemetry as for [`on_tool_result`](Compressor::on_tool_result).
-        pub async fn on_user_message(
-            &self,
-            message: Message,
-            persistence: Option<&Persistence>,
-        ) -> (Message, TrimStatus) {
+        pub async fn on_user_message(&self, message: Message) -> (Message, TrimStatus) {
             if !self.config().compression.insert_trim_user_pastes || !message.is_user() {
                 return (message, TrimStatus::NotNeeded);
             }
             let cfg = self.config().trim();
-            let (message, status) = trim_for_insert(
-                persistence.map(|p| (&*p.store, p.session.as_str())),
-                &cfg,
-                self.counter(),
-                None,
-                message,
-            )
-            .await;
+            let (message, status) =
+                trim_for_insert(self.trim_store(), &cfg, self.counter(), None, message).await;
             #[cfg(feature = "telemetry")]
             self.trim_telemetry(TrimSource::UserPaste, &status, &message);
             (message, status)
@@ -231,7 +221,7 @@ mod hooks {
                 source,
                 status,
                 || self.counter().count_message(appended),
-                &self.rt.trim_totals,
+                self.rt.trim_totals(),
             );
         }
     }

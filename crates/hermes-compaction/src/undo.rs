@@ -5,7 +5,7 @@ use compaction_core::micro::MicroState;
 use compaction_core::{Edit, Message, Splice, Transcript};
 
 use crate::compressor::{Compressor, ThrashState};
-use crate::report::Failure;
+use crate::report::FailureKind;
 
 /// What reverting the last pass needs: the inverse edit (in the coordinates of the transcript
 /// the pass produced), the wire bytes of what the pass wrote (to check the transcript still
@@ -47,7 +47,7 @@ pub enum UndoError {
     #[error("the store did not commit the undo ({failure:?}): {cause}")]
     Store {
         /// The failure class (a stale generation when another writer moved the session).
-        failure: Failure,
+        failure: FailureKind,
         /// The store error's message.
         cause: String,
     },
@@ -76,7 +76,7 @@ impl Compressor {
     /// replaces, not the transcript).
     pub(crate) fn remember_pass(&mut self, t: &Transcript, edit: &Edit) {
         let (inverse, written) = inverse(t.messages(), edit);
-        self.rt.last_pass = Some(LastPass {
+        self.rt.keep_last_pass(LastPass {
             inverse,
             written,
             thrash: self.state().clone(),
@@ -104,12 +104,12 @@ impl Compressor {
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let mut config = Config::default();
     /// config.model.context_length = 16_000;
-    /// let mut c = Compressor::new(
-    ///     config,
-    ///     Arc::new(ExtractiveSummarizer::default()),
-    ///     Arc::new(Estimator::default()),
-    ///     "s1",
-    /// );
+    /// let mut c = Compressor::builder(config)
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .build()
+    ///     .unwrap();
     /// let mut msgs = vec![Message::system("You are a coding agent.")];
     /// for i in 0..60 {
     ///     msgs.push(Message::user(format!("request {i}: {}", "details ".repeat(80))));
@@ -123,7 +123,7 @@ impl Compressor {
     /// # });
     /// ```
     pub async fn undo_last(&mut self, t: &mut Transcript) -> Result<UndoReport, UndoError> {
-        let last = self.rt.last_pass.take().ok_or(UndoError::NothingToUndo)?;
+        let last = self.rt.take_last_pass().ok_or(UndoError::NothingToUndo)?;
         let still_there = last
             .inverse
             .splices
@@ -137,7 +137,7 @@ impl Compressor {
                         .eq(w.iter().cloned())
             });
         if !still_there {
-            self.rt.last_pass = Some(last);
+            self.rt.keep_last_pass(last);
             return Err(UndoError::Changed);
         }
         #[cfg_attr(not(feature = "store"), allow(unused_mut))]
@@ -146,7 +146,7 @@ impl Compressor {
         {
             let label = compaction_store::PassLabel::new(compaction_store::GenerationKind::Restore);
             if let Err(e) = self.persist_edit_as(t, &mut edit, Some(label)).await {
-                self.rt.last_pass = Some(last);
+                self.rt.keep_last_pass(last);
                 return Err(UndoError::Store {
                     failure: e.failure,
                     cause: e.cause,
@@ -162,9 +162,7 @@ impl Compressor {
         let now = self.now_ms();
         let mut thrash = last.thrash;
         thrash.paused_until_ms = Some(thrash.paused_until_ms.unwrap_or(0).max(now + pause));
-        *self.thrash_mut() = thrash;
-        self.rt.micro.state = last.micro;
-        self.note_rewrite();
+        self.rt.restore(thrash, last.micro);
         Ok(UndoReport {
             tokens_before,
             tokens_after: t.current_tokens(),

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use compaction_core::laws::{self, PassKind};
 use compaction_core::{Estimator, Message};
 use compaction_llm::{Error, ScriptedSummarizer};
-use hermes_compaction::{Compressor, Failure, Outcome};
+use hermes_compaction::{Compressor, FailureKind, Outcome};
 use proptest::prelude::*;
 
-use crate::common::{config, rt, with_summarizer};
+use crate::common::{builder_with, config, rt, with_summarizer};
 
 fn session(turns: usize, chars: usize) -> Vec<Message> {
     crate::common::tool_session(turns, chars / 3)
@@ -20,6 +20,16 @@ fn session(turns: usize, chars: usize) -> Vec<Message> {
 fn scripted(cfg: hermes_compaction::Config) -> (Compressor, Arc<ScriptedSummarizer>) {
     let s = Arc::new(ScriptedSummarizer::new());
     (with_summarizer(cfg, s.clone()), s)
+}
+
+/// [`scripted`] on the test clock.
+fn scripted_on_test_clock(cfg: hermes_compaction::Config) -> (Compressor, Arc<ScriptedSummarizer>) {
+    let s = Arc::new(ScriptedSummarizer::new());
+    let c = builder_with(cfg, s.clone())
+        .clock(test_clock)
+        .build()
+        .unwrap();
+    (c, s)
 }
 
 fn no_fallback(context: u64) -> hermes_compaction::Config {
@@ -42,7 +52,7 @@ fn auth_and_quota_abort_and_leave_the_transcript_byte_identical() {
         let before = t.messages().to_vec();
         let r = rt.block_on(c.compress(&mut t, None));
         assert_eq!(r.outcome, Outcome::Failed);
-        assert_eq!(r.failure, Some(Failure::Summarizer(err.class())));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
         assert!(!r.fallback_used);
         assert_eq!(t.messages(), &before[..]);
         assert!(c.state().cooldown_until_ms.is_some());
@@ -79,7 +89,7 @@ fn other_failures_use_the_fallback_or_abort_per_config() {
         let before = t.messages().to_vec();
         let r = rt.block_on(c.compress(&mut t, None));
         assert_eq!(r.outcome, Outcome::Failed, "{err:?}");
-        assert_eq!(r.failure, Some(Failure::Summarizer(err.class())));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
         assert_eq!(t.messages(), &before[..], "{err:?}");
     }
 }
@@ -96,8 +106,7 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     let mut cfg = no_fallback(16_000);
     // The cooldown is the subject, not the circuit breaker.
     cfg.auxiliary.compression.breaker_failures = 0;
-    let (c, s) = scripted(cfg);
-    let mut c = c.with_clock(test_clock);
+    let (mut c, s) = scripted_on_test_clock(cfg);
     s.fail_always(Some(Error::Transient { status: Some(500) }));
     // Over the threshold, within the window.
     let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
@@ -153,8 +162,7 @@ fn usage_from_before_a_compaction_is_ignored() {
 #[test]
 fn ineffective_compactions_pause_automatic_compaction() {
     let rt = rt();
-    let (c, _s) = scripted(config(16_000));
-    let mut c = c.with_clock(test_clock);
+    let (mut c, _s) = scripted_on_test_clock(config(16_000));
     let threshold = c.threshold_tokens();
     for round in 0..2 {
         let mut t = c.transcript(session(200, 300));
@@ -258,11 +266,14 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
         let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("s1").await.unwrap();
         let s = Arc::new(ScriptedSummarizer::new());
-        let mut c = with_summarizer(config(16_000), s.clone()).with_store(Persistence {
-            store: store.clone(),
-            session: "s1".into(),
-            generation: 0,
-        });
+        let mut c = builder_with(config(16_000), s.clone())
+            .store(Persistence {
+                store: store.clone(),
+                session: "s1".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let mut t = c.transcript(session(200, 300));
         let r = c.compress(&mut t, None).await;
         assert_eq!(r.outcome, Outcome::Summarized);
@@ -294,7 +305,7 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
         let before = t.messages().to_vec();
         let r = c.compress(&mut t, None).await;
         assert_eq!(r.outcome, Outcome::Failed);
-        assert_eq!(r.failure, Some(Failure::StaleGeneration));
+        assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
         // Unchanged apart from the row ids the flush stamped.
         assert_eq!(wire(t.messages()), wire(&before));
     });

@@ -6,10 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use compaction_core::Message;
 use compaction_llm::{Error, ErrorClass, ScriptedSummarizer};
-use hermes_compaction::Failure;
+use hermes_compaction::FailureKind;
 use hermes_compaction::core::micro::MicroOutcomeKind;
 
-use crate::common::{config, rt, tool_session, with_summarizer};
+use crate::common::{builder_with, config, rt, tool_session};
 
 const DOWN: Error = Error::Transient { status: Some(503) };
 
@@ -30,8 +30,10 @@ fn micro_passes_stop_calling_a_dead_summarizer_until_the_probe() {
     s.fail_always(Some(DOWN));
     let now = Arc::new(AtomicU64::new(1_000_000));
     let clock = now.clone();
-    let mut c =
-        with_summarizer(micro_config(), s.clone()).with_clock(move || clock.load(Ordering::SeqCst));
+    let mut c = builder_with(micro_config(), s.clone())
+        .clock(move || clock.load(Ordering::SeqCst))
+        .build()
+        .unwrap();
     let mut t = c.transcript(tool_session(60, 600));
     let mut skipped = Vec::new();
     for _ in 0..10 {
@@ -83,16 +85,25 @@ fn without_a_fallback_an_open_breaker_fails_fast_for_every_pass_kind() {
     cfg.compression.failure_cooldown_secs = 0;
     // No poison-exchange skip in between: every pass needs the summarizer.
     cfg.compression.micro_compact_max_consecutive_failures = 100;
-    let mut c = with_summarizer(cfg, s.clone()).with_clock(|| 5_000_000);
+    let mut c = builder_with(cfg, s.clone())
+        .clock(|| 5_000_000)
+        .build()
+        .unwrap();
     let mut t = c.transcript(tool_session(60, 600));
     for _ in 0..3 {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-        assert_eq!(r.failure, Some(Failure::Summarizer(ErrorClass::Transient)));
+        assert_eq!(
+            r.failure_kind(),
+            Some(FailureKind::Summarizer(ErrorClass::Transient))
+        );
     }
     assert_eq!(s.calls(), 3);
     let before = t.messages().to_vec();
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert_eq!(r.failure, Some(Failure::Summarizer(ErrorClass::Transient)));
+    assert_eq!(
+        r.failure_kind(),
+        Some(FailureKind::Summarizer(ErrorClass::Transient))
+    );
     assert!(r.summarizer_skipped, "{r:?}");
     assert!(t.messages() == before.as_slice(), "failure changes nothing");
     // A batch pass over a chat without tool outputs (pruning cannot help) is skipped too.
@@ -117,7 +128,10 @@ fn a_zero_threshold_never_opens() {
     s.fail_always(Some(DOWN));
     let mut cfg = micro_config();
     cfg.auxiliary.compression.breaker_failures = 0;
-    let mut c = with_summarizer(cfg, s.clone()).with_clock(|| 5_000_000);
+    let mut c = builder_with(cfg, s.clone())
+        .clock(|| 5_000_000)
+        .build()
+        .unwrap();
     let mut t = c.transcript(tool_session(60, 600));
     for _ in 0..6 {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use compaction_core::{Estimator, Message, parse};
 use compaction_llm::{ExtractiveSummarizer, Summarizer};
 use compaction_store::{Store, StoreOptions};
-use hermes_compaction::{Compressor, Config};
+use hermes_compaction::{Compressor, CompressorBuilder, Config};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -40,7 +40,20 @@ pub fn extractive(config: Config) -> Compressor {
 
 /// A compressor with the given summarizer.
 pub fn with_summarizer(config: Config, s: Arc<dyn Summarizer>) -> Compressor {
-    Compressor::new(config, s, Arc::new(Estimator::default()), "test-session")
+    builder_with(config, s).build().unwrap()
+}
+
+/// The builder of [`extractive`], to add a store, a clock or a state.
+pub fn builder(config: Config) -> CompressorBuilder {
+    builder_with(config, Arc::new(ExtractiveSummarizer::default()))
+}
+
+/// The builder of [`with_summarizer`].
+pub fn builder_with(config: Config, s: Arc<dyn Summarizer>) -> CompressorBuilder {
+    Compressor::builder(config)
+        .summarizer(s)
+        .counter(Arc::new(Estimator::default()))
+        .session("test-session")
 }
 
 /// A current-thread runtime.

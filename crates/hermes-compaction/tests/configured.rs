@@ -4,7 +4,7 @@
 //! failed summary call never drops the middle).
 
 use compaction_core::marker;
-use hermes_compaction::{Compressor, Config, Failure, Outcome, summarizer_from_config};
+use hermes_compaction::{Compressor, Config, FailureKind, Outcome, summarizer_from_config};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -70,12 +70,12 @@ async fn pass(
     Vec<compaction_core::Message>,
 ) {
     let s = summarizer_from_config(&c).expect("a valid configuration");
-    let mut comp = Compressor::new(
-        c,
-        s,
-        std::sync::Arc::new(compaction_core::Estimator::default()),
-        "configured",
-    );
+    let mut comp = Compressor::builder(c)
+        .summarizer(s)
+        .counter(std::sync::Arc::new(compaction_core::Estimator::default()))
+        .session("configured")
+        .build()
+        .unwrap();
     // Long replies: pruning cannot reach the low-water mark, the middle must be summarized.
     let mut msgs = vec![compaction_core::Message::system("You are a coding agent.")];
     for i in 0..40 {
@@ -187,8 +187,8 @@ async fn a_402_that_resets_falls_back_and_a_plain_402_aborts() {
     let (r, before, after) = pass(configured(&server, "aux-model", "main-model", true)).await;
     assert_eq!(r.outcome, Outcome::Failed);
     assert_eq!(
-        r.failure,
-        Some(Failure::Summarizer(compaction_llm::ErrorClass::Quota))
+        r.failure_kind(),
+        Some(FailureKind::Summarizer(compaction_llm::ErrorClass::Quota))
     );
     assert!(!r.fallback_used);
     assert_eq!(after, before);
@@ -238,12 +238,12 @@ async fn the_request_is_bounded_with_its_previous_summary() {
         )));
     }
     let s = summarizer_from_config(&c).unwrap();
-    let mut comp = Compressor::new(
-        c,
-        s,
-        std::sync::Arc::new(compaction_core::Estimator::default()),
-        "bounded",
-    );
+    let mut comp = Compressor::builder(c)
+        .summarizer(s)
+        .counter(std::sync::Arc::new(compaction_core::Estimator::default()))
+        .session("bounded")
+        .build()
+        .unwrap();
     let mut t = comp.transcript(msgs);
     let r = comp.compress(&mut t, None).await;
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");

@@ -10,7 +10,7 @@ use compaction_llm::{Error, ScriptedSummarizer};
 use hermes_compaction::core::micro::MicroOutcomeKind;
 use hermes_compaction::{Config, MicroReport, Outcome, ReclaimGate};
 
-use crate::common::{config, fixtures, rt, with_summarizer};
+use crate::common::{builder_with, config, fixtures, rt, with_summarizer};
 
 fn session(turns: usize, chars: usize) -> Vec<Message> {
     crate::common::tool_session(turns, chars / 2)
@@ -166,11 +166,14 @@ fn a_fresh_compressor_resumes_from_what_the_store_loads() {
             let dyn_store = store.clone().into_dyn();
             dyn_store.create_session("s").await.unwrap();
             let s = Arc::new(ScriptedSummarizer::new());
-            let mut c = with_summarizer(micro_config(32_000), s.clone()).with_store(Persistence {
-                store: dyn_store.clone(),
-                session: "s".into(),
-                generation: 0,
-            });
+            let mut c = builder_with(micro_config(32_000), s.clone())
+                .store(Persistence {
+                    store: dyn_store.clone(),
+                    session: "s".into(),
+                    generation: 0,
+                })
+                .build()
+                .unwrap();
             let mut t = c.transcript(session(60, 600));
             for i in 0..3 {
                 s.push_text(format!("summary {i}"));
@@ -184,12 +187,14 @@ fn a_fresh_compressor_resumes_from_what_the_store_loads() {
             assert_eq!(wire(&loaded), wire(t.messages()), "{backend}");
             let generation = dyn_store.generation("s").await.unwrap();
             let s2 = Arc::new(ScriptedSummarizer::new());
-            let mut fresh =
-                with_summarizer(micro_config(32_000), s2.clone()).with_store(Persistence {
+            let mut fresh = builder_with(micro_config(32_000), s2.clone())
+                .store(Persistence {
                     store: dyn_store.clone(),
                     session: "s".into(),
                     generation,
-                });
+                })
+                .build()
+                .unwrap();
             let mut t2 = fresh.transcript(loaded);
             s2.push_text("summary 3");
             let r = fresh.finalize_turn(&mut t2).await.unwrap();
@@ -278,7 +283,10 @@ fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
     let mut cfg = micro_config(64_000);
     cfg.compression.cache_profile = "anthropic".into();
     cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
-    let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new())).with_clock(cache_clock);
+    let mut c = builder_with(cfg, Arc::new(ScriptedSummarizer::new()))
+        .clock(cache_clock)
+        .build()
+        .unwrap();
     let mut t = c.transcript(session(80, 600));
     // A request was just made: the cache is warm, one small exchange does not pay for
     // re-caching everything after it.
@@ -296,7 +304,10 @@ fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
     cfg.compression.cache_profile = "anthropic".into();
     cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
     cfg.compression.cache_aware = false;
-    let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new())).with_clock(cache_clock);
+    let mut c = builder_with(cfg, Arc::new(ScriptedSummarizer::new()))
+        .clock(cache_clock)
+        .build()
+        .unwrap();
     let mut t = c.transcript(session(80, 600));
     let _ = rt.block_on(c.before_request(&mut t));
     let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
@@ -312,11 +323,14 @@ fn summaries_mention_recall_when_a_store_keeps_what_was_compacted() {
         let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("r").await.unwrap();
         let s = Arc::new(ScriptedSummarizer::new());
-        let mut c = with_summarizer(micro_config(32_000), s.clone()).with_store(Persistence {
-            store,
-            session: "r".into(),
-            generation: 0,
-        });
+        let mut c = builder_with(micro_config(32_000), s.clone())
+            .store(Persistence {
+                store,
+                session: "r".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let mut t = c.transcript(session(60, 600));
         for i in 0..2 {
             s.push_text(format!("summary {i}"));
@@ -420,8 +434,8 @@ fn micro_passes_follow_the_batch_fallback_rule() {
             assert_eq!(r.outcome, MicroOutcomeKind::SummarizeFailed, "{case}");
             assert!(r.failed() && !r.fallback_used, "{case}: {r:?}");
             assert_eq!(
-                r.failure,
-                Some(hermes_compaction::Failure::Summarizer(err.class()))
+                r.failure_kind(),
+                Some(hermes_compaction::FailureKind::Summarizer(err.class()))
             );
             assert_eq!(t.messages(), &before[..], "{case}");
         }

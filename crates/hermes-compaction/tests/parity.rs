@@ -8,7 +8,7 @@ use compaction_core::{MarkerKind, Message, ToolCall, marker};
 use compaction_llm::{ExtractiveSummarizer, Summarizer, SummaryFuture, SummaryRequest};
 use hermes_compaction::Outcome;
 
-use crate::common::{config, extractive, rt, with_summarizer};
+use crate::common::{builder, config, extractive, rt, with_summarizer};
 
 /// The extractive summarizer, counting its calls.
 struct Counting {
@@ -264,11 +264,14 @@ fn stripped_image_payloads_are_archived() {
         let mut cfg = config(20_000);
         // Prune only: the pass keeps the messages and rewrites their images.
         cfg.compression.protect_last_n = 2;
-        let mut c = extractive(cfg).with_store(Persistence {
-            store: Arc::new(store.clone()),
-            session: "img".into(),
-            generation: 0,
-        });
+        let mut c = builder(cfg)
+            .store(Persistence {
+                store: Arc::new(store.clone()),
+                session: "img".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let mut t = c.transcript(msgs);
         let r = c.prune_only(&mut t).await;
         assert_eq!(r.outcome, Outcome::Pruned, "{r:?}");
@@ -304,12 +307,12 @@ fn stripped_image_payloads_are_archived() {
 
 fn run_micro(msgs: Vec<Message>, window: u64) -> (hermes_compaction::OneShotReport, Vec<Message>) {
     use hermes_compaction::OneShot;
-    let mode = OneShot::Micro { max_passes: None };
-    let mut cfg = config(window);
-    mode.configure(&mut cfg);
-    let mut c = extractive(cfg);
+    let mut c = builder(config(window))
+        .one_shot(OneShot::Micro { max_passes: None })
+        .build()
+        .unwrap();
     let mut t = c.transcript(msgs);
-    let r = rt().block_on(c.one_shot(&mut t, mode));
+    let r = rt().block_on(c.one_shot(&mut t));
     (r, t.messages().to_vec())
 }
 

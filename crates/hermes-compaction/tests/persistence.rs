@@ -8,9 +8,11 @@ use compaction_core::{Message, ToolCall, Transcript};
 use compaction_llm::{Error, ScriptedSummarizer};
 use compaction_store::{FaultPoint, Store, TranscriptStore};
 use hermes_compaction::compressor::Persistence;
-use hermes_compaction::{Compressor, Failure, Outcome};
+use hermes_compaction::{Compressor, FailureKind, Outcome};
 
-use crate::common::{capture_logs, config, extractive, rt, stores, tool_session, with_summarizer};
+use crate::common::{
+    builder, builder_with, capture_logs, config, extractive, rt, stores, tool_session,
+};
 
 fn persistence(store: &Store, session: &str) -> Persistence {
     Persistence {
@@ -51,7 +53,10 @@ fn flushing_mid_session_never_duplicates_rows() {
             cfg.compression.micro_compact = true;
             // Every pass the loop can make, ungated by the cache economics.
             cfg.compression.cache_profile = "none".into();
-            let mut c = extractive(cfg).with_store(persistence(&store, "agent"));
+            let mut c = builder(cfg)
+                .store(persistence(&store, "agent"))
+                .build()
+                .unwrap();
             let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
             assert_eq!(c.flush(&mut t).await.unwrap(), 1);
             let mut reports = Vec::new();
@@ -139,7 +144,10 @@ fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
     let s = Arc::new(ScriptedSummarizer::new());
     let mut cfg = config(16_000);
     cfg.compression.fallback_to_extractive = false;
-    let mut c = with_summarizer(cfg, s.clone()).with_clock(|| NOW.load(Ordering::SeqCst));
+    let mut c = builder_with(cfg, s.clone())
+        .clock(|| NOW.load(Ordering::SeqCst))
+        .build()
+        .unwrap();
     s.fail_always(Some(Error::Transient { status: Some(503) }));
     // The estimate fits the window (a transcript over it is compacted before the request even
     // while cooling down, issue 20 item 4); the provider counts more and refuses.
@@ -157,12 +165,14 @@ fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
     assert!(t.current_tokens() < before);
 
     // Paused by anti-thrash: the same.
-    let mut c = with_summarizer(config(16_000), s.clone())
-        .with_clock(|| NOW.load(Ordering::SeqCst))
-        .with_state(hermes_compaction::ThrashState {
+    let mut c = builder_with(config(16_000), s.clone())
+        .clock(|| NOW.load(Ordering::SeqCst))
+        .state(hermes_compaction::ThrashState {
             paused_until_ms: Some(NOW.load(Ordering::SeqCst) + 60_000),
             ..Default::default()
-        });
+        })
+        .build()
+        .unwrap();
     let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Skipped);
@@ -182,7 +192,10 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
     let ((), logs) = capture_logs(async || {
         for store in stores("overflow_store_failure").await {
             store.create_session("s").await.unwrap();
-            let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+            let mut c = builder(config(16_000))
+                .store(persistence(&store, "s"))
+                .build()
+                .unwrap();
             let mut t = c.transcript(tool_session(120, 100));
             c.flush(&mut t).await.unwrap();
             let appended = t.len();
@@ -191,8 +204,8 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             let r = c.on_context_overflow(&mut t).await.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert!(r.applied_unpersisted);
-            assert_eq!(r.failure, Some(Failure::Store));
-            assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+            assert_eq!(r.failure_kind(), Some(FailureKind::Store));
+            assert_eq!(r.failure_cause(), Some("injected fault"));
             assert!(t.current_tokens() < before);
             assert!(!c.store_in_sync());
             // No cooldown: the pass did what the agent needed.
@@ -219,7 +232,11 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
                 t.push(m, c.counter());
             }
             let r = c.compress(&mut t, None).await;
-            assert_eq!((r.outcome, r.failure), (Outcome::Summarized, None), "{r:?}");
+            assert_eq!(
+                (r.outcome, r.failure_kind()),
+                (Outcome::Summarized, None),
+                "{r:?}"
+            );
             assert_mirrored(&store, "s", &t, "after the next pass").await;
             crate::common::finish(store).await;
         }
@@ -238,7 +255,10 @@ fn a_resync_after_another_writer_changed_the_session_is_refused() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut c = builder(config(16_000))
+            .store(persistence(&store, "s"))
+            .build()
+            .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         c.flush(&mut t).await.unwrap();
         store.inject_fault(FaultPoint::AfterArchive);
@@ -261,7 +281,7 @@ fn a_resync_after_another_writer_changed_the_session_is_refused() {
         // A later automatic pass fails cleanly (and the transcript is unchanged).
         let r = c.compress(&mut t, None).await;
         assert!(r.failure.is_some(), "{r:?}");
-        assert!(r.failure_cause.is_some());
+        assert!(r.failure_cause().is_some());
     });
 }
 
@@ -270,14 +290,17 @@ fn a_failed_commit_reports_its_cause() {
     let ((), logs) = capture_logs(async || {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut c = builder(config(16_000))
+            .store(persistence(&store, "s"))
+            .build()
+            .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         let before = wire(t.messages());
         store.inject_fault(FaultPoint::AfterArchive);
         let r = c.compress(&mut t, None).await;
         assert_eq!(r.outcome, Outcome::Failed);
-        assert_eq!(r.failure, Some(Failure::Store));
-        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Store));
+        assert_eq!(r.failure_cause(), Some("injected fault"));
         assert!(!r.applied_unpersisted);
         assert_eq!(wire(t.messages()), before);
         assert!(c.store_in_sync());
@@ -305,7 +328,10 @@ fn a_law_check_taken_before_a_flush_holds() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut c = builder(config(16_000))
+            .store(persistence(&store, "s"))
+            .build()
+            .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         let before = t.messages().to_vec();
         let r = c.compress(&mut t, None).await;
@@ -334,12 +360,15 @@ fn a_one_shot_run_keeps_the_store_failure_cause() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(persistence(&store, "s"));
+        let mut c = builder(config(16_000))
+            .store(persistence(&store, "s"))
+            .build()
+            .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         store.inject_fault(FaultPoint::AfterArchive);
-        let r = c.one_shot(&mut t, hermes_compaction::OneShot::Batch).await;
+        let r = c.one_shot(&mut t).await;
         assert!(r.failed());
-        assert_eq!(r.failure, Some(Failure::Store));
-        assert_eq!(r.failure_cause.as_deref(), Some("injected fault"));
+        assert_eq!(r.failure_kind(), Some(FailureKind::Store));
+        assert_eq!(r.failure_cause(), Some("injected fault"));
     });
 }

@@ -10,7 +10,9 @@ use hermes_compaction::compressor::Persistence;
 use hermes_compaction::recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 use hermes_compaction::trim::{TrimStatus, trim_for_insert};
 
-use crate::common::{config, extractive, finish, fixtures, rt, shell_call, stores, trim_config};
+use crate::common::{
+    builder, config, extractive, finish, fixtures, rt, shell_call, stores, trim_config,
+};
 
 fn big_log() -> String {
     let mut s: String = (0..600)
@@ -31,7 +33,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
                 session: "s".into(),
                 generation: 0,
             };
-            let mut c = extractive(trim_config());
+            let mut c = builder(trim_config()).store(p.clone()).build().unwrap();
             let mut t = c.transcript(vec![Message::system("sys"), Message::user("run the tests")]);
             t.push(shell_call("call_1", "cargo test"), &Estimator::default());
             let result = Message::from_json(&format!(
@@ -40,7 +42,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             ))
             .unwrap();
 
-            let (compact, status) = c.on_tool_result(&t, result.clone(), Some(&p)).await;
+            let (compact, status) = c.on_tool_result(&t, result.clone()).await;
             let TrimStatus::Trimmed { handle, .. } = &status else {
                 panic!("expected a trim, got {status:?}")
             };
@@ -92,10 +94,10 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             );
             assert!(found.contains("test case_dingo ... FAILED"));
             // The compact form is appended and flushed like any message; it is not trimmed again.
-            let (again, status) = c.on_tool_result(&t, compact.clone(), Some(&p)).await;
+            let (again, status) = c.on_tool_result(&t, compact.clone()).await;
             assert_eq!(status, TrimStatus::NotNeeded);
             assert_eq!(again.to_json(), compact.to_json());
-            drop(p);
+            drop((c, p));
             finish(Arc::try_unwrap(store).unwrap()).await;
         }
     });
@@ -109,7 +111,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
         t.push(shell_call("c", "cargo test"), &Estimator::default());
         let result = Message::tool_result("c", big_log());
         // No store.
-        let (m, status) = c.on_tool_result(&t, result.clone(), None).await;
+        let (m, status) = c.on_tool_result(&t, result.clone()).await;
         assert_eq!(status, TrimStatus::KeptNoStore);
         assert_eq!(m.to_json(), result.to_json());
         // The store write fails (the session does not exist): kept whole.
@@ -120,12 +122,13 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
             session: "missing".into(),
             generation: 0,
         };
-        let (m, status) = c.on_tool_result(&t, result.clone(), Some(&p)).await;
+        let failing = builder(trim_config()).store(p).build().unwrap();
+        let (m, status) = failing.on_tool_result(&t, result.clone()).await;
         assert_eq!(status, TrimStatus::KeptStoreFailed);
         assert_eq!(m.to_json(), result.to_json());
         // Trimming off.
         let off = extractive(config(64_000));
-        let (_, status) = off.on_tool_result(&t, result.clone(), None).await;
+        let (_, status) = off.on_tool_result(&t, result.clone()).await;
         assert_eq!(status, TrimStatus::NotNeeded);
         // Protected tools are never trimmed.
         let mut t2 = c.transcript(vec![Message::user("go")]);
@@ -134,7 +137,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
             &Estimator::default(),
         );
         let (_, status) = c
-            .on_tool_result(&t2, Message::tool_result("r", big_log()), None)
+            .on_tool_result(&t2, Message::tool_result("r", big_log()))
             .await;
         assert_eq!(status, TrimStatus::NotNeeded);
     });
@@ -152,14 +155,20 @@ fn user_pastes_are_trimmed_only_when_enabled() {
             generation: 0,
         };
         let paste = Message::user(big_log());
-        let (_, status) = extractive(trim_config())
-            .on_user_message(paste.clone(), Some(&p))
+        let (_, status) = builder(trim_config())
+            .store(p.clone())
+            .build()
+            .unwrap()
+            .on_user_message(paste.clone())
             .await;
         assert_eq!(status, TrimStatus::NotNeeded);
         let mut cfg = trim_config();
         cfg.compression.insert_trim_user_pastes = true;
-        let (m, status) = extractive(cfg)
-            .on_user_message(paste.clone(), Some(&p))
+        let (m, status) = builder(cfg)
+            .store(p)
+            .build()
+            .unwrap()
+            .on_user_message(paste.clone())
             .await;
         assert!(matches!(status, TrimStatus::Trimmed { .. }), "{status:?}");
         assert!(m.text().starts_with("[trimmed] pasted text"));

@@ -7,19 +7,28 @@ use std::sync::Arc;
 use compaction_core::{Edit, Message, Transcript};
 use compaction_store::{Commit, CompactionState, Store, StoreError, StoreOptions, TranscriptStore};
 use hermes_compaction::compressor::{Persistence, THRASH_STATE_KEY};
-use hermes_compaction::{Compressor, Failure, Outcome, ThrashState};
+use hermes_compaction::{Compressor, CompressorBuilder, FailureKind, Outcome, ThrashState};
 
-use crate::common::{config, extractive, finish, rt, stores, tool_session};
+use crate::common::{builder, config, finish, rt, stores, tool_session};
 
 fn wire(m: &[Message]) -> Vec<String> {
     m.iter().map(Message::to_wire_json).collect()
 }
 
 async fn compressor(store: &Store, session: &str) -> (Compressor, Transcript) {
+    compressor_with(store, session, |b| b).await
+}
+
+/// [`compressor`] with more given to its builder (a clock, a state).
+async fn compressor_with(
+    store: &Store,
+    session: &str,
+    more: impl FnOnce(CompressorBuilder) -> CompressorBuilder,
+) -> (Compressor, Transcript) {
     let (p, messages) = Persistence::load(Arc::new(store.clone()), session)
         .await
         .unwrap();
-    let mut c = extractive(config(16_000)).with_store(p);
+    let mut c = more(builder(config(16_000)).store(p)).build().unwrap();
     let t = c.transcript(messages);
     (c, t)
 }
@@ -98,7 +107,7 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             // A pass is refused the same way, without starting a cooldown.
             let r = c.compress(&mut t, None).await;
             assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
-            assert_eq!(r.failure, Some(Failure::StaleGeneration));
+            assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             assert_eq!(c.state().consecutive_failures, 0);
             assert_eq!(c.state().cooldown_until_ms, None);
 
@@ -144,7 +153,7 @@ fn a_compressor_built_with_an_old_generation_reloads() {
                 session: "s".into(),
                 generation: 0,
             };
-            let mut c = extractive(config(16_000)).with_store(p);
+            let mut c = builder(config(16_000)).store(p).build().unwrap();
             let mut t = c.transcript(snapshot);
             t.push(Message::user("resumed"), c.counter());
             let e = c.flush(&mut t).await.unwrap_err();
@@ -202,7 +211,7 @@ fn an_overflow_pass_on_a_stale_generation_loses_nothing_after_reload() {
             let r = c.on_context_overflow(&mut t).await.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert!(r.applied_unpersisted);
-            assert_eq!(r.failure, Some(Failure::StaleGeneration));
+            assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             assert!(!c.store_in_sync());
             // The summary folded some of the unflushed messages.
             let in_t: Vec<String> = wire(t.messages());
@@ -267,8 +276,8 @@ fn thrash_state_survives_a_restart_through_the_store() {
                     ..CompactionState::default()
                 };
                 store.set_compaction_state("s", &stored).await.unwrap();
-                let (c, _) = compressor(&store, "s").await;
-                c.with_state(state.clone()).save_state().await.unwrap();
+                let (c, _) = compressor_with(&store, "s", |b| b.state(state.clone())).await;
+                c.save_state().await.unwrap();
                 stored = store.compaction_state("s").await.unwrap();
                 assert_eq!(stored.cooldown_until_ms, Some((now + 120_000) as i64));
                 assert_eq!(stored.ineffective_count, 2);
@@ -277,11 +286,10 @@ fn thrash_state_survives_a_restart_through_the_store() {
                 store.close().await;
             }
             let store = Store::connect_with(&url, &options).await.unwrap();
-            let (mut c, mut t) = compressor(&store, "s").await;
+            let (mut c, mut t) = compressor_with(&store, "s", |b| b.clock(move || now)).await;
             assert_eq!(c.state(), &ThrashState::default());
             assert_eq!(c.load_state().await.unwrap(), &state);
             // Effective: automatic passes stay paused until the restored time.
-            let mut c = c.with_clock(move || now);
             // Over the threshold, within the window (over it a pass is made even while
             // paused, issue 20 item 4).
             for m in crate::common::over_threshold_within_window(&c, 100) {
@@ -290,7 +298,8 @@ fn thrash_state_survives_a_restart_through_the_store() {
             let (_, r) = c.before_request(&mut t).await;
             assert_eq!(r.unwrap().outcome, Outcome::Skipped);
             // Saving again keeps the other key and overwrites only ours.
-            let mut c = c.with_state(ThrashState::default());
+            // A fresh compressor (default state) on the same session.
+            let (mut c, _) = compressor(&store, "s").await;
             c.save_state().await.unwrap();
             assert_eq!(c.load_state().await.unwrap(), &ThrashState::default());
             assert_eq!(

@@ -9,6 +9,7 @@ mod compact_tool;
 mod configured;
 mod micro;
 mod parity;
+mod pass;
 mod persistence;
 mod recall;
 mod replay;

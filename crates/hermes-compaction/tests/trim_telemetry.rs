@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use crate::common::{capture_logs, config, extractive, shell_call, trim_config};
+use crate::common::{builder, capture_logs, config, extractive, shell_call, trim_config};
 use compaction_core::{Estimator, Message, TokenCounter};
 use compaction_store::{Store, TranscriptStore};
 use hermes_compaction::Compressor;
@@ -77,25 +77,21 @@ fn a_trimmed_tool_result_emits_one_content_free_line_with_running_totals() {
     let second = big_log("beta");
     let ((first, next), lines) = captured(async || {
         let p = sqlite_persistence("s").await;
-        let mut c: Compressor = extractive(trim_config());
+        let mut c: Compressor = builder(trim_config()).store(p).build().unwrap();
         let mut t = c.transcript(vec![Message::system("sys"), Message::user("run the tests")]);
         t.push(
             shell_call("call_1", "cargo test --workspace"),
             &Estimator::default(),
         );
         let (_, first) = c
-            .on_tool_result(
-                &t,
-                Message::tool_result("call_1", original.clone()),
-                Some(&p),
-            )
+            .on_tool_result(&t, Message::tool_result("call_1", original.clone()))
             .await;
         t.push(
             shell_call("call_2", "cargo test --workspace"),
             &Estimator::default(),
         );
         let (_, next) = c
-            .on_tool_result(&t, Message::tool_result("call_2", second.clone()), Some(&p))
+            .on_tool_result(&t, Message::tool_result("call_2", second.clone()))
             .await;
         (first, next)
     });
@@ -170,7 +166,7 @@ fn kept_results_say_why_and_save_nothing() {
         );
         let result = Message::tool_result("c", log.clone());
         // No store.
-        let (_, no_store) = c.on_tool_result(&t, result.clone(), None).await;
+        let (_, no_store) = c.on_tool_result(&t, result.clone()).await;
         // The store write fails: the session does not exist.
         let store: Arc<dyn TranscriptStore> =
             Arc::new(Store::connect("sqlite::memory:").await.unwrap());
@@ -179,7 +175,8 @@ fn kept_results_say_why_and_save_nothing() {
             session: "missing".into(),
             generation: 0,
         };
-        let (_, failed) = c.on_tool_result(&t, result, Some(&p)).await;
+        let c = builder(trim_config()).store(p).build().unwrap();
+        let (_, failed) = c.on_tool_result(&t, result).await;
         (no_store, failed)
     });
     assert_eq!(
@@ -191,8 +188,9 @@ fn kept_results_say_why_and_save_nothing() {
     assert_eq!(events.len(), 2, "{lines:?}");
     let size = Estimator::default().count_message(&Message::tool_result("c", log.clone()));
     for (e, outcome, total) in [
+        // Two compressors: each counts its own session's trims.
         (&events[0], "kept_no_store", 1),
-        (&events[1], "kept_store_failed", 2),
+        (&events[1], "kept_store_failed", 1),
     ] {
         assert_eq!(e["outcome"], outcome);
         assert_eq!(e["source"], "tool_result");
@@ -211,24 +209,20 @@ fn kept_results_say_why_and_save_nothing() {
 fn nothing_is_emitted_when_no_trim_was_due() {
     let (statuses, lines) = captured(async || {
         let p = sqlite_persistence("n").await;
-        let c = extractive(trim_config());
+        let c = builder(trim_config()).store(p).build().unwrap();
         let mut t = c_transcript();
         t.push(
             shell_call("c", "cargo test --workspace"),
             &Estimator::default(),
         );
         // Under the limit.
-        let (_, small) = c
-            .on_tool_result(&t, Message::tool_result("c", "ok"), Some(&p))
-            .await;
+        let (_, small) = c.on_tool_result(&t, Message::tool_result("c", "ok")).await;
         // A paste while user-paste trimming is off.
-        let (_, paste) = c
-            .on_user_message(Message::user(big_log("delta")), Some(&p))
-            .await;
+        let (_, paste) = c.on_user_message(Message::user(big_log("delta"))).await;
         // Trimming off altogether.
         let off = extractive(config(64_000));
         let (_, off) = off
-            .on_tool_result(&t, Message::tool_result("c", big_log("delta")), None)
+            .on_tool_result(&t, Message::tool_result("c", big_log("delta")))
             .await;
         [small, paste, off]
     });
@@ -243,10 +237,8 @@ fn a_trimmed_user_paste_is_reported_as_such() {
         let p = sqlite_persistence("u").await;
         let mut cfg = trim_config();
         cfg.compression.insert_trim_user_pastes = true;
-        let c = extractive(cfg);
-        let (_, status) = c
-            .on_user_message(Message::user(paste.clone()), Some(&p))
-            .await;
+        let c = builder(cfg).store(p).build().unwrap();
+        let (_, status) = c.on_user_message(Message::user(paste.clone())).await;
         status
     });
     assert!(matches!(status, TrimStatus::Trimmed { .. }), "{status:?}");

@@ -5,9 +5,9 @@ use compaction_core::Message;
 use compaction_store::{Commit, GenerationKind, Store};
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::undo::UndoError;
-use hermes_compaction::{Failure, Outcome};
+use hermes_compaction::{FailureKind, Outcome};
 
-use crate::common::{config, extractive, rt, tool_session};
+use crate::common::{builder, config, extractive, rt, tool_session};
 
 fn wire(m: &[Message]) -> Vec<String> {
     m.iter().map(Message::to_wire_json).collect()
@@ -18,11 +18,14 @@ fn undo_last_reverts_a_batch_pass_in_memory_and_in_the_store() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(Persistence {
-            store: store.clone(),
-            session: "s".into(),
-            generation: 0,
-        });
+        let mut c = builder(config(16_000))
+            .store(Persistence {
+                store: store.clone(),
+                session: "s".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let original = tool_session(80, 40);
         let mut t = c.transcript(original.clone());
         let state_before = c.state().clone();
@@ -73,11 +76,14 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(Persistence {
-            store: store.clone(),
-            session: "s".into(),
-            generation: 0,
-        });
+        let mut c = builder(config(16_000))
+            .store(Persistence {
+                store: store.clone(),
+                session: "s".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let mut t = c.transcript(tool_session(80, 40));
         assert_eq!(c.undo_last(&mut t).await, Err(UndoError::NothingToUndo));
         c.compress(&mut t, None).await;
@@ -94,7 +100,7 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
         let stored = wire(&store.load_active("s").await.unwrap());
         match c.undo_last(&mut t).await {
             Err(UndoError::Store {
-                failure: Failure::StaleGeneration,
+                failure: FailureKind::StaleGeneration,
                 ..
             }) => {}
             other => panic!("a moved session refuses the undo: {other:?}"),
@@ -160,11 +166,14 @@ fn pins_survive_compress_and_persist() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("s").await.unwrap();
-        let mut c = extractive(config(16_000)).with_store(Persistence {
-            store: store.clone(),
-            session: "s".into(),
-            generation: 0,
-        });
+        let mut c = builder(config(16_000))
+            .store(Persistence {
+                store: store.clone(),
+                session: "s".into(),
+                generation: 0,
+            })
+            .build()
+            .unwrap();
         let original = tool_session(80, 40);
         let mut t = c.transcript(original.clone());
         // A tool result in the middle, and its call.

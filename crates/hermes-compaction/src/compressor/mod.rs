@@ -1,0 +1,578 @@
+//! The compressor an agent framework calls: batch compaction with cache-aware prune-first,
+//! anti-thrash, failure cooldown, persistence and telemetry.
+//!
+//! The hooks match the moments an agent has:
+//!
+//! | moment | hook |
+//! |---|---|
+//! | before each model request (and before each call inside a tool loop) | [`Compressor::before_request`] |
+//! | after a response that carried usage | [`Compressor::after_response`], then [`Compressor::check_usage`] |
+//! | the provider said the context window was exceeded | [`Compressor::on_context_overflow`] |
+//! | the user typed `/compress` | [`Compressor::compress`] |
+//!
+//! Every pass is planned by `compaction_core::batch` as pure data, summarized, committed to the
+//! store (when one is configured) and only then applied to the transcript. Any failure leaves
+//! the transcript byte-identical and is reported in the [`BatchReport`] and in telemetry.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use compaction_core::batch::{
+    self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason,
+};
+use compaction_core::material::MaterialConfig;
+use compaction_core::prune::PruneConfig;
+use compaction_core::{Message, TokenCounter, Transcript};
+use compaction_llm::{Summarizer, SummaryRequest};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+#[cfg(feature = "store")]
+pub use crate::persist::{Persistence, THRASH_STATE_KEY};
+use crate::report::{BatchReport, Outcome, Trigger};
+
+mod builder;
+pub(crate) mod pass;
+mod runtime;
+mod store;
+
+pub use builder::{CompressorBuilder, OneShot};
+
+pub(crate) use runtime::Runtime;
+
+/// The share of the effective window over which an automatic pass is made even during a
+/// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be
+/// over it in the provider's count (the estimator reads JSON-heavy prompts up to about a tenth
+/// low, docs/ECONOMICS.md), and the next request would then be refused.
+pub const NEAR_WINDOW_RATIO: f64 = 0.9;
+
+/// A ticket from [`Compressor::before_request`] to hand back to
+/// [`Compressor::after_response`], so usage measured before a compaction is never used after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestTicket {
+    epoch: u64,
+    messages: usize,
+}
+
+/// Durable anti-thrash and cooldown state.
+///
+/// It survives a restart through the store: [`Compressor::save_state`] writes it into the
+/// session's [`CompactionState`](compaction_store::CompactionState) (mapping:
+/// [`ThrashState::write_to`]) and [`Compressor::load_state`] reads it back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ThrashState {
+    /// Whether the session has been compacted (head protection decays).
+    pub compacted: bool,
+    /// Consecutive failed attempts.
+    pub consecutive_failures: u32,
+    /// No automatic attempt before this time (unix ms).
+    pub cooldown_until_ms: Option<u64>,
+    /// Ineffective compactions in a row.
+    pub ineffective: u32,
+    /// Automatic compaction paused until this time (unix ms).
+    pub paused_until_ms: Option<u64>,
+}
+
+/// The batch compressor for one session.
+///
+/// Each hook where an agent loop calls it (the `agent_loop` example runs a whole session):
+///
+/// ```
+/// use std::sync::Arc;
+/// use hermes_compaction::core::{Estimator, Message, ToolCall};
+/// use hermes_compaction::llm::ExtractiveSummarizer;
+/// use hermes_compaction::{Compressor, Config};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let mut config = Config::default();
+/// config.model.context_length = 8_000;
+/// let mut c = Compressor::builder(config)
+///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+///     .counter(Arc::new(Estimator::default()))
+///     .session("session-1")
+///     .build()
+///     .unwrap();
+/// let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+/// for turn in 0..30 {
+///     t.push(Message::user(format!("request {turn}: fix module {turn}")), c.counter());
+///     // Before each model request: compacts first when over the threshold.
+///     let (ticket, _batch) = c.before_request(&mut t).await;
+///     let prompt_tokens = t.current_tokens(); // what the provider reports
+///     // After each response: calibrate with the provider's count, compact now if over.
+///     c.after_response(&mut t, ticket, prompt_tokens);
+///     c.check_usage(&mut t).await;
+///     let id = format!("call_{turn}");
+///     t.push(
+///         Message::assistant_tool_calls("", vec![ToolCall::function(&id, "shell", "{}")]),
+///         c.counter(),
+///     );
+///     t.push(Message::tool_result(&id, "ok\n".repeat(400)), c.counter());
+///     // After each tool round inside a turn: long turns are compacted as they go.
+///     c.after_tool_round(&mut t).await;
+///     t.push(Message::assistant(format!("module {turn} fixed")), c.counter());
+///     // After a turn that finished normally (micro-compaction, when enabled).
+///     c.finalize_turn(&mut t).await;
+/// }
+/// assert!(t.current_tokens() <= c.threshold_tokens());
+/// // The provider refused a request as too long: compact harder, then retry (bounded).
+/// let report = c.on_context_overflow(&mut t).await;
+/// assert!(report.is_some());
+/// // A user's `/compress`, with a focus topic.
+/// let report = c.compress(&mut t, Some("module 29".into())).await;
+/// let _outcome = report.outcome; // what the pass did, for your logs
+/// # });
+/// ```
+pub struct Compressor {
+    /// What the configuration says, read once at construction and never changed.
+    settings: Settings,
+    counter: Arc<dyn TokenCounter>,
+    summarizer: Arc<dyn Summarizer>,
+    fallback: Option<Arc<dyn Summarizer>>,
+    #[cfg(feature = "store")]
+    persistence: Option<Persistence>,
+    session_id: String,
+    clock: Arc<dyn Clock>,
+    /// Everything that changes as the session goes on.
+    pub(crate) rt: Runtime,
+}
+
+/// The configuration and what is derived from it, fixed at construction.
+struct Settings {
+    config: Arc<Config>,
+    batch: BatchConfig,
+    micro: compaction_core::micro::MicroConfig,
+    micro_every_n_turns: u64,
+    threshold: u64,
+    /// [`NEAR_WINDOW_RATIO`] of the effective window (context length minus the output
+    /// reservation): a prompt over it may be refused.
+    window_tokens: u64,
+    /// How every pass calls the summarizer (budget, circuit breaker).
+    call: crate::breaker::CallPolicy,
+    /// The run [`Compressor::one_shot`] makes.
+    one_shot: OneShot,
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor")
+            .field("session_id", &self.session_id)
+            .field("threshold", &self.settings.threshold)
+            .field("summarizer", &self.summarizer.name())
+            .field("state", &self.rt.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Compressor {
+    /// The clock's current time in unix milliseconds.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_unix_ms()
+    }
+
+    /// The clock's date, for summary prompts.
+    pub(crate) fn today(&self) -> String {
+        self.clock.today()
+    }
+
+    /// The current anti-thrash and cooldown state.
+    pub fn state(&self) -> &ThrashState {
+        &self.rt.state
+    }
+
+    /// The threshold in tokens.
+    pub fn threshold_tokens(&self) -> u64 {
+        self.settings.threshold
+    }
+
+    /// The token counter.
+    pub fn counter(&self) -> &dyn TokenCounter {
+        self.counter.as_ref()
+    }
+
+    /// The token counter, shared (for a pass that holds it while the compressor changes).
+    pub(crate) fn counter_arc(&self) -> Arc<dyn TokenCounter> {
+        self.counter.clone()
+    }
+
+    /// The configuration (read at construction; it does not change).
+    pub fn config(&self) -> &Config {
+        &self.settings.config
+    }
+
+    /// The run [`one_shot`](Self::one_shot) makes (set with
+    /// [`CompressorBuilder::one_shot`]; a batch pass unless given).
+    pub fn one_shot_mode(&self) -> OneShot {
+        self.settings.one_shot
+    }
+
+    /// The core batch configuration derived from it.
+    pub(crate) fn batch_settings(&self) -> &BatchConfig {
+        &self.settings.batch
+    }
+
+    pub(crate) fn micro_settings(&self) -> &compaction_core::micro::MicroConfig {
+        &self.settings.micro
+    }
+
+    /// `compression.micro_compact_every_n_turns`, at least 1.
+    pub(crate) fn micro_every_n_turns(&self) -> u64 {
+        self.settings.micro_every_n_turns
+    }
+
+    /// Seconds since the last model request, `None` before the first.
+    pub(crate) fn secs_since_last_request(&self) -> Option<u64> {
+        self.rt
+            .last_request_ms
+            .map(|at| self.now_ms().saturating_sub(at) / 1_000)
+    }
+
+    /// Whether passes are persisted (summaries then say that detail can be recalled).
+    pub(crate) fn has_store(&self) -> bool {
+        #[cfg(feature = "store")]
+        return self.persistence.is_some();
+        #[cfg(not(feature = "store"))]
+        return false;
+    }
+
+    /// The summarizer.
+    pub fn summarizer(&self) -> &dyn Summarizer {
+        self.summarizer.as_ref()
+    }
+
+    /// The session id used in telemetry.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// Builds a transcript with this compressor's counter, marking the session compacted when
+    /// it already holds a summary marker.
+    pub fn transcript(&mut self, messages: Vec<Message>) -> Transcript {
+        if messages
+            .iter()
+            .any(|m| compaction_core::marker::classify(m).is_some())
+        {
+            self.rt.state.compacted = true;
+        }
+        Transcript::new(messages, self.counter.as_ref())
+    }
+
+    /// The planned check before a model request: compacts when the transcript is at or over
+    /// the threshold (or proactive prune applies). Returns the ticket for
+    /// [`after_response`](Self::after_response) and the report of a pass, if one ran.
+    ///
+    /// A failure cooldown or the anti-thrash pause skips the pass ([`Outcome::Skipped`]) while
+    /// the transcript is within [`NEAR_WINDOW_RATIO`] of the window (context length minus the
+    /// output reservation); beyond it the pass is made all the same, as
+    /// [`on_context_overflow`](Self::on_context_overflow) would make it after the provider's
+    /// refusal, since the request could not be sent otherwise. The same holds for
+    /// [`check_usage`](Self::check_usage).
+    pub async fn before_request(
+        &mut self,
+        t: &mut Transcript,
+    ) -> (RequestTicket, Option<BatchReport>) {
+        let mut report = None;
+        let enabled = self.settings.config.compression.enabled;
+        if let Some(requested) = self.rt.requested.take().filter(|_| enabled) {
+            // The model asked (compact_context): forced, but it waits out cooldowns and pauses
+            // like an automatic pass.
+            report = Some(
+                self.run(t, Trigger::BeforeRequest, true, requested.focus)
+                    .await,
+            );
+        } else if self.settings.config.compression.enabled
+            && t.current_tokens() >= self.settings.threshold
+        {
+            report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
+        } else if self.settings.config.compression.enabled && self.proactive_due(t) {
+            report = Some(self.run(t, Trigger::Proactive, false, None).await);
+        }
+        self.rt.last_request_ms = Some(self.now_ms());
+        (
+            RequestTicket {
+                epoch: self.rt.epoch,
+                messages: t.len(),
+            },
+            report,
+        )
+    }
+
+    /// Records the provider's usage for the request the ticket describes. Usage from before
+    /// the last compaction is ignored. Detects ineffective compactions (still over the
+    /// threshold on the first real usage after one) and pauses automatic compaction after
+    /// `anti_thrash_max_ineffective` in a row.
+    pub fn after_response(
+        &mut self,
+        t: &mut Transcript,
+        ticket: RequestTicket,
+        prompt_tokens: u64,
+    ) {
+        if ticket.epoch != self.rt.epoch {
+            return;
+        }
+        t.calibrate(prompt_tokens, ticket.messages.min(t.len()));
+        self.rt.overflow_attempts = 0;
+        if self.rt.awaiting_effect {
+            self.rt.awaiting_effect = false;
+            if prompt_tokens >= self.settings.threshold {
+                self.rt.state.ineffective += 1;
+                if self.rt.state.ineffective
+                    >= self.settings.config.compression.anti_thrash_max_ineffective
+                {
+                    self.rt.state.paused_until_ms = Some(
+                        self.now_ms()
+                            + self.settings.config.compression.anti_thrash_probe_secs * 1_000,
+                    );
+                }
+            } else {
+                self.rt.state.ineffective = 0;
+            }
+        }
+    }
+
+    /// After [`after_response`](Self::after_response): when the real usage the provider just
+    /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
+    /// instead of waiting for the next request. Returns `None` when no pass was needed.
+    pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
+        if !self.settings.config.compression.enabled
+            || t.calibration().is_none()
+            || t.current_tokens() < self.settings.threshold
+        {
+            return None;
+        }
+        Some(self.run(t, Trigger::Usage, false, None).await)
+    }
+
+    /// The provider rejected a request as too large: compact (forced) and let the caller retry,
+    /// at most `compression.max_attempts` times in a row (the count resets with the next
+    /// [`after_response`](Self::after_response)). Returns `None` when attempts are used up.
+    ///
+    /// Unlike the automatic hooks it ignores the failure cooldown and the anti-thrash pause.
+    /// When the store fails to commit the pass, the pass is applied to `t` all the same (the
+    /// report says so: [`BatchReport::applied_unpersisted`], with the failure and its cause);
+    /// the compressor then resynchronises the store with its next store write
+    /// ([`flush`](Self::flush) or the next pass), and until that succeeds
+    /// [`store_in_sync`](Self::store_in_sync) is `false`.
+    pub async fn on_context_overflow(&mut self, t: &mut Transcript) -> Option<BatchReport> {
+        if self.rt.overflow_attempts >= self.settings.config.compression.max_attempts {
+            return None;
+        }
+        self.rt.overflow_attempts += 1;
+        Some(self.run(t, Trigger::Overflow, true, None).await)
+    }
+
+    /// A user's explicit `/compress`, with an optional focus topic. Ignores cooldown and pauses.
+    pub async fn compress(&mut self, t: &mut Transcript, focus: Option<String>) -> BatchReport {
+        self.run(t, Trigger::Manual, true, focus).await
+    }
+
+    /// Runs one batch attempt: the checks and the plan, then the pass runner (`pass`).
+    async fn run(
+        &mut self,
+        t: &mut Transcript,
+        trigger: Trigger,
+        force: bool,
+        focus: Option<String>,
+    ) -> BatchReport {
+        let started = Instant::now();
+        let mut report = BatchReport {
+            trigger,
+            outcome: Outcome::NotNeeded,
+            failure: None,
+            tokens_before: t.current_tokens(),
+            tokens_after: t.current_tokens(),
+            messages_before: t.len(),
+            messages_after: t.len(),
+            threshold_tokens: self.settings.threshold,
+            earliest_changed_index: None,
+            fallback_used: false,
+            summarizer_skipped: false,
+            demoted_tail_outputs: 0,
+            fell_through: false,
+            summary_tokens: 0,
+            duration: Duration::ZERO,
+            regions: None,
+            applied_unpersisted: false,
+            strict_alternation: self.settings.batch.strict_alternation,
+        };
+        let manual = matches!(trigger, Trigger::Manual);
+        // The provider refused the request: waiting is no option, so an overflow pass ignores
+        // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
+        let overflow = matches!(trigger, Trigger::Overflow);
+        // A prompt at the window would be refused: skipping the pass only turns the next
+        // request into that refusal, so an automatic pass over `NEAR_WINDOW_RATIO` of the
+        // window (not a proactive prune) is made like an overflow pass, past the cooldown and
+        // the pause.
+        let over_window = !matches!(trigger, Trigger::Proactive)
+            && t.current_tokens() > self.settings.window_tokens;
+        let now = self.now_ms();
+        let blocked = self.rt.state.cooldown_until_ms.is_some_and(|u| now < u)
+            || self.rt.state.paused_until_ms.is_some_and(|u| now < u);
+        if blocked && !manual && !overflow && !over_window {
+            report.outcome = Outcome::Skipped;
+            return self.finish(report, started, None);
+        }
+        if manual {
+            self.rt.state.paused_until_ms = None;
+            self.rt.state.ineffective = 0;
+        }
+
+        let req = BatchRequest {
+            force: force || matches!(trigger, Trigger::Proactive),
+            prune_only: matches!(trigger, Trigger::Proactive)
+                || std::mem::take(&mut self.rt.prune_only_once),
+            focus,
+            compacted: self.rt.state.compacted,
+        };
+        let mut plan = batch::plan_batch(
+            t,
+            self.settings.threshold,
+            &self.settings.batch,
+            &req,
+            self.counter.as_ref(),
+        );
+        report.demoted_tail_outputs = plan.demoted_tail_outputs;
+        let planned = match &plan.step {
+            BatchStep::Nothing(reason) => {
+                report.outcome = match reason {
+                    NothingReason::IrreducibleFloor => Outcome::IrreducibleFloor,
+                    _ => Outcome::NotNeeded,
+                };
+                return self.finish(report, started, Some(&plan));
+            }
+            BatchStep::PruneOnly { .. } => {
+                let min = self
+                    .settings
+                    .config
+                    .compression
+                    .proactive_prune_min_reclaim_tokens;
+                if matches!(trigger, Trigger::Proactive) && plan.prune.reclaimed_tokens < min {
+                    // Not worth a cache break yet: wait until the transcript has grown by
+                    // what is still missing.
+                    self.rt.proactive_rearm_at =
+                        Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
+                    report.outcome = Outcome::NotNeeded;
+                    return self.finish(report, started, Some(&plan));
+                }
+                Outcome::Pruned
+            }
+            BatchStep::Summarize(_) => {
+                report.fell_through = !plan.prune.edit.is_empty();
+                Outcome::Summarized
+            }
+        };
+        let mut used = crate::report::SummaryUse::default();
+        let mut job = pass::Job::Batch {
+            plan: &mut plan,
+            summarize: planned == Outcome::Summarized,
+            overflow,
+        };
+        let result = self.run_pass(t, &mut job, &mut used).await;
+        report.settle(planned, result, used, t);
+        self.finish(report, started, Some(&plan))
+    }
+
+    /// One summary under the policy every pass shares (`breaker`): the fallback rule, the
+    /// call's time budget and the circuit breaker.
+    pub(crate) async fn summarize_one(
+        &self,
+        req: &SummaryRequest,
+    ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
+    {
+        crate::breaker::summarize(
+            self.summarizer.as_ref(),
+            self.fallback.as_deref(),
+            &self.rt.breaker,
+            &self.settings.call,
+            self.now_ms(),
+            req,
+        )
+        .await
+    }
+
+    pub(crate) fn record_failure(&mut self) {
+        self.rt.state.consecutive_failures += 1;
+        let c = &self.settings.config.compression;
+        let factor = 1u64 << (self.rt.state.consecutive_failures - 1).min(16);
+        let secs =
+            (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
+        self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
+    }
+
+    fn proactive_due(&self, t: &Transcript) -> bool {
+        let c = &self.settings.config.compression;
+        let now = t.current_tokens();
+        c.proactive_prune_tokens > 0
+            && now >= c.proactive_prune_tokens
+            && self.rt.proactive_rearm_at.is_none_or(|at| now >= at)
+    }
+
+    fn finish(
+        &mut self,
+        mut report: BatchReport,
+        started: Instant,
+        plan: Option<&BatchPlan>,
+    ) -> BatchReport {
+        report.duration = started.elapsed();
+        report.regions = plan.map(|p| p.regions.clone());
+        #[cfg(feature = "telemetry")]
+        crate::events::emit_batch(
+            &self.session_id,
+            &self.settings.config,
+            &report,
+            plan,
+            self.summarizer.name(),
+        );
+        #[cfg(not(feature = "telemetry"))]
+        let _ = plan;
+        report
+    }
+}
+
+/// Core micro configuration from the facade configuration.
+pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
+    let c = &config.compression;
+    compaction_core::micro::MicroConfig {
+        regions: config.regions(),
+        material: Default::default(),
+        defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
+        max_consecutive_failures: c.micro_compact_max_consecutive_failures,
+        min_reclaim_tokens: c.micro_compact_min_reclaim_tokens.fixed_tokens(),
+        strict_alternation: c.strict_alternation,
+        defrag_max_ratio: compaction_core::defaults::MICRO_DEFRAG_MAX_RATIO,
+        ledger_max_tokens: c.ledger_max_tokens,
+    }
+}
+
+/// Core batch configuration from the facade configuration.
+pub fn batch_config(config: &Config) -> BatchConfig {
+    let c = &config.compression;
+    BatchConfig {
+        regions: config.regions(),
+        prune: PruneConfig {
+            tool_output_min_tokens: c.prune_tool_output_min_tokens,
+            argument_max_chars: c.prune_argument_max_chars,
+            protected_tools: c.protected_tools.clone(),
+            keep_cited: c.prune_keep_cited,
+            names_max_chars: c.prune_names_max_chars,
+        },
+        material: MaterialConfig::default(),
+        prune_minimum_tokens: c.prune_minimum_tokens,
+        prune_runway_ratio: match config.cache_profile().filter(|_| c.cache_aware) {
+            // Prune-only must buy at least the runway the provider's cache economics justify.
+            Some(p) => c
+                .prune_runway_ratio
+                .max(compaction_core::cache::suggested_prune_runway_ratio(&p)),
+            None => c.prune_runway_ratio,
+        },
+        summary_max_tokens: u64::from(c.summary_max_tokens),
+        strict_alternation: c.strict_alternation,
+        ledger_max_tokens: c.ledger_max_tokens,
+        keep_recent_images: BatchConfig::default().keep_recent_images,
+    }
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, from the system clock. The compressor itself reads the
+/// date from its [`Clock`].
+pub fn today() -> String {
+    SystemClock.today()
+}

@@ -1,0 +1,345 @@
+//! The one pass pipeline. Every pass the compressor makes (batch, prune-only, proactive and
+//! overflow passes; micro absorptions, turn progress and defrags) is planned by its hook and
+//! then fed to [`Compressor::run_pass`] as a [`Job`], which runs the same steps for all of
+//! them:
+//!
+//! 1. **summarize** each request under the one call policy (`breaker`): auth and quota abort,
+//!    another failure (a panicking summarizer included: it is caught and counts as transient)
+//!    uses the extractive fallback when configured, and one circuit breaker is shared by every
+//!    pass;
+//! 2. **assemble** the edit (a panic in assembly is caught: a plan failure);
+//! 3. **gain check**: a pass that does not gain commits nothing ([`Applied::NoGain`]; the
+//!    rule is the job's: a batch pass must shrink the transcript, a defrag must shrink the
+//!    rolling summary as core measures it, an absorption may add the marker's scaffolding);
+//! 4. **commit** with `archive_and_compact` (with a store), then **apply** in memory, keeping
+//!    the inverse for `undo_last`;
+//! 5. **record** the outcome in the runtime state (cooldown, micro state, epoch).
+//!
+//! The result is one `Result<Applied, PassFailure>`; the hooks derive their reports from it
+//! and emit the telemetry line, so a report's outcome and failure cannot disagree.
+
+use compaction_core::batch::{self, BatchPlan, SummaryJob};
+use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroPlan, MicroStep};
+use compaction_core::{Edit, MarkerKind, Transcript};
+use compaction_llm::{ErrorClass, SummaryKind, SummaryRequest};
+
+use super::Compressor;
+use crate::report::{Applied, FailureKind, PassFailure, SummaryUse};
+
+/// A planned pass, as the runner takes it.
+pub(crate) enum Job<'p> {
+    /// A batch pass (threshold, manual, proactive prune, prune-only or overflow).
+    Batch {
+        /// The plan; assembly takes its prune edit.
+        plan: &'p mut BatchPlan,
+        /// The plan summarizes (the session is compacted once it is applied).
+        summarize: bool,
+        /// An overflow pass: applied even when its commit fails.
+        overflow: bool,
+    },
+    /// A micro pass (absorb, turn progress or defrag).
+    Micro {
+        /// The plan.
+        plan: &'p MicroPlan,
+        /// The configuration it was planned with.
+        cfg: &'p MicroConfig,
+        /// What assembly produced (set by the runner).
+        outcome: Option<MicroOutcome>,
+    },
+}
+
+/// The step of the pipeline at which a pass failed (what the runtime records differs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Summarize,
+    Assemble,
+    Commit,
+    Apply,
+}
+
+/// The cause a report gives when an edit the store may already have committed could not be
+/// applied to the transcript (unreachable: assembly validates the edit first).
+pub(crate) const APPLY_AFTER_COMMIT: &str = "the pass could not be applied to the transcript after it was committed: the store may be ahead of the transcript (call `reload`)";
+
+impl Compressor {
+    /// Runs a planned pass through the pipeline (see the [module docs](self)) and records its
+    /// outcome in the runtime state. `used` says how its summaries were written, also when it
+    /// failed. Never panics on a summarizer or an assembly panic.
+    pub(crate) async fn run_pass(
+        &mut self,
+        t: &mut Transcript,
+        job: &mut Job<'_>,
+        used: &mut SummaryUse,
+    ) -> Result<Applied, PassFailure> {
+        let tokens_before = t.current_tokens();
+        // 1. Summarize.
+        let requests = self.requests(job);
+        let mut summaries = Vec::with_capacity(requests.len());
+        for req in &requests {
+            match self.summarize_under_policy(req, used).await {
+                Ok(text) => summaries.push(text),
+                Err(class) => {
+                    return Err(self.failed(job, Stage::Summarize, FailureKind::Summarizer(class)));
+                }
+            }
+        }
+        // 2. Assemble; a panic in core is a plan failure, never the caller's.
+        let counter = self.counter_arc();
+        let assembled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
+            Job::Batch { plan, .. } => {
+                batch::assemble_taking_prune(t, plan, &summaries, self.batch_settings())
+                    .map(Some)
+                    .map_err(drop)
+            }
+            Job::Micro { plan, cfg, outcome } => {
+                let summary = summaries.first().map_or("", String::as_str);
+                micro::assemble_micro(t, plan, summary, cfg, counter.as_ref())
+                    .map(|o| {
+                        let edit = o.edit().cloned();
+                        *outcome = Some(o);
+                        edit
+                    })
+                    .map_err(drop)
+            }
+        }));
+        let edit = match assembled {
+            Ok(Ok(edit)) => edit,
+            Ok(Err(())) | Err(_) => {
+                return Err(self.failed(job, Stage::Assemble, FailureKind::Plan));
+            }
+        };
+        // 3. Gain check.
+        let Some(mut edit) = edit.filter(|e| gains(t, e, job, counter.as_ref())) else {
+            if let Job::Micro {
+                outcome: Some(o), ..
+            } = job
+            {
+                // Core counts a defrag that did not shrink enough against the next one.
+                self.rt.micro.state.record_outcome(o);
+            }
+            return Ok(Applied::NoGain);
+        };
+        // 4. Commit, then apply.
+        let mut unpersisted = None;
+        if let Err(e) = self.persist_edit(t, &mut edit).await {
+            let overflow = matches!(job, Job::Batch { overflow: true, .. });
+            let f = PassFailure::from(e);
+            if !overflow {
+                return Err(self.failed_with(job, Stage::Commit, f));
+            }
+            // An overflow pass goes on in memory: the agent cannot continue otherwise. The
+            // store keeps the rows from before until the next store write resynchronises it.
+            self.keep_unpersisted(t, &edit);
+            unpersisted = Some(f);
+        }
+        let earliest_changed_index = edit.earliest_changed_index();
+        self.remember_pass(t, &edit);
+        if edit.apply_to(t, counter.as_ref()).is_err() {
+            // Unreachable: assembly validated the edit against this transcript. Flagged all
+            // the same: a store may already hold the pass the transcript lacks.
+            tracing::warn!("{APPLY_AFTER_COMMIT}");
+            let f = PassFailure {
+                kind: FailureKind::Plan,
+                cause: Some(APPLY_AFTER_COMMIT.into()),
+            };
+            return Err(self.failed_with(job, Stage::Apply, f));
+        }
+        // 5. Record.
+        self.applied(job, tokens_before, t.current_tokens());
+        Ok(Applied::Changed {
+            earliest_changed_index,
+            unpersisted,
+        })
+    }
+
+    /// The summary requests of a job, in order.
+    fn requests(&self, job: &Job<'_>) -> Vec<SummaryRequest> {
+        match job {
+            Job::Batch { plan, .. } => match &plan.step {
+                batch::BatchStep::Summarize(jobs) => {
+                    jobs.iter().map(|j| self.batch_request(j)).collect()
+                }
+                _ => Vec::new(),
+            },
+            Job::Micro { plan, .. } => self.micro_request(plan).into_iter().collect(),
+        }
+    }
+
+    fn batch_request(&self, job: &SummaryJob) -> SummaryRequest {
+        let kind = match (job.kind, &job.previous_summary) {
+            (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
+            (_, Some(_)) => SummaryKind::BatchUpdate,
+            (_, None) => SummaryKind::BatchFirst,
+        };
+        // The job's budget: `summary_max_tokens`, or less when the window leaves less room
+        // (core sizes it so the pass lands under the threshold); a job that folds older
+        // summaries up to `FOLD_BUDGET_FACTOR` times that, to keep what they held.
+        let factor = match kind {
+            SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
+            _ => 1,
+        };
+        let budget = u32::try_from(job.budget_tokens).unwrap_or(u32::MAX).min(
+            self.config()
+                .compression
+                .summary_max_tokens
+                .max(1)
+                .saturating_mul(factor),
+        );
+        let mut req = SummaryRequest::new(kind, job.material.clone(), budget, self.today())
+            .with_messages(job.messages.clone())
+            .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
+        req.previous_summary = job
+            .previous_summary
+            .as_deref()
+            .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
+        req.focus = job.focus.clone();
+        req
+    }
+
+    /// The one request of a micro plan that summarizes (absorb or defrag).
+    fn micro_request(&self, plan: &MicroPlan) -> Option<SummaryRequest> {
+        let c = &self.config().compression;
+        let (kind, previous, material, messages, budget, ledger_kept) = match &plan.step {
+            MicroStep::Defrag(job) => (
+                SummaryKind::Defrag,
+                Some(job.summary_text.clone()),
+                String::new(),
+                Vec::new(),
+                (job.summary_tokens / 2).max(64) as u32,
+                false,
+            ),
+            MicroStep::Absorb(job) => (
+                match job.kind {
+                    MarkerKind::Progress => SummaryKind::TurnProgress,
+                    _ => SummaryKind::MicroMerge,
+                },
+                job.previous_summary.clone(),
+                job.material.clone(),
+                job.messages.clone(),
+                c.micro_compact_defrag_threshold_tokens.max(256) as u32,
+                c.ledger_max_tokens > 0 && !job.ledger.is_empty(),
+            ),
+            _ => return None,
+        };
+        let mut req =
+            SummaryRequest::new(kind, material, budget, self.today()).with_messages(messages);
+        req.ledger_kept = ledger_kept;
+        req.previous_summary =
+            previous.map(|p| compaction_core::marker::without_recall_note(&p).to_owned());
+        Some(req)
+    }
+
+    /// One summary under the policy every pass shares, tallied in `used`; the text carries
+    /// the recall note when the compacted content stays in a store.
+    async fn summarize_under_policy(
+        &self,
+        req: &SummaryRequest,
+        used: &mut SummaryUse,
+    ) -> Result<String, ErrorClass> {
+        let (resp, route) = self.summarize_one(req).await.map_err(|f| {
+            used.summarizer_skipped |= f.skipped;
+            f.class
+        })?;
+        if let crate::breaker::Route::Fallback { skipped } = route {
+            used.fallback_used = true;
+            used.summarizer_skipped |= skipped;
+        }
+        if resp.extractive
+            && self.summarizer().name() != compaction_llm::extractive::EXTRACTIVE_MODEL
+        {
+            used.fallback_used = true;
+        }
+        if let Some(u) = resp.usage {
+            used.summary_tokens += u.prompt_tokens + u.completion_tokens;
+        }
+        Ok(if self.has_store() {
+            // What was compacted stays in the store and can be recalled.
+            compaction_core::marker::with_recall_note(&resp.text)
+        } else {
+            resp.text
+        })
+    }
+
+    fn failed(&mut self, job: &Job<'_>, stage: Stage, kind: FailureKind) -> PassFailure {
+        self.failed_with(job, stage, kind.into())
+    }
+
+    /// Records a failed pass in the runtime state and returns its failure. A batch pass
+    /// starts the escalating cooldown (not for a stale generation, which `reload` cures, nor
+    /// after an apply failure); a micro pass counts the failure against its exchange (a store
+    /// failure only records the plan: the exchange is not to blame).
+    fn failed_with(&mut self, job: &Job<'_>, stage: Stage, f: PassFailure) -> PassFailure {
+        match (job, stage) {
+            (_, Stage::Apply) => {}
+            (Job::Batch { .. }, Stage::Commit) if f.kind == FailureKind::StaleGeneration => {}
+            (Job::Batch { .. }, _) => self.record_failure(),
+            (Job::Micro { plan, .. }, Stage::Commit) => self.rt.micro.state.record_plan(plan),
+            (Job::Micro { plan, .. }, _) => {
+                self.rt.micro.state.record_failure(plan);
+                if let FailureKind::Summarizer(class) = f.kind {
+                    tracing::warn!(
+                        class = class.as_str(),
+                        "Micro-compaction: summarizer failed"
+                    );
+                }
+            }
+        }
+        f
+    }
+
+    /// Records an applied pass in the runtime state.
+    fn applied(&mut self, job: &Job<'_>, tokens_before: u64, tokens_after: u64) {
+        match job {
+            Job::Batch { summarize, .. } => {
+                self.rt.state.consecutive_failures = 0;
+                self.rt.state.cooldown_until_ms = None;
+                if *summarize {
+                    self.rt.state.compacted = true;
+                    // The next micro pass resumes from the batch marker.
+                    self.rt.micro.state.reset();
+                }
+                self.rt.epoch += 1;
+                self.rt.awaiting_effect = true;
+                // Proactive prune re-arms only after the transcript has grown again by what
+                // this pass reclaimed.
+                self.rt.proactive_rearm_at =
+                    Some(tokens_after + tokens_before.saturating_sub(tokens_after));
+            }
+            Job::Micro { outcome, .. } => {
+                if let Some(o) = outcome {
+                    self.rt.micro.state.record_outcome(o);
+                }
+                // Usage measured before the rewrite no longer applies.
+                self.rt.epoch += 1;
+            }
+        }
+    }
+}
+
+/// The gain check: whether committing `edit` is worth it. A batch pass must shrink the
+/// transcript; a micro edit is the one core kept (a defrag that did not shrink the rolling
+/// summary enough has none), and an absorption may add the marker's scaffolding.
+fn gains(
+    t: &Transcript,
+    edit: &Edit,
+    job: &Job<'_>,
+    counter: &dyn compaction_core::TokenCounter,
+) -> bool {
+    match job {
+        Job::Micro { .. } => true,
+        Job::Batch { .. } => {
+            let removed: u64 = edit
+                .splices
+                .iter()
+                .map(|s| t.tokens_in(s.range.clone()))
+                .sum();
+            let added: u64 = edit
+                .splices
+                .iter()
+                .flat_map(|s| s.replacement.iter())
+                .map(|m| counter.count_message(m))
+                .sum();
+            added < removed
+        }
+    }
+}

@@ -1,0 +1,409 @@
+//! The compressor's store writes: the flush of what the agent appended, the reload after
+//! another writer moved the session on, the durable anti-thrash state, and the commit of a
+//! pass (with the history label it records).
+
+use compaction_core::Transcript;
+#[cfg(feature = "store")]
+use compaction_core::{MarkerKind, Message, TokenCounter};
+
+use super::Compressor;
+#[cfg(feature = "store")]
+use super::ThrashState;
+use crate::persist::PersistError;
+
+impl Compressor {
+    /// Persists what the agent appended to `t` since the last flush and stamps the new row
+    /// ids on `t` itself, so the next flush skips them: idempotent, and the cost is what was
+    /// appended, not the transcript. Returns how many rows were written (0 without a store).
+    ///
+    /// Call it whenever the agent wants its messages durable (after each turn, or after each
+    /// append). The compressor also flushes before each commit, so a pass never replaces a
+    /// message the store has not seen. The agent appends at the end, so "not persisted yet" is
+    /// the suffix after the last stamped message; a message inserted elsewhere without a row
+    /// id makes the next commit fail cleanly (`MissingRowId`).
+    ///
+    /// After an overflow pass that the store could not commit, the first flush resynchronises
+    /// the store instead: in one `archive_and_compact` it archives the active rows the
+    /// transcript no longer holds and inserts the messages the store has not seen, at their
+    /// positions. That fails (and the store stays as it was) when another writer changed the
+    /// session meanwhile.
+    ///
+    /// Every write names the generation the transcript reflects: when another writer compacted
+    /// or restored the session since (or the compressor was built with an old generation),
+    /// the flush is refused with
+    /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) and
+    /// writes nothing. Carrying on would never store anything again: call
+    /// [`reload`](Self::reload), which adopts the store's transcript and writes what the agent
+    /// appended, then continue. (A flush with nothing to write does not contact the store; the
+    /// next one that writes reports the stale generation.)
+    ///
+    /// Do not append copies of the transcript's messages to the store yourself: the copies
+    /// get the row ids, the transcript does not, and the next commit writes them again.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::Persistence;
+    /// use hermes_compaction::core::{Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Store, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let persistence = Persistence {
+    ///     store: store.clone(),
+    ///     session: "s1".into(),
+    ///     generation: store.generation("s1").await.unwrap(),
+    /// };
+    /// let mut c = Compressor::builder(Config::default())
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .store(persistence)
+    ///     .build()
+    ///     .unwrap();
+    /// let mut t = c.transcript(vec![Message::system("be brief")]);
+    /// t.push(Message::user("hi"), c.counter());
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 2); // both written, ids stamped on `t`
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 0); // idempotent
+    /// t.push(Message::assistant("hello"), c.counter());
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+    /// assert_eq!(store.load_active("s1").await.unwrap().len(), t.len());
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn flush(
+        &mut self,
+        t: &mut Transcript,
+    ) -> Result<usize, compaction_store::StoreError> {
+        let Some(p) = &mut self.persistence else {
+            return Ok(0);
+        };
+        let result = if self.rt.resync_pending {
+            crate::persist::resync(p, t).await
+        } else {
+            crate::persist::append_unstamped(p, t).await
+        };
+        match &result {
+            Ok(_) => {
+                // The resync wrote the pass's summary in their place: they are no longer
+                // "unseen" for a later reload (see `reload`).
+                self.rt.unpersisted_removed.clear();
+                self.rt.resync_pending = false;
+            }
+            Err(e) if self.rt.resync_pending => tracing::warn!(
+                session = %self.session_id,
+                "compaction store resync failed (the store keeps the rows from before the \
+                 last overflow pass): {e}"
+            ),
+            Err(e) => {
+                tracing::warn!(session = %self.session_id, "compaction store flush failed: {e}")
+            }
+        }
+        result
+    }
+
+    /// Recovers from a stale generation: another writer compacted or restored the session
+    /// since the transcript was loaded (or the compressor was given an old generation, e.g.
+    /// resuming from a snapshot), so [`flush`](Self::flush) and every commit are refused with
+    /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) (a pass
+    /// reports [`FailureKind::StaleGeneration`](crate::FailureKind::StaleGeneration)).
+    ///
+    /// In one snapshot it reads the session's active rows and generation, appends after them
+    /// what `t` holds that the store never saw (the messages the agent appended since its last
+    /// successful flush, and the ones an overflow pass applied without its commit removed),
+    /// then replaces `t` with the result and adopts the generation. State that described the
+    /// old transcript is reset: usage tickets from before (the next
+    /// [`after_response`](Self::after_response) with one is ignored), the micro state, the
+    /// proactive-prune re-arm point and a pending resync. The [`ThrashState`] is kept (the
+    /// session counts as compacted when the reloaded rows hold a summary). Returns how many
+    /// messages it appended. On error (the store is unreachable, or moved on again between
+    /// the read and the append) nothing changes and it can be called again. Without a store
+    /// it does nothing.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::Persistence;
+    /// use hermes_compaction::core::{Edit, Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Commit, Store, StoreError, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let (persistence, messages) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// let mut c = Compressor::builder(Config::default())
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .store(persistence)
+    ///     .build()
+    ///     .unwrap();
+    /// let mut t = c.transcript(messages);
+    /// t.push(Message::user("one"), c.counter());
+    /// t.push(Message::assistant("two"), c.counter());
+    /// c.flush(&mut t).await.unwrap();
+    ///
+    /// // Another process compacts the session: it drops the first message.
+    /// let (rows, generation) = store.load_active_with_generation("s1").await.unwrap();
+    /// let mut commit = Commit::from_edit(generation, &Edit::single(0..1, vec![]), &rows).unwrap();
+    /// store.archive_and_compact("s1", &mut commit).await.unwrap();
+    ///
+    /// t.push(Message::user("three"), c.counter());
+    /// match c.flush(&mut t).await {
+    ///     // Refused, nothing written: reload (it writes "three" too), then go on.
+    ///     Err(StoreError::StaleGeneration { .. }) => assert_eq!(c.reload(&mut t).await.unwrap(), 1),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// assert_eq!(t.len(), 2); // "two" and "three"
+    /// assert_eq!(store.load_active("s1").await.unwrap().len(), 2);
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 0);
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn reload(
+        &mut self,
+        t: &mut Transcript,
+    ) -> Result<usize, compaction_store::StoreError> {
+        let Some(p) = &mut self.persistence else {
+            return Ok(0);
+        };
+        let (mut messages, generation) = p.store.load_active_with_generation(&p.session).await?;
+        let first_unstamped = t
+            .messages()
+            .iter()
+            .rposition(|m| m.row_id().is_some())
+            .map_or(0, |i| i + 1);
+        // What the store never saw, in the order the agent had it.
+        let mut fresh: Vec<Message> = self.rt.unpersisted_removed.clone();
+        fresh.extend(t.messages()[first_unstamped..].iter().cloned());
+        let written = fresh.len();
+        if !fresh.is_empty() {
+            p.store
+                .append_at(&p.session, generation, &mut fresh)
+                .await
+                .inspect_err(|e| {
+                    tracing::warn!(session = %self.session_id, "compaction store reload failed: {e}")
+                })?;
+        }
+        p.generation = generation;
+        messages.append(&mut fresh);
+        self.rt.unpersisted_removed.clear();
+        self.rt.resync_pending = false;
+        self.rt.micro.state.reset();
+        self.rt.proactive_rearm_at = None;
+        self.rt.awaiting_effect = false;
+        self.rt.epoch += 1;
+        *t = self.transcript(messages);
+        Ok(written)
+    }
+
+    /// Writes the [`ThrashState`] (cooldowns, the anti-thrash pause, the compacted flag) into
+    /// the session's [`CompactionState`](compaction_store::CompactionState), keeping what
+    /// else its `extra` holds (see [`ThrashState::write_to`]), so
+    /// [`load_state`](Self::load_state) restores it after a restart. Call it when the agent
+    /// makes its turn durable, next to [`flush`](Self::flush). Two store calls (a read, then a
+    /// write); a no-op without a store.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::{Persistence, ThrashState};
+    /// use hermes_compaction::core::Estimator;
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Store, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let new = |p: Persistence, state: ThrashState| {
+    ///     Compressor::builder(Config::default())
+    ///         .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///         .counter(Arc::new(Estimator::default()))
+    ///         .session("s1")
+    ///         .store(p)
+    ///         .state(state)
+    ///         .build()
+    ///         .unwrap()
+    /// };
+    /// let paused = ThrashState { ineffective: 2, paused_until_ms: Some(1_700_000_000_000), ..Default::default() };
+    /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// new(p, paused.clone()).save_state().await.unwrap();
+    /// // After a restart:
+    /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// let mut c = new(p, ThrashState::default());
+    /// assert_eq!(c.load_state().await.unwrap(), &paused);
+    /// # }
+    /// ```
+    #[cfg(feature = "store")]
+    pub async fn save_state(&self) -> Result<(), compaction_store::StoreError> {
+        let Some(p) = &self.persistence else {
+            return Ok(());
+        };
+        let mut stored = p.store.compaction_state(&p.session).await?;
+        self.rt.state.write_to(&mut stored);
+        p.store.set_compaction_state(&p.session, &stored).await
+    }
+
+    /// Replaces the [`ThrashState`] with the one the session's
+    /// [`CompactionState`](compaction_store::CompactionState) holds (written by
+    /// [`save_state`](Self::save_state); read with [`ThrashState::read_from`]), keeping the
+    /// session compacted when the transcript already showed it was. A no-op without a store.
+    #[cfg(feature = "store")]
+    pub async fn load_state(&mut self) -> Result<&ThrashState, compaction_store::StoreError> {
+        if let Some(p) = &self.persistence {
+            let stored = p.store.compaction_state(&p.session).await?;
+            let compacted = self.rt.state.compacted;
+            self.rt.state = ThrashState::read_from(&stored);
+            self.rt.state.compacted |= compacted;
+        }
+        Ok(&self.rt.state)
+    }
+
+    /// The session generation the transcript reflects in the store: the one the compressor
+    /// was given, advanced by each pass it committed; `None` without a store. Read it instead
+    /// of asking the store after a run: it needs no connection, so a store that went away
+    /// after the last commit cannot hide what was committed.
+    #[cfg(feature = "store")]
+    pub fn store_generation(&self) -> Option<u64> {
+        self.persistence.as_ref().map(|p| p.generation)
+    }
+
+    /// The store and session insertion trims keep originals in (the compressor's own).
+    #[cfg(feature = "store")]
+    pub(crate) fn trim_store(&self) -> Option<(&dyn compaction_store::TranscriptStore, &str)> {
+        self.persistence
+            .as_ref()
+            .map(|p| (&*p.store, p.session.as_str()))
+    }
+
+    /// Whether the store's active rows are known to match what the transcript has persisted:
+    /// `false` after an overflow pass was applied without its commit, until a store write
+    /// resynchronised them (always `true` without a store).
+    pub fn store_in_sync(&self) -> bool {
+        #[cfg(feature = "store")]
+        return !self.rt.resync_pending;
+        #[cfg(not(feature = "store"))]
+        return true;
+    }
+
+    /// An overflow pass is applied without its commit: the store needs a resync, and the
+    /// messages it never saw that `edit` removes are kept for [`reload`](Self::reload).
+    pub(crate) fn keep_unpersisted(&mut self, t: &Transcript, edit: &compaction_core::Edit) {
+        #[cfg(feature = "store")]
+        {
+            self.rt.resync_pending = self.persistence.is_some();
+            self.rt.unpersisted_removed.extend(
+                edit.splices
+                    .iter()
+                    .flat_map(|s| t.messages()[s.range.clone()].iter())
+                    .filter(|m| m.row_id().is_none())
+                    .cloned(),
+            );
+        }
+        #[cfg(not(feature = "store"))]
+        let _ = (t, edit);
+    }
+
+    /// Commits `edit` with `archive_and_compact` (flushing unpersisted messages first) and
+    /// stamps its new rows; a no-op without a store. A failure is logged (without content)
+    /// and returned with its cause.
+    #[cfg(feature = "store")]
+    pub(crate) async fn persist_edit(
+        &mut self,
+        t: &mut Transcript,
+        edit: &mut compaction_core::Edit,
+    ) -> Result<(), PersistError> {
+        self.persist_edit_as(t, edit, None).await
+    }
+
+    /// [`persist_edit`](Self::persist_edit) with the history label given rather than read
+    /// from the edit.
+    #[cfg(feature = "store")]
+    pub(crate) async fn persist_edit_as(
+        &mut self,
+        t: &mut Transcript,
+        edit: &mut compaction_core::Edit,
+        label: Option<compaction_store::PassLabel>,
+    ) -> Result<(), PersistError> {
+        use compaction_store::{Commit, StoreError, stamp_edit};
+        if self.persistence.is_none() {
+            return Ok(());
+        }
+        // Flush what the agent has not persisted yet (or resync), so every replaced row has
+        // an id.
+        self.flush(t).await.map_err(PersistError::store)?;
+        let Some(p) = &mut self.persistence else {
+            return Ok(());
+        };
+        let label = label.unwrap_or_else(|| pass_label(t, edit, self.counter.as_ref()));
+        let committed = async {
+            let mut commit = Commit::from_edit(p.generation, edit, t.messages())?.with_label(label);
+            let ids = p.store.archive_and_compact(&p.session, &mut commit).await?;
+            p.generation += 1;
+            if !stamp_edit(edit, &ids) {
+                return Err(StoreError::OutOfRange {
+                    what: crate::persist::ROW_COUNT,
+                });
+            }
+            Ok(())
+        }
+        .await;
+        committed.map_err(|e| {
+            tracing::warn!(session = %self.session_id, "compaction store commit failed: {e}");
+            PersistError::store(e)
+        })
+    }
+
+    #[cfg(not(feature = "store"))]
+    pub(crate) async fn persist_edit(
+        &mut self,
+        _t: &mut Transcript,
+        _edit: &mut compaction_core::Edit,
+    ) -> Result<(), PersistError> {
+        Ok(())
+    }
+}
+
+/// What the store's history records for a pass: its kind, read from the markers it writes (a
+/// batch marker: batch; a micro or progress marker: micro; none: prune), and the estimated
+/// tokens before and after.
+#[cfg(feature = "store")]
+fn pass_label(
+    t: &Transcript,
+    edit: &compaction_core::Edit,
+    counter: &dyn TokenCounter,
+) -> compaction_store::PassLabel {
+    use compaction_store::{GenerationKind, PassLabel};
+    let markers: Vec<MarkerKind> = edit
+        .splices
+        .iter()
+        .flat_map(|s| s.replacement.iter())
+        .filter_map(Message::marker_kind)
+        .collect();
+    let kind = if markers.contains(&MarkerKind::Batch) {
+        GenerationKind::Batch
+    } else if markers.is_empty() {
+        GenerationKind::Prune
+    } else {
+        GenerationKind::Micro
+    };
+    let before = t.current_tokens();
+    let removed: u64 = edit
+        .splices
+        .iter()
+        .map(|s| t.tokens_in(s.range.clone()))
+        .sum();
+    let added: u64 = edit
+        .splices
+        .iter()
+        .flat_map(|s| s.replacement.iter())
+        .map(|m| counter.count_message(m))
+        .sum();
+    PassLabel::new(kind).with_tokens(before, (before + added).saturating_sub(removed))
+}
