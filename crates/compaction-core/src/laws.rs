@@ -48,7 +48,8 @@
 //!   [`LawOptions::strict_alternation`] the last two are violations.
 //! - **The continuation** (issue 21, item 14): a batch pass that wrote a summary leaves a user
 //!   message with text of the user's own ([`marker::is_user_text`]) or, when none remains, the
-//!   library's [continuation](marker::continuation) ([`Violation::NoUserText`]); no pass leaves
+//!   library's [continuation](marker::continuation) ([`Violation::NoUserText`], for a summary
+//!   the pass wrote: one `before` already had is inherited); no pass leaves
 //!   more continuations than one (or than `before` had, [`Violation::ExtraContinuation`]), nor
 //!   adds one while user text survives ([`Violation::NeedlessContinuation`]). A continuation
 //!   is never one of the user's messages: law 4 does not look for it in `before`.
@@ -869,12 +870,19 @@ fn check_continuation(
                 .map(|index| Violation::NeedlessContinuation { index }),
         );
     }
-    if pass.kind == PassKind::Batch
-        && !user_text
-        && has == 0
-        && let Some(summary_index) = after.iter().position(marker::is_summary)
-    {
-        out.push(Violation::NoUserText { summary_index });
+    if pass.kind == PassKind::Batch && !user_text && has == 0 {
+        // Only a summary the pass wrote is held against it.
+        let old: HashSet<String> = before
+            .iter()
+            .filter(|m| marker::is_summary(m))
+            .map(Message::to_wire_json)
+            .collect();
+        if let Some(summary_index) = after
+            .iter()
+            .position(|m| marker::is_summary(m) && !old.contains(&m.to_wire_json()))
+        {
+            out.push(Violation::NoUserText { summary_index });
+        }
     }
 }
 

@@ -232,3 +232,62 @@ fn real_user_text_needs_no_continuation() {
     assert!(after.iter().any(marker::is_user_text));
     assert!(!marker::is_user_text(&marker::continuation()));
 }
+
+/// Micro passes over a continued session whose later user turns are images: every law holds
+/// (the continuation is no real user message to join, no rolling marker, no batch marker), the
+/// continuation is never stacked nor dropped, and no summary becomes the first user-role text.
+/// A micro marker sits between user turns, so it is assistant-role there: micro adds no
+/// continuation of its own.
+#[test]
+fn micro_passes_keep_the_continuation_single() {
+    use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+    let mut msgs = vec![Message::system("You are a computer-use agent.")];
+    for turn in 0..3 {
+        msgs.push(image_only());
+        tool_rounds(&mut msgs, &format!("s{turn}_"), 20, 2_000);
+        msgs.push(Message::assistant(format!("look {turn} done")));
+    }
+    let mut msgs = pass(msgs, false);
+    assert!(
+        msgs.iter()
+            .any(|m| marker::classify(m) == Some(MarkerKind::Batch))
+    );
+    for turn in 0..8 {
+        msgs.push(image_only());
+        responses_rounds(&mut msgs, &format!("m{turn}_"), 4, 1_500);
+        msgs.push(Message::assistant(format!("screen {turn} read")));
+    }
+    let e = Estimator::default();
+    let mut t = Transcript::new(msgs, &e);
+    let cfg = MicroConfig::default();
+    let mut state = MicroState::default();
+    let mut absorbed = 0;
+    for _ in 0..12 {
+        let before = t.messages().to_vec();
+        let plan = micro::plan_micro(&t, 12_000, &cfg, &state, true, &e);
+        state.record_plan(&plan);
+        if !matches!(plan.step, MicroStep::Absorb(_) | MicroStep::Defrag(_)) {
+            continue;
+        }
+        let out = micro::assemble_micro(&t, &plan, "rolling summary", &cfg, &e).expect("assembles");
+        state.record_outcome(&out);
+        if let Some(edit) = out.edit() {
+            edit.clone().apply_to(&mut t, &e).expect("applies");
+            absorbed += 1;
+        }
+        let v = laws::check(
+            &before,
+            t.messages(),
+            &Pass::of_micro(&plan, &cfg, Some(&out)),
+            &e,
+        );
+        assert!(v.is_empty(), "micro broke laws: {v:?}");
+        let after = t.messages();
+        assert_eq!(continuations(after).len(), 1, "micro stacked or dropped it");
+        let first_text = after
+            .iter()
+            .position(|m| m.is_user() && m.has_visible_text());
+        assert!(first_text.is_some_and(|i| marker::is_continuation(&after[i])));
+    }
+    assert!(absorbed > 0, "no micro pass ran");
+}
