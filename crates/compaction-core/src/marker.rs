@@ -142,6 +142,9 @@ pub fn is_continuation(m: &Message) -> bool {
 /// words (an image-only or blank user message, a summary, a continuation, and an image
 /// whose payload became a [placeholder](crate::images::placeholder) are not).
 pub fn is_user_text(m: &Message) -> bool {
+    if !m.is_user() {
+        return false;
+    }
     let own = |t: &str| {
         let t = t.trim();
         !t.is_empty() && !t.starts_with(crate::images::PLACEHOLDER_PREFIX)
@@ -151,7 +154,7 @@ pub fn is_user_text(m: &Message) -> bool {
         Some(Content::Parts(parts)) => parts.iter().filter_map(Part::text).any(own),
         _ => false,
     };
-    m.is_user() && has_own_text && classify(m).is_none()
+    has_own_text && classify(m).is_none()
 }
 
 /// Classifies a message: its metadata first, then its text.
