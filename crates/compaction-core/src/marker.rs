@@ -12,7 +12,7 @@
 //! wrapped in `[PRIOR CONTEXT — …]` and ended by [`MERGED_DELIMITER`], then the summary
 //! ([`split_merged`] separates the two).
 //!
-//! One marker kind is no summary: the [continuation](continuation), a short fixed user-role
+//! One marker kind is no summary: the [continuation], a short fixed user-role
 //! message a pass adds after its summary when no user message with text would otherwise
 //! remain. [`classify`] names every kind; [`is_summary`] and [`is_continuation`] tell the two
 //! families apart, and [`parse_body`] has no body for a continuation.
@@ -49,10 +49,10 @@ pub const MERGED_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY
 pub const FOREIGN_END_LINE: &str =
     "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---";
 
-/// First characters of the [continuation](continuation) message.
+/// First characters of the [continuation] message.
 pub const CONTINUATION_HEADER: &str = "[CONTINUATION · hermes-compaction]";
 
-/// The whole text of the [continuation](continuation) message.
+/// The whole text of the [continuation] message.
 pub const CONTINUATION_TEXT: &str = "[CONTINUATION · hermes-compaction] Earlier turns of this \
 conversation were compacted into the summary beside this message to save space. Continue the \
 task from where it was left, using that summary for context.";
@@ -128,12 +128,12 @@ pub fn continuation() -> Message {
 }
 
 /// Whether `m` is a summary marker (batch, micro or progress, library-written or foreign); a
-/// [continuation](continuation) is not.
+/// [continuation] is not.
 pub fn is_summary(m: &Message) -> bool {
     classify(m).is_some_and(MarkerKind::is_summary)
 }
 
-/// Whether `m` is the library's [continuation](continuation) message.
+/// Whether `m` is the library's [continuation] message.
 pub fn is_continuation(m: &Message) -> bool {
     classify(m) == Some(MarkerKind::Continuation)
 }
@@ -242,7 +242,7 @@ pub fn split_merged(text: &str) -> Option<(&str, &str)> {
 
 /// The body of a summary marker: exactly what [`render_text`] was given for markers written here; for
 /// a foreign (Hermes Agent) summary, the text after its first line.
-/// A [continuation](continuation) has none.
+/// A [continuation] has none.
 pub fn parse_body(m: &Message) -> Option<String> {
     let kind = classify(m).filter(|k| k.is_summary())?;
     let text = m.text();
