@@ -512,6 +512,24 @@ pub(crate) fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Opt
     })
 }
 
+/// The role of a turn-progress marker between `prev` and `next`: assistant (it sits right
+/// after the turn's user message, and an assistant message may follow it, law 3); under strict
+/// alternation the role that alternates with both neighbours, or `None` (the summary is then
+/// merged into `next`). When the turn's user message lies in the head, the turn's older part
+/// starts after the head and `prev` may be a tool result: a user-role marker then fits where
+/// merging into `next` (a tool call in the tail) could not.
+pub(crate) fn progress_role(
+    prev: Option<&Message>,
+    next: Option<&Message>,
+    strict: bool,
+) -> Option<Role> {
+    if strict {
+        marker_role(prev, next)
+    } else {
+        Some(Role::Assistant)
+    }
+}
+
 /// Where the [continuation](marker::continuation) goes beside a summary: after it (the
 /// natural place) or before it. Either way the summary is assistant-role and the continuation
 /// user-role, so roles alternate across the pair.
@@ -575,8 +593,9 @@ impl ContinuationNeed {
 }
 
 /// Which job of a batch pass takes the continuation, and how, when the pass needs one: the
-/// first whose neighbours fit a [`Pair`] (a turn-progress summary sits after its user message
-/// and takes it after itself). `None` when the pass needs none or no job can take it.
+/// first whose neighbours fit a [`Pair`] (a turn-progress summary after its user message takes
+/// it after itself, which alternates even under strict alternation). `None` when the pass
+/// needs none or no job can take it.
 pub(crate) fn continuation_plan(
     msgs: &[Message],
     jobs: &[SummaryJob],
@@ -589,13 +608,7 @@ pub(crate) fn continuation_plan(
     jobs.iter().enumerate().find_map(|(k, job)| {
         let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
         let next = msgs.get(job.range.end);
-        let layout = match job.kind {
-            MarkerKind::Progress => (!cfg.strict_alternation
-                && next.is_none_or(|n| !n.is_user() && !n.is_tool()))
-            .then_some(Pair::SummaryFirst),
-            _ => pair_layout(prev, next),
-        };
-        layout.map(|l| (k, l))
+        pair_layout(prev, next).map(|l| (k, l))
     })
 }
 
@@ -789,8 +802,7 @@ fn summary_splices(
     let role = match (continuation, job.kind) {
         // Beside the continuation (user-role), the summary is assistant-role.
         (Some(_), _) => Some(Role::Assistant),
-        // A progress marker sits right after the turn's user message.
-        (None, MarkerKind::Progress) => (!cfg.strict_alternation).then_some(Role::Assistant),
+        (None, MarkerKind::Progress) => progress_role(prev, next, cfg.strict_alternation),
         (None, _) => marker_role(prev, next),
     };
     match (role, next) {

@@ -254,7 +254,7 @@ pub fn of_batch(
         let next = msgs.get(job.range.end);
         let role = match job.kind {
             _ if continuation == Some(k) => Some(Role::Assistant),
-            MarkerKind::Progress => (!cfg.strict_alternation).then_some(Role::Assistant),
+            MarkerKind::Progress => crate::batch::progress_role(prev, next, cfg.strict_alternation),
             _ => crate::batch::marker_role(prev, next),
         };
         let scaffold = counter.count_message(&marker::render(

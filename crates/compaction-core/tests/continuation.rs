@@ -95,23 +95,26 @@ fn cfg() -> BatchConfig {
 
 /// One forced batch pass with a fixed summary per job; every law must hold.
 fn pass(msgs: Vec<Message>, compacted: bool) -> Vec<Message> {
+    pass_with(msgs, compacted, &cfg())
+}
+
+fn pass_with(msgs: Vec<Message>, compacted: bool, cfg: &BatchConfig) -> Vec<Message> {
     let e = Estimator::default();
     let t = Transcript::new(msgs, &e);
-    let cfg = cfg();
     let req = BatchRequest {
         force: true,
         compacted,
         ..BatchRequest::default()
     };
-    let plan = batch::plan_batch(&t, 20_000, &cfg, &req, &e);
+    let plan = batch::plan_batch(&t, 20_000, cfg, &req, &e);
     let n = match &plan.step {
         BatchStep::Summarize(jobs) => jobs.len(),
         other => panic!("expected a summary, got {other:?}"),
     };
     let summaries: Vec<String> = (0..n).map(|i| format!("summary {i}")).collect();
-    let edit = batch::assemble(&t, &plan, &summaries, &cfg).expect("assembles");
+    let edit = batch::assemble(&t, &plan, &summaries, cfg).expect("assembles");
     let after = edit.apply(t.messages()).expect("applies");
-    let v = laws::check(t.messages(), &after, &Pass::of_batch(&plan, &cfg, true), &e);
+    let v = laws::check(t.messages(), &after, &Pass::of_batch(&plan, cfg, true), &e);
     assert!(v.is_empty(), "laws broken: {v:?}");
     after
 }
@@ -178,6 +181,45 @@ fn a_user_message_with_text_survives_when_the_only_user_turn_has_none() {
             );
         }
     }
+}
+
+/// The same under strict alternation (no same-role neighbours at all, a progress summary
+/// merged into the message after it).
+#[test]
+fn strict_alternation_still_continues() {
+    let strict = BatchConfig {
+        strict_alternation: true,
+        ..cfg()
+    };
+    for (name, only) in textless_users() {
+        for compacted in [false, true] {
+            let mut msgs = vec![Message::system("You are a coding agent."), only.clone()];
+            tool_rounds(&mut msgs, "s", 60, 2_000);
+            msgs.push(Message::assistant("The button is misaligned."));
+            tool_rounds(&mut msgs, "r", 6, 2_000);
+            let after = pass_with(msgs, compacted, &strict);
+            assert_continued(&after, &format!("strict {name}/{compacted}"));
+        }
+    }
+}
+
+/// Found on the way (strict alternation, one long turn whose request lies in the protected
+/// head): the turn's older part starts after a tool result and ends at a tool call of the
+/// tail, so merging the progress summary into that call broke its tool group
+/// (`WouldBreakToolPairs`); the summary takes the role that alternates instead (spec section
+/// 2, laws 2 and 3).
+#[test]
+fn strict_alternation_places_a_progress_summary_after_the_head() {
+    let strict = BatchConfig {
+        strict_alternation: true,
+        ..cfg()
+    };
+    let mut msgs = vec![Message::system("sys"), Message::user("port the parser")];
+    tool_rounds(&mut msgs, "s", 60, 2_000);
+    msgs.push(Message::assistant("half done"));
+    tool_rounds(&mut msgs, "r", 6, 2_000);
+    let after = pass_with(msgs, false, &strict);
+    assert!(summaries(&after).len() == 1 && continuations(&after).is_empty());
 }
 
 /// Several image-only user turns, Responses-style tool calls around them: still one
