@@ -473,7 +473,7 @@ fn assemble_from(
         });
     }
     let msgs = t.messages();
-    let continuation = continuation_plan(msgs, jobs, cfg);
+    let continuation = continuation_plan(msgs, jobs);
     let mut splices: Vec<Splice> = Vec::new();
     let mut prune_iter = prune.into_iter().peekable();
     for (k, (job, body)) in jobs.iter().zip(summaries).enumerate() {
@@ -596,11 +596,7 @@ impl ContinuationNeed {
 /// first whose neighbours fit a [`Pair`] (a turn-progress summary after its user message takes
 /// it after itself, which alternates even under strict alternation). `None` when the pass
 /// needs none or no job can take it.
-pub(crate) fn continuation_plan(
-    msgs: &[Message],
-    jobs: &[SummaryJob],
-    cfg: &BatchConfig,
-) -> Option<(usize, Pair)> {
+pub(crate) fn continuation_plan(msgs: &[Message], jobs: &[SummaryJob]) -> Option<(usize, Pair)> {
     let ranges: Vec<Range<usize>> = jobs.iter().map(|j| j.range.clone()).collect();
     if jobs.is_empty() || !ContinuationNeed::of(msgs).after_replacing(&ranges) {
         return None;

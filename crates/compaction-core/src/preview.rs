@@ -244,7 +244,7 @@ pub fn of_batch(
         }
     }
     let mut summaries = Vec::with_capacity(jobs.len());
-    let continuation = crate::batch::continuation_plan(msgs, jobs, cfg).map(|(k, _)| k);
+    let continuation = crate::batch::continuation_plan(msgs, jobs).map(|(k, _)| k);
     if continuation.is_some() {
         added += counter.count_message(&marker::continuation());
     }
