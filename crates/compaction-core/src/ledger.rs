@@ -55,11 +55,32 @@ const FILES: &str = "Files:";
 const COMMANDS: &str = "Commands:";
 const DROPPED: &str = "- (older entries dropped to fit: ";
 
-/// Files and commands, oldest first, each once.
+/// What a pruned tool output's line puts before its names index.
+pub const PRUNED_NAMES: &str = "; names: ";
+
+/// What an elided argument's note puts before its names index (the note ends with `]`).
+pub const ELIDED_NAMES: &str = "; names in it: ";
+
+/// The label of the names list inside the ledger section.
+pub const NAMES: &str = "Names the agent wrote (its replies and call arguments):";
+
+/// Names per rendered line.
+const NAMES_PER_LINE: usize = 12;
+
+/// Shortest name, in characters.
+pub const MIN_NAME_CHARS: usize = 6;
+
+/// Longest name, in characters (longer runs are data, not names).
+pub const MAX_NAME_CHARS: usize = 100;
+
+/// Files, commands and names, oldest first, each once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ledger {
     files: Vec<String>,
     commands: Vec<String>,
+    names: Vec<String>,
+    /// The names the files and commands show, which the names list does not repeat.
+    shown: std::collections::HashSet<String>,
 }
 
 impl Ledger {
@@ -73,14 +94,40 @@ impl Ledger {
         &self.commands
     }
 
+    /// Names, oldest first: the code-like tokens ([`names_in`]) the agent itself wrote in
+    /// its replies and tool-call arguments.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
     /// Whether it holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.commands.is_empty()
+        self.files.is_empty() && self.commands.is_empty() && self.names.is_empty()
     }
 
     /// Records the files and commands of `m`'s tool calls (arguments that are not a JSON
-    /// object are ignored).
+    /// object are ignored) and, for an assistant message, the names in its text and in its
+    /// calls' arguments.
     pub fn observe(&mut self, m: &Message) {
+        if m.is_assistant() {
+            // Names are taken from the redacted text, so a secret is judged in its context
+            // (`secret: value`) and no fragment of one becomes a name.
+            let mut found: Vec<String> = Vec::new();
+            let mut take = |s: &str| {
+                let clean = redact::redact(s);
+                found.extend(names_in(&clean).into_iter().map(str::to_owned));
+            };
+            take(&m.text());
+            for call in m.tool_calls() {
+                match serde_json::from_str::<Value>(&call.function.arguments) {
+                    Ok(v) => strings(&v, &mut take),
+                    Err(_) => take(&call.function.arguments),
+                }
+            }
+            for name in &found {
+                self.add_name(name);
+            }
+        }
         for call in m.tool_calls() {
             let Ok(Value::Object(args)) = serde_json::from_str::<Value>(&call.function.arguments)
             else {
@@ -100,23 +147,20 @@ impl Ledger {
                     };
                     if let Some(line) = joined.lines().map(str::trim).find(|l| !l.is_empty()) {
                         // Redacted before the cut, so a key straddling it is recognised whole.
-                        push(
-                            &mut self.commands,
-                            &redact::redacted_head(line, MAX_ENTRY_CHARS),
-                        );
+                        self.add_command(&redact::redacted_head(line, MAX_ENTRY_CHARS));
                     }
                 } else if key.ends_with("path") || key == "file" || key == "filename" {
                     if let Value::String(s) = value {
-                        push_path(&mut self.files, s);
+                        self.add_path(s);
                     }
                 } else if key == "paths" || key == "files" {
                     match value {
                         Value::Array(items) => {
                             for s in items.iter().filter_map(Value::as_str) {
-                                push_path(&mut self.files, s);
+                                self.add_path(s);
                             }
                         }
-                        Value::String(s) => push_path(&mut self.files, s),
+                        Value::String(s) => self.add_path(s),
                         _ => {}
                     }
                 }
@@ -128,10 +172,50 @@ impl Ledger {
     /// end).
     pub fn extend(&mut self, newer: &Ledger) {
         for f in &newer.files {
-            push(&mut self.files, f);
+            self.add_file(f);
         }
         for c in &newer.commands {
-            push(&mut self.commands, c);
+            self.add_command(c);
+        }
+        for n in &newer.names {
+            self.add_name(n);
+        }
+    }
+
+    fn add_path(&mut self, s: &str) {
+        let s = s.trim();
+        if !s.is_empty() && !s.contains('\n') && s.chars().count() <= MAX_ENTRY_CHARS {
+            self.add_file(s);
+        }
+    }
+
+    fn add_file(&mut self, entry: &str) {
+        if let Some(kept) = push(&mut self.files, entry) {
+            self.show(&kept);
+        }
+    }
+
+    fn add_command(&mut self, entry: &str) {
+        if let Some(kept) = push(&mut self.commands, entry) {
+            self.show(&kept);
+        }
+    }
+
+    /// Records the names `entry` shows and takes them off the names list.
+    fn show(&mut self, entry: &str) {
+        let mut new = false;
+        for n in names_in(entry) {
+            new |= self.shown.insert(n.to_owned());
+        }
+        if new {
+            let shown = &self.shown;
+            self.names.retain(|n| !shown.contains(n));
+        }
+    }
+
+    fn add_name(&mut self, name: &str) {
+        if !self.shown.contains(name) {
+            push_name(&mut self.names, name);
         }
     }
 
@@ -147,40 +231,68 @@ impl Ledger {
             return (body, Ledger::default());
         }
         let mut ledger = Ledger::default();
-        let mut into_commands = false;
+        #[derive(PartialEq)]
+        enum In {
+            Files,
+            Commands,
+            Names,
+        }
+        let mut into = In::Files;
         for line in body[at + HEADING.len()..].lines() {
             let line = line.trim_end();
             if line == FILES {
-                into_commands = false;
+                into = In::Files;
             } else if line == COMMANDS {
-                into_commands = true;
+                into = In::Commands;
+            } else if line == NAMES {
+                into = In::Names;
             } else if line.starts_with(DROPPED) {
                 continue;
             } else if let Some(entry) = line.strip_prefix("- ") {
-                let list = if into_commands {
-                    &mut ledger.commands
-                } else {
-                    &mut ledger.files
-                };
-                push(list, entry);
+                match into {
+                    In::Files => ledger.add_file(entry),
+                    In::Commands => ledger.add_command(entry),
+                    In::Names => {
+                        for name in entry.split(", ") {
+                            ledger.add_name(name);
+                        }
+                    }
+                }
             }
         }
         (body[..at].trim_end(), ledger)
     }
 
     /// The ledger section, at most `budget_tokens` (estimated), or `None` when there is
-    /// nothing to show or no budget. The oldest commands go first, then the oldest files.
+    /// nothing to show or no budget. The oldest names go first, then the oldest commands, then
+    /// the oldest files. A name that a kept file or command already shows is not repeated.
     pub fn render(&self, budget_tokens: u64) -> Option<String> {
         if self.is_empty() || budget_tokens == 0 {
             return None;
         }
-        // Entries' estimated sizes, each with its line's dash, space and newline.
+        // Entries' estimated sizes, each with its line's dash, space and newline; a name with
+        // its separator.
         let cost = |s: &String| estimate_text(s) + 1;
-        let fixed = estimate_text(HEADING) + 2 * estimate_text(COMMANDS) + 16;
+        let name_cost = |s: &&String| estimate_text(s) + 1;
+        let names: Vec<&String> = self.names.iter().collect();
+        let fixed = estimate_text(HEADING)
+            + 2 * estimate_text(COMMANDS)
+            + 16
+            + if names.is_empty() {
+                0
+            } else {
+                estimate_text(NAMES) + 8
+            };
         let mut total: u64 = fixed
             + self.files.iter().map(cost).sum::<u64>()
-            + self.commands.iter().map(cost).sum::<u64>();
-        let (mut skip_commands, mut skip_files) = (0usize, 0usize);
+            + self.commands.iter().map(cost).sum::<u64>()
+            + names.iter().map(name_cost).sum::<u64>()
+            + (names.len() / NAMES_PER_LINE) as u64;
+        let (mut skip_commands, mut skip_files, mut skip_names) = (0usize, 0usize, 0usize);
+        while total > budget_tokens && skip_names < names.len() {
+            total -= name_cost(&names[skip_names]);
+            skip_names += 1;
+        }
         while total > budget_tokens && skip_commands < self.commands.len() {
             total -= cost(&self.commands[skip_commands]);
             skip_commands += 1;
@@ -191,14 +303,15 @@ impl Ledger {
         }
         let files = &self.files[skip_files..];
         let commands = &self.commands[skip_commands..];
-        if files.is_empty() && commands.is_empty() {
+        let names = &names[skip_names..];
+        if files.is_empty() && commands.is_empty() && names.is_empty() {
             return None;
         }
         let mut s = String::from(HEADING);
-        if skip_files + skip_commands > 0 {
+        if skip_files + skip_commands + skip_names > 0 {
             s.push('\n');
             s.push_str(&format!(
-                "{DROPPED}{skip_files} files, {skip_commands} commands)"
+                "{DROPPED}{skip_files} files, {skip_commands} commands, {skip_names} names)"
             ));
         }
         for (title, list) in [(FILES, files), (COMMANDS, commands)] {
@@ -210,6 +323,19 @@ impl Ledger {
             for e in list {
                 s.push_str("\n- ");
                 s.push_str(e);
+            }
+        }
+        if !names.is_empty() {
+            s.push('\n');
+            s.push_str(NAMES);
+            for line in names.chunks(NAMES_PER_LINE) {
+                s.push_str("\n- ");
+                for (i, n) in line.iter().enumerate() {
+                    if i > 0 {
+                        s.push_str(", ");
+                    }
+                    s.push_str(n);
+                }
             }
         }
         Some(s)
@@ -227,32 +353,204 @@ impl Ledger {
     }
 }
 
-fn push_path(list: &mut Vec<String>, s: &str) {
-    let s = s.trim();
-    if !s.is_empty() && !s.contains('\n') && s.chars().count() <= MAX_ENTRY_CHARS {
-        push(list, s);
+/// The names of `text`, in order of appearance, repeats kept: maximal runs of
+/// `[A-Za-z0-9_./-]` with leading and trailing `.`, `/` and `-` removed, of
+/// [`MIN_NAME_CHARS`] to [`MAX_NAME_CHARS`] characters, holding a letter and one of `_`, `.`,
+/// `/`, a digit or a lower-to-upper camel step (`src/lib.rs`, `parse_args`, `fooBar`,
+/// `v1.2.3`), the shapes of paths, symbols, versions and ids that a later step names again.
+///
+/// ```
+/// use compaction_core::ledger::names_in;
+///
+/// let got = names_in("Fixed `parse_args` in src/cli.rs (see fooBar, issue #12; plain words no).");
+/// assert_eq!(got, ["parse_args", "src/cli.rs", "fooBar"]);
+/// ```
+pub fn names_in(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let run_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-');
+    let edge_char = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !run_char(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && run_char(bytes[i]) {
+            i += 1;
+        }
+        let (mut s, mut e) = (start, i);
+        while s < e && !edge_char(bytes[s]) {
+            s += 1;
+        }
+        while e > s && !edge_char(bytes[e - 1]) {
+            e -= 1;
+        }
+        let run = &bytes[s..e];
+        // ASCII only, so bytes are characters.
+        if (MIN_NAME_CHARS..=MAX_NAME_CHARS).contains(&run.len())
+            && run.iter().any(u8::is_ascii_alphabetic)
+            && (run
+                .iter()
+                .any(|b| matches!(b, b'_' | b'.' | b'/') || b.is_ascii_digit())
+                || run
+                    .windows(2)
+                    .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()))
+        {
+            out.push(&text[s..e]);
+        }
+    }
+    out
+}
+
+/// The distinct names of `text` ([`names_in`]) once redacted (a secret is judged in its
+/// context, so no fragment of one is a name), most frequent first (ties: first seen first),
+/// joined by `, `, at most `max_chars` characters. What pruning keeps of an output or argument
+/// it removes.
+///
+/// ```
+/// use compaction_core::ledger::names_index;
+///
+/// let out = "src/a.rs:3: fn parse_args\nsrc/b.rs:9: parse_args(x)\nsrc/a.rs:7: ok";
+/// assert_eq!(names_index(out, 100), "src/a.rs, parse_args, src/b.rs");
+/// assert_eq!(names_index(out, 20), "src/a.rs, parse_args");
+/// assert_eq!(names_index(out, 0), "");
+/// ```
+pub fn names_index(text: &str, max_chars: usize) -> String {
+    if max_chars == 0 {
+        return String::new();
+    }
+    let text = redact::redact(text);
+    let mut counts: std::collections::HashMap<&str, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (i, n) in names_in(&text).into_iter().enumerate() {
+        counts.entry(n).or_insert((0, i)).0 += 1;
+    }
+    let mut ranked: Vec<(&str, (usize, usize))> = counts.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
+    let mut out = String::new();
+    for (name, _) in ranked {
+        let extra = name.len() + if out.is_empty() { 0 } else { 2 };
+        if out.len() + extra > max_chars {
+            continue;
+        }
+        if redact::redact(name) != name {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        out.push_str(name);
+    }
+    out
+}
+
+/// `text` without the names indexes the library writes (the ledger's names list, a pruned
+/// line's [`PRUNED_NAMES`] index, an elided argument's [`ELIDED_NAMES`] index): what a
+/// measure of recall uses to tell what the content still holds from what only an index
+/// names.
+///
+/// ```
+/// use compaction_core::ledger::without_name_indexes;
+///
+/// let line = "[pruned] bash `ls`: 90 chars, 3 lines of output; names: src/a.rs, parse_args";
+/// assert_eq!(without_name_indexes(line), "[pruned] bash `ls`: 90 chars, 3 lines of output");
+/// let arg = "# Plan…[900 of 1000 chars elided by compaction; names in it: step_one] tail";
+/// assert_eq!(without_name_indexes(arg), "# Plan…[900 of 1000 chars elided by compaction] tail");
+/// assert_eq!(without_name_indexes("plain text"), "plain text");
+/// ```
+pub fn without_name_indexes(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(PRUNED_NAMES) && !text.contains(ELIDED_NAMES) && !text.contains(NAMES) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut in_names = false;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end();
+        if bare == NAMES {
+            in_names = true;
+            continue;
+        }
+        if in_names && bare.starts_with("- ") {
+            continue;
+        }
+        in_names = false;
+        let mut l = line.to_owned();
+        while let Some(at) = l.find(ELIDED_NAMES) {
+            let end = l[at..].find(']').map_or(l.len(), |e| at + e);
+            l.replace_range(at..end, "");
+        }
+        if let Some(at) = l.find(PRUNED_NAMES) {
+            let newline = l.ends_with('\n');
+            l.truncate(at);
+            if newline {
+                l.push('\n');
+            }
+        }
+        out.push_str(&l);
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Calls `f` with every string value of `v`, descending into strings that hold JSON objects
+/// or arrays (arguments nested as text).
+fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::String(s) => {
+            let t = s.trim_start();
+            if (t.starts_with('{') || t.starts_with('['))
+                && let Ok(inner @ (Value::Object(_) | Value::Array(_))) =
+                    serde_json::from_str::<Value>(s)
+            {
+                strings(&inner, f);
+            } else {
+                f(s);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|x| strings(x, f)),
+        Value::Object(map) => map.values().for_each(|x| strings(x, f)),
+        _ => {}
     }
 }
 
-/// Adds `entry` (redacted) at the newest end, removing an earlier copy.
-fn push(list: &mut Vec<String>, entry: &str) {
+/// Adds a name at the newest end (an earlier copy moves). A name the redaction would change
+/// is not kept at all: a secret is never a name worth keeping.
+fn push_name(list: &mut Vec<String>, name: &str) {
+    if let Some(i) = list.iter().rposition(|e| e == name) {
+        let e = list.remove(i);
+        list.push(e);
+        return;
+    }
+    if names_in(name) != [name] || redact::redact(name) != name {
+        return;
+    }
+    list.push(name.to_owned());
+}
+
+/// Adds `entry` (redacted) at the newest end, removing an earlier copy; the entry as kept,
+/// or `None` when it was not kept (empty, or more than one line once redacted) or was
+/// already there.
+fn push(list: &mut Vec<String>, entry: &str) -> Option<String> {
     let entry = entry.trim();
     // A repeat (the common case: the same command run again) is found before redacting: an
     // entry equal to a kept one is that entry, already redacted.
     if let Some(i) = list.iter().rposition(|e| e == entry) {
         let e = list.remove(i);
         list.push(e);
-        return;
+        return None;
     }
     let entry = redact::redact(entry);
     if entry.is_empty() || entry.contains('\n') {
-        return;
+        return None;
     }
     if let Some(i) = list.iter().position(|e| *e == *entry) {
         let e = list.remove(i);
         list.push(e);
+        None
     } else {
         list.push(entry.into_owned());
+        list.last().cloned()
     }
 }
 
@@ -370,6 +668,108 @@ mod tests {
         // A heading inside a line is not a section.
         let inline = format!("see {HEADING}\n- x.rs");
         assert_eq!(Ledger::split(&inline).1, Ledger::default());
+    }
+
+    #[test]
+    fn names_come_from_the_agents_own_text_and_arguments_only() {
+        let mut l = Ledger::default();
+        l.observe(&Message::assistant_tool_calls(
+            "I will fix `parse_args` in the cli; see fooBar and issue_42.",
+            vec![ToolCall::function(
+                "c",
+                "edit",
+                r#"{"path":"src/cli.rs","old":"fn parse_args()","new":"fn parse_args_v2()","nested":"{\"k\":\"inner_name\"}"}"#,
+            )],
+        ));
+        l.observe(&Message::user("the user mentions user_name.rs"));
+        l.observe(&Message::tool_result("c", "tool output with tool_name.rs"));
+        // The path is a file entry, so not repeated as a name; user and tool text never count.
+        assert_eq!(
+            l.names(),
+            [
+                "fooBar",
+                "issue_42",
+                "parse_args",
+                "parse_args_v2",
+                "inner_name"
+            ]
+        );
+        assert_eq!(l.files(), ["src/cli.rs"]);
+        // A name a later command shows leaves the names list.
+        l.observe(&call(r#"{"command":"cargo test issue_42"}"#));
+        assert!(
+            !l.names().iter().any(|n| n == "issue_42"),
+            "{:?}",
+            l.names()
+        );
+    }
+
+    #[test]
+    fn names_round_trip_and_go_first_when_the_budget_is_short() {
+        let mut l = Ledger::default();
+        l.observe(&call(r#"{"path":"src/keep.rs"}"#));
+        for i in 0..200 {
+            l.observe(&Message::assistant(format!("looked at helper_fn_{i}")));
+        }
+        let full = l.render(100_000).unwrap();
+        assert!(full.contains(NAMES), "{full}");
+        let (_, back) = Ledger::split(&full);
+        assert_eq!(back, l);
+        let small = l.render(150).unwrap();
+        assert!(estimate_text(&small) <= 150, "{}", estimate_text(&small));
+        let (_, kept) = Ledger::split(&small);
+        assert_eq!(kept.files(), ["src/keep.rs"]);
+        assert!(!kept.names().is_empty() && kept.names().len() < 200);
+        // The newest names are the kept ones.
+        assert!(l.names().ends_with(kept.names()));
+        assert!(small.contains("names)"), "{small}");
+    }
+
+    #[test]
+    fn no_fragment_of_a_secret_becomes_a_name() {
+        // A low-entropy value the redaction knows only by its context, and a key-shaped one.
+        let body = "O8xsTtlmGj&rqriRTMdEdHt";
+        let key = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0L";
+        let mut l = Ledger::default();
+        l.observe(&Message::assistant_tool_calls(
+            format!("the secret: {body} is set"),
+            vec![ToolCall::function(
+                "c",
+                "bash",
+                serde_json::json!({ "script": format!("export GITHUB_TOKEN=ghp_{key}\nrun_it") })
+                    .to_string(),
+            )],
+        ));
+        let rendered = l.render(10_000).unwrap_or_default();
+        for frag in ["O8xsTtlm", "rqriRTMd", "Zx9Qw8Er"] {
+            assert!(!rendered.contains(frag), "{frag} in {rendered}");
+            let index = names_index(&format!("password: {body}\nghp_{key}"), 1_000);
+            assert!(!index.contains(frag), "{frag} in {index}");
+        }
+        assert!(l.names().iter().any(|n| n == "run_it"), "{:?}", l.names());
+    }
+
+    #[test]
+    fn names_in_follows_its_definition() {
+        assert_eq!(
+            names_in("a/b c_d src/x.rs 123456 v1.2.3 -./lead.trail./- camelCase UPPER plain"),
+            ["src/x.rs", "v1.2.3", "lead.trail", "camelCase"]
+        );
+        let long = format!("x_{}", "a".repeat(MAX_NAME_CHARS));
+        assert!(names_in(&long).is_empty());
+        assert_eq!(names_index("", 100), "");
+    }
+
+    #[test]
+    fn without_name_indexes_strips_only_the_indexes() {
+        let mut l = Ledger::default();
+        l.observe(&call(r#"{"path":"src/a.rs"}"#));
+        l.observe(&Message::assistant("named some_name here"));
+        let body = l.attach("## Summary\n- did other_name work", 1_000);
+        let stripped = without_name_indexes(&body);
+        assert!(stripped.contains("other_name") && stripped.contains("src/a.rs"));
+        assert!(!stripped.contains("some_name"), "{stripped}");
+        assert!(!stripped.contains(NAMES));
     }
 
     #[test]

@@ -42,6 +42,11 @@ pub struct PruneConfig {
     /// keeps it; a threshold pass prunes it only when pruning the uncited outputs alone does not
     /// reach the low-water mark. Default true.
     pub keep_cited: bool,
+    /// Characters of the names index ([`crate::ledger::names_index`]) that a pruned tool
+    /// output's line and an elided argument keep of what they removed: the paths, symbols and
+    /// ids in it, most frequent first, so a later step can still name (and re-read) them.
+    /// 0 keeps none. Default 400.
+    pub names_max_chars: usize,
 }
 
 impl Default for PruneConfig {
@@ -51,6 +56,7 @@ impl Default for PruneConfig {
             argument_max_chars: defaults::PRUNE_ARGUMENT_MAX_CHARS,
             protected_tools: defaults::protected_tools(),
             keep_cited: defaults::PRUNE_KEEP_CITED,
+            names_max_chars: defaults::PRUNE_NAMES_MAX_CHARS,
         }
     }
 }
@@ -436,15 +442,25 @@ fn prune_tool_output(
             }
             _ => {
                 plan.summarized_outputs += 1;
-                describe_tool_output(info, s)
+                with_names(describe_tool_output(info, s), s, cfg)
             }
         },
         _ => {
             plan.summarized_outputs += 1;
-            describe_tool_output(info, &text)
+            with_names(describe_tool_output(info, &text), &text, cfg)
         }
     };
     Some(m.with_content(Some(Content::Text(line))))
+}
+
+/// `line` followed by the names index of `removed`, when it has one.
+fn with_names(mut line: String, removed: &str, cfg: &PruneConfig) -> String {
+    let index = crate::ledger::names_index(removed, cfg.names_max_chars);
+    if !index.is_empty() {
+        line.push_str(crate::ledger::PRUNED_NAMES);
+        line.push_str(&index);
+    }
+    line
 }
 
 pub(crate) fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
@@ -457,7 +473,7 @@ pub(crate) fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Messag
         let Ok(mut v) = serde_json::from_str::<Value>(&c.function.arguments) else {
             continue;
         };
-        if shorten_strings(&mut v, cfg.argument_max_chars)
+        if shorten_strings(&mut v, cfg.argument_max_chars, cfg.names_max_chars)
             && let Ok(s) = serde_json::to_string(&v)
         {
             c.function.arguments = s;
@@ -473,14 +489,21 @@ pub(crate) fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Messag
 
 /// Shortens the long strings of `v` (their head redacted before the cut); the other strings
 /// of a call that is rewritten are redacted too, since the rewritten message is written text.
-fn shorten_strings(v: &mut Value, max: usize) -> bool {
+fn shorten_strings(v: &mut Value, max: usize, names_max: usize) -> bool {
     match v {
         Value::String(s) if s.chars().count() > max => {
             let total = s.chars().count();
             let keep = max / 2;
             let head = crate::redact::redacted_head(s, keep);
+            // The whole string, so a secret straddling the cut is judged in its context.
+            let index = crate::ledger::names_index(s, names_max);
+            let names = if index.is_empty() {
+                String::new()
+            } else {
+                format!("{}{index}", crate::ledger::ELIDED_NAMES)
+            };
             *s = format!(
-                "{head}…[{} of {total} chars elided by compaction]",
+                "{head}…[{} of {total} chars elided by compaction{names}]",
                 total - keep
             );
             true
@@ -493,10 +516,10 @@ fn shorten_strings(v: &mut Value, max: usize) -> bool {
         }
         Value::Array(items) => items
             .iter_mut()
-            .fold(false, |acc, x| shorten_strings(x, max) | acc),
+            .fold(false, |acc, x| shorten_strings(x, max, names_max) | acc),
         Value::Object(map) => map
             .values_mut()
-            .fold(false, |acc, x| shorten_strings(x, max) | acc),
+            .fold(false, |acc, x| shorten_strings(x, max, names_max) | acc),
         _ => false,
     }
 }
@@ -743,6 +766,53 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .contains("chars elided by compaction")
+        );
+    }
+
+    /// Issue 20: what pruning removes keeps an index of the names in it, bounded, most
+    /// frequent first; with a zero bound there is none; a secret in the output is never one.
+    #[test]
+    fn pruned_outputs_and_elided_arguments_keep_a_bounded_names_index() {
+        let mut out = String::new();
+        for i in 0..300 {
+            out.push_str(&format!("src/mod_{}.rs:{i}: fn handler_{i}()\n", i % 7));
+        }
+        out.push_str("api_key=Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0L\n");
+        let plan_with = |names_max_chars: usize| {
+            let msgs = vec![
+                Message::user("go"),
+                call("a", "grep", r#"{"pattern":"fn handler","path":"src"}"#),
+                Message::tool_result("a", out.clone()),
+                Message::user("next"),
+            ];
+            let e = Estimator::default();
+            let t = Transcript::new(msgs, &e);
+            let cfg = PruneConfig {
+                names_max_chars,
+                ..PruneConfig::default()
+            };
+            plan_prune(&t, &[1..3], &cfg, &e).edit.splices[0].replacement[0]
+                .text()
+                .into_owned()
+        };
+        let line = plan_with(120);
+        let (head, index) = line.split_once(crate::ledger::PRUNED_NAMES).expect(&line);
+        assert!(head.starts_with(PRUNED_PREFIX), "{line}");
+        assert!(index.len() <= 120, "{index}");
+        // The seven module paths are the most frequent names: they come first.
+        assert!(index.starts_with("src/mod_0.rs, src/mod_1.rs"), "{index}");
+        assert!(!line.contains("Zx9Qw8Er"), "{line}");
+        assert_eq!(plan_with(0), head);
+
+        let content = format!("# Plan\n{}", "step_alpha then step_beta; ".repeat(400));
+        let args = serde_json::json!({"path": "plan.md", "content": content}).to_string();
+        let m = call("w", "write", &args);
+        let short = shorten_arguments(&m, &PruneConfig::default()).unwrap();
+        let v: Value = serde_json::from_str(&short.tool_calls()[0].function.arguments).unwrap();
+        let text = v["content"].as_str().unwrap();
+        assert!(
+            text.ends_with("elided by compaction; names in it: step_alpha, step_beta]"),
+            "{text}"
         );
     }
 }

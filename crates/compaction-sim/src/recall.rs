@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry as MapEntry;
 
-use hermes_compaction::core::{MarkerKind, marker};
+use hermes_compaction::core::{MarkerKind, ledger, marker};
 use serde_json::Value;
 
 use crate::retention::{Wire, digest};
@@ -124,6 +124,9 @@ struct Parsed {
     /// Digests of the identifiers of its content and tool-call arguments (assistant
     /// messages; empty otherwise).
     used: Box<[u64]>,
+    /// Digests of the identifiers the message holds outside the library's names indexes
+    /// ([`without_name_indexes`](hermes_compaction::core::ledger::without_name_indexes)).
+    unindexed: Box<[u64]>,
     /// Whether it is a summary marker.
     marker: bool,
 }
@@ -133,6 +136,7 @@ fn parse(json: &str) -> Parsed {
         return Parsed {
             all: Box::new([]),
             used: Box::new([]),
+            unindexed: Box::new([]),
             marker: false,
         };
     };
@@ -146,10 +150,19 @@ fn parse(json: &str) -> Parsed {
         return Parsed {
             all: Box::new([]),
             used: Box::new([]),
+            unindexed: Box::new([]),
             marker: false,
         };
     }
     let all = digests(&mut |f| strings(&v, f));
+    let unindexed = if json.contains(ledger::PRUNED_NAMES.trim_end())
+        || json.contains(ledger::ELIDED_NAMES.trim_end())
+        || json.contains(ledger::NAMES)
+    {
+        digests(&mut |f| strings(&v, &mut |s| f(&ledger::without_name_indexes(s))))
+    } else {
+        all.clone()
+    };
     let calls = v
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -169,7 +182,12 @@ fn parse(json: &str) -> Parsed {
         Box::new([])
     };
     let marker = role != "tool" && calls.is_empty() && first_text(&v).is_some_and(is_marker);
-    Parsed { all, used, marker }
+    Parsed {
+        all,
+        used,
+        unindexed,
+        marker,
+    }
 }
 
 fn first_text(v: &Value) -> Option<&str> {
@@ -196,6 +214,8 @@ pub struct RequestRecall {
     pub held: u64,
     /// Of those, in a prompt message that is not a summary marker.
     pub held_verbatim: u64,
+    /// Of those, in the prompt outside the library's names indexes (summaries included).
+    pub held_unindexed: u64,
 }
 
 /// The far-recall state of one replay.
@@ -210,6 +230,7 @@ pub struct Recall {
     prompt: Vec<u64>,
     present: HashMap<u64, u32>,
     present_verbatim: HashMap<u64, u32>,
+    present_unindexed: HashMap<u64, u32>,
 }
 
 impl Recall {
@@ -250,6 +271,7 @@ impl Recall {
         for id in &far {
             r.held += u64::from(self.present.get(id).is_some_and(|&n| n > 0));
             r.held_verbatim += u64::from(self.present_verbatim.get(id).is_some_and(|&n| n > 0));
+            r.held_unindexed += u64::from(self.present_unindexed.get(id).is_some_and(|&n| n > 0));
         }
         r
     }
@@ -272,6 +294,9 @@ impl Recall {
                         decrement(&mut self.present_verbatim, *id);
                     }
                 }
+                for id in p.unindexed.iter() {
+                    decrement(&mut self.present_unindexed, *id);
+                }
             }
         }
         for w in &prompt[common..] {
@@ -282,6 +307,9 @@ impl Recall {
                 if !p.marker {
                     *self.present_verbatim.entry(*id).or_default() += 1;
                 }
+            }
+            for id in p.unindexed.iter() {
+                *self.present_unindexed.entry(*id).or_default() += 1;
             }
             self.prompt.push(w.hash);
         }
@@ -360,5 +388,26 @@ mod tests {
         assert!(!p.used.contains(&digest("call_1")));
         // The escaped newline does not glue `ls` to the path.
         assert!(!p.all.contains(&digest("ncrates/core")));
+    }
+
+    /// A far identifier that only a names index holds counts as held, but not as held
+    /// outside the indexes: the figure that tells content from an index naming it.
+    #[test]
+    fn names_indexes_are_told_apart_from_content() {
+        let pruned = Message::tool_result(
+            "c1",
+            format!(
+                "[pruned] grep `x`: 900 chars, 30 lines of output{}handler_fn, src/kept.rs",
+                ledger::PRUNED_NAMES
+            ),
+        );
+        let p = parse(&pruned.to_wire_json());
+        assert!(p.all.contains(&digest("handler_fn")));
+        assert!(!p.unindexed.contains(&digest("handler_fn")));
+        assert!(!p.unindexed.contains(&digest("src/kept.rs")));
+        let plain = Message::tool_result("c1", "handler_fn is defined in src/kept.rs");
+        let q = parse(&plain.to_wire_json());
+        assert_eq!(q.all, q.unindexed);
+        assert!(q.unindexed.contains(&digest("handler_fn")));
     }
 }

@@ -192,6 +192,9 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
             d.far_recall_verbatim * 100.0
         )
     });
+    add("far recall pooled without names indexes", &|_, d| {
+        format!("{:.1}%", d.far_recall_unindexed * 100.0)
+    });
     add("far recall per-request mean: summ. / verb.", &|_, d| {
         format!(
             "{:.1}% / {:.1}%",

@@ -114,6 +114,10 @@ pub struct Row {
     pub far_held: u64,
     /// Of those, in a prompt message that is not a summary marker.
     pub far_held_verbatim: u64,
+    /// Of those, in the prompt outside the library's names indexes (summaries included): what
+    /// the content holds, not only an index that names it.
+    #[serde(default)]
+    pub far_held_unindexed: u64,
     /// Requests with at least one far identifier.
     pub far_requests: u64,
     /// Sum over those requests of their share of far identifiers held (summaries included).
@@ -150,6 +154,8 @@ pub struct Derived {
     pub far_recall: f64,
     /// Far recall verbatim, pooled.
     pub far_recall_verbatim: f64,
+    /// Far recall with summaries but without the library's names indexes, pooled.
+    pub far_recall_unindexed: f64,
     /// Far recall with summaries, the mean of the per-request shares (1 without any).
     pub far_recall_request_mean: f64,
     /// Far recall verbatim, the mean of the per-request shares.
@@ -200,6 +206,7 @@ impl Row {
             },
             far_recall: per(self.far_held, self.far_identifiers).unwrap_or(1.0),
             far_recall_verbatim: per(self.far_held_verbatim, self.far_identifiers).unwrap_or(1.0),
+            far_recall_unindexed: per(self.far_held_unindexed, self.far_identifiers).unwrap_or(1.0),
             far_recall_request_mean: self.far_request_mean(self.far_share_sum),
             far_recall_verbatim_request_mean: self.far_request_mean(self.far_share_verbatim_sum),
         }
@@ -266,6 +273,7 @@ impl Row {
             t.far_identifiers += r.far_identifiers;
             t.far_held += r.far_held;
             t.far_held_verbatim += r.far_held_verbatim;
+            t.far_held_unindexed += r.far_held_unindexed;
             t.far_requests += r.far_requests;
             t.far_share_sum += r.far_share_sum;
             t.far_share_verbatim_sum += r.far_share_verbatim_sum;
@@ -285,6 +293,7 @@ impl Row {
         self.far_identifiers += r.far;
         self.far_held += r.held;
         self.far_held_verbatim += r.held_verbatim;
+        self.far_held_unindexed += r.held_unindexed;
         self.far_requests += 1;
         self.far_share_sum += r.held as f64 / r.far as f64;
         self.far_share_verbatim_sum += r.held_verbatim as f64 / r.far as f64;

@@ -1131,6 +1131,7 @@ pub fn batch_config(config: &Config) -> BatchConfig {
             argument_max_chars: c.prune_argument_max_chars,
             protected_tools: c.protected_tools.clone(),
             keep_cited: c.prune_keep_cited,
+            names_max_chars: c.prune_names_max_chars,
         },
         material: MaterialConfig::default(),
         prune_minimum_tokens: c.prune_minimum_tokens,
