@@ -333,7 +333,8 @@ pub fn plan_batch(
     let mut jobs = Vec::new();
     // What the pass keeps besides its summaries (scaled), as the jobs are chosen.
     let mut kept = plan.tokens_after_prune;
-    let mut span = batch_range(t, &r, true);
+    let need = ContinuationNeed::of(t.messages());
+    let mut span = batch_range(t, &r, true, &need);
     // The last reply the user saw stays in place (spec section 1) unless that keeps the pass
     // over the low-water mark: when the span before it cannot get there and the whole middle
     // gets closer, the reply is summarized with the rest, as the window comes first (a reply
@@ -347,7 +348,7 @@ pub fn plan_batch(
                 .saturating_add(cfg.summary_max_tokens)
         };
         if estimate(&span) > low_water {
-            let whole = batch_range(t, &r, false);
+            let whole = batch_range(t, &r, false, &need);
             if estimate(&whole) < estimate(&span) {
                 span = whole;
             }
@@ -408,6 +409,10 @@ pub fn plan_batch(
         ));
     }
     let landing = (threshold_tokens as f64 * SUMMARY_LANDING_RATIO) as u64;
+    // The continuation the pass may add is kept beside its summaries.
+    if need.lacks_user_text {
+        kept = kept.saturating_add(scaled(counter.count_message(&marker::continuation())));
+    }
     size_jobs(&mut jobs, kept, landing, scale, cfg, counter);
     plan.step = if !jobs.is_empty() {
         BatchStep::Summarize(jobs)
@@ -468,9 +473,10 @@ fn assemble_from(
         });
     }
     let msgs = t.messages();
+    let continuation = continuation_plan(msgs, jobs);
     let mut splices: Vec<Splice> = Vec::new();
     let mut prune_iter = prune.into_iter().peekable();
-    for (job, body) in jobs.iter().zip(summaries) {
+    for (k, (job, body)) in jobs.iter().zip(summaries).enumerate() {
         // Prune splices before this job's range pass through; those inside are subsumed.
         while let Some(s) = prune_iter.next_if(|s| s.range.start < job.range.start) {
             splices.push(s);
@@ -481,7 +487,8 @@ fn assemble_from(
         {
             prune_iter.next();
         }
-        splices.extend(summary_splices(msgs, job, body, cfg));
+        let layout = continuation.filter(|(j, _)| *j == k).map(|(_, l)| l);
+        splices.extend(summary_splices(msgs, job, body, cfg, layout));
     }
     splices.extend(prune_iter);
     let edit = Edit { splices };
@@ -505,7 +512,108 @@ pub(crate) fn marker_role(prev: Option<&Message>, next: Option<&Message>) -> Opt
     })
 }
 
-fn batch_range(t: &Transcript, r: &Regions, keep_reply: bool) -> Option<Range<usize>> {
+/// The role of a turn-progress marker between `prev` and `next`: assistant (it sits right
+/// after the turn's user message, and an assistant message may follow it, law 3); under strict
+/// alternation the role that alternates with both neighbours, or `None` (the summary is then
+/// merged into `next`). When the turn's user message lies in the head, the turn's older part
+/// starts after the head and `prev` may be a tool result: a user-role marker then fits where
+/// merging into `next` (a tool call in the tail) could not.
+pub(crate) fn progress_role(
+    prev: Option<&Message>,
+    next: Option<&Message>,
+    strict: bool,
+) -> Option<Role> {
+    if strict {
+        marker_role(prev, next)
+    } else {
+        Some(Role::Assistant)
+    }
+}
+
+/// Where the [continuation](marker::continuation) goes beside a summary: after it (the
+/// natural place) or before it. Either way the summary is assistant-role and the continuation
+/// user-role, so roles alternate across the pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pair {
+    /// `[summary (assistant), continuation (user)]`.
+    SummaryFirst,
+    /// `[continuation (user), summary (assistant)]`.
+    ContinuationFirst,
+}
+
+/// The layout of a summary with the continuation between `prev` and `next` that makes no new
+/// same-role pair, puts a user message first after the system prompt, and puts nothing but a
+/// tool call's own results after it; `None` when neither layout fits.
+pub(crate) fn pair_layout(prev: Option<&Message>, next: Option<&Message>) -> Option<Pair> {
+    let next_fits = |role: Role| next.is_none_or(|n| *n.role() != role && !n.is_tool());
+    let after_system = prev.is_none_or(|p| p.role().is_system_like());
+    if !after_system && prev.is_some_and(|p| !p.is_assistant()) && next_fits(Role::User) {
+        return Some(Pair::SummaryFirst);
+    }
+    if prev.is_none_or(|p| !p.is_user()) && next_fits(Role::Assistant) {
+        return Some(Pair::ContinuationFirst);
+    }
+    None
+}
+
+/// Whether a pass over a transcript must add the continuation next to its summary: the
+/// transcript holds no user text of the user's own ([`marker::is_user_text`]), and the
+/// continuations it already holds are all inside what the pass replaces (one that survives
+/// elsewhere is kept, never stacked).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ContinuationNeed {
+    pub(crate) lacks_user_text: bool,
+    existing: Vec<usize>,
+}
+
+impl ContinuationNeed {
+    pub(crate) fn of(msgs: &[Message]) -> ContinuationNeed {
+        let lacks_user_text = !msgs.iter().any(marker::is_user_text);
+        let existing = if lacks_user_text {
+            (0..msgs.len())
+                .filter(|&i| marker::is_continuation(&msgs[i]))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        ContinuationNeed {
+            lacks_user_text,
+            existing,
+        }
+    }
+
+    /// Whether replacing `ranges` (and nothing else holding user text) needs a continuation.
+    pub(crate) fn after_replacing(&self, ranges: &[Range<usize>]) -> bool {
+        self.lacks_user_text
+            && self
+                .existing
+                .iter()
+                .all(|i| ranges.iter().any(|r| r.contains(i)))
+    }
+}
+
+/// Which job of a batch pass takes the continuation, and how, when the pass needs one: the
+/// first whose neighbours fit a [`Pair`] (a turn-progress summary after its user message takes
+/// it after itself, which alternates even under strict alternation). `None` when the pass
+/// needs none or no job can take it.
+pub(crate) fn continuation_plan(msgs: &[Message], jobs: &[SummaryJob]) -> Option<(usize, Pair)> {
+    let ranges: Vec<Range<usize>> = jobs.iter().map(|j| j.range.clone()).collect();
+    if jobs.is_empty() || !ContinuationNeed::of(msgs).after_replacing(&ranges) {
+        return None;
+    }
+    jobs.iter().enumerate().find_map(|(k, job)| {
+        let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
+        let next = msgs.get(job.range.end);
+        pair_layout(prev, next).map(|l| (k, l))
+    })
+}
+
+fn batch_range(
+    t: &Transcript,
+    r: &Regions,
+    keep_reply: bool,
+    need: &ContinuationNeed,
+) -> Option<Range<usize>> {
     // Pinned messages split the middle; the summary takes the largest span of one piece.
     let mut best: Option<Range<usize>> = None;
     let middle = if keep_reply {
@@ -514,7 +622,7 @@ fn batch_range(t: &Transcript, r: &Regions, keep_reply: bool) -> Option<Range<us
         r.middle.clone()
     };
     for piece in crate::pins::free_ranges(t.messages(), middle) {
-        if let Some(found) = batch_range_in(t, piece)
+        if let Some(found) = batch_range_in(t, piece, need)
             && best.as_ref().is_none_or(|b| found.len() > b.len())
         {
             best = Some(found);
@@ -523,14 +631,28 @@ fn batch_range(t: &Transcript, r: &Regions, keep_reply: bool) -> Option<Range<us
     best
 }
 
-fn batch_range_in(t: &Transcript, middle: Range<usize>) -> Option<Range<usize>> {
+fn batch_range_in(
+    t: &Transcript,
+    middle: Range<usize>,
+    need: &ContinuationNeed,
+) -> Option<Range<usize>> {
     // Find the largest span of the middle, cut on unit boundaries, around which a marker role
     // fits without creating a same-role pair: shrink the end first (moving whole units into the
     // kept tail side), then, if nothing fits, keep leading units verbatim as well. A span that
     // reaches more of the middle's older summaries wins over a longer one, so an older summary
     // at an edge is folded into the new one rather than left beside it. The span ends before
-    // the last reply the user saw ([`Regions::rewritable_middle`]).
+    // the last reply the user saw ([`Regions::rewritable_middle`]). When the pass must add the
+    // continuation ([`ContinuationNeed`]), the span's neighbours must take the pair.
     let msgs = t.messages();
+    let fits = |span: &Range<usize>| {
+        let prev = span.start.checked_sub(1).map(|i| &msgs[i]);
+        let next = msgs.get(span.end);
+        if need.after_replacing(std::slice::from_ref(span)) {
+            pair_layout(prev, next).is_some()
+        } else {
+            marker_role(prev, next).is_some()
+        }
+    };
     let markers: Vec<usize> = middle
         .clone()
         .filter(|&i| marker::classify(&msgs[i]).is_some())
@@ -542,10 +664,9 @@ fn batch_range_in(t: &Transcript, middle: Range<usize>) -> Option<Range<usize>> 
         .collect();
     let mut best: Option<(usize, Range<usize>)> = None;
     for &start in &unit_starts {
-        let prev = start.checked_sub(1).map(|i| &msgs[i]);
         let mut end = middle.end;
         while end > start {
-            if marker_role(prev, msgs.get(end)).is_some() {
+            if fits(&(start..end)) {
                 let span = start..end;
                 let key = covered(&span);
                 if best
@@ -667,22 +788,32 @@ fn summary_splices(
     job: &SummaryJob,
     body: &str,
     cfg: &BatchConfig,
+    continuation: Option<Pair>,
 ) -> Vec<Splice> {
     let body = job
         .ledger
         .attach(&crate::redact::redact(body), job.ledger_max_tokens);
     let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
     let next = msgs.get(job.range.end);
-    let role = match job.kind {
-        // A progress marker sits right after the turn's user message.
-        MarkerKind::Progress => (!cfg.strict_alternation).then_some(Role::Assistant),
-        _ => marker_role(prev, next),
+    let role = match (continuation, job.kind) {
+        // Beside the continuation (user-role), the summary is assistant-role.
+        (Some(_), _) => Some(Role::Assistant),
+        (None, MarkerKind::Progress) => progress_role(prev, next, cfg.strict_alternation),
+        (None, _) => marker_role(prev, next),
     };
     match (role, next) {
-        (Some(role), _) => vec![Splice {
-            range: job.range.clone(),
-            replacement: vec![marker::render(job.kind, role, &body)],
-        }],
+        (Some(role), _) => {
+            let summary = marker::render(job.kind, role, &body);
+            let replacement = match continuation {
+                None => vec![summary],
+                Some(Pair::SummaryFirst) => vec![summary, marker::continuation()],
+                Some(Pair::ContinuationFirst) => vec![marker::continuation(), summary],
+            };
+            vec![Splice {
+                range: job.range.clone(),
+                replacement,
+            }]
+        }
         (None, Some(next)) => {
             // Merge the summary into the following message, which keeps every other field.
             let mut merged = next.clone();

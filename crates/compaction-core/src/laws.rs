@@ -14,7 +14,7 @@
 //! |---|---|---|
 //! | 1 head and tail untouched, pins kept | yes ([`Violation::HeadChanged`], [`Violation::TailChanged`], [`Violation::PinnedMissing`], [`Violation::UserPinLost`]) | batch, prune, micro, defrag |
 //! | 2 tool integrity | yes | batch, prune, micro, defrag |
-//! | 3 roles | yes | batch, prune, micro, defrag |
+//! | 3 roles, a user message with text survives | yes ([`Violation::NoUserText`], [`Violation::ExtraContinuation`], [`Violation::NeedlessContinuation`] for the continuation) | batch, prune, micro, defrag |
 //! | 4 micro never summarizes user text | yes | micro, defrag |
 //! | 5 one rolling marker | yes | micro, defrag |
 //! | 6 failure changes nothing | yes | failed, unchanged |
@@ -46,6 +46,13 @@
 //!   adjacent in `before`; when a micro pass made two real user messages adjacent; and when a
 //!   turn-progress marker is followed by an assistant message. With
 //!   [`LawOptions::strict_alternation`] the last two are violations.
+//! - **The continuation** (issue 21, item 14): a batch pass that wrote a summary leaves a user
+//!   message with text of the user's own ([`marker::is_user_text`]) or, when none remains, the
+//!   library's [continuation](marker::continuation) ([`Violation::NoUserText`], for a summary
+//!   the pass wrote: one `before` already had is inherited); no pass leaves
+//!   more continuations than one (or than `before` had, [`Violation::ExtraContinuation`]), nor
+//!   adds one while user text survives ([`Violation::NeedlessContinuation`]). A continuation
+//!   is never one of the user's messages: law 4 does not look for it in `before`.
 //! - **Law 4** walks the real user messages of `before` (summary markers excluded) in order and
 //!   finds each in `after`, at or after the previous match, as a user message with identical
 //!   wire JSON. With strict alternation, a user message may instead be found as a verbatim
@@ -354,6 +361,23 @@ pub enum Violation {
         /// Index of the second message of the pair.
         index: usize,
     },
+    /// Law 3 (issue 21, item 14): a batch pass wrote a summary and left no user message with
+    /// text: neither one of the user's own nor the continuation.
+    NoUserText {
+        /// Index of the first summary marker in `after`.
+        summary_index: usize,
+    },
+    /// Law 3 (issue 21, item 14): a second continuation (more than `before` had).
+    ExtraContinuation {
+        /// Index of the continuation past the first.
+        index: usize,
+    },
+    /// Law 3 (issue 21, item 14): the pass added a continuation although user text of the
+    /// user's own survives.
+    NeedlessContinuation {
+        /// Index of the continuation.
+        index: usize,
+    },
     /// Law 3: the first message after the leading system block is no longer `user`.
     FirstNotUser {
         /// Index of that message.
@@ -412,7 +436,11 @@ impl Violation {
             | Violation::MissingToolResult { .. }
             | Violation::DuplicateToolResult { .. }
             | Violation::NonAdjacentToolResult { .. } => Law::ToolIntegrity,
-            Violation::AdjacentSameRole { .. } | Violation::FirstNotUser { .. } => Law::Roles,
+            Violation::AdjacentSameRole { .. }
+            | Violation::FirstNotUser { .. }
+            | Violation::NoUserText { .. }
+            | Violation::ExtraContinuation { .. }
+            | Violation::NeedlessContinuation { .. } => Law::Roles,
             Violation::UserMessageLost { .. } => Law::UserText,
             Violation::ExtraMicroMarker { .. }
             | Violation::ExtraProgressMarker { .. }
@@ -467,6 +495,18 @@ impl fmt::Display for Violation {
                 f,
                 "messages {} and {index} have the same role and were not adjacent before",
                 index - 1
+            ),
+            Violation::NoUserText { summary_index } => write!(
+                f,
+                "the summary at {summary_index} is left without any user message with text \
+                 (no continuation was added)"
+            ),
+            Violation::ExtraContinuation { index } => {
+                write!(f, "a second continuation message at {index}")
+            }
+            Violation::NeedlessContinuation { index } => write!(
+                f,
+                "continuation at {index} added although user text of the user's own survives"
             ),
             Violation::FirstNotUser { index } => write!(
                 f,
@@ -540,6 +580,7 @@ pub fn check(
     check_pins(before, after, &mut out);
     check_tools(before, after, &mut out);
     check_roles(before, after, pass, &mut out);
+    check_continuation(before, after, pass, &mut out);
     if pass.kind.is_micro_family() {
         check_user_text(before, after, pass.options.strict_alternation, &mut out);
         check_markers(before, after, &mut out);
@@ -804,6 +845,47 @@ fn check_roles(before: &[Message], after: &[Message], pass: &Pass, out: &mut Vec
     }
 }
 
+/// Law 3, the continuation (issue 21, item 14).
+fn check_continuation(
+    before: &[Message],
+    after: &[Message],
+    pass: &Pass,
+    out: &mut Vec<Violation>,
+) {
+    let count = |ms: &[Message]| ms.iter().filter(|m| marker::is_continuation(m)).count();
+    let (had, has) = (count(before), count(after));
+    let conts = || (0..after.len()).filter(|&i| marker::is_continuation(&after[i]));
+    if has > had.max(1) {
+        out.extend(
+            conts()
+                .skip(had.max(1))
+                .map(|index| Violation::ExtraContinuation { index }),
+        );
+    }
+    let user_text = after.iter().any(marker::is_user_text);
+    if user_text && has > had {
+        out.extend(
+            conts()
+                .take(1)
+                .map(|index| Violation::NeedlessContinuation { index }),
+        );
+    }
+    if pass.kind == PassKind::Batch && !user_text && has == 0 {
+        // Only a summary the pass wrote is held against it.
+        let old: HashSet<String> = before
+            .iter()
+            .filter(|m| marker::is_summary(m))
+            .map(Message::to_wire_json)
+            .collect();
+        if let Some(summary_index) = after
+            .iter()
+            .position(|m| marker::is_summary(m) && !old.contains(&m.to_wire_json()))
+        {
+            out.push(Violation::NoUserText { summary_index });
+        }
+    }
+}
+
 /// Law 4: every real user message of `before`, in order, is in `after`: as a user message
 /// with identical wire JSON, or (strict alternation only) as a verbatim substring of a user
 /// message's text at or after the previous match, for user messages joined with a separator.
@@ -1044,6 +1126,77 @@ mod tests {
         let mut moved = group.clone();
         moved.swap(3, 4);
         assert_eq!(laws_of(&group, &moved, pass), vec![2]);
+    }
+
+    /// Issue 21, item 14: the law checker's view of the continuation.
+    #[test]
+    fn continuation_laws() {
+        let image = || {
+            let mut m = Message::user("");
+            m.set_content(Some(crate::Content::Parts(vec![crate::Part(
+                serde_json::json!({"type": "image_url", "image_url": {"url": "https://x/s.png"}}),
+            )])));
+            m
+        };
+        let before = vec![
+            Message::system("sys"),
+            image(),
+            Message::assistant_tool_calls("", vec![ToolCall::function("a", "ls", "{}")]),
+            Message::tool_result("a", "x".repeat(2_000)),
+            Message::assistant_tool_calls("", vec![ToolCall::function("b", "ls", "{}")]),
+            Message::tool_result("b", "y".repeat(2_000)),
+            Message::assistant("looked"),
+        ];
+        let batch = Pass::new(
+            PassKind::Batch,
+            Protected {
+                head: 4,
+                tail: 1,
+                pinned: None,
+            },
+        );
+        let summary = |role| marker::render(MarkerKind::Batch, role, "s");
+        // A user-role summary with no user text anywhere: the summary is the first user text.
+        let mut bare = before.clone();
+        bare.splice(4..6, [summary(Role::User)]);
+        assert_eq!(
+            check(&before, &bare, &batch, &Estimator::default()),
+            vec![Violation::NoUserText { summary_index: 4 }]
+        );
+        // Summary then continuation: every law holds.
+        let mut good = before.clone();
+        good.splice(4..6, [summary(Role::Assistant), marker::continuation()]);
+        assert_eq!(laws_of(&before, &good, batch), Vec::<u8>::new());
+        // The continuation is not one of the user's: law 4 does not ask for it back.
+        let mut lost = Vec::new();
+        check_user_text(&good, &bare, false, &mut lost);
+        assert_eq!(lost, Vec::new());
+        // Two stacked.
+        let mut two = good.clone();
+        two.splice(6..6, [summary(Role::Assistant), marker::continuation()]);
+        assert!(
+            check(&good, &two, &batch, &Estimator::default())
+                .contains(&Violation::ExtraContinuation { index: 7 })
+        );
+        // Added beside user text of the user's own.
+        let mut with_text = before.clone();
+        with_text.push(Message::user("fix it"));
+        let mut needless = with_text.clone();
+        needless.splice(4..6, [summary(Role::Assistant), marker::continuation()]);
+        let batch = Pass {
+            protected: Protected {
+                head: 4,
+                tail: 2,
+                pinned: None,
+            },
+            ..batch
+        };
+        assert_eq!(
+            check(&with_text, &needless, &batch, &Estimator::default()),
+            vec![Violation::NeedlessContinuation { index: 5 }]
+        );
+        // Inherited from before: not the pass's doing.
+        assert_eq!(laws_of(&needless, &needless, batch), Vec::<u8>::new());
     }
 
     #[test]

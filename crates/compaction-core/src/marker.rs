@@ -11,6 +11,11 @@
 //! and so is a summary Hermes Agent merged into a kept message: the message's own text
 //! wrapped in `[PRIOR CONTEXT — …]` and ended by [`MERGED_DELIMITER`], then the summary
 //! ([`split_merged`] separates the two).
+//!
+//! One marker kind is no summary: the [continuation], a short fixed user-role
+//! message a pass adds after its summary when no user message with text would otherwise
+//! remain. [`classify`] names every kind; [`is_summary`] and [`is_continuation`] tell the two
+//! families apart, and [`parse_body`] has no body for a continuation.
 
 use crate::message::{Content, MarkerKind, Message, Part, Role};
 
@@ -44,6 +49,17 @@ pub const MERGED_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY
 pub const FOREIGN_END_LINE: &str =
     "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---";
 
+/// First characters of the [continuation] message.
+pub const CONTINUATION_HEADER: &str = "[CONTINUATION · hermes-compaction]";
+
+/// The whole text of the [continuation] message.
+pub const CONTINUATION_TEXT: &str = "[CONTINUATION · hermes-compaction] Earlier turns of this \
+conversation were compacted into the summary beside this message to save space. Continue the \
+task from where it was left, using that summary for context.";
+
+/// The summary kinds, in the order [`classify_text`] tries their headers.
+const SUMMARY_KINDS: [MarkerKind; 3] = [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress];
+
 /// Bytes of leading text that decide a classification: the longest header plus its `]`.
 const LONGEST_PREFIX: usize = HEADER_PREFIX.len() + "progress]".len();
 
@@ -52,6 +68,7 @@ fn heading(kind: MarkerKind) -> &'static str {
         MarkerKind::Batch => "## Summary of the earlier conversation",
         MarkerKind::Micro => "## Rolling summary of earlier turns",
         MarkerKind::Progress => "## Progress so far in the current turn",
+        MarkerKind::Continuation => "",
     }
 }
 
@@ -67,8 +84,12 @@ fn prefix_with(kind: MarkerKind, preamble: &str) -> String {
     format!("{}\n{preamble}\n\n{}\n", header(kind), heading(kind))
 }
 
-/// The marker text for a body.
+/// The marker text for a body. A [`MarkerKind::Continuation`] has no body: its text is always
+/// [`CONTINUATION_TEXT`].
 pub fn render_text(kind: MarkerKind, body: &str) -> String {
+    if kind == MarkerKind::Continuation {
+        return CONTINUATION_TEXT.to_owned();
+    }
     let mut s = prefix(kind);
     s.push_str(body);
     s.push('\n');
@@ -77,10 +98,63 @@ pub fn render_text(kind: MarkerKind, body: &str) -> String {
 }
 
 /// A marker message with the given role, stamped with [`MarkerKind`] metadata.
+/// (For a continuation, prefer [`continuation`]: it is always user-role.)
 pub fn render(kind: MarkerKind, role: Role, body: &str) -> Message {
     let mut m = Message::new(role, render_text(kind, body));
     m.meta_mut().marker = Some(kind);
     m
+}
+
+/// The continuation message: user-role, [`CONTINUATION_TEXT`], stamped
+/// [`MarkerKind::Continuation`]. A pass adds exactly one after its summary when its output
+/// would otherwise hold no user message with text that is not a library marker (the only
+/// user turn was an image or blank), so the summary never becomes the first user-role text.
+/// It is not a summary and never the active ask.
+///
+/// ```
+/// use compaction_core::{marker, MarkerKind, Message};
+///
+/// let c = marker::continuation();
+/// assert!(c.is_user());
+/// assert_eq!(marker::classify(&c), Some(MarkerKind::Continuation));
+/// assert!(marker::is_continuation(&c) && !marker::is_summary(&c));
+/// assert_eq!(marker::parse_body(&c), None);
+/// // Recognised by its text too, e.g. after a round trip without library metadata.
+/// let plain = Message::user(marker::CONTINUATION_TEXT);
+/// assert!(marker::is_continuation(&plain));
+/// ```
+pub fn continuation() -> Message {
+    render(MarkerKind::Continuation, Role::User, "")
+}
+
+/// Whether `m` is a summary marker (batch, micro or progress, library-written or foreign); a
+/// [continuation] is not.
+pub fn is_summary(m: &Message) -> bool {
+    classify(m).is_some_and(MarkerKind::is_summary)
+}
+
+/// Whether `m` is the library's [continuation] message.
+pub fn is_continuation(m: &Message) -> bool {
+    classify(m) == Some(MarkerKind::Continuation)
+}
+
+/// Whether `m` is a user message with visible text that is no library marker: a user's own
+/// words (an image-only or blank user message, a summary, a continuation, and an image
+/// whose payload became a [placeholder](crate::images::placeholder) are not).
+pub fn is_user_text(m: &Message) -> bool {
+    if !m.is_user() {
+        return false;
+    }
+    let own = |t: &str| {
+        let t = t.trim();
+        !t.is_empty() && !t.starts_with(crate::images::PLACEHOLDER_PREFIX)
+    };
+    let has_own_text = match m.content() {
+        Some(Content::Text(s)) => own(s),
+        Some(Content::Parts(parts)) => parts.iter().filter_map(Part::text).any(own),
+        _ => false,
+    };
+    has_own_text && classify(m).is_none()
 }
 
 /// Classifies a message: its metadata first, then its text.
@@ -110,8 +184,11 @@ pub fn classify(m: &Message) -> Option<MarkerKind> {
 
 /// Classifies marker text.
 pub fn classify_text(text: &str) -> Option<MarkerKind> {
+    if text.starts_with(CONTINUATION_HEADER) {
+        return Some(MarkerKind::Continuation);
+    }
     if let Some(rest) = text.strip_prefix(HEADER_PREFIX) {
-        for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
+        for kind in SUMMARY_KINDS {
             if rest.starts_with(kind.as_str()) && rest[kind.as_str().len()..].starts_with(']') {
                 return Some(kind);
             }
@@ -163,11 +240,12 @@ pub fn split_merged(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-/// The body of a marker: exactly what [`render_text`] was given for markers written here; for
+/// The body of a summary marker: exactly what [`render_text`] was given for markers written here; for
 /// a foreign (Hermes Agent) summary, the text after its first line.
+/// A [continuation] has none.
 pub fn parse_body(m: &Message) -> Option<String> {
+    let kind = classify(m).filter(|k| k.is_summary())?;
     let text = m.text();
-    let kind = classify(m)?;
     for preamble in std::iter::once(PREAMBLE).chain(LEGACY_PREAMBLES) {
         let p = prefix_with(kind, preamble);
         if let Some(rest) = text.strip_prefix(p.as_str()) {
@@ -271,6 +349,27 @@ mod tests {
         assert_eq!(classify(&parts("[CONTEXT", "COMPACTION] x")), None);
         let joined = parts("[CONTEXT COMPACTION", "body");
         assert_eq!(classify(&joined), Some(MarkerKind::Batch));
+    }
+
+    #[test]
+    fn the_continuation_is_a_marker_but_no_summary() {
+        let c = continuation();
+        assert_eq!(c.text(), CONTINUATION_TEXT);
+        assert_eq!(classify(&c), Some(MarkerKind::Continuation));
+        assert!(is_continuation(&c) && !is_summary(&c) && !is_user_text(&c));
+        assert_eq!(parse_body(&c), None);
+        // Without metadata, by its text (a message made of parts too).
+        let mut parts = Message::user("");
+        parts.set_content(Some(Content::Parts(vec![Part::text_part(
+            CONTINUATION_TEXT,
+        )])));
+        for m in [Message::user(CONTINUATION_TEXT), parts] {
+            assert!(is_continuation(&m), "{m:?}");
+        }
+        // A user quoting it further in is the user's own text.
+        let quoting = Message::user(format!("why did you write {CONTINUATION_TEXT}?"));
+        assert!(is_user_text(&quoting));
+        assert!(is_summary(&render(MarkerKind::Batch, Role::User, "b")));
     }
 
     #[test]

@@ -278,23 +278,43 @@ pub enum MarkerKind {
     Micro,
     /// A turn-progress summary inside a long turn.
     Progress,
+    /// Not a summary: the short user-role message a pass adds after its summary when no user
+    /// message with text would otherwise remain (the only user turn was an image or blank),
+    /// so the summary never becomes the first user-role text
+    /// ([`marker::continuation`](crate::marker::continuation)). It carries nothing: a later
+    /// pass drops or replaces it, never stacks a second.
+    Continuation,
 }
 
 impl MarkerKind {
-    /// The stable lower-case name (`batch`, `micro`, `progress`).
+    /// The stable lower-case name (`batch`, `micro`, `progress`, `continuation`).
     pub fn as_str(self) -> &'static str {
         match self {
             MarkerKind::Batch => "batch",
             MarkerKind::Micro => "micro",
             MarkerKind::Progress => "progress",
+            MarkerKind::Continuation => "continuation",
         }
+    }
+
+    /// Whether a marker of this kind holds a summary (batch, micro, progress); a
+    /// [`Continuation`](MarkerKind::Continuation) does not.
+    ///
+    /// ```
+    /// use compaction_core::MarkerKind;
+    ///
+    /// assert!(MarkerKind::Batch.is_summary());
+    /// assert!(!MarkerKind::Continuation.is_summary());
+    /// ```
+    pub fn is_summary(self) -> bool {
+        !matches!(self, MarkerKind::Continuation)
     }
 }
 
 /// Library metadata carried under [`META_KEY`]. Never sent to a model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
-    /// Set on summary markers the library wrote.
+    /// Set on summary markers the library wrote, and on its continuation message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub marker: Option<MarkerKind>,
     /// The store row id once the message is persisted. A message carrying one is skipped by

@@ -723,7 +723,7 @@ pub fn resolve_cursor(t: &Transcript, r: &Regions, state: &MicroState) -> Resolv
     }
     let last = (r.head.end..r.tail.end).rev().find_map(|i| {
         marker::classify(&msgs[i])
-            .filter(|k| *k != MarkerKind::Progress)
+            .filter(|k| matches!(k, MarkerKind::Batch | MarkerKind::Micro))
             .map(|k| (i, k))
     });
     match last {

@@ -131,6 +131,10 @@ pub struct Preview {
     pub messages: Vec<MessagePreview>,
     /// The summaries it would write, in order.
     pub summaries: Vec<PlannedSummary>,
+    /// Whether the pass would add the [continuation](crate::marker::continuation) beside a
+    /// summary (no user message with text would otherwise remain; issue 21, item 14).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub continuation: bool,
     /// Tokens before (the plan's, calibrated when the transcript carries a measurement).
     pub tokens_before: u64,
     /// Estimated tokens after.
@@ -240,12 +244,17 @@ pub fn of_batch(
         }
     }
     let mut summaries = Vec::with_capacity(jobs.len());
+    let continuation = crate::batch::continuation_plan(msgs, jobs).map(|(k, _)| k);
+    if continuation.is_some() {
+        added += counter.count_message(&marker::continuation());
+    }
     for (k, job) in jobs.iter().enumerate() {
         let ledger = job.ledger.render(cfg.ledger_max_tokens).unwrap_or_default();
         let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
         let next = msgs.get(job.range.end);
         let role = match job.kind {
-            MarkerKind::Progress => (!cfg.strict_alternation).then_some(Role::Assistant),
+            _ if continuation == Some(k) => Some(Role::Assistant),
+            MarkerKind::Progress => crate::batch::progress_role(prev, next, cfg.strict_alternation),
             _ => crate::batch::marker_role(prev, next),
         };
         let scaffold = counter.count_message(&marker::render(
@@ -275,6 +284,7 @@ pub fn of_batch(
         kind,
         messages: out,
         summaries,
+        continuation: continuation.is_some(),
         tokens_before: plan.tokens_before,
         tokens_after: (plan.tokens_before + delta(added)).saturating_sub(delta(removed)),
     }
@@ -334,6 +344,7 @@ pub fn of_micro(t: &Transcript, plan: &MicroPlan, counter: &dyn TokenCounter) ->
         kind,
         messages: out,
         summaries,
+        continuation: false,
         tokens_before: plan.tokens_before,
         tokens_after,
     }
@@ -384,6 +395,13 @@ impl std::fmt::Display for Preview {
                 sum.range.start,
                 sum.range.end,
                 sum.estimated_tokens
+            )?;
+        }
+        if p.continuation {
+            writeln!(
+                s,
+                "continuation: a user-role continuation message beside the summary (no user \
+                 message with text would remain)"
             )?;
         }
         let mut i = 0;

@@ -231,11 +231,7 @@ pub fn partition(
     // A summary marker among the first messages says the session was compacted before,
     // whatever the caller knows (a resumed session, a fresh compressor): head protection has
     // decayed, and the head may not hide the marker from the passes that resume it.
-    if !compacted
-        && msgs[sys..head_end]
-            .iter()
-            .any(|m| crate::marker::classify(m).is_some())
-    {
+    if !compacted && msgs[sys..head_end].iter().any(crate::marker::is_summary) {
         head_end = sys;
     }
     head_end = groups::align_forward(msgs, head_end);

@@ -106,15 +106,32 @@ pub fn transcript_with(cfg: TranscriptConfig) -> BoxedStrategy<Vec<Message>> {
 /// [`marker::render`]): a batch marker after the system prompt, a micro marker before some
 /// later user message, and a turn-progress marker after the latest user message, each present
 /// or not. Markers sit only at turn boundaries, so tool groups stay whole and the transcript
-/// still validates clean.
+/// still validates clean. One case in four is a session whose user turns have no text (blank
+/// or an image), compacted before: its batch marker is assistant-role, after the
+/// [continuation](marker::continuation) (issue 21, item 14).
 pub fn transcript_with_markers() -> BoxedStrategy<Vec<Message>> {
     (
         transcript(),
         proptest::option::of(marker_body()),
         proptest::option::of((any::<prop::sample::Index>(), marker_body())),
         proptest::option::of(marker_body()),
+        0..4u8,
     )
-        .prop_map(|(mut msgs, batch, micro, progress)| {
+        .prop_map(|(mut msgs, batch, micro, progress, textless)| {
+            let textless = textless == 0;
+            if textless {
+                for (k, m) in msgs.iter_mut().filter(|m| m.is_user()).enumerate() {
+                    let content = if k % 2 == 0 {
+                        crate::Content::Text(String::new())
+                    } else {
+                        crate::Content::Parts(vec![crate::Part(serde_json::json!({
+                            "type": "image_url",
+                            "image_url": {"url": "https://example.com/screen.png"}
+                        }))])
+                    };
+                    m.set_content(Some(content));
+                }
+            }
             // Insert from the back so earlier indices stay valid.
             let users: Vec<usize> = (0..msgs.len()).filter(|&i| msgs[i].is_user()).collect();
             if let (Some(body), Some(&last)) = (&progress, users.last()) {
@@ -135,8 +152,16 @@ pub fn transcript_with_markers() -> BoxedStrategy<Vec<Message>> {
                     .iter()
                     .take_while(|m| m.role().is_system_like())
                     .count();
-                msgs.insert(sys, marker::render(MarkerKind::Batch, Role::User, body));
-                msgs.insert(sys + 1, Message::assistant("Understood."));
+                if textless {
+                    msgs.insert(sys, marker::continuation());
+                    msgs.insert(
+                        sys + 1,
+                        marker::render(MarkerKind::Batch, Role::Assistant, body),
+                    );
+                } else {
+                    msgs.insert(sys, marker::render(MarkerKind::Batch, Role::User, body));
+                    msgs.insert(sys + 1, Message::assistant("Understood."));
+                }
             }
             msgs
         })

@@ -472,7 +472,8 @@ impl Transcript {
     }
 
     /// Index of the latest real user request, if any: the last user message that carries
-    /// visible text and is not a summary marker (a blank or image-only user message, which
+    /// visible text and is no library marker ([`marker::is_user_text`](crate::marker::is_user_text):
+    /// a blank or image-only user message, which
     /// platforms echo, is never the request; spec section 1, "Tail"). O(1): the index
     /// is kept current by every splice (after [`meta_mut`](Self::meta_mut) of a user message,
     /// the next call scans back from the end once per splice).
@@ -545,7 +546,7 @@ fn is_visible_reply(m: &Message) -> bool {
 }
 
 fn is_real_user(m: &Message) -> bool {
-    m.is_user() && m.has_visible_text() && crate::marker::classify(m).is_none()
+    crate::marker::is_user_text(m)
 }
 
 /// Tool-group structure helpers over a slice of messages.

@@ -2,6 +2,7 @@
 
 mod anthropic;
 mod common;
+mod continuation;
 mod errors;
 mod exchanges;
 mod fixtures;

@@ -29,7 +29,7 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry as MapEntry;
 
-use hermes_compaction::core::{ledger, marker};
+use hermes_compaction::core::{MarkerKind, ledger, marker};
 use serde_json::Value;
 
 use crate::retention::{Wire, digest};
@@ -140,6 +140,20 @@ fn parse(json: &str) -> Parsed {
             marker: false,
         };
     };
+    let role = v.get("role").and_then(Value::as_str).unwrap_or_default();
+    // The continuation (issue 21, item 14) is fixed library text: it holds nothing of the
+    // session, neither verbatim nor summarized.
+    if role == "user"
+        && first_text(&v)
+            .is_some_and(|t| marker::classify_text(t) == Some(MarkerKind::Continuation))
+    {
+        return Parsed {
+            all: Box::new([]),
+            used: Box::new([]),
+            unindexed: Box::new([]),
+            marker: false,
+        };
+    }
     let all = digests(&mut |f| strings(&v, f));
     let unindexed = if json.contains(ledger::PRUNED_NAMES.trim_end())
         || json.contains(ledger::ELIDED_NAMES.trim_end())
@@ -149,7 +163,6 @@ fn parse(json: &str) -> Parsed {
     } else {
         all.clone()
     };
-    let role = v.get("role").and_then(Value::as_str).unwrap_or_default();
     let calls = v
         .get("tool_calls")
         .and_then(Value::as_array)
@@ -187,8 +200,9 @@ fn first_text(v: &Value) -> Option<&str> {
     }
 }
 
+/// A summary marker: what it holds is held, not verbatim.
 fn is_marker(text: &str) -> bool {
-    marker::classify_text(text).is_some()
+    marker::classify_text(text).is_some_and(MarkerKind::is_summary)
 }
 
 /// The far-recall counts of one request.
@@ -315,6 +329,21 @@ fn decrement(map: &mut HashMap<u64, u32>, id: u64) {
 mod tests {
     use super::*;
     use hermes_compaction::core::{Message, ToolCall};
+
+    /// Issue 21, item 14: the continuation holds nothing of the session; a summary holds what
+    /// it names, not verbatim.
+    #[test]
+    fn the_continuation_holds_nothing_and_is_no_summary() {
+        let c = parse(&marker::continuation().to_wire_json());
+        assert!(c.all.is_empty() && !c.marker, "{c:?}");
+        let s = marker::render(
+            MarkerKind::Batch,
+            hermes_compaction::core::Role::User,
+            "src/lib.rs",
+        );
+        let s = parse(&s.to_wire_json());
+        assert!(!s.all.is_empty() && s.marker, "{s:?}");
+    }
 
     #[test]
     fn identifiers_follow_the_definition() {

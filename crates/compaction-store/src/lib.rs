@@ -4,7 +4,7 @@
 //! The store is the source of truth an agent resumes from. Each message is one row holding
 //! the message body exactly as appended ([`Message::to_wire_json`], stored as its UTF-8
 //! bytes, so NUL escapes, multi-megabyte content and any Unicode come back byte-identical)
-//! plus queryable columns: role, marker kind (`normal`, `batch`, `micro`, `progress`),
+//! plus queryable columns: role, marker kind (`normal`, `batch`, `micro`, `progress`, `continuation`),
 //! active, compacted, generation and timestamps.
 //!
 //! A compaction pass is written with [`TranscriptStore::archive_and_compact`]: in one

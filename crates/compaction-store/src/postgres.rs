@@ -145,6 +145,11 @@ fn migrator() -> sqlx::migrate::Migrator {
             "history: archived generations, restore",
             include_str!("../migrations/postgres/0004_history.sql"),
         ),
+        (
+            5,
+            "the continuation marker kind",
+            include_str!("../migrations/postgres/0005_continuation.sql"),
+        ),
     ])
 }
 

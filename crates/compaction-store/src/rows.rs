@@ -86,6 +86,7 @@ fn parse_kind(s: &str) -> Option<Option<MarkerKind>> {
         "batch" => Some(MarkerKind::Batch),
         "micro" => Some(MarkerKind::Micro),
         "progress" => Some(MarkerKind::Progress),
+        "continuation" => Some(MarkerKind::Continuation),
         _ => return None,
     })
 }
@@ -727,6 +728,19 @@ mod tests {
         assert_eq!(back.row_id(), Some(9));
         assert_eq!(back.meta().unwrap().trimmed_handle.as_deref(), Some("h1"));
         assert_eq!(back.to_wire_json(), m.to_wire_json());
+        // Every marker kind round-trips through its column, the continuation included.
+        for kind in [
+            MarkerKind::Batch,
+            MarkerKind::Micro,
+            MarkerKind::Progress,
+            MarkerKind::Continuation,
+        ] {
+            let m = compaction_core::marker::render(kind, compaction_core::Role::User, "b");
+            let p = prepare(&m).unwrap();
+            assert_eq!(p.kind, kind.as_str());
+            let (back, got) = decode(1, p.kind, p.body, p.meta).unwrap();
+            assert_eq!((got, back.marker_kind()), (Some(kind), Some(kind)));
+        }
         assert!(matches!(
             decode(4, "weird", b"{}".to_vec(), None),
             Err(StoreError::CorruptRow { row: 4, .. })

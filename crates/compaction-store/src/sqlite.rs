@@ -274,6 +274,11 @@ fn migrator() -> sqlx::migrate::Migrator {
             "history: archived generations, restore",
             include_str!("../migrations/sqlite/0004_history.sql"),
         ),
+        (
+            5,
+            "the continuation marker kind",
+            include_str!("../migrations/sqlite/0005_continuation.sql"),
+        ),
     ])
 }
 

@@ -171,3 +171,23 @@ async fn a_read_only_open_names_the_migration_it_needs() {
         .unwrap_err();
     assert!(e.to_string().contains("migration 99"), "{e}");
 }
+
+/// A database written before the continuation kind (schema version 4), opened read-only, is
+/// refused naming migration 5, with nothing migrated.
+#[tokio::test]
+async fn a_read_only_open_of_schema_4_names_migration_5() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    written(&path).await;
+    edit(
+        &path,
+        "DELETE FROM hermes_schema_migrations WHERE version = 5",
+    )
+    .await;
+    let bytes = std::fs::read(&path).unwrap();
+    let e = Store::connect_with(&format!("sqlite:{}", path.display()), &read_only())
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("migration 5"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing migrated");
+}

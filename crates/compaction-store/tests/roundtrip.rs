@@ -74,6 +74,8 @@ on_both_backends! {
             marker::render(MarkerKind::Micro, Role::Assistant, "micro body"),
             marker::render(MarkerKind::Progress, Role::Assistant, "progress body"),
             Message::tool_result("c1", "short"),
+            // Issue 21, item 14: the continuation is a kind of its own, not a summary.
+            marker::continuation(),
         ];
         messages[4].meta_mut().trimmed_handle = Some("blob-17".into());
         b.store.create_session("kinds").await.unwrap();
@@ -82,7 +84,14 @@ on_both_backends! {
         let kinds: Vec<_> = loaded.iter().map(Message::marker_kind).collect();
         assert_eq!(
             kinds,
-            [None, Some(MarkerKind::Batch), Some(MarkerKind::Micro), Some(MarkerKind::Progress), None]
+            [
+                None,
+                Some(MarkerKind::Batch),
+                Some(MarkerKind::Micro),
+                Some(MarkerKind::Progress),
+                None,
+                Some(MarkerKind::Continuation),
+            ]
         );
         assert_eq!(loaded[4].meta().unwrap().trimmed_handle.as_deref(), Some("blob-17"));
         // The loaded messages equal the stamped originals, metadata included.
@@ -150,4 +159,55 @@ async fn in_memory_sqlite_keeps_its_data() {
         wire(&messages)
     );
     assert_eq!(store.backend(), Some(compaction_store::Backend::Sqlite));
+}
+
+/// Schema version 5 (the continuation kind) rebuilds SQLite's message table, as SQLite cannot
+/// widen a CHECK constraint in place: every row comes back with its id, archived or active, the
+/// id counter does not go back (a row deleted at the end leaves its id unused), and a
+/// continuation row can be written afterwards.
+#[tokio::test]
+async fn the_continuation_migration_keeps_every_row_and_id() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    let url = format!("sqlite:{}", path.display());
+    let store = Store::connect(&url).await.unwrap();
+    store.create_session("s").await.unwrap();
+    let mut messages = conversation(3);
+    store.append("s", &mut messages).await.unwrap();
+    store.create_session("t").await.unwrap();
+    let mut later = conversation(1);
+    let later_ids = store.append("t", &mut later).await.unwrap();
+    let before = store.load_all("s").await.unwrap();
+    store.close().await;
+    // Back to schema version 4, as far as the migrator can tell, with the newest rows gone.
+    let mut c = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::raw_sql(
+        "DELETE FROM hermes_schema_migrations WHERE version = 5; \
+         DELETE FROM hermes_messages WHERE session_id = 't';",
+    )
+    .execute(&mut c)
+    .await
+    .unwrap();
+    c.close().await.unwrap();
+
+    let store = Store::connect(&url).await.unwrap();
+    let after = store.load_all("s").await.unwrap();
+    assert_eq!(after.len(), before.len());
+    for (a, b) in after.iter().zip(&before) {
+        assert_eq!((a.id, a.kind, a.active), (b.id, b.kind, b.active));
+        assert_eq!(a.message.to_wire_json(), b.message.to_wire_json());
+    }
+    let mut more = vec![marker::continuation()];
+    let ids = store.append("s", &mut more).await.unwrap();
+    assert!(
+        ids[0] > *later_ids.last().unwrap(),
+        "an id was reused: {ids:?}"
+    );
+    let loaded = store.load_active("s").await.unwrap();
+    assert_eq!(
+        loaded.last().unwrap().marker_kind(),
+        Some(MarkerKind::Continuation)
+    );
+    store.close().await;
 }

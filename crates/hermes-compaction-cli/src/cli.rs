@@ -42,6 +42,13 @@ pub enum Command {
     /// size ("[image removed after compaction: image/png, 45.0 KB; ...]"). With a store
     /// (`session compact`) the original row is archived and stays recoverable; a file in,
     /// file out run keeps the input file as the original.
+    ///
+    /// A summary is written as a marker message: batch ("[CONTEXT SUMMARY · hermes-compaction
+    /// · batch]"), micro (the rolling summary) or progress (the older part of a long current
+    /// turn). When no user message with text would remain (the only user turns are images or
+    /// blank), a batch pass also writes one short user-role continuation message beside its
+    /// summary ("[CONTINUATION · hermes-compaction] ..."), so the summary never becomes the
+    /// first user-role text; it is no summary and never stacks.
     Compact(CompactArgs),
     /// Replay transcripts as an agent lives them, under several policies side by side.
     ///

@@ -475,3 +475,108 @@ fn micro_says_why_it_cannot_get_under_the_threshold() {
     let line = lines.next().unwrap();
     assert_eq!(field(line, "over_threshold"), "true", "{line}");
 }
+
+/// Issue 21, item 14 (through `hermes-compaction compact`): the only user turn is an image;
+/// the batch pass still leaves a user message with text, the continuation, beside the summary,
+/// and the summary is not the first user-role text (spec section 1, "Summary marker"; section
+/// 2, law 3). The laws hold, the continuation included.
+#[test]
+fn an_image_only_user_turn_still_leaves_a_user_message_with_text() {
+    use hermes_compaction::core::marker;
+    use hermes_compaction::core::message::{Content, Part};
+    let dir = tempfile::tempdir().unwrap();
+    let mut image = Message::user("");
+    image.set_content(Some(Content::Parts(vec![Part(serde_json::json!({
+        "type": "image_url",
+        "image_url": {"url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="}
+    }))])));
+    let mut msgs = vec![
+        Message::system("You are a computer-use agent."),
+        image.clone(),
+    ];
+    for i in 0..60 {
+        let id = format!("call_{i}");
+        // What the agent says between calls is no tool output: pruning cannot reclaim it.
+        msgs.push(Message::assistant_tool_calls(
+            format!("step {i}: the window title changed, checking again. ").repeat(30),
+            vec![hermes_compaction::core::ToolCall::function(
+                &id,
+                "run_shell",
+                "{\"cmd\":\"xdotool getactivewindow\"}",
+            )],
+        ));
+        msgs.push(Message::tool_result(&id, format!("window {i}")));
+    }
+    msgs.push(Message::assistant("The dialog is open."));
+    let input = write_jsonl(dir.path(), "image-only.jsonl", &msgs);
+    let line = check_mode(&input, "batch", dir.path());
+    assert_eq!(field(&line, "outcome"), "summarized", "{line}");
+    let after = read_messages(&dir.path().join("out-batch.jsonl"));
+    assert!(after.contains(&image), "the user's turn survives");
+    let first_text = after
+        .iter()
+        .position(|m| m.is_user() && m.has_visible_text())
+        .expect("a user message with text survives");
+    assert!(
+        marker::is_continuation(&after[first_text]),
+        "the first user-role text is {:?}",
+        after[first_text].text()
+    );
+    assert_eq!(
+        after.iter().filter(|m| marker::is_continuation(m)).count(),
+        1
+    );
+    let beside = |i: usize| after.get(i).is_some_and(marker::is_summary);
+    assert!(
+        beside(first_text + 1) || first_text.checked_sub(1).is_some_and(beside),
+        "the continuation sits beside the summary"
+    );
+}
+
+/// Issue 21, "also noticed", a Codex-style session (Responses-style calls, one long turn) over
+/// the threshold: `compact --mode micro` makes progress or says why it could not.
+#[test]
+fn micro_on_a_codex_style_session_makes_progress_or_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut msgs = vec![
+        Message::system("You are Codex."),
+        Message::user("port the parser"),
+    ];
+    for i in 0..80 {
+        msgs.push(
+            Message::from_json(&format!(
+                r#"{{"role":"assistant","content":null,"tool_calls":[{{"id":"fc_{i}","call_id":"call_{i}","type":"function","function":{{"name":"shell","arguments":"{{\"cmd\":[\"rg\",\"fn parse\"]}}"}}}}]}}"#
+            ))
+            .unwrap(),
+        );
+        msgs.push(Message::tool_result(
+            format!("call_{i}"),
+            format!("src/parse.rs:{i}: fn parse_{i}() {{}}\n").repeat(60),
+        ));
+    }
+    let input = write_jsonl(dir.path(), "codex.jsonl", &msgs);
+    let output = dir.path().join("out.jsonl");
+    let o = run(&[
+        "compact",
+        "-i",
+        s(&input),
+        "-o",
+        s(&output),
+        "--mode",
+        "micro",
+        "--context-length",
+        &CONTEXT.to_string(),
+    ]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    let before = read_messages(&input);
+    let after = read_messages(&output);
+    let tokens =
+        |m: &[Message]| Transcript::new(m.to_vec(), &Estimator::default()).estimated_total();
+    assert!(
+        tokens(&after) < tokens(&before) || stdout.starts_with("note: micro passes cannot"),
+        "micro left it unchanged without a word: {stdout}"
+    );
+    let line = stdout.lines().last().unwrap();
+    assert_ne!(field(line, "passes"), "0", "{stdout}");
+}

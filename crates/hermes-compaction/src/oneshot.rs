@@ -332,7 +332,7 @@ impl Compressor {
             .sum();
         let summaries: u64 = (0..msgs.len())
             .filter(outside)
-            .filter(|&i| compaction_core::marker::classify(&msgs[i]).is_some())
+            .filter(|&i| compaction_core::marker::is_summary(&msgs[i]))
             .map(|i| t.tokens_of(i))
             .sum();
         format!(

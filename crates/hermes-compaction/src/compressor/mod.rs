@@ -247,10 +247,7 @@ impl Compressor {
     /// Builds a transcript with this compressor's counter, marking the session compacted when
     /// it already holds a summary marker.
     pub fn transcript(&mut self, messages: Vec<Message>) -> Transcript {
-        if messages
-            .iter()
-            .any(|m| compaction_core::marker::classify(m).is_some())
-        {
+        if messages.iter().any(compaction_core::marker::is_summary) {
             self.rt.state.compacted = true;
         }
         Transcript::new(messages, self.counter.as_ref())
