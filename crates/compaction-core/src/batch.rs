@@ -224,6 +224,29 @@ pub fn plan_batch(
     req: &BatchRequest,
     counter: &dyn TokenCounter,
 ) -> BatchPlan {
+    let mut plan = plan_unindexed(t, threshold_tokens, cfg, req, counter);
+    // The names indexes of the rewrites that stay: a rewrite inside a span the pass
+    // summarizes is replaced by the summary, so its index would be work for nothing.
+    let summarized: Vec<Range<usize>> = match &plan.step {
+        BatchStep::Summarize(jobs) => jobs.iter().map(|j| j.range.clone()).collect(),
+        _ => Vec::new(),
+    };
+    let reclaimed = plan.prune.reclaimed_tokens;
+    plan.prune.add_names(t, &cfg.prune, counter, |i| {
+        !summarized.iter().any(|r| r.contains(&i))
+    });
+    let lost = reclaimed.saturating_sub(plan.prune.reclaimed_tokens);
+    plan.tokens_after_prune += (lost as f64 * t.calibration_scale()).round() as u64;
+    plan
+}
+
+fn plan_unindexed(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &BatchConfig,
+    req: &BatchRequest,
+    counter: &dyn TokenCounter,
+) -> BatchPlan {
     let tokens_before = t.current_tokens();
     let low_water = cfg.low_water_mark(threshold_tokens);
     // One measurement drives both the trigger and the plan: when the provider's count (the
@@ -1154,10 +1177,11 @@ mod tests {
         let middle = std::slice::from_ref(&r.middle);
         let (uncited, held) = prune::plan_prune_split(&t, middle, pcfg, &e, &cited);
         assert!(held.edit.splices.len() == 2 && held.reclaimed_tokens > 0);
-        assert_eq!(
-            uncited.merged(held),
-            prune::plan_prune(&t, middle, pcfg, &e)
-        );
+        let mut whole = uncited.merged(held);
+        assert!(!whole.names_pending.is_empty());
+        whole.add_names(&t, pcfg, &e, |_| true);
+        assert!(whole.names_pending.is_empty());
+        assert_eq!(whole, prune::plan_prune(&t, middle, pcfg, &e));
         let req = BatchRequest {
             prune_only: true,
             force: true,
@@ -1172,6 +1196,52 @@ mod tests {
         cfg.prune.keep_cited = false;
         let plan = plan_batch(&t, 20_000, &cfg, &req, &e);
         assert!(cited.iter().all(|c| pruned_indices(&plan).contains(c)));
+    }
+
+    /// The names index is written only where the rewrite stays: a prune-only plan's lines
+    /// carry it, the lines of a span the pass summarizes do not (they are replaced by the
+    /// summary), and nothing is left pending.
+    #[test]
+    fn names_indexes_are_written_only_for_rewrites_that_stay() {
+        let e = Estimator::default();
+        let has_index = |m: &Message| m.text().contains(crate::ledger::PRUNED_NAMES);
+        let mut msgs = session(40, 0);
+        for (i, m) in msgs.iter_mut().filter(|m| m.is_tool()).enumerate() {
+            m.set_text(format!("src/lib_{i}.rs: fn parse_args_v2()\n").repeat(60));
+        }
+        let t = Transcript::new(msgs.clone(), &e);
+        let prune_only = BatchRequest {
+            prune_only: true,
+            force: true,
+            ..BatchRequest::default()
+        };
+        let plan = plan_batch(&t, 20_000, &BatchConfig::default(), &prune_only, &e);
+        assert!(plan.prune.names_pending.is_empty());
+        let lines: Vec<&Message> = plan
+            .prune
+            .edit
+            .splices
+            .iter()
+            .map(|s| &s.replacement[0])
+            .collect();
+        assert!(
+            !lines.is_empty() && lines.iter().all(|m| has_index(m)),
+            "{lines:?}"
+        );
+
+        let (_, summary) = run(msgs, 3_000, &BatchConfig::default());
+        let BatchStep::Summarize(jobs) = &summary.step else {
+            panic!("{:?}", summary.step)
+        };
+        assert!(summary.prune.names_pending.is_empty());
+        for s in &summary.prune.edit.splices {
+            let inside = jobs.iter().any(|j| j.range.contains(&s.range.start));
+            if s.replacement[0].is_tool()
+                && s.replacement[0].text().starts_with(prune::PRUNED_PREFIX)
+            {
+                assert_eq!(has_index(&s.replacement[0]), !inside, "{:?}", s.range);
+            }
+        }
     }
 
     #[test]

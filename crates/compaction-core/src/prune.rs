@@ -74,6 +74,11 @@ pub struct PrunePlan {
     pub summarized_outputs: usize,
     /// Tool calls whose arguments were shortened.
     pub shortened_calls: usize,
+    /// Messages (indices, ascending) whose rewrite does not carry its names index yet:
+    /// planning leaves it out, since most rewrites of a summary pass are summarized away, and
+    /// [`PrunePlan::add_names`] adds it to the ones that stay. [`plan_prune`] returns a plan
+    /// with every index added.
+    pub names_pending: Vec<usize>,
 }
 
 /// Plans pruning of `ranges` (ascending, disjoint; typically the middle and the older part of
@@ -104,13 +109,16 @@ pub fn plan_prune(
     cfg: &PruneConfig,
     counter: &dyn TokenCounter,
 ) -> PrunePlan {
-    plan_prune_split(t, ranges, cfg, counter, &[]).0
+    let mut plan = plan_prune_split(t, ranges, cfg, counter, &[]).0;
+    plan.add_names(t, cfg, counter, |_| true);
+    plan
 }
 
 /// [`plan_prune`] in one walk, as two plans: the rewrites of everything but the tool outputs
 /// at `held` (ascending indices; with [`cited_outputs`], the cited ones), and the rewrites of
 /// those outputs alone. The first is a plan that keeps `held` as it is;
-/// [`merged`](PrunePlan::merged) with the second, it is exactly [`plan_prune`]'s plan.
+/// [`merged`](PrunePlan::merged) with the second and given its names indexes
+/// ([`PrunePlan::add_names`]), it is exactly [`plan_prune`]'s plan.
 pub fn plan_prune_split(
     t: &Transcript,
     ranges: &[Range<usize>],
@@ -142,13 +150,15 @@ pub fn plan_prune_split(
             } else {
                 &mut plan
             };
+            let before_summarized = target.summarized_outputs;
             let replacement = if m.is_tool() {
                 prune_tool_output(t, i, &calls, &newest, cfg, target)
             } else if m.has_tool_calls() {
-                shorten_arguments(m, cfg).inspect(|_| target.shortened_calls += 1)
+                shorten_arguments_with(m, cfg, 0).inspect(|_| target.shortened_calls += 1)
             } else {
                 None
             };
+            let indexed = !m.is_tool() || target.summarized_outputs > before_summarized;
             if let Some(new) = replacement {
                 let before = t.tokens_of(i);
                 let after = counter.count_message(&new);
@@ -158,6 +168,9 @@ pub fn plan_prune_split(
                         range: i..i + 1,
                         replacement: vec![new],
                     });
+                    if indexed && cfg.names_max_chars > 0 {
+                        target.names_pending.push(i);
+                    }
                 }
             }
         }
@@ -175,7 +188,53 @@ impl PrunePlan {
         self.deduplicated += other.deduplicated;
         self.summarized_outputs += other.summarized_outputs;
         self.shortened_calls += other.shortened_calls;
+        self.names_pending.extend(other.names_pending);
+        self.names_pending.sort_unstable();
         self
+    }
+
+    /// Gives the pending rewrites at the indices `keep` accepts their names index (a pruned
+    /// output's line its [`PRUNED_NAMES`](crate::ledger::PRUNED_NAMES) index, an elided
+    /// argument its [`ELIDED_NAMES`](crate::ledger::ELIDED_NAMES) one) and updates
+    /// `reclaimed_tokens`; the others stay as planned. Nothing is pending afterwards.
+    pub fn add_names(
+        &mut self,
+        t: &Transcript,
+        cfg: &PruneConfig,
+        counter: &dyn TokenCounter,
+        keep: impl Fn(usize) -> bool,
+    ) {
+        let pending = std::mem::take(&mut self.names_pending);
+        if pending.is_empty() || cfg.names_max_chars == 0 {
+            return;
+        }
+        let msgs = t.messages();
+        for s in &mut self.edit.splices {
+            let i = s.range.start;
+            if s.replacement.len() != 1 || pending.binary_search(&i).is_err() || !keep(i) {
+                continue;
+            }
+            let original = &msgs[i];
+            let new = if original.is_tool() {
+                let mut new = s.replacement[0].clone();
+                new.set_text(with_names(new.text().into_owned(), &original.text(), cfg));
+                new
+            } else {
+                match shorten_arguments_with(original, cfg, cfg.names_max_chars) {
+                    Some(new) => new,
+                    None => continue,
+                }
+            };
+            let (old, now) = (
+                counter.count_message(&s.replacement[0]),
+                counter.count_message(&new),
+            );
+            if now >= t.tokens_of(i) {
+                continue;
+            }
+            self.reclaimed_tokens = (self.reclaimed_tokens + old).saturating_sub(now);
+            s.replacement[0] = new;
+        }
     }
 }
 
@@ -442,12 +501,12 @@ fn prune_tool_output(
             }
             _ => {
                 plan.summarized_outputs += 1;
-                with_names(describe_tool_output(info, s), s, cfg)
+                describe_tool_output(info, s)
             }
         },
         _ => {
             plan.summarized_outputs += 1;
-            with_names(describe_tool_output(info, &text), &text, cfg)
+            describe_tool_output(info, &text)
         }
     };
     Some(m.with_content(Some(Content::Text(line))))
@@ -464,6 +523,12 @@ pub(crate) fn with_names(mut line: String, removed: &str, cfg: &PruneConfig) -> 
 }
 
 pub(crate) fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Message> {
+    shorten_arguments_with(m, cfg, cfg.names_max_chars)
+}
+
+/// [`shorten_arguments`] with a names index of at most `names_max` characters per elided
+/// string (0: none).
+fn shorten_arguments_with(m: &Message, cfg: &PruneConfig, names_max: usize) -> Option<Message> {
     let mut changed = false;
     let mut calls = m.tool_calls().to_vec();
     for c in &mut calls {
@@ -473,7 +538,7 @@ pub(crate) fn shorten_arguments(m: &Message, cfg: &PruneConfig) -> Option<Messag
         let Ok(mut v) = serde_json::from_str::<Value>(&c.function.arguments) else {
             continue;
         };
-        if shorten_strings(&mut v, cfg.argument_max_chars, cfg.names_max_chars)
+        if shorten_strings(&mut v, cfg.argument_max_chars, names_max)
             && let Ok(s) = serde_json::to_string(&v)
         {
             c.function.arguments = s;
