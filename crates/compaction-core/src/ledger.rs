@@ -73,12 +73,15 @@ pub const MIN_NAME_CHARS: usize = 6;
 /// Longest name, in characters (longer runs are data, not names).
 pub const MAX_NAME_CHARS: usize = 100;
 
+/// Most names a ledger keeps (the newest); far more than a rendered section shows.
+pub const MAX_NAMES: usize = 4_096;
+
 /// Files, commands and names, oldest first, each once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Ledger {
     files: Vec<String>,
     commands: Vec<String>,
-    names: Vec<String>,
+    names: NameList,
     /// The names the files and commands show, which the names list does not repeat.
     shown: std::collections::HashSet<String>,
 }
@@ -96,8 +99,8 @@ impl Ledger {
 
     /// Names, oldest first: the code-like tokens ([`names_in`]) the agent itself wrote in
     /// its replies and tool-call arguments.
-    pub fn names(&self) -> &[String] {
-        &self.names
+    pub fn names(&self) -> Vec<&str> {
+        self.names.ordered()
     }
 
     /// Whether it holds nothing.
@@ -124,6 +127,7 @@ impl Ledger {
                     Err(_) => take(&call.function.arguments),
                 }
             }
+            // From names_in of redacted text: valid names, judged in context already.
             for name in &found {
                 self.add_name(name);
             }
@@ -177,7 +181,7 @@ impl Ledger {
         for c in &newer.commands {
             self.add_command(c);
         }
-        for n in &newer.names {
+        for n in newer.names.ordered() {
             self.add_name(n);
         }
     }
@@ -203,19 +207,16 @@ impl Ledger {
 
     /// Records the names `entry` shows and takes them off the names list.
     fn show(&mut self, entry: &str) {
-        let mut new = false;
         for n in names_in(entry) {
-            new |= self.shown.insert(n.to_owned());
-        }
-        if new {
-            let shown = &self.shown;
-            self.names.retain(|n| !shown.contains(n));
+            if self.shown.insert(n.to_owned()) {
+                self.names.remove(n);
+            }
         }
     }
 
     fn add_name(&mut self, name: &str) {
         if !self.shown.contains(name) {
-            push_name(&mut self.names, name);
+            self.names.push(name);
         }
     }
 
@@ -253,8 +254,11 @@ impl Ledger {
                     In::Files => ledger.add_file(entry),
                     In::Commands => ledger.add_command(entry),
                     In::Names => {
+                        // Text of a summary body: only what is a name and no secret.
                         for name in entry.split(", ") {
-                            ledger.add_name(name);
+                            if names_in(name) == [name] && redact::redact(name) == name {
+                                ledger.add_name(name);
+                            }
                         }
                     }
                 }
@@ -273,8 +277,8 @@ impl Ledger {
         // Entries' estimated sizes, each with its line's dash, space and newline; a name with
         // its separator.
         let cost = |s: &String| estimate_text(s) + 1;
-        let name_cost = |s: &&String| estimate_text(s) + 1;
-        let names: Vec<&String> = self.names.iter().collect();
+        let name_cost = |s: &&str| estimate_text(s) + 1;
+        let names: Vec<&str> = self.names.ordered();
         let fixed = estimate_text(HEADING)
             + 2 * estimate_text(COMMANDS)
             + 16
@@ -476,11 +480,15 @@ pub fn without_name_indexes(text: &str) -> std::borrow::Cow<'_, str> {
             continue;
         }
         in_names = false;
-        let mut l = line.to_owned();
-        while let Some(at) = l.find(ELIDED_NAMES) {
-            let end = l[at..].find(']').map_or(l.len(), |e| at + e);
-            l.replace_range(at..end, "");
+        // One pass over the line: each elided argument's index is cut up to its `]`.
+        let mut l = String::with_capacity(line.len());
+        let mut rest = line;
+        while let Some(at) = rest.find(ELIDED_NAMES) {
+            l.push_str(&rest[..at]);
+            rest = &rest[at..];
+            rest = &rest[rest.find(']').unwrap_or(rest.len())..];
         }
+        l.push_str(rest);
         if let Some(at) = l.find(PRUNED_NAMES) {
             let newline = l.ends_with('\n');
             l.truncate(at);
@@ -514,19 +522,55 @@ fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
     }
 }
 
-/// Adds a name at the newest end (an earlier copy moves). A name the redaction would change
-/// is not kept at all: a secret is never a name worth keeping.
-fn push_name(list: &mut Vec<String>, name: &str) {
-    if let Some(i) = list.iter().rposition(|e| e == name) {
-        let e = list.remove(i);
-        list.push(e);
-        return;
-    }
-    if names_in(name) != [name] || redact::redact(name) != name {
-        return;
-    }
-    list.push(name.to_owned());
+/// The names list: each name once, ordered by its latest push, the newest [`MAX_NAMES`] kept;
+/// a push is O(1), so a message with a million names costs a million steps, not their square.
+#[derive(Clone, Debug, Default)]
+struct NameList {
+    clock: u64,
+    stamps: std::collections::HashMap<String, u64>,
 }
+
+impl NameList {
+    /// Adds `name` at the newest end (an earlier copy moves).
+    fn push(&mut self, name: &str) {
+        self.clock += 1;
+        if let Some(s) = self.stamps.get_mut(name) {
+            *s = self.clock;
+            return;
+        }
+        self.stamps.insert(name.to_owned(), self.clock);
+        if self.stamps.len() > 2 * MAX_NAMES {
+            let mut by_age: Vec<u64> = self.stamps.values().copied().collect();
+            by_age.sort_unstable();
+            let cut = by_age[by_age.len() - MAX_NAMES];
+            self.stamps.retain(|_, s| *s >= cut);
+        }
+    }
+
+    fn remove(&mut self, name: &str) {
+        self.stamps.remove(name);
+    }
+
+    fn is_empty(&self) -> bool {
+        self.stamps.is_empty()
+    }
+
+    /// Oldest first, at most the newest [`MAX_NAMES`].
+    fn ordered(&self) -> Vec<&str> {
+        let mut v: Vec<(&str, u64)> = self.stamps.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+        v.sort_unstable_by_key(|(_, s)| *s);
+        let skip = v.len().saturating_sub(MAX_NAMES);
+        v.into_iter().skip(skip).map(|(n, _)| n).collect()
+    }
+}
+
+impl PartialEq for NameList {
+    fn eq(&self, other: &NameList) -> bool {
+        self.ordered() == other.ordered()
+    }
+}
+
+impl Eq for NameList {}
 
 /// Adds `entry` (redacted) at the newest end, removing an earlier copy; the entry as kept,
 /// or `None` when it was not kept (empty, or more than one line once redacted) or was
@@ -697,11 +741,7 @@ mod tests {
         assert_eq!(l.files(), ["src/cli.rs"]);
         // A name a later command shows leaves the names list.
         l.observe(&call(r#"{"command":"cargo test issue_42"}"#));
-        assert!(
-            !l.names().iter().any(|n| n == "issue_42"),
-            "{:?}",
-            l.names()
-        );
+        assert!(!l.names().contains(&"issue_42"), "{:?}", l.names());
     }
 
     #[test]
@@ -721,8 +761,26 @@ mod tests {
         assert_eq!(kept.files(), ["src/keep.rs"]);
         assert!(!kept.names().is_empty() && kept.names().len() < 200);
         // The newest names are the kept ones.
-        assert!(l.names().ends_with(kept.names()));
+        assert!(l.names().ends_with(&kept.names()));
         assert!(small.contains("names)"), "{small}");
+    }
+
+    /// A message with more names than any section shows keeps the newest MAX_NAMES, and a
+    /// repeat moves a name to the newest end.
+    #[test]
+    fn the_names_list_is_bounded_and_keeps_the_newest() {
+        let text: String = (0..3 * MAX_NAMES).map(|i| format!("name_{i} ")).collect();
+        let mut l = Ledger::default();
+        l.observe(&Message::assistant(text));
+        l.observe(&Message::assistant("name_0 again"));
+        let names = l.names();
+        assert_eq!(names.len(), MAX_NAMES);
+        assert_eq!(names.last(), Some(&"name_0"));
+        assert_eq!(
+            names[names.len() - 2],
+            format!("name_{}", 3 * MAX_NAMES - 1)
+        );
+        assert!(!names.contains(&"name_1"));
     }
 
     #[test]
@@ -746,7 +804,7 @@ mod tests {
             let index = names_index(&format!("password: {body}\nghp_{key}"), 1_000);
             assert!(!index.contains(frag), "{frag} in {index}");
         }
-        assert!(l.names().iter().any(|n| n == "run_it"), "{:?}", l.names());
+        assert!(l.names().contains(&"run_it"), "{:?}", l.names());
     }
 
     #[test]
