@@ -2,14 +2,14 @@
 //! import cycles between the top-level modules of each crate.
 //!
 //! A public item is a declaration line of the non-test code under `src/` (everything before a
-//! file's first `#[cfg(test)]`) that starts with `pub` followed by `fn`, `struct`, `enum`,
+//! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`) that starts with `pub` followed by `fn`, `struct`, `enum`,
 //! `trait`, `type`, `const`, `static`, `mod`, `use` (or `async fn`, `unsafe fn`): `pub(crate)`
 //! and other restricted visibilities are not public, a `pub use` line counts once whatever it
 //! re-exports, and fields and variants are not items.
 //!
 //! A module is a file under `src/` (`src/a.rs` and `src/a/b.rs` both count as module `a`;
 //! `lib.rs` and `main.rs` are the crate root, not a module). Module `a` imports module `b` when
-//! the non-test code of `a` (everything before its first `#[cfg(test)]`) names a path
+//! the non-test code of `a` (everything before its first test attribute) names a path
 //! `crate::b…`, or `crate::X` where the root re-exports `X` from `b` (`pub use b::{X, …}`).
 //! Comment lines are skipped. Cycles are the strongly connected components of more than one
 //! module (Tarjan). Text-based on purpose: no parser dependency, and `use` paths are regular
@@ -136,7 +136,7 @@ fn public_items(text: &str) -> usize {
         "unsafe fn ",
     ];
     text.lines()
-        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+        .take_while(|l| !is_test_cfg(l))
         .filter_map(|l| l.trim_start().strip_prefix("pub "))
         .filter(|rest| KINDS.iter().any(|k| rest.starts_with(k)))
         .count()
@@ -257,13 +257,20 @@ fn crate_path_targets(rest: &str) -> Vec<String> {
     }
 }
 
-/// The text before the first `#[cfg(test)]`, without comment lines.
+/// The lines before the first test attribute ([`is_test_cfg`]), without comment lines.
 fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
     text.lines()
+        .take_while(|l| !is_test_cfg(l))
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Whether `line` opens test-only code: `#[cfg(test)]`, or `#[cfg(all(test, …))]` (a test
+/// module that also needs a feature).
+fn is_test_cfg(line: &str) -> bool {
+    let l = line.trim_start();
+    l.starts_with("#[cfg(test)]") || l.starts_with("#[cfg(all(test,")
 }
 
 /// Tarjan's strongly connected components, each sorted, in a stable order.
