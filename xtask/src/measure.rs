@@ -62,16 +62,25 @@ pub fn measure(root: &Path) -> Result<(), String> {
         println!("  {n:>6} {}", f.display());
     }
     println!("import cycles between modules (strongly connected components):");
-    let mut cycles = 0;
-    for (name, dir) in &crates {
+    let cycles = import_cycles(root)?;
+    for (name, scc) in &cycles {
+        println!("  {name}: {}", scc.join(" <-> "));
+    }
+    println!("  {} cycle(s)", cycles.len());
+    Ok(())
+}
+
+/// The import cycles of every workspace crate: `(package name, the modules of one strongly
+/// connected component)`, in crate order. `cargo xtask layering` fails when there is one.
+pub fn import_cycles(root: &Path) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut out = Vec::new();
+    for (name, dir) in crate_dirs(root)? {
         let graph = module_graph(&dir.join("src"))?;
         for scc in sccs(&graph).into_iter().filter(|c| c.len() > 1) {
-            cycles += 1;
-            println!("  {name}: {}", scc.join(" <-> "));
+            out.push((name.clone(), scc));
         }
     }
-    println!("  {cycles} cycle(s)");
-    Ok(())
+    Ok(out)
 }
 
 /// `(package name, directory)` of every workspace crate: `crates/*`, `xtask` and the root.
@@ -365,6 +374,35 @@ mod tests {
         edge("e", "d");
         let cycles: Vec<_> = sccs(&g).into_iter().filter(|c| c.len() > 1).collect();
         assert_eq!(cycles, vec![vec!["a", "b", "c"]]);
+    }
+
+    #[test]
+    fn a_test_module_and_a_comment_import_nothing() {
+        let dir = std::env::temp_dir().join(format!("xtask-graph-{}", std::process::id()));
+        let src = dir.join("src");
+        std::fs::create_dir_all(src.join("c")).unwrap();
+        std::fs::write(
+            src.join("lib.rs"),
+            "mod a;\nmod b;\nmod c;\npub use c::X;\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("a.rs"), "use crate::b::Y;\n// crate::c\n").unwrap();
+        std::fs::write(
+            src.join("b.rs"),
+            "pub struct Y;\n#[cfg(all(test, feature = \"f\"))]\nmod t { use crate::a; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            src.join("c/mod.rs"),
+            "pub struct X;\nfn f() -> crate::b::Y { todo!() }\n",
+        )
+        .unwrap();
+        let graph = module_graph(&src).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(graph["a"], BTreeSet::from(["b".to_owned()]));
+        assert!(graph["b"].is_empty());
+        assert_eq!(graph["c"], BTreeSet::from(["b".to_owned()]));
+        assert!(sccs(&graph).iter().all(|c| c.len() == 1));
     }
 
     #[test]
