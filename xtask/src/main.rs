@@ -290,6 +290,14 @@ fn count(line: &str, label: &str) -> u64 {
 }
 
 fn layering() -> Result<(), String> {
+    // The modules of each crate import one another one way only (`cargo xtask measure` lists
+    // the graph's strongly connected components; a text scan, so it costs no build).
+    if let Some((krate, scc)) = measure::import_cycles(&workspace_root())?.first() {
+        return Err(format!(
+            "layering: import cycle in `{krate}`: {} (move the shared item to the module that owns it, or to a leaf module)",
+            scc.join(" <-> ")
+        ));
+    }
     let core = tree("compaction-core")?;
     for bad in FORBIDDEN_IN_CORE {
         if tree_contains(&core, bad) {

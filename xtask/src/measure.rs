@@ -2,14 +2,14 @@
 //! import cycles between the top-level modules of each crate.
 //!
 //! A public item is a declaration line of the non-test code under `src/` (everything before a
-//! file's first `#[cfg(test)]`) that starts with `pub` followed by `fn`, `struct`, `enum`,
+//! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`) that starts with `pub` followed by `fn`, `struct`, `enum`,
 //! `trait`, `type`, `const`, `static`, `mod`, `use` (or `async fn`, `unsafe fn`): `pub(crate)`
 //! and other restricted visibilities are not public, a `pub use` line counts once whatever it
 //! re-exports, and fields and variants are not items.
 //!
 //! A module is a file under `src/` (`src/a.rs` and `src/a/b.rs` both count as module `a`;
 //! `lib.rs` and `main.rs` are the crate root, not a module). Module `a` imports module `b` when
-//! the non-test code of `a` (everything before its first `#[cfg(test)]`) names a path
+//! the non-test code of `a` (everything before its first test attribute) names a path
 //! `crate::b…`, or `crate::X` where the root re-exports `X` from `b` (`pub use b::{X, …}`).
 //! Comment lines are skipped. Cycles are the strongly connected components of more than one
 //! module (Tarjan). Text-based on purpose: no parser dependency, and `use` paths are regular
@@ -62,16 +62,25 @@ pub fn measure(root: &Path) -> Result<(), String> {
         println!("  {n:>6} {}", f.display());
     }
     println!("import cycles between modules (strongly connected components):");
-    let mut cycles = 0;
-    for (name, dir) in &crates {
+    let cycles = import_cycles(root)?;
+    for (name, scc) in &cycles {
+        println!("  {name}: {}", scc.join(" <-> "));
+    }
+    println!("  {} cycle(s)", cycles.len());
+    Ok(())
+}
+
+/// The import cycles of every workspace crate: `(package name, the modules of one strongly
+/// connected component)`, in crate order. `cargo xtask layering` fails when there is one.
+pub fn import_cycles(root: &Path) -> Result<Vec<(String, Vec<String>)>, String> {
+    let mut out = Vec::new();
+    for (name, dir) in crate_dirs(root)? {
         let graph = module_graph(&dir.join("src"))?;
         for scc in sccs(&graph).into_iter().filter(|c| c.len() > 1) {
-            cycles += 1;
-            println!("  {name}: {}", scc.join(" <-> "));
+            out.push((name.clone(), scc));
         }
     }
-    println!("  {cycles} cycle(s)");
-    Ok(())
+    Ok(out)
 }
 
 /// `(package name, directory)` of every workspace crate: `crates/*`, `xtask` and the root.
@@ -136,7 +145,7 @@ fn public_items(text: &str) -> usize {
         "unsafe fn ",
     ];
     text.lines()
-        .take_while(|l| !l.trim_start().starts_with("#[cfg(test)]"))
+        .take_while(|l| !is_test_cfg(l))
         .filter_map(|l| l.trim_start().strip_prefix("pub "))
         .filter(|rest| KINDS.iter().any(|k| rest.starts_with(k)))
         .count()
@@ -257,13 +266,20 @@ fn crate_path_targets(rest: &str) -> Vec<String> {
     }
 }
 
-/// The text before the first `#[cfg(test)]`, without comment lines.
+/// The lines before the first test attribute ([`is_test_cfg`]), without comment lines.
 fn code(text: &str) -> String {
-    let text = text.split("#[cfg(test)]").next().unwrap_or("");
     text.lines()
+        .take_while(|l| !is_test_cfg(l))
         .filter(|l| !l.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Whether `line` opens test-only code: `#[cfg(test)]`, or `#[cfg(all(test, …))]` (a test
+/// module that also needs a feature).
+fn is_test_cfg(line: &str) -> bool {
+    let l = line.trim_start();
+    l.starts_with("#[cfg(test)]") || l.starts_with("#[cfg(all(test,")
 }
 
 /// Tarjan's strongly connected components, each sorted, in a stable order.
@@ -358,6 +374,35 @@ mod tests {
         edge("e", "d");
         let cycles: Vec<_> = sccs(&g).into_iter().filter(|c| c.len() > 1).collect();
         assert_eq!(cycles, vec![vec!["a", "b", "c"]]);
+    }
+
+    #[test]
+    fn a_test_module_and_a_comment_import_nothing() {
+        let dir = std::env::temp_dir().join(format!("xtask-graph-{}", std::process::id()));
+        let src = dir.join("src");
+        std::fs::create_dir_all(src.join("c")).unwrap();
+        std::fs::write(
+            src.join("lib.rs"),
+            "mod a;\nmod b;\nmod c;\npub use c::X;\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("a.rs"), "use crate::b::Y;\n// crate::c\n").unwrap();
+        std::fs::write(
+            src.join("b.rs"),
+            "pub struct Y;\n#[cfg(all(test, feature = \"f\"))]\nmod t { use crate::a; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            src.join("c/mod.rs"),
+            "pub struct X;\nfn f() -> crate::b::Y { todo!() }\n",
+        )
+        .unwrap();
+        let graph = module_graph(&src).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(graph["a"], BTreeSet::from(["b".to_owned()]));
+        assert!(graph["b"].is_empty());
+        assert_eq!(graph["c"], BTreeSet::from(["b".to_owned()]));
+        assert!(sccs(&graph).iter().all(|c| c.len() == 1));
     }
 
     #[test]

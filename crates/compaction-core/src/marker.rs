@@ -157,6 +157,12 @@ pub fn is_user_text(m: &Message) -> bool {
     has_own_text && classify(m).is_none()
 }
 
+/// Whether `m` is a visible reply: an assistant message with visible text, no tool calls and
+/// no library marker (what the agent last said to the user).
+pub(crate) fn is_visible_reply(m: &Message) -> bool {
+    m.is_assistant() && !m.has_tool_calls() && m.has_visible_text() && classify(m).is_none()
+}
+
 /// Classifies a message: its metadata first, then its text.
 pub fn classify(m: &Message) -> Option<MarkerKind> {
     if let Some(k) = m.marker_kind() {

@@ -26,15 +26,6 @@ use std::ops::Range;
 use crate::message::Message;
 use crate::transcript::groups;
 
-/// Indices of the pinned messages, in order.
-pub(crate) fn pinned_indices(messages: &[Message]) -> Vec<usize> {
-    messages
-        .iter()
-        .enumerate()
-        .filter_map(|(i, m)| m.is_pinned().then_some(i))
-        .collect()
-}
-
 /// Whether any message of `range` is pinned.
 pub fn any_pinned(messages: &[Message], range: Range<usize>) -> bool {
     messages[range].iter().any(Message::is_pinned)
@@ -137,7 +128,6 @@ mod tests {
         assert_eq!(pinned_spans(&m, 0..8), vec![0..2, 7..8]);
         assert_eq!(free_ranges(&m, 0..8), vec![2..7]);
         assert_eq!(free_ranges(&m, 0..0), Vec::<Range<usize>>::new());
-        assert_eq!(pinned_indices(&m), vec![0, 1, 7]);
         assert!(any_pinned(&m, 6..8) && !any_pinned(&m, 2..7));
         let none = convo();
         assert_eq!(free_ranges(&none, 1..8), vec![1..8]);

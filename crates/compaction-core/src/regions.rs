@@ -10,6 +10,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 
 use crate::defaults;
+use crate::marker::is_visible_reply;
 use crate::message::{MarkerKind, Message};
 use crate::transcript::{Transcript, groups};
 
@@ -368,13 +369,6 @@ pub(crate) fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize
     (floor..msgs.len())
         .rev()
         .find(|&i| is_visible_reply(&msgs[i]))
-}
-
-pub(crate) fn is_visible_reply(m: &Message) -> bool {
-    m.is_assistant()
-        && !m.has_tool_calls()
-        && m.has_visible_text()
-        && crate::marker::classify(m).is_none()
 }
 
 /// [`partition`] with the threshold converted into estimate units when the transcript carries

@@ -468,7 +468,11 @@ impl Transcript {
 
     /// Indices of the pinned messages, in order.
     pub fn pinned(&self) -> Vec<usize> {
-        crate::pins::pinned_indices(self.messages())
+        self.messages()
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| m.is_pinned().then_some(i))
+            .collect()
     }
 
     /// Index of the latest real user request, if any: the last user message that carries
@@ -542,7 +546,7 @@ fn follow_splice(
 }
 
 fn is_visible_reply(m: &Message) -> bool {
-    crate::regions::is_visible_reply(m)
+    crate::marker::is_visible_reply(m)
 }
 
 fn is_real_user(m: &Message) -> bool {

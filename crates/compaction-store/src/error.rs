@@ -16,6 +16,13 @@ pub enum StoreError {
         /// The scheme part of the URL (never the rest, which may hold credentials).
         scheme: String,
     },
+    /// [`Store::open`](crate::Store::open) without [`Access::Create`](crate::Access::Create)
+    /// was given a SQLite file that does not exist (nothing was created).
+    #[error("no database at {path}")]
+    NoDatabase {
+        /// The file the location names.
+        path: String,
+    },
     /// The URL names a backend whose cargo feature is off.
     #[error("the {backend} backend is not compiled in (enable the `{backend}` feature)")]
     BackendDisabled {

@@ -83,6 +83,7 @@ mod dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 mod engine;
 mod error;
+mod export;
 mod history;
 mod options;
 #[cfg(feature = "postgres")]
@@ -100,14 +101,16 @@ pub use dialect::Dialect;
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub use engine::SqlStore;
 pub use error::{DatabaseFailure, Result, StoreError};
+pub use export::{ExportForm, export_jsonl};
 pub use history::{GenerationDiff, HistoryTable};
 pub use options::StoreOptions;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresDialect, PostgresStore};
+pub use rows::session_id_problem;
 pub use session::Session;
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteDialect, SqliteStore};
-pub use store::Store;
+pub use store::{Access, Store};
 
 /// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
 pub type RowId = i64;

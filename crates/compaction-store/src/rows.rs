@@ -111,10 +111,32 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 pub(crate) fn check_session_id(session: &str) -> Result<()> {
-    if session.is_empty() || session.len() > 256 || session.chars().any(char::is_control) {
-        return Err(StoreError::InvalidSessionId);
+    match session_id_problem(session) {
+        Some(_) => Err(StoreError::InvalidSessionId),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// Why no store accepts `id` as a session id ([`StoreError::InvalidSessionId`]), or `None`
+/// when it is one: 1-256 bytes without control characters.
+///
+/// ```
+/// use compaction_store::session_id_problem;
+///
+/// assert_eq!(session_id_problem("s-1"), None);
+/// assert_eq!(session_id_problem(""), Some("it is empty"));
+/// assert_eq!(session_id_problem("a\tb"), Some("it contains a control character"));
+/// ```
+pub fn session_id_problem(id: &str) -> Option<&'static str> {
+    if id.is_empty() {
+        Some("it is empty")
+    } else if id.len() > 256 {
+        Some("it is longer than 256 bytes")
+    } else if id.chars().any(char::is_control) {
+        Some("it contains a control character")
+    } else {
+        None
+    }
 }
 
 pub(crate) fn to_i64(v: u64, what: &'static str) -> Result<i64> {

@@ -26,7 +26,85 @@ pub enum Store {
     Postgres(crate::PostgresStore),
 }
 
+/// What [`Store::open`] may do to the database its location names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Access {
+    /// A missing SQLite file is created (an import).
+    Create,
+    /// A missing SQLite file is [`StoreError::NoDatabase`] and nothing is created.
+    Existing,
+    /// As `Existing`, and a SQLite database the process may not write (a read-only mount or
+    /// file, or a `sqlite:PATH?mode=ro` URL) is opened read-only, which works when its schema
+    /// is current and otherwise says which migration it needs.
+    Read,
+}
+
 impl Store {
+    /// Opens the store a location names: a URL with a scheme a backend declares
+    /// ([`Backend::for_url`]: `sqlite:`, `postgres://`, `postgresql://`), or a plain path (a
+    /// SQLite file), used as `access` allows. Any other `scheme://` is
+    /// [`StoreError::UnsupportedUrl`] before any connection.
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")]
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use compaction_store::{Access, Store, StoreError};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("store-open-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("s.db").display().to_string();
+    /// let missing = Store::open(&path, Access::Existing).await.unwrap_err();
+    /// assert!(matches!(missing, StoreError::NoDatabase { .. }));
+    /// let store = Store::open(&path, Access::Create).await.unwrap();
+    /// store.close().await;
+    /// let read = Store::open(&path, Access::Read).await.unwrap();
+    /// read.close().await;
+    /// let other = Store::open("mysql://host/db", Access::Read).await.unwrap_err();
+    /// assert!(matches!(other, StoreError::UnsupportedUrl { .. }));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # });
+    /// ```
+    pub async fn open(location: &str, access: Access) -> Result<Store> {
+        let url = if Backend::for_url(location).is_some() {
+            location.to_owned()
+        } else if let Some((scheme, _)) = location.split_once("://") {
+            // The scheme only: the rest may hold credentials.
+            return Err(StoreError::UnsupportedUrl {
+                scheme: scheme.chars().take(32).collect(),
+            });
+        } else {
+            format!("{}:{location}", Backend::Sqlite.schemes()[0])
+        };
+        if access != Access::Create
+            && let Some(path) = sqlite_file(&url)
+            && !std::path::Path::new(path).exists()
+        {
+            return Err(StoreError::NoDatabase {
+                path: path.to_owned(),
+            });
+        }
+        let options = StoreOptions {
+            create_if_missing: access == Access::Create,
+            ..StoreOptions::default()
+        };
+        match Store::connect_with(&url, &options).await {
+            // Opened for writing, the database refused (read-only file or mount, or a schema
+            // migration it could not write): a read needs no write access.
+            Err(StoreError::Database {
+                failure: crate::DatabaseFailure::ReadOnly | crate::DatabaseFailure::CannotOpen,
+                ..
+            }) if access == Access::Read && sqlite_file(&url).is_some() => {
+                let read_only = StoreOptions {
+                    read_only: true,
+                    ..options
+                };
+                Store::connect_with(&url, &read_only).await
+            }
+            other => other,
+        }
+    }
+
     /// Connects with default [`StoreOptions`] and runs the embedded migrations.
     pub async fn connect(url: &str) -> Result<Store> {
         Store::connect_with(url, &StoreOptions::default()).await
@@ -232,4 +310,15 @@ impl TranscriptStore for Store {
     ) -> BoxFuture<'a, Result<Vec<SearchHit>>> {
         self.inner().search_archived(session, query, limit)
     }
+}
+
+/// The file of a `sqlite:` URL (`None` for an in-memory database or another backend).
+fn sqlite_file(url: &str) -> Option<&str> {
+    if Backend::for_url(url) != Some(Backend::Sqlite) {
+        return None;
+    }
+    let rest = url.split_once(':')?.1;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split_once('?').map_or(rest, |(p, _)| p);
+    (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory")).then_some(path)
 }

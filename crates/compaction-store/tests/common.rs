@@ -2,7 +2,6 @@
 
 #![allow(clippy::print_stderr)]
 
-use std::path::PathBuf;
 #[cfg(feature = "postgres")]
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -126,11 +125,6 @@ macro_rules! on_both_backends {
             }
         }
     };
-}
-
-/// The shared fixtures directory, or `None` (after saying why) when it is missing.
-pub fn fixtures_dir() -> Option<PathBuf> {
-    test_support::fixtures_dir()
 }
 
 /// The wire JSON of each message.

@@ -3,18 +3,12 @@
 use compaction_core::{MarkerKind, Message, Role, marker, parse};
 use compaction_store::{Store, TranscriptStore};
 
-use crate::common::{conversation, fixtures_dir, wire};
+use crate::common::{conversation, wire};
 
 on_both_backends! {
     /// Every shared transcript comes back byte-identical, in order, stamped with row ids.
     async fn fixtures_round_trip(b) {
-        let Some(dir) = fixtures_dir() else { return };
-        let mut files: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        files.sort();
+        let Some(files) = test_support::fixture_files() else { return };
         assert!(files.len() >= 21, "expected the 21 shared transcripts, found {}", files.len());
         for path in files {
             let name = path.file_stem().unwrap().to_string_lossy().into_owned();

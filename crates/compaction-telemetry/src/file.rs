@@ -3,7 +3,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tracing_subscriber::util::SubscriberInitExt;
@@ -45,9 +45,51 @@ impl FileSink {
     /// The file cannot be created.
     pub fn create(path: &Path) -> std::io::Result<FileSink> {
         let file = File::create(path)?;
+        FileSink::collect(CheckedFile {
+            file: Some(file),
+            deferred: None,
+            error: None,
+        })
+    }
+
+    /// Collects this thread's telemetry lines in memory and writes them to `path` only at
+    /// [`finish`](Self::finish), which creates (or truncates) the file then: a sink dropped
+    /// without `finish` (a run that failed) creates nothing and leaves an existing file as
+    /// it was.
+    ///
+    /// ```
+    /// # fn main() -> std::io::Result<()> {
+    /// let dir = std::env::temp_dir().join(format!("compaction-telemetry-deferred-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("telemetry.log");
+    /// let sink = compaction_telemetry::FileSink::deferred(&path)?;
+    /// tracing::info!(target: compaction_telemetry::TARGET, "compaction turn telemetry: {{}}");
+    /// drop(sink); // a failed run: no file
+    /// assert!(!path.exists());
+    /// let sink = compaction_telemetry::FileSink::deferred(&path)?;
+    /// tracing::info!(target: compaction_telemetry::TARGET, "compaction turn telemetry: {{}}");
+    /// sink.finish()?;
+    /// assert!(std::fs::read_to_string(&path)?.contains("compaction turn telemetry: {}"));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The telemetry filter cannot be built (creating the file is left to `finish`).
+    pub fn deferred(path: &Path) -> std::io::Result<FileSink> {
+        FileSink::collect(CheckedFile {
+            file: None,
+            deferred: Some((path.to_owned(), Vec::new())),
+            error: None,
+        })
+    }
+
+    fn collect(file: CheckedFile) -> std::io::Result<FileSink> {
         let filter = tracing_subscriber::EnvFilter::try_new(format!("{TARGET}=info"))
             .map_err(std::io::Error::other)?;
-        let file = Arc::new(Mutex::new(CheckedFile { file, error: None }));
+        let file = Arc::new(Mutex::new(file));
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_ansi(false)
@@ -59,30 +101,46 @@ impl FileSink {
         })
     }
 
-    /// Stops collecting, flushes the file to disk and reports the first write failure.
+    /// Stops collecting, flushes the file to disk and reports the first write failure. A
+    /// [deferred](Self::deferred) sink creates its file and writes its lines now.
     ///
     /// # Errors
     ///
-    /// A line could not be written, or the file could not be synced.
+    /// A line could not be written, the file could not be synced, or (deferred) the file
+    /// could not be created.
     pub fn finish(mut self) -> std::io::Result<()> {
         drop(self.guard.take());
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        let synced = file.file.sync_all();
+        if let Some((path, lines)) = file.deferred.take() {
+            let mut f = File::create(path)?;
+            f.write_all(&lines)?;
+            file.file = Some(f);
+        }
+        let synced = file.file.as_ref().map_or(Ok(()), File::sync_all);
         file.error.take().map_or(synced, Err)
     }
 }
 
-/// A file that remembers its first write error (the logging layer drops errors).
+/// A file that remembers its first write error (the logging layer drops errors), or the
+/// lines of a deferred sink with the path they go to.
 #[derive(Debug)]
 struct CheckedFile {
-    file: File,
+    file: Option<File>,
+    deferred: Option<(PathBuf, Vec<u8>)>,
     error: Option<std::io::Error>,
 }
 
 impl Write for CheckedFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        // All or nothing per line: a short write would leave half an event in the log.
-        let result = self.file.write_all(buf).map(|()| buf.len());
+        let result = match (&mut self.file, &mut self.deferred) {
+            (_, Some((_, lines))) => {
+                lines.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            // All or nothing per line: a short write would leave half an event in the log.
+            (Some(file), None) => file.write_all(buf).map(|()| buf.len()),
+            (None, None) => Ok(buf.len()),
+        };
         if let Err(e) = &result
             && self.error.is_none()
         {
@@ -92,7 +150,7 @@ impl Write for CheckedFile {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        self.file.as_mut().map_or(Ok(()), File::flush)
     }
 }
 
@@ -132,6 +190,10 @@ mod tests {
     #[test]
     fn a_refused_write_is_reported() {
         let sink = FileSink::create(Path::new("/dev/full")).unwrap();
+        tracing::info!(target: TARGET, "compaction turn telemetry: {{}}");
+        let e = sink.finish().unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+        let sink = FileSink::deferred(Path::new("/dev/full")).unwrap();
         tracing::info!(target: TARGET, "compaction turn telemetry: {{}}");
         let e = sink.finish().unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");

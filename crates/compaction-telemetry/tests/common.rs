@@ -29,12 +29,6 @@ pub fn check_golden(name: &str, actual: &str) {
     );
 }
 
-/// The shared fixture transcripts directory, or `None` (after printing why) when it is
-/// missing and not required.
-pub fn shared_transcripts() -> Option<PathBuf> {
-    test_support::fixtures_dir()
-}
-
 /// An in-memory log sink for a tracing subscriber.
 #[derive(Clone, Default)]
 pub struct Capture(Arc<Mutex<Vec<u8>>>);

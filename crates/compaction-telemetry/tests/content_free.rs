@@ -23,7 +23,7 @@ use compaction_telemetry::{
     emit_turn, format_line,
 };
 
-use crate::common::{capture, shared_transcripts};
+use crate::common::capture;
 
 const WINDOW_BYTES: usize = 16;
 
@@ -192,15 +192,9 @@ fn emit_for(session: &str, messages: Vec<Message>, out: &mut Vec<String>) {
 
 #[test]
 fn no_fixture_content_reaches_telemetry() {
-    let Some(dir) = shared_transcripts() else {
+    let Some(files) = test_support::fixture_files() else {
         return;
     };
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .collect();
-    files.sort();
     assert!(
         files.len() >= 21,
         "expected the 21 shared transcripts, found {}",

@@ -4,14 +4,13 @@
 //! [`set_pinned`](hermes_compaction::store::TranscriptStore::set_pinned); the text comes from
 //! the store's [`HistoryTable`] and [`GenerationDiff`] (redacted).
 
-use hermes_compaction::store::{GenerationDiff, HistoryTable};
+use hermes_compaction::store::{Access, GenerationDiff, HistoryTable};
 
-use crate::session::{Open, with_store};
-use crate::{Error, Result};
+use crate::{Error, Result, with_store};
 
 /// `session history`: one line per generation.
 pub async fn history(db: &str, session: &str) -> Result<String> {
-    with_store(db, Open::Existing, async |store| {
+    with_store(db, Access::Existing, async |store| {
         Ok(HistoryTable(&store.history(session).await?).to_string())
     })
     .await
@@ -19,7 +18,7 @@ pub async fn history(db: &str, session: &str) -> Result<String> {
 
 /// `session undo [--to N]`: restores generation N (default: the one before the current).
 pub async fn undo(db: &str, session: &str, to: Option<u64>) -> Result<String> {
-    with_store(db, Open::Existing, async |store| {
+    with_store(db, Access::Existing, async |store| {
         let current = store.generation(session).await?;
         let target = match to {
             Some(n) => n,
@@ -41,7 +40,7 @@ pub async fn undo(db: &str, session: &str, to: Option<u64>) -> Result<String> {
 
 /// `session pin --index I [--unpin]`.
 pub async fn pin(db: &str, session: &str, index: usize, pinned: bool) -> Result<String> {
-    with_store(db, Open::Existing, async |store| {
+    with_store(db, Access::Existing, async |store| {
         let (messages, generation) = store.load_active_with_generation(session).await?;
         let Some(m) = messages.get(index) else {
             return Err(Error::Config(format!(
@@ -63,7 +62,7 @@ pub async fn pin(db: &str, session: &str, index: usize, pinned: bool) -> Result<
 
 /// `session diff --generation N`: what N archived, and what replaced it.
 pub async fn diff(db: &str, session: &str, generation: u64) -> Result<String> {
-    with_store(db, Open::Existing, async |store| {
+    with_store(db, Access::Existing, async |store| {
         let generations = store.history(session).await?;
         let current = generations.len() as u64 - 1;
         if generation == 0 || generation > current {

@@ -11,6 +11,9 @@
 //! package (`src/lib.rs`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use hermes_compaction::store::{Access, Backend, Store, StoreError, TranscriptStore};
 
 pub mod cli;
 pub mod compact;
@@ -47,7 +50,7 @@ pub enum Error {
     /// The store failed (exit 1), or was named wrongly: an unsupported URL, a backend not
     /// compiled in, an invalid schema name or session id (exit 2).
     #[error("store: {0}")]
-    Store(#[from] hermes_compaction::store::StoreError),
+    Store(#[from] StoreError),
     /// The telemetry report failed (exit 2: unreadable logs).
     #[error("report: {0}")]
     Report(#[from] hermes_compaction::telemetry::Error),
@@ -62,7 +65,6 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// 2 for bad input, configuration or usage; 1 for runtime failures.
     pub fn exit_code(&self) -> u8 {
-        use hermes_compaction::store::StoreError;
         match self {
             Error::Input(_) | Error::Config(_) | Error::Report(_) => 2,
             Error::Store(
@@ -176,6 +178,42 @@ fn link_target(path: &std::path::Path) -> std::io::Result<PathBuf> {
         }
     }
     Err(std::io::Error::other("too many levels of symbolic links"))
+}
+
+/// Runs `work` against the store at `db` ([`Store::open`] with `access`: a missing SQLite file
+/// is a usage error, exit 2, unless `access` creates it), then closes the store whatever
+/// `work` returned: on SQLite that checkpoints the write-ahead log, so the `.db` file alone
+/// holds the session.
+pub(crate) async fn with_store<T>(
+    db: &str,
+    access: Access,
+    work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
+) -> Result<T> {
+    let store = match Store::open(db, access).await {
+        Err(StoreError::UnsupportedUrl { .. }) => {
+            // Only the scheme is printed: the rest may hold credentials.
+            let scheme = db.split_once("://").map_or(db, |(s, _)| s);
+            let known: Vec<String> = Backend::ALL
+                .iter()
+                .flat_map(|b| b.schemes())
+                .map(|s| format!("{s}:"))
+                .collect();
+            return Err(Error::Config(format!(
+                "--db: unsupported store URL scheme `{}` (expected a SQLite path or a URL starting {})",
+                scheme.chars().take(16).collect::<String>(),
+                known.join(", ")
+            )));
+        }
+        Err(StoreError::NoDatabase { path }) => {
+            return Err(Error::Config(format!(
+                "--db: no database at {path} (`session import` creates one)"
+            )));
+        }
+        other => other?,
+    };
+    let result = work(store.clone().into_dyn()).await;
+    store.close().await;
+    result
 }
 
 /// A current-thread tokio runtime (telemetry is captured per thread).

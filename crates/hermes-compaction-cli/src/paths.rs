@@ -49,20 +49,14 @@ fn canonical(p: &Path) -> Option<PathBuf> {
     dir.canonicalize().ok().map(|d| d.join(name))
 }
 
-/// Checks a session id as the store does (1-256 bytes, no control characters), for clap.
+/// Checks a session id with the store's own rule ([`session_id_problem`](hermes_compaction::store::session_id_problem)), for clap.
 pub fn session_id(s: &str) -> std::result::Result<String, String> {
-    let why = if s.is_empty() {
-        "it is empty"
-    } else if s.len() > 256 {
-        "it is longer than 256 bytes"
-    } else if s.chars().any(char::is_control) {
-        "it contains a control character"
-    } else {
-        return Ok(s.to_owned());
-    };
-    Err(format!(
-        "invalid session id: {why} (use 1-256 bytes without control characters)"
-    ))
+    match hermes_compaction::store::session_id_problem(s) {
+        None => Ok(s.to_owned()),
+        Some(why) => Err(format!(
+            "invalid session id: {why} (use 1-256 bytes without control characters)"
+        )),
+    }
 }
 
 #[cfg(test)]

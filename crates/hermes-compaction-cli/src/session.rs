@@ -1,10 +1,12 @@
-//! `session import | export | compact`, and `demo`: the store from the command line.
+//! `session import | export | compact`, and `demo`: the store from the command line. Opening
+//! a `--db` is the store's [`Store::open`](hermes_compaction::store::Store::open), an export its
+//! [`export_jsonl`].
 
 use std::path::Path;
 use std::sync::Arc;
 
-use hermes_compaction::core::{Estimator, parse};
-use hermes_compaction::store::{Backend, DatabaseFailure, Store, StoreOptions, TranscriptStore};
+use hermes_compaction::core::Estimator;
+use hermes_compaction::store::{Access, ExportForm, export_jsonl};
 use hermes_compaction::{Compressor, Persistence};
 
 use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
@@ -12,7 +14,7 @@ use crate::compact::{check, with_note};
 use crate::input::{Input, Strictness};
 use crate::setup::{build_summarizer, load_config};
 use crate::simulate::simulate;
-use crate::{Result, runtime, write_out};
+use crate::{Result, runtime, with_store, write_out};
 use compaction_sim::Policy;
 use compaction_sim::render::table;
 
@@ -47,12 +49,14 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
                         "--all writes library metadata: use it with --format openai".into(),
                     ));
                 }
-                (ExportFormat::Anthropic, false, _) => Export::Anthropic,
-                (ExportFormat::Openai, true, _) => Export::All,
-                (ExportFormat::Openai, false, true) => Export::Wire,
-                (ExportFormat::Openai, false, false) => Export::Stored,
+                (ExportFormat::Anthropic, false, _) => ExportForm::Anthropic,
+                (ExportFormat::Openai, true, _) => ExportForm::All,
+                (ExportFormat::Openai, false, true) => ExportForm::Wire,
+                (ExportFormat::Openai, false, false) => ExportForm::Stored,
             };
-            let text = rt.block_on(export(&db, &session, form))?;
+            let text = rt.block_on(with_store(&db, Access::Read, async |store| {
+                Ok(export_jsonl(&*store, &session, form).await?)
+            }))?;
             write_out(out, &text)
         }
         SessionCommand::Compact {
@@ -69,7 +73,7 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
                 engine.profile.as_deref(),
             )?;
             let summarizer = build_summarizer(&config, engine.summarizer)?;
-            let line = rt.block_on(with_store(&db, Open::Existing, async |store| {
+            let line = rt.block_on(with_store(&db, Access::Existing, async |store| {
                 // One persistence for the session: the compressor commits every pass and
                 // advances the generation it names.
                 let (persistence, messages) = Persistence::load(store, &session).await?;
@@ -126,157 +130,13 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
     }
 }
 
-/// Whether a command may create the database it names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Open {
-    /// `session import`: a missing SQLite file is created.
-    Create,
-    /// Every other command: a missing SQLite file is a usage error (exit 2) and nothing is
-    /// created.
-    Existing,
-    /// A command that only reads (`session export`): as `Existing`, and a SQLite database the
-    /// process may not write (a read-only mount or file, or a `sqlite:PATH?mode=ro` URL) is
-    /// opened read-only, which works when its schema is current and otherwise says which
-    /// migration it needs.
-    Read,
-}
-
-/// Connects to a store: a URL with a scheme a store backend declares ([`Backend::for_url`]:
-/// `sqlite:`, `postgres://`, `postgresql://`), or a plain path (a SQLite file).
-pub async fn connect(db: &str, open: Open) -> Result<Store> {
-    let url = if Backend::for_url(db).is_some() {
-        db.to_owned()
-    } else if let Some((scheme, _)) = db.split_once("://") {
-        // Only the scheme is printed: the rest may hold credentials.
-        let known: Vec<String> = Backend::ALL
-            .iter()
-            .flat_map(|b| b.schemes())
-            .map(|s| format!("{s}:"))
-            .collect();
-        return Err(crate::Error::Config(format!(
-            "--db: unsupported store URL scheme `{}` (expected a SQLite path or a URL starting {})",
-            scheme.chars().take(16).collect::<String>(),
-            known.join(", ")
-        )));
-    } else {
-        sqlite_url(db)
-    };
-    if open != Open::Create
-        && let Some(path) = sqlite_file(&url)
-        && !Path::new(path).exists()
-    {
-        return Err(crate::Error::Config(format!(
-            "--db: no database at {path} (`session import` creates one)"
-        )));
-    }
-    let options = StoreOptions {
-        create_if_missing: open == Open::Create,
-        ..StoreOptions::default()
-    };
-    match Store::connect_with(&url, &options).await {
-        // Opened for writing, the database refused (read-only file or mount, or a schema
-        // migration it could not write): a read needs no write access.
-        Err(hermes_compaction::store::StoreError::Database {
-            failure: DatabaseFailure::ReadOnly | DatabaseFailure::CannotOpen,
-            ..
-        }) if open == Open::Read && sqlite_file(&url).is_some() => {
-            let read_only = StoreOptions {
-                read_only: true,
-                ..options
-            };
-            Ok(Store::connect_with(&url, &read_only).await?)
-        }
-        other => Ok(other?),
-    }
-}
-
-/// Runs `work` against the store at `db`, then closes the store whatever `work` returned: on
-/// SQLite that checkpoints the write-ahead log, so the `.db` file alone holds the session.
-pub async fn with_store<T>(
-    db: &str,
-    open: Open,
-    work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
-) -> Result<T> {
-    let store = connect(db, open).await?;
-    let result = work(store.clone().into_dyn()).await;
-    store.close().await;
-    result
-}
-
-/// The `sqlite:` URL of a plain path.
-fn sqlite_url(path: &str) -> String {
-    format!("{}:{path}", Backend::Sqlite.schemes()[0])
-}
-
-/// The file of a `sqlite:` URL (`None` for an in-memory database or another backend).
-fn sqlite_file(url: &str) -> Option<&str> {
-    if Backend::for_url(url) != Some(Backend::Sqlite) {
-        return None;
-    }
-    let rest = url.split_once(':')?.1;
-    let rest = rest.strip_prefix("//").unwrap_or(rest);
-    let path = rest.split_once('?').map_or(rest, |(p, _)| p);
-    (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory")).then_some(path)
-}
-
 /// Stores `input` as the new session `id`; returns the one-line result.
 pub async fn import(db: &str, id: &str, input: Input) -> Result<String> {
-    with_store(db, Open::Create, async |store| {
+    with_store(db, Access::Create, async |store| {
         let mut messages = input.messages;
         // One transaction: a failed import leaves no session behind.
         let ids = store.import_session(id, &mut messages).await?;
         Ok(format!("imported {} messages into session {id}", ids.len()))
-    })
-    .await
-}
-
-/// What `session export` prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Export {
-    /// The active messages as stored: each with its `_hermes` metadata (row id, marker kind,
-    /// trim handle), which `session import` and `compact` read back.
-    Stored,
-    /// The active messages as a model is sent them: no `_hermes` metadata.
-    Wire,
-    /// The active messages as Anthropic Messages (tool results grouped into user turns as
-    /// `tool_result` blocks, calls as `tool_use` blocks).
-    Anthropic,
-    /// Every row, archived ones included, each with `active`, `compacted`, `generation` and
-    /// `position` added to its `_hermes` metadata.
-    All,
-}
-
-/// The session as JSONL, in the form `form` names.
-pub async fn export(db: &str, id: &str, form: Export) -> Result<String> {
-    with_store(db, Open::Read, async |store| {
-        match form {
-            Export::Stored => return Ok(parse::to_jsonl(&store.load_active(id).await?)),
-            Export::Wire => {
-                let mut out = String::new();
-                for m in store.load_active(id).await? {
-                    out.push_str(&m.to_wire_json());
-                    out.push('\n');
-                }
-                return Ok(out);
-            }
-            Export::Anthropic => {
-                let messages = store.load_active(id).await?;
-                return Ok(hermes_compaction::core::anthropic::to_jsonl(&messages));
-            }
-            Export::All => {}
-        }
-        let rows = store.load_all(id).await?;
-        let mut messages = Vec::with_capacity(rows.len());
-        for row in rows {
-            let mut m = row.message;
-            let extra = &mut m.meta_mut().extra;
-            extra.insert("active".into(), row.active.into());
-            extra.insert("compacted".into(), row.compacted.into());
-            extra.insert("generation".into(), row.generation.into());
-            extra.insert("position".into(), row.position.into());
-            messages.push(m);
-        }
-        Ok(parse::to_jsonl(&messages))
     })
     .await
 }

@@ -75,10 +75,11 @@ pub fn build_summarizer(
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
 }
 
-/// Writes this thread's telemetry lines to `path` until the returned
-/// [`TelemetryFile`] is finished or dropped ([`FileSink`]).
+/// Collects this thread's telemetry lines for `path` until the returned [`TelemetryFile`] is
+/// finished ([`FileSink::deferred`]): the file is written only then, so a run that fails
+/// before (a failed pass) creates no file and leaves an existing one as it was.
 pub fn telemetry_to_file(path: &Path) -> Result<TelemetryFile, Error> {
-    let sink = FileSink::create(path).map_err(|e| Error::Io {
+    let sink = FileSink::deferred(path).map_err(|e| Error::Io {
         what: format!("cannot create the telemetry file {}", path.display()),
         source: e,
     })?;
@@ -96,10 +97,15 @@ pub struct TelemetryFile {
 }
 
 impl TelemetryFile {
-    /// Stops collecting, flushes the file to disk and reports the first write failure.
+    /// Stops collecting, writes the file to disk and reports the first failure.
     pub fn finish(self) -> Result<(), Error> {
+        let path = self.path;
         self.sink.finish().map_err(|e| Error::Io {
-            what: format!("cannot write the telemetry file {}", self.path.display()),
+            what: if path.exists() {
+                format!("cannot write the telemetry file {}", path.display())
+            } else {
+                format!("cannot create the telemetry file {}", path.display())
+            },
             source: e,
         })
     }

@@ -47,6 +47,40 @@ fn micro_failure_exits_1(reply: Reply, class: &str) {
     assert!(!fresh.exists());
 }
 
+/// A failed pass leaves no telemetry file either: a new `--telemetry` path is not created and
+/// an existing one keeps what it held.
+#[test]
+fn a_failed_pass_creates_no_telemetry_file() {
+    let server = serve(Reply::ServerError, None);
+    let dir = tempfile::tempdir().unwrap();
+    let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
+    let cfg = config(dir.path(), &server.url, false);
+    let out = dir.path().join("out.jsonl");
+    let existing = dir.path().join("existing.log");
+    std::fs::write(&existing, "earlier run\n").unwrap();
+    let fresh = dir.path().join("fresh.log");
+    for log in [&existing, &fresh] {
+        let o = compact_to(
+            &input,
+            &out,
+            &[
+                "--mode",
+                "micro",
+                "--config",
+                s(&cfg),
+                "--telemetry",
+                s(log),
+            ],
+        );
+        let stderr = texts(&o).1;
+        assert_eq!(o.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("nothing was written"), "{stderr}");
+    }
+    assert!(!fresh.exists(), "a failed pass created the telemetry file");
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "earlier run\n");
+    assert!(!out.exists());
+}
+
 #[test]
 fn micro_with_a_failing_summarizer_exits_1() {
     micro_failure_exits_1(Reply::ServerError, "(transient)");

@@ -43,19 +43,13 @@ use serde_json::{Value, json};
 
 use compaction_core::Transcript;
 
-use crate::compressor::Compressor;
+use crate::compressor::{Compressor, Requested};
 
 /// The tool's name.
 pub const COMPACT_TOOL_NAME: &str = "compact_context";
 
 /// Characters of a requested focus kept (redacted, cut in the middle).
 pub const MAX_FOCUS_CHARS: usize = 300;
-
-/// A request waiting for the next `before_request`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Requested {
-    pub(crate) focus: Option<String>,
-}
 
 /// The `compact_context` tool, in the OpenAI chat-completions `tools` format.
 pub fn compact_tool_definition() -> Value {

@@ -74,6 +74,8 @@ pub mod recall;
 mod report;
 #[cfg(feature = "llm")]
 pub mod setup;
+#[cfg(feature = "llm")]
+mod thrash;
 #[cfg(feature = "store")]
 pub mod trim;
 #[cfg(feature = "llm")]

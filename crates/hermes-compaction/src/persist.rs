@@ -1,7 +1,7 @@
 //! Writing passes and appended messages to the store: the append-only flush, the resync after
 //! an overflow pass that could not be committed, the reload after another writer moved the
-//! session on, the mapping of [`ThrashState`](crate::compressor::ThrashState) onto the store's
-//! `CompactionState`, and the content-free failure a store write reports.
+//! session on, and the
+//! content-free failure a store write reports.
 
 #[cfg(feature = "store")]
 use std::sync::Arc;
@@ -225,72 +225,4 @@ pub(crate) async fn resync(
         t.set_row_id(i, id);
     }
     Ok(t.len())
-}
-
-/// The key of [`CompactionState::extra`](compaction_store::CompactionState::extra) that holds
-/// the part of [`ThrashState`](crate::compressor::ThrashState) the store has no column for.
-#[cfg(feature = "store")]
-pub const THRASH_STATE_KEY: &str = "thrash";
-
-#[cfg(feature = "store")]
-impl crate::compressor::ThrashState {
-    /// The state as stored in a session's
-    /// [`CompactionState`](compaction_store::CompactionState): `cooldown_until_ms` and
-    /// `ineffective` in its columns, `compacted`, `consecutive_failures` and
-    /// `paused_until_ms` under the key [`THRASH_STATE_KEY`] of `extra`. Other keys of
-    /// `extra` are kept; an `extra` that is not a JSON object is kept under `"value"`.
-    /// [`Compressor::save_state`](crate::Compressor::save_state) writes it.
-    ///
-    /// ```
-    /// use hermes_compaction::compressor::ThrashState;
-    /// use hermes_compaction::store::CompactionState;
-    ///
-    /// let state = ThrashState { compacted: true, paused_until_ms: Some(5), ..Default::default() };
-    /// let mut stored = CompactionState::default();
-    /// state.write_to(&mut stored);
-    /// assert_eq!(ThrashState::read_from(&stored), state);
-    /// ```
-    pub fn write_to(&self, stored: &mut compaction_store::CompactionState) {
-        stored.cooldown_until_ms = self
-            .cooldown_until_ms
-            .map(|ms| i64::try_from(ms).unwrap_or(i64::MAX));
-        stored.ineffective_count = self.ineffective;
-        let mut extra = match std::mem::take(&mut stored.extra) {
-            serde_json::Value::Object(map) => map,
-            serde_json::Value::Null => serde_json::Map::new(),
-            other => serde_json::Map::from_iter([("value".to_owned(), other)]),
-        };
-        extra.insert(
-            THRASH_STATE_KEY.to_owned(),
-            serde_json::json!({
-                "compacted": self.compacted,
-                "consecutive_failures": self.consecutive_failures,
-                "paused_until_ms": self.paused_until_ms,
-            }),
-        );
-        stored.extra = serde_json::Value::Object(extra);
-    }
-
-    /// The state a session's [`CompactionState`](compaction_store::CompactionState) holds
-    /// (the inverse of [`write_to`](Self::write_to)). What is missing or malformed reads as
-    /// its default (a negative cooldown as none), so a state written by another version or
-    /// by hand never fails a resume. [`Compressor::load_state`](crate::Compressor::load_state)
-    /// reads it.
-    pub fn read_from(stored: &compaction_store::CompactionState) -> Self {
-        let thrash = stored.extra.get(THRASH_STATE_KEY);
-        let field = |name: &str| thrash.and_then(|t| t.get(name));
-        Self {
-            compacted: field("compacted")
-                .and_then(serde_json::Value::as_bool)
-                .unwrap_or(false),
-            consecutive_failures: field("consecutive_failures")
-                .and_then(serde_json::Value::as_u64)
-                .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
-            cooldown_until_ms: stored
-                .cooldown_until_ms
-                .and_then(|ms| u64::try_from(ms).ok()),
-            ineffective: stored.ineffective_count,
-            paused_until_ms: field("paused_until_ms").and_then(serde_json::Value::as_u64),
-        }
-    }
 }

@@ -1,22 +1,10 @@
 //! [`Compressor::undo_last`]: revert the last pass applied to the transcript, in memory and
 //! (with a store) as a new generation, with the compressor's state following.
 
-use compaction_core::micro::MicroState;
 use compaction_core::{Edit, Message, Splice, Transcript};
 
-use crate::compressor::{Compressor, ThrashState};
+use crate::compressor::{Compressor, LastPass};
 use crate::report::FailureKind;
-
-/// What reverting the last pass needs: the inverse edit (in the coordinates of the transcript
-/// the pass produced), the wire bytes of what the pass wrote (to check the transcript still
-/// holds it), and the compressor state from before the pass.
-#[derive(Debug)]
-pub(crate) struct LastPass {
-    inverse: Edit,
-    written: Vec<Vec<String>>,
-    thrash: ThrashState,
-    micro: MicroState,
-}
 
 /// What [`Compressor::undo_last`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]

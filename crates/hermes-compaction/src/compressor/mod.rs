@@ -28,8 +28,11 @@ use compaction_llm::{Summarizer, SummaryRequest};
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 #[cfg(feature = "store")]
-pub use crate::persist::{Persistence, THRASH_STATE_KEY};
+pub use crate::persist::Persistence;
 use crate::report::{BatchReport, Outcome, Trigger};
+#[cfg(feature = "store")]
+pub use crate::thrash::THRASH_STATE_KEY;
+pub use crate::thrash::ThrashState;
 
 mod builder;
 pub(crate) mod pass;
@@ -38,7 +41,7 @@ mod store;
 
 pub use builder::{CompressorBuilder, OneShot};
 
-pub(crate) use runtime::Runtime;
+pub(crate) use runtime::{LastPass, Requested, Runtime};
 
 /// The share of the effective window over which an automatic pass is made even during a
 /// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be
@@ -52,25 +55,6 @@ pub const NEAR_WINDOW_RATIO: f64 = 0.9;
 pub struct RequestTicket {
     epoch: u64,
     messages: usize,
-}
-
-/// Durable anti-thrash and cooldown state.
-///
-/// It survives a restart through the store: [`Compressor::save_state`] writes it into the
-/// session's [`CompactionState`](compaction_store::CompactionState) (mapping:
-/// [`ThrashState::write_to`]) and [`Compressor::load_state`] reads it back.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ThrashState {
-    /// Whether the session has been compacted (head protection decays).
-    pub compacted: bool,
-    /// Consecutive failed attempts.
-    pub consecutive_failures: u32,
-    /// No automatic attempt before this time (unix ms).
-    pub cooldown_until_ms: Option<u64>,
-    /// Ineffective compactions in a row.
-    pub ineffective: u32,
-    /// Automatic compaction paused until this time (unix ms).
-    pub paused_until_ms: Option<u64>,
 }
 
 /// The batch compressor for one session.

@@ -2,6 +2,7 @@
 //! fields are private to the `compressor` module (the hooks and the pass runner, `pass`);
 //! the other modules change it through the methods below, each named for what happened.
 
+use compaction_core::Edit;
 #[cfg(feature = "store")]
 use compaction_core::Message;
 use compaction_core::micro::{MicroPlan, MicroState, PlanMemo};
@@ -35,15 +36,32 @@ pub(crate) struct Runtime {
     /// under `&self`).
     pub(super) breaker: std::sync::Mutex<crate::breaker::Breaker>,
     /// What `undo_last` needs to revert the last pass applied in memory.
-    pub(super) last_pass: Option<crate::undo::LastPass>,
+    pub(super) last_pass: Option<LastPass>,
     /// A compaction the model asked for (`compact_context`), run at the next `before_request`.
-    pub(super) requested: Option<crate::compact_tool::Requested>,
+    pub(super) requested: Option<Requested>,
     /// A hash of the latest real user message when the model last asked: one request per
     /// user turn.
     pub(super) requested_turn: Option<Option<u64>>,
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(super) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
+}
+
+/// What reverting the last pass needs: the inverse edit (in the coordinates of the transcript
+/// the pass produced), the wire bytes of what the pass wrote (to check the transcript still
+/// holds it), and the compressor state from before the pass.
+#[derive(Debug)]
+pub(crate) struct LastPass {
+    pub(crate) inverse: Edit,
+    pub(crate) written: Vec<Vec<String>>,
+    pub(crate) thrash: ThrashState,
+    pub(crate) micro: MicroState,
+}
+
+/// A request waiting for the next `before_request`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Requested {
+    pub(crate) focus: Option<String>,
 }
 
 /// Micro state the compressor keeps between passes.
@@ -104,12 +122,12 @@ impl Runtime {
     }
 
     /// Keeps how to revert the pass about to be applied.
-    pub(crate) fn keep_last_pass(&mut self, last: crate::undo::LastPass) {
+    pub(crate) fn keep_last_pass(&mut self, last: LastPass) {
         self.last_pass = Some(last);
     }
 
     /// Takes what reverts the last pass (one level).
-    pub(crate) fn take_last_pass(&mut self) -> Option<crate::undo::LastPass> {
+    pub(crate) fn take_last_pass(&mut self) -> Option<LastPass> {
         self.last_pass.take()
     }
 
@@ -132,7 +150,7 @@ impl Runtime {
     }
 
     /// The model asked for a compaction in `turn`.
-    pub(crate) fn request(&mut self, requested: crate::compact_tool::Requested, turn: Option<u64>) {
+    pub(crate) fn request(&mut self, requested: Requested, turn: Option<u64>) {
         self.requested = Some(requested);
         self.requested_turn = Some(turn);
     }
