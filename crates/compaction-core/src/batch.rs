@@ -1133,6 +1133,23 @@ mod tests {
         msgs
     }
 
+    /// `t` after `plan`, each summary job answered with a one-line stub summary.
+    fn applied(t: &Transcript, plan: &BatchPlan, cfg: &BatchConfig) -> Transcript {
+        let summaries: Vec<String> = match &plan.step {
+            BatchStep::Summarize(jobs) => {
+                jobs.iter().map(|_| "- earlier work".to_owned()).collect()
+            }
+            BatchStep::PruneOnly { .. } => Vec::new(),
+            other => panic!("{other:?}"),
+        };
+        let mut after = t.clone();
+        assemble(t, plan, &summaries, cfg)
+            .unwrap()
+            .apply_to(&mut after, &Estimator::default())
+            .unwrap();
+        after
+    }
+
     fn run(msgs: Vec<Message>, threshold: u64, cfg: &BatchConfig) -> (Transcript, BatchPlan) {
         let e = Estimator::default();
         let t = Transcript::new(msgs, &e);
@@ -1336,16 +1353,7 @@ mod tests {
         let cfg = BatchConfig::default();
         let (t, plan) = run(msgs.clone(), threshold, &cfg);
         assert_eq!(plan.demoted_tail_outputs, 2, "{:?}", plan.step);
-        let summaries: Vec<String> = match &plan.step {
-            BatchStep::Summarize(jobs) => jobs.iter().map(|_| "- work".to_owned()).collect(),
-            BatchStep::PruneOnly { .. } => Vec::new(),
-            other => panic!("{other:?}"),
-        };
-        let mut after = t.clone();
-        assemble(&t, &plan, &summaries, &cfg)
-            .unwrap()
-            .apply_to(&mut after, &e)
-            .unwrap();
+        let after = applied(&t, &plan, &cfg);
         assert!(
             after.current_tokens() <= threshold,
             "{}",
@@ -1389,18 +1397,7 @@ mod tests {
         let (t, plan) = run(msgs.clone(), threshold, &cfg);
         assert!(!plan.regions.middle.is_empty());
         assert_eq!(plan.demoted_tail_outputs, 1);
-        let summaries: Vec<String> = match &plan.step {
-            BatchStep::Summarize(jobs) => {
-                jobs.iter().map(|_| "- earlier work".to_owned()).collect()
-            }
-            BatchStep::PruneOnly { .. } => Vec::new(),
-            other => panic!("{other:?}"),
-        };
-        let mut after = t.clone();
-        assemble(&t, &plan, &summaries, &cfg)
-            .unwrap()
-            .apply_to(&mut after, &e)
-            .unwrap();
+        let after = applied(&t, &plan, &cfg);
         assert!(
             after.current_tokens() <= threshold,
             "{}",
@@ -1457,18 +1454,7 @@ mod tests {
             "{protected}"
         );
         assert!(plan.demoted_tail_outputs >= 1, "{:?}", plan.step);
-        let summaries: Vec<String> = match &plan.step {
-            BatchStep::Summarize(jobs) => {
-                jobs.iter().map(|_| "- earlier work".to_owned()).collect()
-            }
-            BatchStep::PruneOnly { .. } => Vec::new(),
-            other => panic!("{other:?}"),
-        };
-        let mut after = t.clone();
-        assemble(&t, &plan, &summaries, &cfg)
-            .unwrap()
-            .apply_to(&mut after, &e)
-            .unwrap();
+        let after = applied(&t, &plan, &cfg);
         assert!(
             after.current_tokens() <= threshold,
             "{}",

@@ -81,6 +81,31 @@ impl Edit {
             .map(|s| s.range.start)
     }
 
+    /// Tokens the edit removes from `t` and tokens its replacements hold (by `counter`): the
+    /// pass shrinks the transcript when the first is larger.
+    ///
+    /// ```
+    /// use compaction_core::{Edit, Estimator, Message, TokenCounter, Transcript};
+    ///
+    /// let e = Estimator::default();
+    /// let t = Transcript::new(vec![Message::user("a long request ".repeat(50))], &e);
+    /// let short = Message::user("short");
+    /// let edit = Edit::single(0..1, vec![short.clone()]);
+    /// assert_eq!(edit.token_change(&t, &e), (t.tokens_of(0), e.count_message(&short)));
+    /// ```
+    pub fn token_change(&self, t: &Transcript, counter: &dyn TokenCounter) -> (u64, u64) {
+        self.splices.iter().fold((0, 0), |(removed, added), s| {
+            (
+                removed + t.tokens_in(s.range.clone()),
+                added
+                    + s.replacement
+                        .iter()
+                        .map(|m| counter.count_message(m))
+                        .sum::<u64>(),
+            )
+        })
+    }
+
     /// Messages removed minus messages inserted.
     pub fn net_removed(&self) -> isize {
         self.splices

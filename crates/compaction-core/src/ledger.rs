@@ -67,8 +67,8 @@ pub const NAMES: &str = "Names the agent wrote (its replies and call arguments):
 /// Names per rendered line.
 const NAMES_PER_LINE: usize = 12;
 
-/// Shortest name, in characters.
-pub const MIN_NAME_CHARS: usize = 6;
+/// Shortest name, in characters (pruning's [`MIN_CITED_CHARS`](crate::prune::MIN_CITED_CHARS)).
+pub const MIN_NAME_CHARS: usize = crate::prune::MIN_CITED_CHARS;
 
 /// Longest name, in characters (longer runs are data, not names).
 pub const MAX_NAME_CHARS: usize = 100;
@@ -254,9 +254,11 @@ impl Ledger {
                     In::Files => ledger.add_file(entry),
                     In::Commands => ledger.add_command(entry),
                     In::Names => {
-                        // Text of a summary body: only what is a name and no secret.
+                        // Text of a summary body: only what is a name and no secret. A line
+                        // the redaction leaves as it is needs no check name by name.
+                        let clean = redact::redact(entry) == entry;
                         for name in entry.split(", ") {
-                            if names_in(name) == [name] && redact::redact(name) == name {
+                            if names_in(name) == [name] && (clean || redact::redact(name) == name) {
                                 ledger.add_name(name);
                             }
                         }
@@ -370,42 +372,10 @@ impl Ledger {
 /// assert_eq!(got, ["parse_args", "src/cli.rs", "fooBar"]);
 /// ```
 pub fn names_in(text: &str) -> Vec<&str> {
-    let bytes = text.as_bytes();
-    let run_char = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'/' | b'-');
-    let edge_char = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !run_char(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < bytes.len() && run_char(bytes[i]) {
-            i += 1;
-        }
-        let (mut s, mut e) = (start, i);
-        while s < e && !edge_char(bytes[s]) {
-            s += 1;
-        }
-        while e > s && !edge_char(bytes[e - 1]) {
-            e -= 1;
-        }
-        let run = &bytes[s..e];
-        // ASCII only, so bytes are characters.
-        if (MIN_NAME_CHARS..=MAX_NAME_CHARS).contains(&run.len())
-            && run.iter().any(u8::is_ascii_alphabetic)
-            && (run
-                .iter()
-                .any(|b| matches!(b, b'_' | b'.' | b'/') || b.is_ascii_digit())
-                || run
-                    .windows(2)
-                    .any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase()))
-        {
-            out.push(&text[s..e]);
-        }
-    }
-    out
+    // The identifiers pruning's citation check uses, bounded and holding a letter.
+    crate::prune::identifiers(text)
+        .filter(|w| w.len() <= MAX_NAME_CHARS && w.bytes().any(|b| b.is_ascii_alphabetic()))
+        .collect()
 }
 
 /// The distinct names of `text` ([`names_in`]) once redacted (a secret is judged in its

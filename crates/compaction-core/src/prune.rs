@@ -301,8 +301,8 @@ pub fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
     out
 }
 
-/// The identifiers of `text` (see [`cited_outputs`]).
-fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+/// The identifiers of `text` (see [`cited_outputs`]), in order, repeats kept.
+pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
     let run = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-');
     let edge = |c: char| c.is_ascii_alphanumeric() || c == '_';
     text.split(move |c: char| !run(c)).filter_map(move |w| {

@@ -179,6 +179,17 @@ fn no_credential_becomes_a_name() {
         for name in ledger.names() {
             assert_clean("ledger name", name, &planted);
         }
+        // A names line of a summary body read back: the credential is not taken as a name.
+        let body = format!(
+            "{}\n{}\n- run_step_1, {}, deploy_v2",
+            compaction_core::ledger::HEADING,
+            compaction_core::ledger::NAMES,
+            planted.text
+        );
+        let (_, read) = Ledger::split(&body);
+        for name in read.names() {
+            assert_clean("split name", name, &planted);
+        }
     }
     report();
 }

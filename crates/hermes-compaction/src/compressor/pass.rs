@@ -328,17 +328,7 @@ fn gains(
     match job {
         Job::Micro { .. } => true,
         Job::Batch { .. } => {
-            let removed: u64 = edit
-                .splices
-                .iter()
-                .map(|s| t.tokens_in(s.range.clone()))
-                .sum();
-            let added: u64 = edit
-                .splices
-                .iter()
-                .flat_map(|s| s.replacement.iter())
-                .map(|m| counter.count_message(m))
-                .sum();
+            let (removed, added) = edit.token_change(t, counter);
             added < removed
         }
     }

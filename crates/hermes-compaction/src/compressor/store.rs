@@ -394,16 +394,6 @@ fn pass_label(
         GenerationKind::Micro
     };
     let before = t.current_tokens();
-    let removed: u64 = edit
-        .splices
-        .iter()
-        .map(|s| t.tokens_in(s.range.clone()))
-        .sum();
-    let added: u64 = edit
-        .splices
-        .iter()
-        .flat_map(|s| s.replacement.iter())
-        .map(|m| counter.count_message(m))
-        .sum();
+    let (removed, added) = edit.token_change(t, counter);
     PassLabel::new(kind).with_tokens(before, (before + added).saturating_sub(removed))
 }
