@@ -67,8 +67,8 @@ pub const NAMES: &str = "Names the agent wrote (its replies and call arguments):
 /// Names per rendered line.
 const NAMES_PER_LINE: usize = 12;
 
-/// Shortest name, in characters (pruning's [`MIN_CITED_CHARS`](crate::prune::MIN_CITED_CHARS)).
-pub const MIN_NAME_CHARS: usize = crate::prune::MIN_CITED_CHARS;
+/// Shortest name, in characters.
+pub const MIN_NAME_CHARS: usize = 6;
 
 /// Longest name, in characters (longer runs are data, not names).
 pub const MAX_NAME_CHARS: usize = 100;
@@ -373,9 +373,27 @@ impl Ledger {
 /// ```
 pub fn names_in(text: &str) -> Vec<&str> {
     // The identifiers pruning's citation check uses, bounded and holding a letter.
-    crate::prune::identifiers(text)
+    identifiers(text)
         .filter(|w| w.len() <= MAX_NAME_CHARS && w.bytes().any(|b| b.is_ascii_alphabetic()))
         .collect()
+}
+
+/// The identifiers of `text`, in order, repeats kept: the shape [`names_in`] bounds and
+/// pruning's citation check ([`crate::prune::cited_outputs`]) matches.
+pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
+    let run = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-');
+    let edge = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.split(move |c: char| !run(c)).filter_map(move |w| {
+        let w = w.trim_matches(|c: char| !edge(c));
+        let b = w.as_bytes();
+        (b.len() >= MIN_NAME_CHARS
+            && (b
+                .iter()
+                .any(|c| matches!(c, b'_' | b'.' | b'/') || c.is_ascii_digit())
+                || b.windows(2)
+                    .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())))
+        .then_some(w)
+    })
 }
 
 /// The distinct names of `text` ([`names_in`]) once redacted (a secret is judged in its

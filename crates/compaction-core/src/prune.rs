@@ -239,7 +239,7 @@ impl PrunePlan {
 }
 
 /// Shortest identifier [`cited_outputs`] matches, in characters.
-pub const MIN_CITED_CHARS: usize = 6;
+pub const MIN_CITED_CHARS: usize = crate::ledger::MIN_NAME_CHARS;
 
 /// The tool outputs of `ranges` (ascending indices) that a later assistant message cites: its
 /// content or a tool call's arguments use an identifier of the output that the call it answers
@@ -275,47 +275,30 @@ pub fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
         if m.is_tool() && ranges.iter().any(|r| r.contains(&i)) && !later.is_empty() {
             let named: Vec<&str> = calls
                 .for_result(m)
-                .map(|c| identifiers(c.arguments).collect())
+                .map(|c| crate::ledger::identifiers(c.arguments).collect())
                 .unwrap_or_default();
             let text = m.text();
-            if identifiers(&text).any(|w| later.contains(w) && !named.contains(&w)) {
+            if crate::ledger::identifiers(&text).any(|w| later.contains(w) && !named.contains(&w)) {
                 out.push(i);
             }
         } else if m.is_assistant() {
             if let Some(Content::Text(s)) = m.content() {
-                later.extend(identifiers(s));
+                later.extend(crate::ledger::identifiers(s));
             } else if let Some(Content::Parts(parts)) = m.content() {
                 later.extend(
                     parts
                         .iter()
                         .filter_map(crate::message::Part::text)
-                        .flat_map(identifiers),
+                        .flat_map(crate::ledger::identifiers),
                 );
             }
             for c in m.tool_calls() {
-                later.extend(identifiers(&c.function.arguments));
+                later.extend(crate::ledger::identifiers(&c.function.arguments));
             }
         }
     }
     out.reverse();
     out
-}
-
-/// The identifiers of `text` (see [`cited_outputs`]), in order, repeats kept.
-pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
-    let run = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '/' | '-');
-    let edge = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    text.split(move |c: char| !run(c)).filter_map(move |w| {
-        let w = w.trim_matches(|c: char| !edge(c));
-        let b = w.as_bytes();
-        (b.len() >= MIN_CITED_CHARS
-            && (b
-                .iter()
-                .any(|c| matches!(c, b'_' | b'.' | b'/') || c.is_ascii_digit())
-                || b.windows(2)
-                    .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())))
-        .then_some(w)
-    })
 }
 
 /// The informative one-line description of a tool output, as pruning writes it. The line is
