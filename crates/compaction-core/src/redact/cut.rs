@@ -6,10 +6,10 @@ use super::{contains_secret, redact};
 
 /// The first `n` characters of `text` after redaction, for cutting long text safely.
 ///
-/// The redaction runs before the cut, over the kept part plus a margin of [`CUT_MARGIN`]
-/// characters, so a secret straddling the cut is recognised whole (a cut never turns a key
-/// into a fragment the patterns no longer match), and the cost follows `n`, not the length
-/// of `text`. A run of key characters split by the cut is dropped when it is short (under 128
+/// The redaction runs before the cut, over the kept part plus a margin of 16 K characters
+/// (longer than any key, token or PEM block the patterns know), so a secret straddling the
+/// cut is recognised whole (a cut never turns a key into a fragment the patterns no longer
+/// match), and the cost follows `n`, not the length of `text`. A run of key characters split by the cut is dropped when it is short (under 128
 /// characters) or starts like a key, so a cut never ends in part of a key either.
 pub fn redacted_head(text: &str, n: usize) -> String {
     let window = match text.char_indices().nth(n.saturating_add(CUT_MARGIN)) {
@@ -100,7 +100,7 @@ fn settle(mut cut: String, n: usize, side: Side) -> String {
 
 /// Characters redacted beyond a cut by [`redacted_head`] and [`redacted_tail`]: longer than
 /// any key, token or PEM block the patterns know, so a secret straddling a cut is seen whole.
-pub const CUT_MARGIN: usize = 16 * 1024;
+const CUT_MARGIN: usize = 16 * 1024;
 
 /// Characters a key or token can be made of.
 fn is_key_char(c: char) -> bool {

@@ -66,7 +66,7 @@ mod shapes;
 mod tests;
 mod view;
 
-pub use cut::{CUT_MARGIN, redacted_head, redacted_tail};
+pub use cut::{redacted_head, redacted_tail};
 
 /// The replacement text for a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -128,7 +128,7 @@ pub fn contains_secret(text: &str) -> bool {
 /// A copy of `m` for a summarizer: its text (string content and text parts) and its
 /// tool-call arguments redacted. Other fields are kept; an unchanged message is a cheap clone
 /// (bodies are shared).
-pub fn redact_message(m: &Message) -> Message {
+pub(crate) fn redact_message(m: &Message) -> Message {
     let content = match m.content() {
         Some(Content::Text(t)) => match redact(t) {
             Cow::Owned(r) => Some(Content::Text(r)),
@@ -168,12 +168,6 @@ pub fn redact_message(m: &Message) -> Message {
         }
     }
     out
-}
-
-/// How many rules of the maintained ruleset are in force (those whose regex compiles here),
-/// and how many it ships; for tests and diagnostics.
-pub fn ruleset_size() -> (usize, usize) {
-    ruleset::size()
 }
 
 // ---------------------------------------------------------------------------------------------
