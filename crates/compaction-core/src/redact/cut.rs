@@ -9,8 +9,9 @@ use super::{contains_secret, redact};
 /// The redaction runs before the cut, over the kept part plus a margin of 16 K characters
 /// (longer than any key, token or PEM block the patterns know), so a secret straddling the
 /// cut is recognised whole (a cut never turns a key into a fragment the patterns no longer
-/// match), and the cost follows `n`, not the length of `text`. A run of key characters split by the cut is dropped when it is short (under 128
-/// characters) or starts like a key, so a cut never ends in part of a key either.
+/// match), and the cost follows `n`, not the length of `text`. A run of key characters split
+/// by the cut is dropped when it is short (under 128 characters) or starts like a key, so a
+/// cut never ends in part of a key either.
 pub fn redacted_head(text: &str, n: usize) -> String {
     let window = match text.char_indices().nth(n.saturating_add(CUT_MARGIN)) {
         Some((i, _)) => &text[..i],
