@@ -62,8 +62,6 @@ mod cut;
 mod names;
 mod ruleset;
 mod shapes;
-#[cfg(test)]
-mod tests;
 mod view;
 
 pub use cut::{redacted_head, redacted_tail};
@@ -249,3 +247,6 @@ fn detect(t: &str, out: &mut Spans) {
     name_value_spans(t, out);
     csv_spans(t, out);
 }
+
+#[cfg(test)]
+mod tests;
