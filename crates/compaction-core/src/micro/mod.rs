@@ -99,13 +99,15 @@ mod outcome;
 mod plan;
 mod progress;
 
-pub use absorb::{plan_micro, plan_micro_memo};
-pub use assemble::assemble_micro;
-pub use cursor::{CursorSource, Resolved, resolve_cursor};
-pub use memo::PlanMemo;
-pub use outcome::{MicroOutcome, MicroOutcomeKind};
-pub use plan::{AbsorbJob, DefragJob, MicroPlan, MicroStep, NoopReason};
-pub use progress::{plan_turn_progress, plan_turn_progress_memo};
+pub use self::{
+    absorb::{plan_micro, plan_micro_memo},
+    assemble::assemble_micro,
+    cursor::{CursorSource, Resolved, resolve_cursor},
+    memo::PlanMemo,
+    outcome::{MicroOutcome, MicroOutcomeKind},
+    plan::{AbsorbJob, DefragJob, MicroPlan, MicroStep, NoopReason},
+    progress::{plan_turn_progress, plan_turn_progress_memo},
+};
 
 /// The visible separator between user messages joined under strict alternation.
 pub const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
@@ -250,7 +252,7 @@ pub struct ExchangeId {
 
 impl ExchangeId {
     /// The identity of the exchange starting at `range.start`.
-    pub fn of(messages: &[Message], range: Range<usize>) -> ExchangeId {
+    pub(crate) fn of(messages: &[Message], range: Range<usize>) -> ExchangeId {
         ExchangeId {
             start: range.start,
             fingerprint: messages
