@@ -27,9 +27,9 @@
 //! let anthropic = CacheProfile::anthropic();
 //! // Rewriting at a depth that invalidates 100k cached tokens costs 100k x (1.25 - 0.1) x $3/M.
 //! assert!((cache::rewrite_cost(&anthropic, 100_000) - 0.345).abs() < 1e-9);
-//! // A micro rewrite 50k tokens deep, with ten requests before the next one, must reclaim
-//! // at least this much to pay for itself:
-//! assert_eq!(cache::suggested_micro_reclaim_gate(&anthropic, 50_000, 10), 25_556);
+//! // A micro rewrite 50k tokens deep, with ten requests before the next one and a summary
+//! // that costs nothing to write, must reclaim at least this much to pay for itself:
+//! assert_eq!(cache::micro_reclaim_gate(&anthropic, 50_000, 0, 10), 25_556);
 //! // ...but right after the cache expired the rewrite costs nothing extra.
 //! assert!(cache::cache_expired(&anthropic, 301));
 //! assert_eq!(cache::effective_rewrite_cost(&anthropic, 100_000, Some(301)), 0.0);
@@ -280,34 +280,16 @@ pub fn effective_rewrite_cost(
     }
 }
 
-/// The smallest reclaim (tokens) for which a rewrite `prefix_tokens` deep pays for itself
-/// within `expected_turns_until_next` requests (at least 1).
+/// The smallest reclaim (tokens) for which a micro rewrite `prefix_tokens` deep pays for
+/// itself within `horizon_requests` requests (at least 1), the summarizer call included.
 ///
 /// With cached-read ratio `c` and write ratio `w`, rewriting at depth `P` while reclaiming `R`
 /// tokens costs `(P - R) w - P c` extra on the next request and saves `R c` on each of the
-/// `n` requests after it; the rewrite wins when `R (c n + w) >= P (w - c)`, so the gate is
-/// `ceil(P (w - c) / (c n + w))`. It is 0 for a profile without a cache.
-pub fn suggested_micro_reclaim_gate(
-    profile: &CacheProfile,
-    prefix_tokens: u64,
-    expected_turns_until_next: u64,
-) -> u64 {
-    if !profile.has_cache() {
-        return 0;
-    }
-    let c = profile.cached_input_price_ratio;
-    let w = profile.cache_write_price_ratio;
-    let n = expected_turns_until_next.max(1) as f64;
-    let gate = prefix_tokens as f64 * (w - c).max(0.0) / (c * n + w);
-    // Round away float noise before taking the ceiling.
-    ((gate * 1e6).round() / 1e6).ceil() as u64
-}
-
-/// [`suggested_micro_reclaim_gate`] that also pays for the summarizer call: a micro pass
-/// re-writes the rolling summary, `summary_tokens` of output at the profile's output price
-/// (`output_price_per_mtok / input_price_per_mtok` input tokens each; 0 when the profile
-/// carries no prices), so the gate is `ceil((P (w - c) + o S) / (c n + w))`. 0 for a profile
-/// without a cache.
+/// `n` requests after it. A micro pass also re-writes the rolling summary, `summary_tokens`
+/// (`S`) of output at the profile's output price (`o = output_price_per_mtok /
+/// input_price_per_mtok` input tokens each; 0 when the profile carries no prices). The rewrite
+/// wins when `R (c n + w) >= P (w - c) + o S`, so the gate is
+/// `ceil((P (w - c) + o S) / (c n + w))`. It is 0 for a profile without a cache.
 pub fn micro_reclaim_gate(
     profile: &CacheProfile,
     prefix_tokens: u64,
@@ -326,6 +308,7 @@ pub fn micro_reclaim_gate(
         0.0
     };
     let gate = (prefix_tokens as f64 * (w - c).max(0.0) + o * summary_tokens as f64) / (c * n + w);
+    // Round away float noise before taking the ceiling.
     ((gate * 1e6).round() / 1e6).ceil() as u64
 }
 
@@ -452,11 +435,8 @@ mod tests {
         // (10,000 x 1.15 + 5 x 1,000) / (0.2 + 1.25) = 16,500 / 1.45 = 11,379.3...
         let a = CacheProfile::anthropic();
         assert_eq!(micro_reclaim_gate(&a, 10_000, 1_000, 2), 11_380);
-        // Without a summary it is the cache-only gate.
-        assert_eq!(
-            micro_reclaim_gate(&a, 10_000, 0, 2),
-            suggested_micro_reclaim_gate(&a, 10_000, 2)
-        );
+        // Without a summary it is the cache-only gate: 11,500 / 1.45 = 7,931.03...
+        assert_eq!(micro_reclaim_gate(&a, 10_000, 0, 2), 7_932);
         // A longer horizon lowers it; a profile without a cache has none.
         assert!(micro_reclaim_gate(&a, 10_000, 1_000, 8) < 11_380);
         assert_eq!(
@@ -541,8 +521,8 @@ mod tests {
 
     #[test]
     fn micro_gates_with_worked_numbers() {
-        // gate = ceil(P (w - c) / (c n + w)), P = 50k, n = 10.
-        let gate = |p: CacheProfile| suggested_micro_reclaim_gate(&p, 50_000, 10);
+        // Without a summary, gate = ceil(P (w - c) / (c n + w)), P = 50k, n = 10.
+        let gate = |p: CacheProfile| micro_reclaim_gate(&p, 50_000, 0, 10);
         assert_eq!(gate(CacheProfile::anthropic()), 25_556); // 57,500 / 2.25
         assert_eq!(gate(CacheProfile::openai()), 4_167); // 25,000 / 6
         assert_eq!(gate(CacheProfile::openai_gpt5()), 22_500); // 45,000 / 2
@@ -550,12 +530,12 @@ mod tests {
         assert_eq!(gate(CacheProfile::local()), 0);
         // A longer horizon lowers the gate; zero turns counts as one.
         let a = CacheProfile::anthropic();
-        assert_eq!(suggested_micro_reclaim_gate(&a, 50_000, 100), 5_112); // 57,500 / 11.25
+        assert_eq!(micro_reclaim_gate(&a, 50_000, 0, 100), 5_112); // 57,500 / 11.25
         assert_eq!(
-            suggested_micro_reclaim_gate(&a, 50_000, 0),
-            suggested_micro_reclaim_gate(&a, 50_000, 1)
+            micro_reclaim_gate(&a, 50_000, 0, 0),
+            micro_reclaim_gate(&a, 50_000, 0, 1)
         );
-        assert_eq!(suggested_micro_reclaim_gate(&a, 0, 10), 0);
+        assert_eq!(micro_reclaim_gate(&a, 0, 0, 10), 0);
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub const PRUNE_KEEP_CITED: bool = true;
 /// Tokens of tool output since the last pass at which a proactive prune runs.
 pub const PROACTIVE_PRUNE_TOKENS: u64 = 16_000;
 /// Tools whose outputs are never pruned or trimmed.
-pub const PROTECTED_TOOLS: [&str; 5] = ["read_file", "memory", "clarify", "skill_view", "todo"];
+const PROTECTED_TOOLS: [&str; 5] = ["read_file", "memory", "clarify", "skill_view", "todo"];
 /// Bound of a summary, tokens (the batch planner's estimate of one summary's size).
 pub const SUMMARY_MAX_TOKENS: u32 = 2_000;
 /// Bound of the ledger section a summary carries, tokens (0: no ledger).
@@ -85,7 +85,8 @@ pub const INSERT_TRIM_HEAD_CHARS: usize = 2_000;
 /// Characters of a trimmed message's tail excerpt.
 pub const INSERT_TRIM_TAIL_CHARS: usize = 2_000;
 
-/// [`PROTECTED_TOOLS`] as owned strings.
+/// Tools whose outputs are never pruned or trimmed: `read_file`, `memory`, `clarify`,
+/// `skill_view`, `todo`.
 pub fn protected_tools() -> Vec<String> {
     PROTECTED_TOOLS.map(String::from).to_vec()
 }

@@ -16,25 +16,11 @@ use serde_json::Value;
 use crate::message::{Content, Message, Part};
 
 /// First characters of every placeholder [`placeholder`] writes.
-pub const PLACEHOLDER_PREFIX: &str = "[image removed after compaction:";
+pub(crate) const PLACEHOLDER_PREFIX: &str = "[image removed after compaction:";
 
 /// The text part that stands in for an image part: its media type and payload size (or that
 /// it was a link), never the payload or the link itself.
-///
-/// ```
-/// use compaction_core::images;
-/// use compaction_core::message::Part;
-///
-/// let part = Part(serde_json::json!({
-///     "type": "image_url",
-///     "image_url": {"url": format!("data:image/png;base64,{}", "A".repeat(4_096))},
-/// }));
-/// assert_eq!(
-///     images::placeholder(&part),
-///     "[image removed after compaction: image/png, 3.0 KB; the original is archived]"
-/// );
-/// ```
-pub fn placeholder(part: &Part) -> String {
+fn placeholder(part: &Part) -> String {
     let what = match payload(&part.0) {
         Payload::Data { mime, bytes } => format!("{mime}, {}", size(bytes)),
         Payload::Link => "linked image".to_owned(),
@@ -48,7 +34,7 @@ pub fn placeholder(part: &Part) -> String {
 /// (images outside `ranges`, such as the protected tail's, count towards `keep` and are never
 /// touched). Messages listed in `skip` are left alone. Returns `(index, replacement)` in
 /// ascending order.
-pub fn strip_old_images(
+pub(crate) fn strip_old_images(
     messages: &[Message],
     ranges: &[Range<usize>],
     keep: usize,
@@ -221,6 +207,18 @@ mod tests {
             0
         );
         assert!(strip_old_images(&msgs, std::slice::from_ref(&(0..4)), 6, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_placeholder_names_the_media_type_and_size() {
+        let part = Part(json!({
+            "type": "image_url",
+            "image_url": {"url": format!("data:image/png;base64,{}", "A".repeat(4_096))},
+        }));
+        assert_eq!(
+            placeholder(&part),
+            "[image removed after compaction: image/png, 3.0 KB; the original is archived]"
+        );
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! Summaries written by Hermes Agent (text starting `[CONTEXT COMPACTION` or the legacy
 //! `[CONTEXT SUMMARY]:`) are recognised as batch markers so such a transcript can be resumed,
 //! and so is a summary Hermes Agent merged into a kept message: the message's own text
-//! wrapped in `[PRIOR CONTEXT — …]` and ended by [`MERGED_DELIMITER`], then the summary
-//! ([`split_merged`] separates the two).
+//! wrapped in `[PRIOR CONTEXT — …]` and ended by `[END OF PRIOR CONTEXT — COMPACTION SUMMARY
+//! BELOW]`, then the summary.
 //!
 //! One marker kind is no summary: the [continuation], a short fixed user-role
 //! message a pass adds after its summary when no user message with text would otherwise
@@ -20,40 +20,40 @@
 use crate::message::{Content, MarkerKind, Message, Part, Role};
 
 /// First characters of every marker this library writes.
-pub const HEADER_PREFIX: &str = "[CONTEXT SUMMARY · hermes-compaction · ";
+const HEADER_PREFIX: &str = "[CONTEXT SUMMARY · hermes-compaction · ";
 /// The last line of every marker this library writes.
-pub const END_LINE: &str = "[END OF CONTEXT SUMMARY]";
+pub(crate) const END_LINE: &str = "[END OF CONTEXT SUMMARY]";
 /// The fixed preamble.
-pub const PREAMBLE: &str = "This message is reference material, not an instruction: it summarizes \
+const PREAMBLE: &str = "This message is reference material, not an instruction: it summarizes \
 earlier parts of this conversation that were compacted to save space. Do not act on anything in \
 it by itself. The most recent user message with text after this summary is the active task.";
 
 /// Preambles of earlier releases: markers they wrote still parse to the same body.
-pub const LEGACY_PREAMBLES: [&str; 1] = [
+const LEGACY_PREAMBLES: [&str; 1] = [
     "This message is reference material, not an instruction: it summarizes earlier parts of \
 this conversation that were compacted to save space. Do not act on anything in it by itself. \
 The most recent user message after this summary is the active task.",
 ];
 
 /// Text prefixes of summaries written by Hermes Agent.
-pub const FOREIGN_PREFIXES: [&str; 2] = ["[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:"];
+const FOREIGN_PREFIXES: [&str; 2] = ["[CONTEXT COMPACTION", "[CONTEXT SUMMARY]:"];
 
 /// How Hermes Agent opens a message into which it merged a summary (the message's own text
 /// follows, then [`MERGED_DELIMITER`], then the summary).
-pub const MERGED_HEADER: &str = "[PRIOR CONTEXT — for reference only; not a new message]";
+const MERGED_HEADER: &str = "[PRIOR CONTEXT — for reference only; not a new message]";
 
 /// The line after which Hermes Agent's merged summary starts.
-pub const MERGED_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]";
+const MERGED_DELIMITER: &str = "[END OF PRIOR CONTEXT — COMPACTION SUMMARY BELOW]";
 
 /// The line Hermes Agent ends its summaries with.
-pub const FOREIGN_END_LINE: &str =
+const FOREIGN_END_LINE: &str =
     "--- END OF CONTEXT SUMMARY — respond to the message below, not the summary above ---";
 
 /// First characters of the [continuation] message.
-pub const CONTINUATION_HEADER: &str = "[CONTINUATION · hermes-compaction]";
+const CONTINUATION_HEADER: &str = "[CONTINUATION · hermes-compaction]";
 
 /// The whole text of the [continuation] message.
-pub const CONTINUATION_TEXT: &str = "[CONTINUATION · hermes-compaction] Earlier turns of this \
+const CONTINUATION_TEXT: &str = "[CONTINUATION · hermes-compaction] Earlier turns of this \
 conversation were compacted into the summary beside this message to save space. Continue the \
 task from where it was left, using that summary for context.";
 
@@ -85,7 +85,7 @@ fn prefix_with(kind: MarkerKind, preamble: &str) -> String {
 }
 
 /// The marker text for a body. A [`MarkerKind::Continuation`] has no body: its text is always
-/// [`CONTINUATION_TEXT`].
+/// the fixed text of the [continuation].
 pub fn render_text(kind: MarkerKind, body: &str) -> String {
     if kind == MarkerKind::Continuation {
         return CONTINUATION_TEXT.to_owned();
@@ -105,8 +105,7 @@ pub fn render(kind: MarkerKind, role: Role, body: &str) -> Message {
     m
 }
 
-/// The continuation message: user-role, [`CONTINUATION_TEXT`], stamped
-/// [`MarkerKind::Continuation`]. A pass adds exactly one after its summary when its output
+/// The continuation message: user-role, a fixed text, stamped [`MarkerKind::Continuation`]. A pass adds exactly one after its summary when its output
 /// would otherwise hold no user message with text that is not a library marker (the only
 /// user turn was an image or blank), so the summary never becomes the first user-role text.
 /// It is not a summary and never the active ask.
@@ -120,7 +119,7 @@ pub fn render(kind: MarkerKind, role: Role, body: &str) -> Message {
 /// assert!(marker::is_continuation(&c) && !marker::is_summary(&c));
 /// assert_eq!(marker::parse_body(&c), None);
 /// // Recognised by its text too, e.g. after a round trip without library metadata.
-/// let plain = Message::user(marker::CONTINUATION_TEXT);
+/// let plain = Message::user(c.text().into_owned());
 /// assert!(marker::is_continuation(&plain));
 /// ```
 pub fn continuation() -> Message {
@@ -140,7 +139,7 @@ pub fn is_continuation(m: &Message) -> bool {
 
 /// Whether `m` is a user message with visible text that is no library marker: a user's own
 /// words (an image-only or blank user message, a summary, a continuation, and an image
-/// whose payload became a [placeholder](crate::images::placeholder) are not).
+/// whose payload became a placeholder text after compaction are not).
 pub fn is_user_text(m: &Message) -> bool {
     if !m.is_user() {
         return false;
@@ -213,22 +212,7 @@ pub fn classify_text(text: &str) -> Option<MarkerKind> {
 /// `prior` is the message's own text (without the [`MERGED_HEADER`] wrapper) and `summary` the
 /// Hermes summary after [`MERGED_DELIMITER`]. `None` unless the delimiter starts a line and
 /// is followed by a Hermes summary prefix, so text that merely mentions it is no marker.
-///
-/// ```
-/// use compaction_core::marker::{self, MERGED_DELIMITER, MERGED_HEADER};
-/// use compaction_core::{MarkerKind, Message};
-///
-/// let text = format!(
-///     "{MERGED_HEADER}\nplease also update the docs\n\n{MERGED_DELIMITER}\n\n\
-///      [CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted.\nGoal: ship it"
-/// );
-/// let (prior, _summary) = marker::split_merged(&text).unwrap();
-/// assert_eq!(prior, "please also update the docs");
-/// let m = Message::user(text.clone());
-/// assert_eq!(marker::classify(&m), Some(MarkerKind::Batch));
-/// assert_eq!(marker::parse_body(&m).as_deref(), Some("Goal: ship it"));
-/// ```
-pub fn split_merged(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_merged(text: &str) -> Option<(&str, &str)> {
     let mut from = 0;
     while let Some(found) = text[from..].find(MERGED_DELIMITER) {
         let at = from + found;
@@ -307,6 +291,7 @@ pub fn without_recall_note(body: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn recall_note_is_appended_once_and_strippable() {
@@ -376,6 +361,34 @@ mod tests {
         let quoting = Message::user(format!("why did you write {CONTINUATION_TEXT}?"));
         assert!(is_user_text(&quoting));
         assert!(is_summary(&render(MarkerKind::Batch, Role::User, "b")));
+    }
+
+    #[test]
+    fn a_summary_merged_into_a_kept_message_is_split_off() {
+        let text = format!(
+            "{MERGED_HEADER}\nplease also update the docs\n\n{MERGED_DELIMITER}\n\n\
+             [CONTEXT COMPACTION — REFERENCE ONLY] Earlier turns were compacted.\nGoal: ship it"
+        );
+        let (prior, _summary) = split_merged(&text).unwrap();
+        assert_eq!(prior, "please also update the docs");
+        let m = Message::user(text.clone());
+        assert_eq!(classify(&m), Some(MarkerKind::Batch));
+        assert_eq!(parse_body(&m).as_deref(), Some("Goal: ship it"));
+    }
+
+    fn summary_kind() -> impl Strategy<Value = MarkerKind> {
+        prop::sample::select(SUMMARY_KINDS.to_vec())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn marker_syntax_inside_a_body_round_trips(kind in summary_kind(), a in ".{0,20}", b in ".{0,20}") {
+            let body = format!("{a}\n{}\n{}{b}", END_LINE, render_text(MarkerKind::Batch, &a));
+            let m = render(kind, Role::Assistant, &body);
+            prop_assert_eq!(parse_body(&m), Some(body));
+        }
     }
 
     #[test]

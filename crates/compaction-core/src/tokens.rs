@@ -38,12 +38,12 @@ pub trait TokenCounter: Send + Sync {
     /// Tokens in a piece of text.
     fn count_text(&self, text: &str) -> u64;
 
-    /// Tokens one image part costs.
+    /// Tokens one image part costs (default 1,500).
     fn image_tokens(&self) -> u64 {
         DEFAULT_IMAGE_TOKENS
     }
 
-    /// Fixed cost of one message's envelope (role, separators).
+    /// Fixed cost of one message's envelope (role, separators; default 4).
     fn message_overhead(&self) -> u64 {
         MESSAGE_OVERHEAD_TOKENS
     }
@@ -86,11 +86,11 @@ pub trait TokenCounter: Send + Sync {
 }
 
 /// Default cost of one image part.
-pub const DEFAULT_IMAGE_TOKENS: u64 = 1_500;
+const DEFAULT_IMAGE_TOKENS: u64 = 1_500;
 /// Default per-message envelope cost.
-pub const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
+const MESSAGE_OVERHEAD_TOKENS: u64 = 4;
 /// Default per-tool-call envelope cost (type, function wrapper).
-pub const TOOL_CALL_OVERHEAD_TOKENS: u64 = 8;
+const TOOL_CALL_OVERHEAD_TOKENS: u64 = 8;
 
 /// The default estimator of spec section 3.
 #[derive(Clone, Debug)]

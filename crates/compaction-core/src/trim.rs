@@ -61,7 +61,7 @@ use crate::tokens::TokenCounter;
 pub const TRIMMED_PREFIX: &str = "[trimmed]";
 
 /// First characters of every trim handle.
-pub const HANDLE_PREFIX: &str = "trim-";
+const HANDLE_PREFIX: &str = "trim-";
 
 /// Name of the recall tool the elision note points to.
 pub const RECALL_TOOL_NAME: &str = "recall_compacted";
@@ -218,7 +218,7 @@ pub fn plan_trim(
 /// The deterministic handle of a message's content: [`HANDLE_PREFIX`] and 16 hex digits of a
 /// 64-bit hash (FNV-1a, then a SplitMix64 finalizer) of the tool call id, the role and the
 /// visible text. Stable across platforms and releases.
-pub fn handle_for(message: &Message) -> String {
+fn handle_for(message: &Message) -> String {
     let mut h = Fnv::new();
     h.write(message.tool_call_id().unwrap_or("").as_bytes());
     h.write(&[0x1f]);
@@ -233,19 +233,9 @@ pub fn handle_for(message: &Message) -> String {
 }
 
 /// Whether a message is a compact form written by [`plan_trim`] (by metadata or by its text).
-pub fn is_trimmed(message: &Message) -> bool {
+fn is_trimmed(message: &Message) -> bool {
     message.meta().is_some_and(|m| m.trimmed_handle.is_some())
         || matches!(message.content(), Some(Content::Text(s)) if s.starts_with(TRIMMED_PREFIX))
-}
-
-/// Whether `s` has the shape of a trim handle (`trim-` and 16 lower-case hex digits).
-pub fn is_handle(s: &str) -> bool {
-    s.strip_prefix(HANDLE_PREFIX).is_some_and(|hex| {
-        hex.len() == 16
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
 }
 
 fn elision_note(lines: usize, chars: usize, handle: &str) -> String {
@@ -337,6 +327,25 @@ fn splitmix(mut z: u64) -> u64 {
 mod tests {
     use super::*;
     use crate::tokens::Estimator;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    /// Whether `s` has the shape of a trim handle (`trim-` and 16 lower-case hex digits).
+    fn is_handle(s: &str) -> bool {
+        s.strip_prefix(HANDLE_PREFIX).is_some_and(|hex| {
+            hex.len() == 16
+                && hex
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        })
+    }
+
+    /// The wire object of a message without its `content`.
+    fn without_content(m: &Message) -> Value {
+        let mut v = m.to_wire_value();
+        v.as_object_mut().unwrap().remove("content");
+        v
+    }
 
     fn cfg(max_tokens: u64) -> TrimConfig {
         TrimConfig {
@@ -397,5 +406,96 @@ mod tests {
         let mut pinned = m.clone();
         pinned.set_pinned(true);
         assert!(plan_trim(&pinned, None, &cfg(50), &Estimator::default()).is_none());
+    }
+
+    fn tool_names() -> impl Strategy<Value = &'static str> {
+        prop::sample::select(vec![
+            "bash",
+            "read_file",
+            "Read",
+            "grep",
+            "web_fetch",
+            "deploy",
+            "memory",
+            "terminal",
+        ])
+    }
+
+    fn output() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                "[a-z ]{0,80}",
+                "[\\PC]{0,40}",
+                Just(String::new()),
+                Just("exit code: 2".to_owned()),
+                "日本語[a-z]{0,10}",
+            ],
+            0..400,
+        )
+        .prop_map(|lines| lines.join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        /// Pairing and every field but content untouched; idempotent; deterministic; excerpts
+        /// are a prefix and a suffix of the original; smaller; protected and small outputs kept.
+        #[test]
+        fn trimming_laws(
+            tool in tool_names(),
+            id in "[a-zA-Z0-9_]{1,12}",
+            out in output(),
+            max_tokens in 1u64..2_000,
+            head in 0usize..800,
+            tail in 0usize..800,
+            extra in prop::option::of("[a-z]{1,8}"),
+        ) {
+            let e = Estimator::default();
+            let cfg = TrimConfig { max_tokens, head_chars: head, tail_chars: tail, ..TrimConfig::default() };
+            let mut line = format!(r#"{{"role":"tool","tool_call_id":{},"content":{}"#,
+                serde_json::to_string(&id).unwrap(), serde_json::to_string(&out).unwrap());
+            if let Some(x) = &extra {
+                line.push_str(&format!(r#","name":"{x}","ts":1.50"#));
+            }
+            line.push('}');
+            let m = Message::from_json(&line).unwrap();
+            let args = r#"{"command":"make","path":"a.txt"}"#;
+            let info = ToolInfo { name: tool, arguments: args };
+            let planned = plan_trim(&m, Some(&info), &cfg, &e);
+            let tokens = TokenCounter::count_message(&e, &m);
+            if tokens <= max_tokens || cfg.protected_tools.iter().any(|p| p == tool) {
+                prop_assert!(planned.is_none());
+            }
+            let Some(t) = planned else { return Ok(()) };
+            // Pairing and every other field.
+            prop_assert_eq!(t.message.tool_call_id(), Some(id.as_str()));
+            prop_assert_eq!(without_content(&t.message), without_content(&m));
+            prop_assert_eq!(t.message.role(), m.role());
+            // Metadata carries the handle; the handle is the content's.
+            prop_assert_eq!(t.message.meta().unwrap().trimmed_handle.as_deref(), Some(t.handle.as_str()));
+            prop_assert_eq!(&t.handle, &handle_for(&m));
+            prop_assert!(is_handle(&t.handle));
+            // Smaller, labelled, and honest about what it left out.
+            prop_assert!(t.trimmed_tokens < t.original_tokens);
+            let text = t.message.text().into_owned();
+            prop_assert!(text.starts_with(TRIMMED_PREFIX));
+            let note = format!("chars) elided at insertion; the full text is stored as {}", t.handle);
+            prop_assert!(text.contains(&note));
+            prop_assert!(t.elided_chars > 0);
+            // Head and tail excerpts come from the original.
+            let body = text.split_once('\n').unwrap().1;
+            let (head, rest) = body.split_once("[… ").unwrap();
+            prop_assert!(out.starts_with(head.trim_end_matches('\n')));
+            let tail = rest.split_once("…]").unwrap().1.trim_start_matches('\n');
+            prop_assert!(out.ends_with(tail));
+            // Idempotent, also when the metadata is lost (text prefix).
+            prop_assert!(plan_trim(&t.message, Some(&info), &cfg, &e).is_none());
+            let mut bare = t.message.clone();
+            bare.set_meta(None);
+            prop_assert!(plan_trim(&bare, Some(&info), &cfg, &e).is_none());
+            // Deterministic.
+            let again = plan_trim(&m.clone(), Some(&info), &cfg, &e).unwrap();
+            prop_assert_eq!(again.message.to_json(), t.message.to_json());
+        }
     }
 }

@@ -3,9 +3,7 @@
 //! times, right after each JSON escape, glued to CJK text, and across every cut that
 //! `redacted_head` and `redacted_tail` make around it; every look-alike passes unchanged.
 
-use compaction_core::redact::{
-    REDACTED, contains_secret, redact, redacted_head, redacted_tail, ruleset_size,
-};
+use compaction_core::redact::{REDACTED, contains_secret, redact, redacted_head, redacted_tail};
 use test_support::secrets::{Planted, benign, credentials};
 
 thread_local! {
@@ -51,15 +49,10 @@ fn escaped(text: &str, depth: usize) -> String {
 }
 
 #[test]
-fn the_corpora_are_large_enough_and_the_ruleset_is_in_force() {
+fn the_corpora_are_large_enough() {
+    // That the maintained ruleset is in force is a unit test of `redact`.
     assert!(credentials().len() >= 150, "{}", credentials().len());
     assert!(benign().len() >= 40, "{}", benign().len());
-    let (in_force, shipped) = ruleset_size();
-    assert!(
-        shipped >= 40,
-        "the maintained ruleset ships {shipped} rules"
-    );
-    assert_eq!(in_force, shipped, "every shipped rule compiles");
 }
 
 #[test]

@@ -1,0 +1,283 @@
+//! The micro-compaction planner (spec section 5) and its long-turn counterpart (section 4a).
+//!
+//! Micro-compaction pays the batch bill in instalments: after each turn, the oldest whole
+//! exchange of the middle is folded into one rolling summary. Like the [batch
+//! planner](crate::batch), planning is pure and split in two:
+//!
+//! 1. [`plan_micro`] resolves the cursor, finds the exchange(s) to absorb and prepares the
+//!    summarizer material, or decides to defrag, skip, wait (gated) or do nothing;
+//! 2. the caller runs the summarizer (merge prompt for [`MicroStep::Absorb`], defrag prompt for
+//!    [`MicroStep::Defrag`]);
+//! 3. [`assemble_micro`] turns the plan and the new summary into one [`Edit`](crate::Edit) of
+//!    the transcript the plan was made from, plus the new cursor and rolling summary.
+//!
+//! The caller owns a [`MicroState`] (plain, serializable data) and reports back what happened
+//! with [`MicroState::record_plan`], [`MicroState::record_outcome`] and
+//! [`MicroState::record_failure`]; a successful batch compaction calls [`MicroState::reset`].
+//!
+//! # Decisions
+//!
+//! - **Where the marker goes.** The new micro marker replaces the *last* absorbed exchange, in
+//!   place: it sits between the two user messages that bounded that exchange, so it takes the
+//!   assistant role and alternation holds. Earlier absorbed exchanges (reclaim gate) and the
+//!   superseded micro marker are removed. The cursor is then the marker's index plus one, which
+//!   is exactly what [`resolve_cursor`] recovers from the transcript alone (law 7).
+//! - **Rehydration.** Without a usable in-memory cursor, the last micro or batch marker between
+//!   the head and the end of the tail decides: the cursor resumes just after it (clamped to the
+//!   middle). A micro marker also gives the rolling summary (its body, via
+//!   [`marker::parse_body`](crate::marker::parse_body)). A batch marker gives the cursor only
+//!   and the rolling summary starts empty: batch markers are never deleted by a micro pass, so
+//!   merging their body into the rolling summary would keep the same content twice in the
+//!   transcript.
+//! - **User messages** are never absorbed, rewritten or removed. Users that become adjacent
+//!   when a marker or exchange between them is dropped stay separate and verbatim (the law 3
+//!   exception). With [`MicroConfig::strict_alternation`] they are joined into one user message
+//!   instead: the original texts in order, separated by [`USER_JOIN_SEPARATOR`], each a verbatim
+//!   substring of the result; the first message's other fields are kept and the store keeps
+//!   both originals as archived rows.
+//! - **Progress markers.** A finished long turn's progress marker belongs to that turn's
+//!   exchange: it is absorbed with it (its body goes into the material).
+//! - **Defrag** rewrites the newest micro marker in place when the rolling summary exceeds
+//!   [`MicroConfig::defrag_threshold_tokens`]. An output larger than
+//!   [`MicroConfig::defrag_max_ratio`] of the input is [`MicroOutcome::DefragFailed`]; the
+//!   state then remembers the summary size, and no defrag is planned again until the summary
+//!   has grown by half the threshold, so absorption goes on (no livelock).
+//! - **Failures.** The same exchange (start index plus a fingerprint of its first message)
+//!   failing [`MicroConfig::max_consecutive_failures`] times is skipped: the cursor moves past
+//!   it and it stays in the transcript for a batch pass. A fresh process does not know about
+//!   skips and retries such an exchange once more from the transcript.
+//! - **Cost.** With an in-memory cursor a pass costs O(exchange + log n) before the splice:
+//!   nothing scans the whole transcript. Rehydration scans back from the end of the tail to the
+//!   last marker.
+//!
+//! ```
+//! use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+//! use compaction_core::{Estimator, Message, Transcript, ToolCall};
+//!
+//! let mut msgs = vec![Message::system("You are an agent.")];
+//! for i in 0..12 {
+//!     let id = format!("c{i}");
+//!     msgs.push(Message::user(format!("request {i}")));
+//!     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
+//!     msgs.push(Message::tool_result(&id, "x".repeat(2_000)));
+//!     msgs.push(Message::assistant(format!("done {i}")));
+//! }
+//! let e = Estimator::default();
+//! let mut t = Transcript::new(msgs, &e);
+//! let cfg = MicroConfig::default();
+//! let mut state = MicroState::default();
+//!
+//! let plan = micro::plan_micro(&t, 10_000, &cfg, &state, true, &e);
+//! let MicroStep::Absorb(job) = &plan.step else { panic!("expected an absorb") };
+//! assert_eq!(job.ranges, vec![2..5]);
+//! // The caller asks its summarizer to merge `job.material` into `job.previous_summary`.
+//! let outcome = micro::assemble_micro(&t, &plan, "Ran sh for request 0.", &cfg, &e).unwrap();
+//! state.record_outcome(&outcome);
+//! outcome.edit().unwrap().clone().apply_to(&mut t, &e).unwrap();
+//! assert_eq!(state.cursor, Some(3));
+//! // A fresh process recovers the same cursor and summary from the transcript alone.
+//! let r = compaction_core::regions::partition(&t, 10_000, &cfg.regions, true);
+//! let fresh = micro::resolve_cursor(&t, &r, &MicroState::default());
+//! assert_eq!(fresh.cursor, 3);
+//! assert_eq!(fresh.rolling_summary.as_deref(), Some("Ran sh for request 0."));
+//! ```
+
+use std::ops::Range;
+
+use serde::{Deserialize, Serialize};
+
+use crate::defaults;
+use crate::material::MaterialConfig;
+use crate::message::{MarkerKind, Message};
+use crate::regions::RegionConfig;
+
+mod absorb;
+mod assemble;
+mod cursor;
+mod memo;
+mod outcome;
+mod plan;
+mod progress;
+
+pub use self::{
+    absorb::{plan_micro, plan_micro_memo},
+    assemble::assemble_micro,
+    cursor::{CursorSource, Resolved, resolve_cursor},
+    memo::PlanMemo,
+    outcome::{MicroOutcome, MicroOutcomeKind},
+    plan::{AbsorbJob, DefragJob, MicroPlan, MicroStep, NoopReason},
+    progress::{plan_turn_progress, plan_turn_progress_memo},
+};
+
+/// The visible separator between user messages joined under strict alternation.
+pub const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
+
+/// Micro-compaction policy.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MicroConfig {
+    /// Head and tail protection (the batch window).
+    pub regions: RegionConfig,
+    /// Summarizer material bounds.
+    pub material: MaterialConfig,
+    /// Rolling summary size above which a pass defrags instead of absorbing. Default
+    /// [`defaults::MICRO_DEFRAG_THRESHOLD_TOKENS`].
+    pub defrag_threshold_tokens: u64,
+    /// Failures of the same exchange in a row before it is skipped. Default 3 (0 means 1).
+    pub max_consecutive_failures: u32,
+    /// Absorb only when the absorbable exchanges reclaim at least this many tokens, then all
+    /// of them in one splice. Default 0 (off).
+    pub min_reclaim_tokens: u64,
+    /// Join user messages made adjacent instead of leaving them separate.
+    pub strict_alternation: bool,
+    /// A defrag output above this fraction of its input counts as failed. Default 0.5.
+    pub defrag_max_ratio: f64,
+    /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
+    /// ledger). Default 3,000.
+    pub ledger_max_tokens: u64,
+}
+
+impl Default for MicroConfig {
+    fn default() -> Self {
+        MicroConfig {
+            regions: RegionConfig::default(),
+            material: MaterialConfig::default(),
+            defrag_threshold_tokens: defaults::MICRO_DEFRAG_THRESHOLD_TOKENS,
+            max_consecutive_failures: defaults::MICRO_MAX_CONSECUTIVE_FAILURES,
+            min_reclaim_tokens: defaults::MICRO_MIN_RECLAIM_TOKENS,
+            strict_alternation: defaults::STRICT_ALTERNATION,
+            defrag_max_ratio: defaults::MICRO_DEFRAG_MAX_RATIO,
+            ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,
+        }
+    }
+}
+
+/// What micro-compaction remembers between passes. Owned by the caller; serializable so it
+/// can be persisted, but the transcript stays the source of truth (see [`resolve_cursor`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MicroState {
+    /// Index of the first middle message not yet absorbed.
+    pub cursor: Option<usize>,
+    /// Body of the rolling micro marker.
+    pub rolling_summary: Option<String>,
+    /// Consecutive failures of one exchange of the middle.
+    pub failures: Option<FailureRecord>,
+    /// Consecutive failures of one tool group of a long turn.
+    pub progress_failures: Option<FailureRecord>,
+    /// Rolling summary size when the last defrag failed (livelock guard).
+    pub defrag_failed_at_tokens: Option<u64>,
+}
+
+impl MicroState {
+    /// Forgets everything (after a successful batch compaction): the next pass rehydrates
+    /// from the transcript.
+    pub fn reset(&mut self) {
+        *self = MicroState::default();
+    }
+
+    /// Records a plan: adopts its resolved cursor and rolling summary, and for
+    /// [`MicroStep::Skip`] moves the cursor past the skipped exchange. Call it for every plan;
+    /// for noop, gated and skip plans it is the whole pass.
+    pub fn record_plan(&mut self, plan: &MicroPlan) {
+        if let Some(r) = &plan.resolved {
+            self.cursor = Some(r.cursor);
+            self.rolling_summary = r.rolling_summary.clone();
+        }
+        if let MicroStep::Skip { range, .. } = &plan.step {
+            self.cursor = Some(range.end);
+            self.failures = None;
+        }
+    }
+
+    /// Records a successful [`assemble_micro`] whose edit the caller applied (or, for
+    /// [`MicroOutcome::DefragFailed`], a failed defrag).
+    pub fn record_outcome(&mut self, outcome: &MicroOutcome) {
+        match outcome {
+            MicroOutcome::Absorbed {
+                cursor,
+                rolling_summary,
+                ..
+            } => {
+                self.cursor = Some(*cursor);
+                self.rolling_summary = Some(rolling_summary.clone());
+                self.failures = None;
+            }
+            MicroOutcome::Progressed { .. } => self.progress_failures = None,
+            MicroOutcome::Defrag {
+                rolling_summary, ..
+            } => {
+                self.rolling_summary = Some(rolling_summary.clone());
+                self.defrag_failed_at_tokens = None;
+            }
+            MicroOutcome::DefragFailed { input_tokens, .. } => {
+                self.defrag_failed_at_tokens = Some(*input_tokens);
+            }
+        }
+    }
+
+    /// Records that the summarizer (or the store commit) failed for `plan`: the transcript is
+    /// unchanged and the failure is counted against the exchange, or the defrag guard engages.
+    pub fn record_failure(&mut self, plan: &MicroPlan) {
+        self.record_plan(plan);
+        match &plan.step {
+            MicroStep::Absorb(job) => {
+                let slot = match job.kind {
+                    MarkerKind::Progress => &mut self.progress_failures,
+                    _ => &mut self.failures,
+                };
+                let count = match slot {
+                    Some(f) if f.exchange == job.exchange => f.count + 1,
+                    _ => 1,
+                };
+                *slot = Some(FailureRecord {
+                    exchange: job.exchange,
+                    count,
+                });
+            }
+            MicroStep::Defrag(job) => self.defrag_failed_at_tokens = Some(job.summary_tokens),
+            _ => {}
+        }
+    }
+}
+
+/// Identifies an exchange (or tool group) across passes without keeping its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ExchangeId {
+    /// Index of its first message.
+    pub start: usize,
+    /// FNV-1a hash of its first message's wire JSON.
+    pub fingerprint: u64,
+}
+
+impl ExchangeId {
+    /// The identity of the exchange starting at `range.start`.
+    pub(crate) fn of(messages: &[Message], range: Range<usize>) -> ExchangeId {
+        ExchangeId {
+            start: range.start,
+            fingerprint: messages
+                .get(range.start)
+                .map(|m| fnv1a(m.to_wire_json().as_bytes()))
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// Consecutive failures of one exchange.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailureRecord {
+    /// The failing exchange.
+    pub exchange: ExchangeId,
+    /// Failures in a row.
+    pub count: u32,
+}
+
+/// 64-bit FNV-1a: stable across processes and versions, unlike `DefaultHasher`.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

@@ -1,0 +1,252 @@
+//! Secret redaction: pure text in, text out.
+//!
+//! [`redact`] replaces credentials with [`REDACTED`] in everything that leaves the process
+//! (summarizer material and messages, summaries, the ledger, prune one-liners and shortened
+//! arguments, recall results). It is one engine with two layers of detection:
+//!
+//! 1. **A maintained ruleset.** The provider-specific shapes (AWS, Google, GitHub, GitLab,
+//!    Stripe, Slack, npm, PyPI, Twilio, SendGrid, database URIs, …) come from the rule data of
+//!    the `nosecrets-rules` crate (pinned in the workspace; see docs/ARCHITECTURE.md for why
+//!    this crate and how it is updated): each rule's keywords gate it, its regex finds the
+//!    secret in its capture group, and its allowlist is honoured. None of its rules is copied
+//!    here.
+//! 2. **The library's own context rules**, for what a scanner of source files does not see in
+//!    a transcript:
+//!    - assignments and name/value pairs whose name is a credential (`DB_PASS=`, `*_KEY=`,
+//!      `"api_key": "…"`, YAML, Terraform `variable "x" { default = … }`, Kubernetes
+//!      `name:`/`value:`, CSV exports whose header names a secret column), judged by the
+//!      words of the name (`secretName`, `token_type`, `api_key_env`, `password_min_length`
+//!      name something *about* a secret and are left alone) and the shape of the value (code
+//!      such as `os.environ["X"]`, references such as `$X` or `${{ secrets.X }}`, environment
+//!      variable names, numbers and booleans are not secrets);
+//!    - command-line flags that take a password (`--password=`, `--token`, `curl -u user:pass`,
+//!      `mysql -pSECRET`, `sshpass -p`, `docker login -p`, `redis-cli -a`);
+//!    - URL userinfo: everything between the first `:` and the *last* `@` before the host
+//!      (passwords holding `/`, `:` or `@`), and a key-shaped user with no password (Sentry
+//!      DSNs);
+//!    - `Authorization:` values, `Bearer` and `Basic` credentials, JSON Web Tokens;
+//!    - vendor tokens of the common shape *letters, separator, long random body*
+//!      (`xxxx_live_…`, `xxxx-…`): a family rule, so a provider's new prefix is caught too;
+//!    - PEM and PGP private-key blocks and PuTTY key files. A block split across two texts
+//!      (two messages, or a cut) is redacted from its `BEGIN` line to the end of the first
+//!      and from the start of the second to its `END` line.
+//!
+//! Every rule runs on the text as written and on a decoded view of it: JSON escapes at every
+//! depth collapsed (`\\\"` is `"`, `\u0073` is `s`), percent-encoding decoded, full-width
+//! punctuation (`：`, `＝`) read as ASCII and other non-ASCII characters (CJK neighbours such
+//! as `使用token=…`) read as separators. A secret found in the view is mapped back to the
+//! bytes that spell it, so the escapes themselves are redacted with it.
+//!
+//! Ordinary text is not touched: git hashes, UUIDs, lockfile hashes, long paths and base64
+//! `data:` URLs (image payloads, skipped as a whole) pass through byte-identical. Redaction is
+//! idempotent: `redact(redact(x)) == redact(x)`.
+
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::message::{Content, Message};
+
+use context::{
+    DATA_URL, assignment_spans, csv_spans, flag_spans, header_spans, key_block_spans,
+    name_value_spans, url_spans,
+};
+use ruleset::ruleset_spans;
+use shapes::token_spans;
+use view::{View, needs_view};
+
+mod context;
+mod cut;
+mod names;
+mod ruleset;
+mod shapes;
+mod view;
+
+pub use cut::{redacted_head, redacted_tail};
+
+/// The replacement text for a secret.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Replaces every recognised secret in `text` with [`REDACTED`] (see the [module docs](self)).
+///
+/// Returns the input borrowed when nothing was replaced.
+///
+/// ```
+/// use compaction_core::redact::redact;
+///
+/// let key = ["sk_live_", "4eC39HqLyjWDarjtT1zdp7dc"].concat();
+/// assert_eq!(redact(&format!("STRIPE={key} ok")), "STRIPE=[REDACTED] ok");
+/// // Code that merely names a secret survives.
+/// let code = r#"SECRET_KEY = os.environ["SECRET_KEY"]"#;
+/// assert_eq!(redact(code), code);
+/// ```
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let spans = secret_spans(text);
+    if spans.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = replace_spans(text, &spans);
+    // A redaction shortens the text, which can bring a credential's name within reach of a
+    // value that was too far from it (the window of a name/value pair): redact again until
+    // nothing is found, so `redact` is idempotent and nothing it recognises survives. Only
+    // text that held a secret pays for the extra round; each round only replaces text with
+    // the marker, and rounds converge at once in practice.
+    for _ in 0..MAX_REDACT_ROUNDS {
+        let spans = secret_spans(&out);
+        if spans.is_empty() {
+            break;
+        }
+        out = replace_spans(&out, &spans);
+    }
+    Cow::Owned(out)
+}
+
+/// Bound on the extra rounds of [`redact`] (a safety net: one is the most seen).
+const MAX_REDACT_ROUNDS: usize = 8;
+
+fn replace_spans(text: &str, spans: &[(usize, usize)]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for &(s, e) in spans {
+        out.push_str(&text[last..s]);
+        out.push_str(REDACTED);
+        last = e;
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Whether `text` contains anything [`redact`] would replace.
+pub fn contains_secret(text: &str) -> bool {
+    !secret_spans(text).is_empty()
+}
+
+/// A copy of `m` for a summarizer: its text (string content and text parts) and its
+/// tool-call arguments redacted. Other fields are kept; an unchanged message is a cheap clone
+/// (bodies are shared).
+pub(crate) fn redact_message(m: &Message) -> Message {
+    let content = match m.content() {
+        Some(Content::Text(t)) => match redact(t) {
+            Cow::Owned(r) => Some(Content::Text(r)),
+            Cow::Borrowed(_) => None,
+        },
+        Some(Content::Parts(parts)) => {
+            let mut changed = false;
+            let parts = parts
+                .iter()
+                .map(|p| {
+                    let mut p = p.clone();
+                    if let Some(Value::String(t)) = p.0.get_mut("text")
+                        && let Cow::Owned(r) = redact(t)
+                    {
+                        *t = r;
+                        changed = true;
+                    }
+                    p
+                })
+                .collect();
+            changed.then_some(Content::Parts(parts))
+        }
+        _ => None,
+    };
+    let mut out = match content {
+        Some(c) => m.with_content(Some(c)),
+        None => m.clone(),
+    };
+    if m.tool_calls()
+        .iter()
+        .any(|c| contains_secret(&c.function.arguments))
+    {
+        for c in out.tool_calls_mut().into_iter().flatten() {
+            if let Cow::Owned(r) = redact(&c.function.arguments) {
+                c.function.arguments = r;
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine: every detector reports byte ranges of secrets; the ranges are merged and each
+// is written as one `[REDACTED]`.
+
+type Spans = Vec<(usize, usize)>;
+
+/// The merged, sorted secret ranges of `text`, outside `data:` URLs.
+fn secret_spans(text: &str) -> Spans {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let mut spans = Vec::new();
+    if needs_view(text) {
+        let view = View::build(text);
+        let mut vs = Vec::new();
+        detect(&view.text, &mut vs);
+        spans.extend(
+            vs.into_iter()
+                .map(|(s, e)| (view.starts[s], view.starts[e])),
+        );
+        // The text as written too, for what the view flattens: a value holding escaped quotes
+        // (JSON inside JSON), values spelled in non-ASCII characters, and `\\r` read as a
+        // backslash and a letter rather than an escape.
+        detect(text, &mut spans);
+    } else {
+        detect(text, &mut spans);
+    }
+    if spans.is_empty() {
+        return spans;
+    }
+    if text.contains("data:") {
+        let images: Spans = DATA_URL
+            .find_iter(text)
+            .map(|m| (m.start(), m.end()))
+            .collect();
+        spans.retain(|&(s, e)| !images.iter().any(|&(a, b)| s < b && a < e));
+    }
+    merge(spans)
+}
+
+fn merge(mut spans: Spans) -> Spans {
+    spans.retain(|&(s, e)| s < e);
+    spans.sort_unstable();
+    let mut out: Spans = Vec::with_capacity(spans.len());
+    for (s, e) in spans {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// One scan that every context rule needs to match somewhere: text without any of these has
+/// nothing for them, and only the ruleset (gated by its own keywords) runs on it.
+static CONTEXT_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(?i:pass|pwd|secret|token|key|auth|credential|sig|bearer|basic|value|default",
+        r"|mysql|mariadb|login|machine|redis-cli|putty|private-)",
+        r"|-----|://|eyJ|-u|--user|[A-Za-z0-9_-]{20}",
+    ))
+    .expect("valid trigger regex")
+});
+
+/// Every detector over one text (the text as written, or its view).
+fn detect(t: &str, out: &mut Spans) {
+    ruleset_spans(t, out);
+    if !CONTEXT_TRIGGER.is_match(t) {
+        return;
+    }
+    key_block_spans(t, out);
+    url_spans(t, out);
+    header_spans(t, out);
+    token_spans(t, out);
+    flag_spans(t, out);
+    assignment_spans(t, out);
+    name_value_spans(t, out);
+    csv_spans(t, out);
+}
+
+#[cfg(test)]
+mod tests;
