@@ -10,8 +10,15 @@
 mod credential_shapes;
 mod look_alikes;
 
-pub use credential_shapes::credentials;
-pub use look_alikes::benign;
+/// The credential shapes, at least one per rule family and per context.
+pub fn credentials() -> Vec<Planted> {
+    credential_shapes::all()
+}
+
+/// Text that names or resembles secrets without holding one: it must pass unchanged.
+pub fn benign() -> Vec<String> {
+    look_alikes::all()
+}
 
 /// A planted credential: the text as a user or tool would write it, and the parts of it that
 /// must never be seen (a test checks every 8-character run of each part).

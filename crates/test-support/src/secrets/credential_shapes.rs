@@ -1,10 +1,10 @@
-//! The credential corpus: [`credentials`], every shape the redactor must catch, each body drawn
-//! in turn from one seeded [`Gen`].
+//! The credential corpus: [`credentials`](super::credentials), every shape the redactor must
+//! catch, each body drawn in turn from one seeded [`Gen`].
 
 use super::{B62, Gen, Planted, j, p};
 
-/// The credential shapes, at least one per rule family and per context.
-pub fn credentials() -> Vec<Planted> {
+/// The corpus [`credentials`](super::credentials) returns.
+pub(super) fn all() -> Vec<Planted> {
     let mut g = Gen::new(22);
     let mut out = Vec::new();
     // Vendor tokens: prefix + random body, each written in a sentence of its own.

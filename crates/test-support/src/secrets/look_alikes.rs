@@ -1,10 +1,10 @@
-//! The look-alike corpus: [`benign`], text that names or resembles secrets and must pass
-//! unchanged.
+//! The look-alike corpus: [`benign`](super::benign), text that names or resembles secrets and
+//! must pass unchanged.
 
 use super::Gen;
 
-/// Text that names or resembles secrets without holding one: it must pass unchanged.
-pub fn benign() -> Vec<String> {
+/// The corpus [`benign`](super::benign) returns.
+pub(super) fn all() -> Vec<String> {
     let mut g = Gen::new(7);
     let mut v: Vec<String> = [
         r#"SECRET_KEY = os.environ["SECRET_KEY"]"#,
