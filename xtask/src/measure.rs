@@ -2,18 +2,20 @@
 //! import cycles between the top-level modules of each crate.
 //!
 //! A public item is a declaration line of the non-test code under `src/` (everything before a
-//! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`) that starts with `pub` followed by `fn`, `struct`, `enum`,
-//! `trait`, `type`, `const`, `static`, `mod`, `use` (or `async fn`, `unsafe fn`): `pub(crate)`
-//! and other restricted visibilities are not public, a `pub use` line counts once whatever it
-//! re-exports, and fields and variants are not items.
+//! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`, in a file that is not a test module)
+//! that starts with `pub` followed by `fn`, `struct`, `enum`, `trait`, `type`, `const`,
+//! `static`, `mod`, `use` (or `async fn`, `unsafe fn`): `pub(crate)` and other restricted
+//! visibilities are not public, a `pub use` line counts once whatever it re-exports, and fields
+//! and variants are not items.
 //!
 //! A module is a file under `src/` (`src/a.rs` and `src/a/b.rs` both count as module `a`;
 //! `lib.rs` and `main.rs` are the crate root, not a module). Module `a` imports module `b` when
 //! the non-test code of `a` (everything before its first test attribute) names a path
 //! `crate::b…`, or `crate::X` where the root re-exports `X` from `b` (`pub use b::{X, …}`).
-//! Comment lines are skipped. Cycles are the strongly connected components of more than one
-//! module (Tarjan). Text-based on purpose: no parser dependency, and `use` paths are regular
-//! enough that the count is reproducible.
+//! A test module's file (`#[cfg(test)] mod tests;` in `a.rs` names `a/tests.rs`) and every file
+//! below it are test code throughout. Comment lines are skipped. Cycles are the strongly
+//! connected components of more than one module (Tarjan). Text-based on purpose: no parser
+//! dependency, and `use` paths are regular enough that the count is reproducible.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,7 +49,11 @@ pub fn measure(root: &Path) -> Result<(), String> {
     let mut total_pub = 0;
     for (name, dir) in &crates {
         let mut n = 0;
+        let tests = test_module_files(&dir.join("src"))?;
         for f in rust_files(&dir.join("src")) {
+            if tests.contains(&f) {
+                continue;
+            }
             let text = std::fs::read_to_string(&f)
                 .map_err(|e| format!("measure: {}: {e}", f.display()))?;
             n += public_items(&text);
@@ -161,7 +167,11 @@ fn line_count(f: &Path) -> Result<usize, String> {
 fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
     let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     let mut roots = Vec::new();
+    let tests = test_module_files(src)?;
     for f in rust_files(src) {
+        if tests.contains(&f) {
+            continue;
+        }
         let rel = f.strip_prefix(src).unwrap_or(&f);
         let first = rel
             .components()
@@ -232,6 +242,52 @@ fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, String
         graph.insert(name.clone(), deps);
     }
     Ok(graph)
+}
+
+/// The files under `src` that are test modules: the file of a `mod NAME;` declared under a
+/// test attribute ([`is_test_cfg`], other attributes and comments between), and every file
+/// below it.
+fn test_module_files(src: &Path) -> Result<BTreeSet<PathBuf>, String> {
+    let files = rust_files(src);
+    let mut test_modules = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("measure: {e}"))?;
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for (i, _) in lines.iter().enumerate().filter(|(_, l)| is_test_cfg(l)) {
+            let Some(decl) = lines[i + 1..]
+                .iter()
+                .find(|l| !l.starts_with("#[") && !l.starts_with("//"))
+            else {
+                continue;
+            };
+            let decl = decl.strip_prefix("pub ").unwrap_or(decl);
+            let Some(name) = decl
+                .strip_prefix("mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+            else {
+                continue;
+            };
+            // A root (`lib.rs`, `main.rs`) or `mod.rs` holds its children beside it; `a.rs`
+            // holds them in `a/`.
+            let parent = f.parent().unwrap_or(src);
+            let own = match f.file_name().and_then(|n| n.to_str()) {
+                Some("lib.rs" | "main.rs" | "mod.rs") => parent.to_path_buf(),
+                _ => parent.join(f.file_stem().unwrap_or_default()),
+            };
+            test_modules.push((
+                own.join(format!("{}.rs", name.trim())),
+                own.join(name.trim()),
+            ));
+        }
+    }
+    Ok(files
+        .into_iter()
+        .filter(|f| {
+            test_modules
+                .iter()
+                .any(|(file, dir)| f == file || f.starts_with(dir))
+        })
+        .collect())
 }
 
 /// The first segment of a path after `crate::`, or each first segment of a `{a, b::c}` group.
@@ -403,6 +459,43 @@ mod tests {
         assert!(graph["b"].is_empty());
         assert_eq!(graph["c"], BTreeSet::from(["b".to_owned()]));
         assert!(sccs(&graph).iter().all(|c| c.len() == 1));
+    }
+
+    #[test]
+    fn a_test_module_file_imports_nothing() {
+        let dir = std::env::temp_dir().join(format!("xtask-test-files-{}", std::process::id()));
+        let src = dir.join("src");
+        std::fs::create_dir_all(src.join("a/tests")).unwrap();
+        std::fs::create_dir_all(src.join("b")).unwrap();
+        std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+        std::fs::write(
+            src.join("a.rs"),
+            "mod part;\npub fn f() {}\n#[cfg(all(test, feature = \"f\"))]\n#[allow(unused)]\nmod tests;\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("a/part.rs"), "use crate::b::Y;\n").unwrap();
+        std::fs::write(src.join("a/tests.rs"), "mod more;\npub fn helper() {}\n").unwrap();
+        std::fs::write(src.join("a/tests/more.rs"), "use crate::b::Z;\n").unwrap();
+        std::fs::write(
+            src.join("b/mod.rs"),
+            "pub struct Y;\npub struct Z;\n#[cfg(test)]\nmod tests;\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("b/tests.rs"), "use crate::a::f;\n").unwrap();
+        let tests = test_module_files(&src).unwrap();
+        let graph = module_graph(&src).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let expected = BTreeSet::from([
+            src.join("a/tests.rs"),
+            src.join("a/tests/more.rs"),
+            src.join("b/tests.rs"),
+        ]);
+        assert_eq!(tests, expected);
+        assert_eq!(graph["a"], BTreeSet::from(["b".to_owned()]));
+        assert!(
+            graph["b"].is_empty(),
+            "b's tests import a, b's code does not"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! What differs between the backends, for the one generic engine (`engine.rs`): the database
+//! What differs between the backends, for the one generic engine (`engine/`): the database
 //! driver, the backend name, how a write transaction begins, the statements whose SQL differs,
 //! and how the full-text index is queried and written.
 

@@ -1,0 +1,147 @@
+//! Reads: a session's row, its active rows and generation from one snapshot, the history of
+//! its generations, and rows by id.
+
+use std::collections::HashMap;
+
+use compaction_core::Message;
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
+
+use super::{
+    Conn, FullRow, ID_CHUNK, ROW_COLUMNS, SqlStore, Tx, session_info, stored_row, unknown,
+};
+use crate::dialect::Dialect;
+use crate::rows::{check_session_id, decode, placeholders};
+use crate::{GenerationInfo, GenerationKind, PassLabel, Result, RowId, SessionInfo, StoredRow};
+
+impl<D: Dialect> SqlStore<D>
+where
+    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
+    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
+    usize: ColumnIndex<<D::Db as Database>::Row>,
+    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
+    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
+    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
+    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
+    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
+    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
+{
+    pub(super) async fn open_session(&self, session: &str) -> Result<SessionInfo> {
+        check_session_id(session)?;
+        let row: Option<(String, i64, i64)> =
+            sqlx::query_as("SELECT id, generation, created_at FROM hermes_sessions WHERE id = $1")
+                .bind(session)
+                .fetch_optional(&self.pool)
+                .await?;
+        row.map(session_info).ok_or_else(|| unknown(session))
+    }
+
+    /// The active messages and the generation, read from one snapshot.
+    pub(super) async fn load_active_snapshot(&self, session: &str) -> Result<(Vec<Message>, u64)> {
+        check_session_id(session)?;
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_READ).await?;
+        let generation: Option<(i64,)> =
+            sqlx::query_as("SELECT generation FROM hermes_sessions WHERE id = $1")
+                .bind(session)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let (generation,) = generation.ok_or_else(|| unknown(session))?;
+        let rows: Vec<(i64, String, Vec<u8>, Option<String>)> = sqlx::query_as(D::SQL_LOAD_ACTIVE)
+            .bind(session)
+            .fetch_all(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        let messages = rows
+            .into_iter()
+            .map(|(id, kind, body, meta)| Ok(decode(id, &kind, body, meta)?.0))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((messages, generation as u64))
+    }
+
+    pub(super) async fn list_history(&self, session: &str) -> Result<Vec<GenerationInfo>> {
+        check_session_id(session)?;
+        let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_READ).await?;
+        let found: Option<(i64, i64, i64)> = sqlx::query_as(
+            "SELECT generation, history_from, created_at FROM hermes_sessions WHERE id = $1",
+        )
+        .bind(session)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let (current, from, created) = found.ok_or_else(|| unknown(session))?;
+        type Recorded = (
+            i64,
+            i64,
+            String,
+            Option<i64>,
+            Option<i64>,
+            Option<i64>,
+            i64,
+            i64,
+        );
+        let recorded: Vec<Recorded> = sqlx::query_as(
+            "SELECT generation, created_at, kind, tokens_before, tokens_after, restored_to, \
+             archived, inserted FROM hermes_generations WHERE session_id = $1 \
+             ORDER BY generation",
+        )
+        .bind(session)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut recorded: HashMap<i64, Recorded> = recorded.into_iter().map(|r| (r.0, r)).collect();
+        let tokens = |t: Option<i64>| t.and_then(|t| u64::try_from(t).ok());
+        Ok((0..=current)
+            .map(|g| {
+                let mut info = GenerationInfo {
+                    generation: g as u64,
+                    created_at_ms: None,
+                    label: PassLabel::default(),
+                    restored_to: None,
+                    archived: 0,
+                    inserted: 0,
+                    restorable: g >= from,
+                };
+                if g == 0 && from == 0 {
+                    info.created_at_ms = Some(created);
+                    info.label = PassLabel::new(GenerationKind::Created);
+                }
+                if let Some((_, at, kind, before, after, to, archived, inserted)) =
+                    recorded.remove(&g)
+                {
+                    info.created_at_ms = Some(at);
+                    info.label = PassLabel {
+                        kind: GenerationKind::parse(&kind),
+                        tokens_before: tokens(before),
+                        tokens_after: tokens(after),
+                    };
+                    info.restored_to = to.map(|t| t as u64);
+                    info.archived = archived as u64;
+                    info.inserted = inserted as u64;
+                }
+                info
+            })
+            .collect())
+    }
+
+    /// The session's rows among `ids`, in transcript order, each once.
+    pub(super) async fn rows_by_id(&self, session: &str, ids: &[RowId]) -> Result<Vec<StoredRow>> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(ID_CHUNK) {
+            let sql = format!(
+                "SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 AND id IN ({})",
+                placeholders(2, chunk.len())
+            );
+            let mut q = sqlx::query_as::<_, FullRow>(sqlx::AssertSqlSafe(sql)).bind(session);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for row in q.fetch_all(&self.pool).await? {
+                out.push(stored_row(row)?);
+            }
+        }
+        out.sort_by_key(|r| (r.position, r.id));
+        out.dedup_by_key(|r| r.id);
+        Ok(out)
+    }
+}

@@ -1,0 +1,335 @@
+use super::validate::MIN_CONTEXT_LENGTH_ALLOWED;
+use super::*;
+
+#[test]
+fn shipped_default_file_matches_the_code_defaults() {
+    let text = include_str!("../../../../config/default.toml");
+    let from_file = Config::from_toml_str(text).expect("default.toml loads");
+    assert_eq!(from_file, Config::default());
+}
+
+#[test]
+fn invalid_values_name_key_value_and_range() {
+    let err = Config::from_toml_str("[compression]\nthreshold = 1.5\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "configuration: `compression.threshold` = 1.5 is invalid: allowed 0.05 to 0.95"
+    );
+    let err = Config::from_toml_str("[compression]\nmax_attempts = 0\n").unwrap_err();
+    assert!(
+        err.to_string().contains("compression.max_attempts"),
+        "{err}"
+    );
+    let err = Config::from_toml_str("[compression]\nthreshhold = 0.5\n").unwrap_err();
+    assert!(err.to_string().contains("threshhold"), "{err}");
+}
+
+/// Issue 21, item 15: `compression.threshold_tokens` caps the trigger whatever the window
+/// (spec section 4, "Trigger"), 0 leaves it alone, and a cap below 1024 is refused.
+#[test]
+fn the_absolute_threshold_cap_bounds_every_window() {
+    for window in [8_000u64, 64_000, 128_000, 200_000, 1_000_000, 2_000_000] {
+        let text = format!("[model]\ncontext_length = {window}\n");
+        let free = Config::from_toml_str(&text)
+            .unwrap()
+            .window()
+            .threshold_tokens();
+        let capped =
+            Config::from_toml_str(&format!("{text}[compression]\nthreshold_tokens = 50000\n"))
+                .unwrap()
+                .window()
+                .threshold_tokens();
+        assert_eq!(capped, free.min(50_000), "window {window}");
+    }
+    for bad in [1u64, 1_023] {
+        let err = Config::from_toml_str(&format!("[compression]\nthreshold_tokens = {bad}\n"))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("compression.threshold_tokens"),
+            "{err}"
+        );
+    }
+    assert!(Config::from_toml_str("[compression]\nthreshold_tokens = 1024\n").is_ok());
+}
+
+/// Issue 21, item 16: `compression.min_tail_user_messages` reaches the core region policy
+/// and is range-checked.
+#[test]
+fn min_tail_user_messages_is_passed_on_and_checked() {
+    let cfg = Config::from_toml_str("[compression]\nmin_tail_user_messages = 3\n").unwrap();
+    assert_eq!(cfg.regions().min_tail_user_messages, 3);
+    assert_eq!(Config::default().regions().min_tail_user_messages, 0);
+    let err = Config::from_toml_str("[compression]\nmin_tail_user_messages = 5000\n").unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("compression.min_tail_user_messages"),
+        "{err}"
+    );
+}
+
+#[test]
+#[allow(clippy::result_large_err)]
+fn environment_overrides_file() {
+    figment::Jail::expect_with(|jail| {
+        jail.create_file(
+            "c.toml",
+            "[compression]\nthreshold = 0.6\nmicro_compact = true\n",
+        )?;
+        jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "0.7");
+        let cfg = Config::load(Some(Path::new("c.toml"))).expect("loads");
+        assert_eq!(cfg.compression.threshold, 0.7);
+        assert!(cfg.compression.micro_compact);
+        jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "2");
+        let err = Config::load(Some(Path::new("c.toml"))).unwrap_err();
+        assert!(err.to_string().contains("compression.threshold"));
+        Ok(())
+    });
+}
+
+#[test]
+fn cache_profiles_resolve_by_name_model_or_custom_table() {
+    let cfg = Config::default();
+    assert_eq!(cfg.cache_profile(), None, "auto without a model name");
+    let cfg = Config::from_toml_str("[model]\nname = \"claude-sonnet-4-5\"\n").unwrap();
+    assert_eq!(cfg.cache_profile().unwrap().name, "anthropic");
+    let cfg = Config::from_toml_str(
+        "[model]\nname = \"claude-sonnet-4-5\"\n[compression]\ncache_profile = \"none\"\n",
+    )
+    .unwrap();
+    assert_eq!(cfg.cache_profile(), None);
+    let cfg = Config::from_toml_str("[compression]\ncache_profile = \"openai\"\n").unwrap();
+    assert_eq!(cfg.cache_profile(), Some(CacheProfile::openai()));
+    let cfg = Config::from_toml_str(
+        "[compression]\ncache_profile = \"custom\"\n[compression.cache_custom]\n\
+             cached_input_price_ratio = 0.2\ncache_ttl_secs = 600\ninput_price_per_mtok = 1.0\n\
+             cached_input_price_per_mtok = 0.2\n",
+    )
+    .unwrap();
+    let p = cfg.cache_profile().unwrap();
+    assert_eq!((p.name.as_str(), p.cache_ttl_secs), ("custom", 600));
+    let err = Config::from_toml_str("[compression]\ncache_profile = \"azure\"\n").unwrap_err();
+    assert!(
+        err.to_string().contains("compression.cache_profile"),
+        "{err}"
+    );
+    let err = Config::from_toml_str(
+            "[compression.cache_custom]\ninput_price_per_mtok = 1.0\ncached_input_price_per_mtok = 0.7\n",
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("cached_input_price_per_mtok"),
+        "{err}"
+    );
+}
+
+#[test]
+fn trim_config_follows_the_insert_trim_keys() {
+    let cfg = Config::from_toml_str(
+        "[compression]\ninsert_trim_tokens = 8000\ninsert_trim_head_chars = 100\n",
+    )
+    .unwrap();
+    let t = cfg.trim();
+    assert_eq!(
+        (t.max_tokens, t.head_chars, t.tail_chars),
+        (8_000, 100, 2_000)
+    );
+    assert_eq!(t.protected_tools, cfg.compression.protected_tools);
+}
+
+/// Issue 20, item 6: the micro reclaim gate is off unless asked for, and takes a number of
+/// tokens or `"auto"` from a file, a profile or the environment; anything else is refused
+/// with an error that names the key and what it accepts.
+#[test]
+#[allow(clippy::result_large_err)]
+fn the_micro_reclaim_gate_is_a_number_or_auto() {
+    let gate = |toml: &str| {
+        Config::from_toml_str(&format!("[compression]\n{toml}\n"))
+            .map(|c| c.compression.micro_compact_min_reclaim_tokens)
+    };
+    assert_eq!(
+        Config::default()
+            .compression
+            .micro_compact_min_reclaim_tokens,
+        ReclaimGate::Off
+    );
+    assert_eq!(gate("micro_compact = true").unwrap(), ReclaimGate::Off);
+    assert_eq!(
+        gate("micro_compact_min_reclaim_tokens = 0").unwrap(),
+        ReclaimGate::Off
+    );
+    assert_eq!(
+        gate("micro_compact_min_reclaim_tokens = 4000").unwrap(),
+        ReclaimGate::Tokens(4_000)
+    );
+    assert_eq!(
+        gate("micro_compact_min_reclaim_tokens = \"auto\"").unwrap(),
+        ReclaimGate::Auto
+    );
+    assert_eq!(
+        gate("micro_compact_min_reclaim_tokens = \"AUTO\"").unwrap(),
+        ReclaimGate::Auto
+    );
+    for bad in ["-1", "1.5", "\"on\"", "\"4000\"", "\"\"", "true", "[1]"] {
+        let err = gate(&format!("micro_compact_min_reclaim_tokens = {bad}")).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("micro_compact_min_reclaim_tokens")
+                && text.contains("a number of tokens (0: no gate) or \"auto\""),
+            "{bad}: {text}"
+        );
+    }
+    // A long bad value is not echoed whole.
+    let long = "x".repeat(500);
+    let err = gate(&format!("micro_compact_min_reclaim_tokens = \"{long}\"")).unwrap_err();
+    assert!(!err.to_string().contains(&long[..100]), "{err}");
+    // The core planner gets the fixed part; "auto" is computed per pass by the compressor.
+    let c =
+        Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = 2500\n").unwrap();
+    assert_eq!(
+        crate::compressor::micro_config(&c).min_reclaim_tokens,
+        2_500
+    );
+    let c = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
+        .unwrap();
+    assert_eq!(crate::compressor::micro_config(&c).min_reclaim_tokens, 0);
+    // Serialized back as written, so a profile (merged through JSON) keeps it.
+    let c = Config::from_toml_str(
+        "[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n\
+             [profiles.fixed]\nmicro_compact_min_reclaim_tokens = 300\n\
+             [profiles.bad]\nmicro_compact_min_reclaim_tokens = \"sometimes\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_value(&c.compression).unwrap()["micro_compact_min_reclaim_tokens"],
+        "auto"
+    );
+    assert_eq!(
+        c.with_profile("fixed")
+            .unwrap()
+            .compression
+            .micro_compact_min_reclaim_tokens,
+        ReclaimGate::Tokens(300)
+    );
+    let err = c.with_profile("bad").unwrap_err().to_string();
+    assert!(
+        err.contains("profile `bad`") && err.contains("\"auto\""),
+        "{err}"
+    );
+    // The environment.
+    figment::Jail::expect_with(|jail| {
+        jail.set_env(
+            "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
+            "auto",
+        );
+        assert_eq!(
+            Config::load(None)
+                .unwrap()
+                .compression
+                .micro_compact_min_reclaim_tokens,
+            ReclaimGate::Auto
+        );
+        jail.set_env(
+            "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
+            "6000",
+        );
+        assert_eq!(
+            Config::load(None)
+                .unwrap()
+                .compression
+                .micro_compact_min_reclaim_tokens,
+            ReclaimGate::Tokens(6_000)
+        );
+        jail.set_env(
+            "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
+            "-5",
+        );
+        let err = Config::load(None).unwrap_err().to_string();
+        assert!(err.contains("micro_compact_min_reclaim_tokens"), "{err}");
+        Ok(())
+    });
+    // The command-line form.
+    assert_eq!("auto".parse::<ReclaimGate>(), Ok(ReclaimGate::Auto));
+    assert_eq!("0".parse::<ReclaimGate>(), Ok(ReclaimGate::Off));
+    assert_eq!(" 128 ".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(128)));
+    let err = "-3".parse::<ReclaimGate>().unwrap_err();
+    assert!(err.contains("\"auto\""), "{err}");
+}
+
+/// Issue 25, item 3: the cadence is an unsigned count; 0 and negatives are refused with
+/// an error naming the key (they used to read as 1).
+#[test]
+fn cadence_below_one_is_refused_naming_the_key() {
+    for bad in ["0", "-3", "-1"] {
+        let err = Config::from_toml_str(&format!(
+            "[compression]\nmicro_compact_every_n_turns = {bad}\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("micro_compact_every_n_turns"), "{bad}: {err}");
+    }
+    let err =
+        Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = 0\n").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "configuration: `compression.micro_compact_every_n_turns` = 0 is invalid: allowed 1 or more"
+    );
+    let cfg = Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = 4\n").unwrap();
+    assert_eq!(cfg.micro_every_n_turns(), 4);
+}
+
+/// Issue 25, item 3: `target_ratio` was renamed `tail_ratio`; files, the environment and
+/// profiles that use the old name keep working, with a warning naming both.
+#[test]
+#[allow(clippy::result_large_err)]
+fn the_old_tail_key_is_a_deprecated_alias() {
+    let (old, warnings) =
+        Config::from_toml_str_with_warnings("[compression]\ntarget_ratio = 0.25\n").unwrap();
+    let (new, none) =
+        Config::from_toml_str_with_warnings("[compression]\ntail_ratio = 0.25\n").unwrap();
+    assert_eq!(old, new);
+    assert_eq!(old.regions().tail_ratio, 0.25);
+    assert!(none.is_empty(), "{none:?}");
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("compression.target_ratio")
+            && warnings[0].contains("compression.tail_ratio"),
+        "{warnings:?}"
+    );
+    // The old name is range-checked under the new one.
+    let err = Config::from_toml_str("[compression]\ntarget_ratio = 0.9\n").unwrap_err();
+    assert!(err.to_string().contains("compression.tail_ratio"), "{err}");
+    // Both names at once is ambiguous, and refused.
+    assert!(
+        Config::from_toml_str("[compression]\ntarget_ratio = 0.1\ntail_ratio = 0.2\n").is_err()
+    );
+    // A profile with the old name.
+    let (cfg, warnings) =
+        Config::from_toml_str_with_warnings("[profiles.sub]\ntarget_ratio = 0.3\n").unwrap();
+    assert!(
+        warnings[0].contains("profiles.sub.target_ratio"),
+        "{warnings:?}"
+    );
+    assert_eq!(cfg.with_profile("sub").unwrap().compression.tail_ratio, 0.3);
+    // The environment.
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("HERMES_COMPACTION__COMPRESSION__TARGET_RATIO", "0.2");
+        let (cfg, warnings) = Config::load_with_warnings(None).expect("loads");
+        assert_eq!(cfg.compression.tail_ratio, 0.2);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        Ok(())
+    });
+}
+
+/// Issue 25, item 3: one minimum context length, stated once.
+#[test]
+fn the_context_length_minimum_is_stated_once() {
+    assert_eq!(
+        MIN_CONTEXT_LENGTH_ALLOWED,
+        format!("{MIN_CONTEXT_LENGTH} tokens or more")
+    );
+    let at = format!("[model]\ncontext_length = {MIN_CONTEXT_LENGTH}\n");
+    assert!(Config::from_toml_str(&at).is_ok());
+    let below = format!("[model]\ncontext_length = {}\n", MIN_CONTEXT_LENGTH - 1);
+    let err = Config::from_toml_str(&below).unwrap_err().to_string();
+    assert!(err.contains("model.context_length"), "{err}");
+}
