@@ -21,6 +21,7 @@
 #![cfg_attr(feature = "llm", doc = "See [`Compressor`].")]
 //!
 //! ```
+//! # #[cfg(feature = "llm")] {
 //! use std::sync::Arc;
 //! use hermes_compaction::{Compressor, Config, core::{Estimator, Message}};
 //! use hermes_compaction::llm::ExtractiveSummarizer;
@@ -37,6 +38,7 @@
 //! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 //! let (_ticket, report) = rt.block_on(c.before_request(&mut t));
 //! assert!(report.is_none()); // far below the threshold
+//! # }
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
