@@ -73,7 +73,7 @@ impl Default for BatchConfig {
 
 impl BatchConfig {
     /// `threshold - max(prune_minimum_tokens, prune_runway_ratio * threshold)`.
-    pub fn low_water_mark(&self, threshold_tokens: u64) -> u64 {
+    pub(crate) fn low_water_mark(&self, threshold_tokens: u64) -> u64 {
         let runway = self
             .prune_minimum_tokens
             .max((threshold_tokens as f64 * self.prune_runway_ratio) as u64);
@@ -918,12 +918,12 @@ fn strip_old_images(
 pub const FOLD_BUDGET_FACTOR: u64 = 2;
 
 /// The smallest summary budget a job is given, however little room the window leaves.
-pub const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
+const MIN_SUMMARY_BUDGET_TOKENS: u64 = 128;
 
 /// Where a summarizing pass aims to land, as a fraction of the threshold: the runway the
 /// default prune acceptance asks for (15%), independent of how a caller tunes that
 /// acceptance.
-pub const SUMMARY_LANDING_RATIO: f64 = 0.85;
+const SUMMARY_LANDING_RATIO: f64 = 0.85;
 
 /// Sizes each job's summary budget and ledger bound so the pass lands at or below `landing`
 /// ([`SUMMARY_LANDING_RATIO`] of the threshold) when that is possible: the room the kept

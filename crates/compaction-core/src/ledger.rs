@@ -13,7 +13,7 @@
 //! or named `file`, `filename`, `paths` or `files` (a list of strings for the last two) is a
 //! file; the first non-empty line of a `command` or `cmd` argument (a string, or a list of
 //! strings joined by spaces) is a command. Entries are trimmed, redacted ([`redact::redact`];
-//! a command longer than [`MAX_ENTRY_CHARS`] characters is redacted before it is cut, with
+//! a command longer than 200 characters is redacted before it is cut, with
 //! [`redact::redacted_head`], so a key straddling the cut never leaves a fragment; longer
 //! paths are skipped), and kept once; naming one again moves it to the newest end.
 //!
@@ -46,7 +46,7 @@ use crate::redact;
 use crate::tokens::estimate_text;
 
 /// Longest entry kept, in characters.
-pub const MAX_ENTRY_CHARS: usize = 200;
+const MAX_ENTRY_CHARS: usize = 200;
 
 /// The heading that opens the ledger section of a summary body.
 pub const HEADING: &str = "## Ledger (kept by the library, not the summarizer: files named and commands run by the summarized tool calls, verbatim, oldest first)";
@@ -68,13 +68,13 @@ pub const NAMES: &str = "Names the agent wrote (its replies and call arguments):
 const NAMES_PER_LINE: usize = 12;
 
 /// Shortest name, in characters.
-pub const MIN_NAME_CHARS: usize = 6;
+pub(crate) const MIN_NAME_CHARS: usize = 6;
 
 /// Longest name, in characters (longer runs are data, not names).
-pub const MAX_NAME_CHARS: usize = 100;
+const MAX_NAME_CHARS: usize = 100;
 
 /// Most names a ledger keeps (the newest); far more than a rendered section shows.
-pub const MAX_NAMES: usize = 4_096;
+const MAX_NAMES: usize = 4_096;
 
 /// Files, commands and names, oldest first, each once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,8 +97,8 @@ impl Ledger {
         &self.commands
     }
 
-    /// Names, oldest first: the code-like tokens ([`names_in`]) the agent itself wrote in
-    /// its replies and tool-call arguments.
+    /// Names, oldest first: the code-like tokens the agent itself wrote in its replies and
+    /// tool-call arguments (paths, symbols, versions and ids, as the [module docs](self) say).
     pub fn names(&self) -> Vec<&str> {
         self.names.ordered()
     }
@@ -364,14 +364,7 @@ impl Ledger {
 /// [`MIN_NAME_CHARS`] to [`MAX_NAME_CHARS`] characters, holding a letter and one of `_`, `.`,
 /// `/`, a digit or a lower-to-upper camel step (`src/lib.rs`, `parse_args`, `fooBar`,
 /// `v1.2.3`), the shapes of paths, symbols, versions and ids that a later step names again.
-///
-/// ```
-/// use compaction_core::ledger::names_in;
-///
-/// let got = names_in("Fixed `parse_args` in src/cli.rs (see fooBar, issue #12; plain words no).");
-/// assert_eq!(got, ["parse_args", "src/cli.rs", "fooBar"]);
-/// ```
-pub fn names_in(text: &str) -> Vec<&str> {
+pub(crate) fn names_in(text: &str) -> Vec<&str> {
     // The identifiers pruning's citation check uses, bounded and holding a letter.
     identifiers(text)
         .filter(|w| w.len() <= MAX_NAME_CHARS && w.bytes().any(|b| b.is_ascii_alphabetic()))
@@ -400,16 +393,7 @@ pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 /// context, so no fragment of one is a name), most frequent first (ties: first seen first),
 /// joined by `, `, at most `max_chars` characters. What pruning keeps of an output or argument
 /// it removes.
-///
-/// ```
-/// use compaction_core::ledger::names_index;
-///
-/// let out = "src/a.rs:3: fn parse_args\nsrc/b.rs:9: parse_args(x)\nsrc/a.rs:7: ok";
-/// assert_eq!(names_index(out, 100), "src/a.rs, parse_args, src/b.rs");
-/// assert_eq!(names_index(out, 20), "src/a.rs, parse_args");
-/// assert_eq!(names_index(out, 0), "");
-/// ```
-pub fn names_index(text: &str, max_chars: usize) -> String {
+pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
     if max_chars == 0 {
         return String::new();
     }
@@ -804,6 +788,41 @@ mod tests {
         let long = format!("x_{}", "a".repeat(MAX_NAME_CHARS));
         assert!(names_in(&long).is_empty());
         assert_eq!(names_index("", 100), "");
+        let got =
+            names_in("Fixed `parse_args` in src/cli.rs (see fooBar, issue #12; plain words no).");
+        assert_eq!(got, ["parse_args", "src/cli.rs", "fooBar"]);
+    }
+
+    #[test]
+    fn names_index_is_most_frequent_first_and_bounded() {
+        let out = "src/a.rs:3: fn parse_args\nsrc/b.rs:9: parse_args(x)\nsrc/a.rs:7: ok";
+        assert_eq!(names_index(out, 100), "src/a.rs, parse_args, src/b.rs");
+        assert_eq!(names_index(out, 20), "src/a.rs, parse_args");
+        assert_eq!(names_index(out, 0), "");
+    }
+
+    /// Issue 20's names index against the issue 22 corpus (`test_support::secrets`): no
+    /// credential, nor any 8-character run of one, becomes a name of a pruned output's index.
+    /// The ledger's half of this check is the integration test
+    /// `secrets_corpus::no_credential_becomes_a_name`.
+    #[test]
+    fn no_credential_becomes_a_name_of_the_names_index() {
+        let mut failures = Vec::new();
+        for planted in test_support::secrets::credentials() {
+            let output = format!("src/main.rs: ok\n{}\nparse_args done", planted.text);
+            let index = names_index(&output, 10_000);
+            let leaked = planted.secrets.iter().any(|part| {
+                let chars: Vec<char> = part.chars().collect();
+                chars
+                    .windows(8.min(chars.len()))
+                    .any(|w| index.contains(&w.iter().collect::<String>()))
+            });
+            if leaked {
+                failures.push(format!("{}: names index", planted.family));
+            }
+        }
+        failures.dedup();
+        assert!(failures.is_empty(), "failures:\n{}", failures.join("\n"));
     }
 
     #[test]

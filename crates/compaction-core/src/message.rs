@@ -916,7 +916,7 @@ impl Message {
     }
 
     /// Total characters of visible content (for sizing, never for display).
-    pub fn content_chars(&self) -> usize {
+    pub(crate) fn content_chars(&self) -> usize {
         match &self.b.content {
             Some(Content::Text(s)) => s.chars().count(),
             Some(c @ Content::Parts(_)) => c.text().chars().count(),

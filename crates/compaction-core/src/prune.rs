@@ -25,7 +25,7 @@ use crate::tokens::TokenCounter;
 use crate::transcript::Transcript;
 
 /// Prefix of every line the pruner writes.
-pub const PRUNED_PREFIX: &str = "[pruned]";
+pub(crate) const PRUNED_PREFIX: &str = "[pruned]";
 
 /// Prune policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,15 +37,15 @@ pub struct PruneConfig {
     pub argument_max_chars: usize,
     /// Tools whose outputs are never pruned.
     pub protected_tools: Vec<String>,
-    /// Reference-aware pruning: a tool output that later assistant messages cite (see
-    /// [`cited_outputs`]) is live state, pruned only after the uncited ones. A prune-only pass
-    /// keeps it; a threshold pass prunes it only when pruning the uncited outputs alone does not
-    /// reach the low-water mark. Default true.
+    /// Reference-aware pruning: a tool output that later assistant messages cite (use an
+    /// identifier of it that its call did not name: a path, symbol, version or id) is live
+    /// state, pruned only after the uncited ones. A prune-only pass keeps it; a threshold pass
+    /// prunes it only when pruning the uncited outputs alone does not reach the low-water
+    /// mark. Default true.
     pub keep_cited: bool,
-    /// Characters of the names index ([`crate::ledger::names_index`]) that a pruned tool
-    /// output's line and an elided argument keep of what they removed: the paths, symbols and
-    /// ids in it, most frequent first, so a later step can still name (and re-read) them.
-    /// 0 keeps none. Default 400.
+    /// Characters of the names index that a pruned tool output's line and an elided argument
+    /// keep of what they removed: the paths, symbols and ids in it, most frequent first, so a
+    /// later step can still name (and re-read) them. 0 keeps none. Default 400.
     pub names_max_chars: usize,
 }
 
@@ -76,8 +76,8 @@ pub struct PrunePlan {
     pub shortened_calls: usize,
     /// Messages (indices, ascending) whose rewrite does not carry its names index yet:
     /// planning leaves it out, since most rewrites of a summary pass are summarized away, and
-    /// [`PrunePlan::add_names`] adds it to the ones that stay. [`plan_prune`] returns a plan
-    /// with every index added.
+    /// the batch planner adds it to the ones that stay. [`plan_prune`] returns a plan with
+    /// every index added.
     pub names_pending: Vec<usize>,
 }
 
@@ -119,7 +119,7 @@ pub fn plan_prune(
 /// those outputs alone. The first is a plan that keeps `held` as it is;
 /// [`merged`](PrunePlan::merged) with the second and given its names indexes
 /// ([`PrunePlan::add_names`]), it is exactly [`plan_prune`]'s plan.
-pub fn plan_prune_split(
+pub(crate) fn plan_prune_split(
     t: &Transcript,
     ranges: &[Range<usize>],
     cfg: &PruneConfig,
@@ -181,7 +181,7 @@ pub fn plan_prune_split(
 impl PrunePlan {
     /// Both plans' rewrites, in transcript order, and the sums of their counts (the two
     /// halves of [`plan_prune_split`] give back [`plan_prune`]'s plan).
-    pub fn merged(mut self, other: PrunePlan) -> PrunePlan {
+    pub(crate) fn merged(mut self, other: PrunePlan) -> PrunePlan {
         self.edit.splices.extend(other.edit.splices);
         self.edit.splices.sort_by_key(|s| s.range.start);
         self.reclaimed_tokens += other.reclaimed_tokens;
@@ -197,7 +197,7 @@ impl PrunePlan {
     /// output's line its [`PRUNED_NAMES`](crate::ledger::PRUNED_NAMES) index, an elided
     /// argument its [`ELIDED_NAMES`](crate::ledger::ELIDED_NAMES) one) and updates
     /// `reclaimed_tokens`; the others stay as planned. Nothing is pending afterwards.
-    pub fn add_names(
+    pub(crate) fn add_names(
         &mut self,
         t: &Transcript,
         cfg: &PruneConfig,
@@ -238,32 +238,15 @@ impl PrunePlan {
     }
 }
 
-/// Shortest identifier [`cited_outputs`] matches, in characters.
-pub const MIN_CITED_CHARS: usize = crate::ledger::MIN_NAME_CHARS;
-
 /// The tool outputs of `ranges` (ascending indices) that a later assistant message cites: its
 /// content or a tool call's arguments use an identifier of the output that the call it answers
-/// did not already name. An *identifier* is a run of at least [`MIN_CITED_CHARS`] characters of
-/// `[A-Za-z0-9_./-]`, trimmed to start and end with `[A-Za-z0-9_]`, holding `_`, `.`, `/`, a
-/// digit or a lower-to-upper camel step: paths, symbols, ids, versions, not plain words. An
-/// output the agent went on to use is live state; one nobody cited is the first to go.
-/// One pass back from the end, O(characters after the first range).
-///
-/// ```
-/// use compaction_core::prune::cited_outputs;
-/// use compaction_core::{Message, ToolCall};
-/// let msgs = vec![
-///     Message::user("find the parser"),
-///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", r#"{"cmd":"ls src"}"#)]),
-///     Message::tool_result("c1", "src/parse_args.rs\nsrc/main.rs"),
-///     Message::assistant_tool_calls("", vec![ToolCall::function("c2", "sh", r#"{"cmd":"ls docs"}"#)]),
-///     Message::tool_result("c2", "docs/guide_v2.md"),
-///     Message::assistant("The parser is in src/parse_args.rs."),
-/// ];
-/// // The first listing is cited by the reply; nobody used the second.
-/// assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
-/// ```
-pub fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
+/// did not already name. An *identifier* is a run of at least
+/// [`MIN_NAME_CHARS`](crate::ledger::MIN_NAME_CHARS) characters of `[A-Za-z0-9_./-]`, trimmed
+/// to start and end with `[A-Za-z0-9_]`, holding `_`, `.`, `/`, a digit or a lower-to-upper
+/// camel step: paths, symbols, ids, versions, not plain words. An output the agent went on to
+/// use is live state; one nobody cited is the first to go. One pass back from the end,
+/// O(characters after the first range).
+pub(crate) fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
     let Some(first) = ranges.iter().map(|r| r.start).min() else {
         return Vec::new();
     };
@@ -862,5 +845,21 @@ mod tests {
             text.ends_with("elided by compaction; names in it: step_alpha, step_beta]"),
             "{text}"
         );
+    }
+
+    /// The example of [`cited_outputs`]: a listing the reply cites is live, one nobody used is
+    /// not.
+    #[test]
+    fn an_output_cited_by_a_later_reply_is_found() {
+        let msgs = vec![
+            Message::user("find the parser"),
+            call("c1", "sh", r#"{"cmd":"ls src"}"#),
+            Message::tool_result("c1", "src/parse_args.rs\nsrc/main.rs"),
+            call("c2", "sh", r#"{"cmd":"ls docs"}"#),
+            Message::tool_result("c2", "docs/guide_v2.md"),
+            Message::assistant("The parser is in src/parse_args.rs."),
+        ];
+        // The first listing is cited by the reply; nobody used the second.
+        assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
     }
 }

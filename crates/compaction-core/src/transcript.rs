@@ -132,16 +132,15 @@ impl Transcript {
     }
 
     /// A stamp that identifies this exact content. It changes on every mutation ([`push`],
-    /// [`splice`], [`splice_many`], [`replace`], [`meta_mut`]), is never reused within the
-    /// process, and is shared only by clones that neither side has changed since. Plans record
-    /// it, and [`batch::assemble`](crate::batch::assemble) refuses a transcript whose stamp
-    /// differs, so an edit that keeps the length and the token total (a same-size rewrite of
-    /// one message) is caught in O(1), without hashing the messages. Stamping a row id
-    /// ([`set_row_id`]) and calibrating change no content and keep the stamp.
+    /// [`splice`], [`replace`], [`meta_mut`], applying an [`Edit`](crate::Edit)), is never
+    /// reused within the process, and is shared only by clones that neither side has changed
+    /// since. Plans record it, and [`batch::assemble`](crate::batch::assemble) refuses a
+    /// transcript whose stamp differs, so an edit that keeps the length and the token total (a
+    /// same-size rewrite of one message) is caught in O(1), without hashing the messages.
+    /// Stamping a row id ([`set_row_id`]) and calibrating change no content and keep the stamp.
     ///
     /// [`push`]: Self::push
     /// [`splice`]: Self::splice
-    /// [`splice_many`]: Self::splice_many
     /// [`replace`]: Self::replace
     /// [`meta_mut`]: Self::meta_mut
     /// [`set_row_id`]: Self::set_row_id
@@ -212,7 +211,7 @@ impl Transcript {
     /// Provider tokens per estimated token: the calibrated size over the estimate, or 1 without
     /// a calibration. Planners scale estimated sizes by it (or divide the threshold by it) so
     /// that one measurement drives both the trigger and the plan.
-    pub fn calibration_scale(&self) -> f64 {
+    pub(crate) fn calibration_scale(&self) -> f64 {
         let estimated = self.estimated_total();
         let current = self.current_tokens();
         if self.calibration.is_some() && estimated > 0 && current > 0 {
@@ -237,7 +236,7 @@ impl Transcript {
     }
 
     /// The smallest `start` such that `tokens_in(start..end) <= budget`. O(log n).
-    pub fn suffix_start_within(&self, end: usize, budget: u64) -> usize {
+    pub(crate) fn suffix_start_within(&self, end: usize, budget: u64) -> usize {
         let keys = self.keys.as_slice();
         let target = keys[end].saturating_sub(key(budget));
         // First index i in 0..=end with keys[i] >= target.
@@ -340,7 +339,7 @@ impl Transcript {
     /// O(n + inserted) instead of one shift of everything after each splice. Returns the
     /// removed messages in order. The caller guarantees order and bounds (see
     /// [`Edit::apply_to`](crate::edit::Edit::apply_to), which validates them).
-    pub fn splice_many(
+    pub(crate) fn splice_many(
         &mut self,
         splices: Vec<(Range<usize>, Vec<Message>)>,
         counter: &dyn TokenCounter,
@@ -495,24 +494,7 @@ impl Transcript {
     /// over the whole transcript). O(1) like [`last_real_user`](Self::last_real_user): kept
     /// current by every push and splice (after [`meta_mut`](Self::meta_mut) of an assistant
     /// message, calls scan back from the end until the next splice).
-    ///
-    /// ```
-    /// use compaction_core::{Estimator, Message, ToolCall, Transcript};
-    /// let e = Estimator::default();
-    /// let mut t = Transcript::new(
-    ///     vec![Message::user("fix it"), Message::assistant("Fixed.")],
-    ///     &e,
-    /// );
-    /// assert_eq!(t.last_visible_reply(), Some(1));
-    /// // A tool loop after it does not move it.
-    /// t.push(
-    ///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", "{}")]),
-    ///     &e,
-    /// );
-    /// t.push(Message::tool_result("c1", "ok"), &e);
-    /// assert_eq!(t.last_visible_reply(), Some(1));
-    /// ```
-    pub fn last_visible_reply(&self) -> Option<usize> {
+    pub(crate) fn last_visible_reply(&self) -> Option<usize> {
         match self.last_reply {
             Some(known) => known,
             None => self.messages().iter().rposition(is_visible_reply),
@@ -554,7 +536,7 @@ fn is_real_user(m: &Message) -> bool {
 }
 
 /// Tool-group structure helpers over a slice of messages.
-pub mod groups {
+pub(crate) mod groups {
     use std::ops::Range;
 
     use crate::message::Message;
@@ -587,19 +569,10 @@ pub mod groups {
     }
 
     /// Whether a cut at `at` (between `at - 1` and `at`) would split a tool group.
-    pub fn splits_group(messages: &[Message], at: usize) -> bool {
+    pub(crate) fn splits_group(messages: &[Message], at: usize) -> bool {
         at > 0 && at < messages.len() && messages[at].is_tool() && {
             let s = group_start(messages, at);
             s < at
-        }
-    }
-
-    /// Moves a cut backward to the start of the group it splits (no-op if it splits none).
-    pub fn align_back(messages: &[Message], at: usize) -> usize {
-        if splits_group(messages, at) {
-            group_start(messages, at)
-        } else {
-            at
         }
     }
 
@@ -615,7 +588,7 @@ pub mod groups {
     }
 
     /// The tool groups and single messages of `range`, as consecutive units.
-    pub fn units(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
+    pub(crate) fn units(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
         let mut out = Vec::new();
         let mut i = range.start;
         while i < range.end {
@@ -789,9 +762,43 @@ mod tests {
     fn group_alignment() {
         let m = sample();
         assert!(groups::splits_group(&m, 3));
-        assert_eq!(groups::align_back(&m, 3), 2);
+        assert_eq!(groups::group_start(&m, 3), 2);
         assert_eq!(groups::align_forward(&m, 3), 4);
         assert_eq!(groups::units(&m, 0..5), vec![0..1, 1..2, 2..4, 4..5]);
+    }
+
+    #[test]
+    fn a_tool_loop_after_the_last_visible_reply_does_not_move_it() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(
+            vec![Message::user("fix it"), Message::assistant("Fixed.")],
+            &e,
+        );
+        assert_eq!(t.last_visible_reply(), Some(1));
+        t.push(
+            Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", "{}")]),
+            &e,
+        );
+        t.push(Message::tool_result("c1", "ok"), &e);
+        assert_eq!(t.last_visible_reply(), Some(1));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn suffix_search_is_the_tightest_fit(
+            msgs in crate::strategies::transcript(),
+            budget in 0u64..20_000,
+        ) {
+            let t = Transcript::new(msgs, &Estimator::default());
+            let n = t.len();
+            let s = t.suffix_start_within(n, budget);
+            proptest::prop_assert!(t.tokens_in(s..n) <= budget);
+            if s > 0 {
+                proptest::prop_assert!(t.tokens_in(s - 1..n) > budget);
+            }
+        }
     }
 
     proptest::proptest! {
