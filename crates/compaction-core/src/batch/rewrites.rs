@@ -137,3 +137,166 @@ pub(super) fn demote_tail(
     plan.prune.edit.splices.sort_by_key(|s| s.range.start);
     tokens
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{applied, run, session};
+    use crate::batch::BatchConfig;
+    use crate::message::{Message, ToolCall};
+    use crate::prune;
+    use crate::tokens::Estimator;
+
+    /// Issue 20, item 4: a giant tool output in the protected opening (before any compaction,
+    /// with no middle yet) and a giant tool-call argument in the tail are demoted in place too;
+    /// the system prompt and the latest request are never touched, and the laws hold.
+    #[test]
+    fn giant_protected_opening_outputs_and_tail_arguments_are_demoted() {
+        let e = Estimator::default();
+        let big = |tag: &str| {
+            (0..12_000)
+                .map(|i| format!("{tag} {i}: value_{i}\n"))
+                .collect::<String>()
+        };
+        let msgs = vec![
+            Message::system("You are an agent."),
+            Message::user("request 0: show the log"),
+            Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function("c0", "bash", r#"{"command":"make"}"#)],
+            ),
+            Message::tool_result("c0", big("log")),
+            Message::assistant("the log is above"),
+            Message::user("request 1: write the table"),
+            Message::assistant_tool_calls(
+                "writing",
+                vec![ToolCall::function(
+                    "w",
+                    "write_file",
+                    serde_json::json!({"path": "t.rs", "content": big("row")}).to_string(),
+                )],
+            ),
+            Message::tool_result("w", "ok"),
+        ];
+        let threshold = 13_600;
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        assert_eq!(plan.demoted_tail_outputs, 2, "{:?}", plan.step);
+        let after = applied(&t, &plan, &cfg);
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        let out = after.messages();
+        assert_eq!(out[0], msgs[0]);
+        assert!(out.iter().any(|m| m.text() == "request 1: write the table"));
+        let demoted = out.iter().find(|m| m.tool_call_id() == Some("c0")).unwrap();
+        assert!(demoted.text().starts_with(prune::PRUNED_PREFIX));
+        let call = out.iter().find(|m| m.text() == "writing").unwrap();
+        assert_eq!(call.tool_calls()[0].call_id(), "w");
+        assert!(call.tool_calls()[0].function.arguments.len() < 4_000);
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let violations = crate::laws::check(&msgs, out, &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
+    }
+
+    #[test]
+    fn a_giant_tool_output_in_the_tail_is_demoted_beside_a_middle_and_the_laws_hold() {
+        let e = Estimator::default();
+        let mut msgs = session(40, 2_000);
+        // The newest tool output alone is larger than the threshold.
+        msgs.push(Message::user("stage it"));
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                "big",
+                "bash",
+                r#"{"command":"git add ."}"#,
+            )],
+        ));
+        msgs.push(Message::tool_result(
+            "big",
+            (0..20_000)
+                .map(|i| format!("add 'node_modules/p{i}/index.js'\n"))
+                .collect::<String>(),
+        ));
+        let threshold = 16_000;
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        assert!(!plan.regions.middle.is_empty());
+        assert_eq!(plan.demoted_tail_outputs, 1);
+        let after = applied(&t, &plan, &cfg);
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        let last = after.messages().last().unwrap();
+        assert_eq!(last.tool_call_id(), Some("big"));
+        assert!(last.text().starts_with(prune::PRUNED_PREFIX));
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
+        // Below the threshold for the protected part, nothing in the tail is demoted.
+        let (_, small) = run(session(40, 2_000), threshold, &cfg);
+        assert_eq!(small.demoted_tail_outputs, 0);
+    }
+
+    /// Issue 20 item 4: a protected tail under the threshold but too large to sit beside a
+    /// summary (at 16K a 4.5K summary beside a 13K tail overflowed the window) is demoted until
+    /// a summary fits too, and the pass lands at or under the threshold.
+    #[test]
+    fn a_tail_that_leaves_no_room_for_the_summary_is_demoted() {
+        let e = Estimator::default();
+        let threshold = 13_600;
+        let cfg = BatchConfig::default();
+        let mut msgs = session(40, 2_000);
+        // Three tool rounds in the protected tail, together under the threshold but over
+        // threshold - summary_max_tokens.
+        msgs.push(Message::user("read the three files"));
+        for (i, chars) in [(0, 26_000), (1, 8_000), (2, 8_000)] {
+            let id = format!("r{i}");
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(
+                    &id,
+                    "bash",
+                    r#"{"command":"cat big.rs"}"#,
+                )],
+            ));
+            msgs.push(Message::tool_result(
+                &id,
+                format!("fn body_{i}() {{}}\n").repeat(chars / 14),
+            ));
+        }
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        let protected: u64 = plan
+            .regions
+            .protected()
+            .iter()
+            .map(|p| t.tokens_in(p.clone()))
+            .sum();
+        assert!(protected < threshold, "{protected}");
+        assert!(
+            protected > threshold - cfg.summary_max_tokens,
+            "{protected}"
+        );
+        assert!(plan.demoted_tail_outputs >= 1, "{:?}", plan.step);
+        let after = applied(&t, &plan, &cfg);
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        // The demoted output keeps the names of what it removed.
+        let demoted = after
+            .messages()
+            .iter()
+            .find(|m| m.tool_call_id() == Some("r0"))
+            .unwrap();
+        assert!(demoted.text().contains("body_0"), "{}", demoted.text());
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
+    }
+}
