@@ -54,7 +54,7 @@ pub const PRUNE_TOOL_OUTPUT_MIN_TOKENS: u64 = 200;
 /// String arguments above this many characters are shortened by pruning.
 pub const PRUNE_ARGUMENT_MAX_CHARS: usize = 2_000;
 /// Characters of the names index a pruned tool output or an elided argument keeps
-/// ([`crate::ledger::names_index`]); 0 keeps none.
+/// (the paths, symbols and ids it removed); 0 keeps none.
 pub const PRUNE_NAMES_MAX_CHARS: usize = 400;
 /// Prune-only passes keep old tool outputs a later assistant message cites.
 pub const PRUNE_KEEP_CITED: bool = true;

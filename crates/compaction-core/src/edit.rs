@@ -149,8 +149,7 @@ impl Edit {
 
     /// Applies the edit in place, keeping the token cache current: a few splices each move
     /// only the shorter side of the transcript (see [`Transcript::splice`]); many are applied
-    /// in a single pass over the transcript ([`Transcript::splice_many`]). Returns the removed
-    /// messages, in order.
+    /// in a single pass over the transcript. Returns the removed messages, in order.
     pub fn apply_to(
         self,
         t: &mut Transcript,

@@ -13,7 +13,7 @@
 //! or named `file`, `filename`, `paths` or `files` (a list of strings for the last two) is a
 //! file; the first non-empty line of a `command` or `cmd` argument (a string, or a list of
 //! strings joined by spaces) is a command. Entries are trimmed, redacted ([`redact::redact`];
-//! a command longer than [`MAX_ENTRY_CHARS`] characters is redacted before it is cut, with
+//! a command longer than 200 characters is redacted before it is cut, with
 //! [`redact::redacted_head`], so a key straddling the cut never leaves a fragment; longer
 //! paths are skipped), and kept once; naming one again moves it to the newest end.
 //!
@@ -46,7 +46,7 @@ use crate::redact;
 use crate::tokens::estimate_text;
 
 /// Longest entry kept, in characters.
-pub const MAX_ENTRY_CHARS: usize = 200;
+const MAX_ENTRY_CHARS: usize = 200;
 
 /// The heading that opens the ledger section of a summary body.
 pub const HEADING: &str = "## Ledger (kept by the library, not the summarizer: files named and commands run by the summarized tool calls, verbatim, oldest first)";
@@ -68,13 +68,13 @@ pub const NAMES: &str = "Names the agent wrote (its replies and call arguments):
 const NAMES_PER_LINE: usize = 12;
 
 /// Shortest name, in characters.
-pub const MIN_NAME_CHARS: usize = 6;
+pub(crate) const MIN_NAME_CHARS: usize = 6;
 
 /// Longest name, in characters (longer runs are data, not names).
-pub const MAX_NAME_CHARS: usize = 100;
+const MAX_NAME_CHARS: usize = 100;
 
 /// Most names a ledger keeps (the newest); far more than a rendered section shows.
-pub const MAX_NAMES: usize = 4_096;
+const MAX_NAMES: usize = 4_096;
 
 /// Files, commands and names, oldest first, each once.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -97,8 +97,8 @@ impl Ledger {
         &self.commands
     }
 
-    /// Names, oldest first: the code-like tokens ([`names_in`]) the agent itself wrote in
-    /// its replies and tool-call arguments.
+    /// Names, oldest first: the code-like tokens the agent itself wrote in its replies and
+    /// tool-call arguments (paths, symbols, versions and ids, as the [module docs](self) say).
     pub fn names(&self) -> Vec<&str> {
         self.names.ordered()
     }
@@ -364,14 +364,7 @@ impl Ledger {
 /// [`MIN_NAME_CHARS`] to [`MAX_NAME_CHARS`] characters, holding a letter and one of `_`, `.`,
 /// `/`, a digit or a lower-to-upper camel step (`src/lib.rs`, `parse_args`, `fooBar`,
 /// `v1.2.3`), the shapes of paths, symbols, versions and ids that a later step names again.
-///
-/// ```
-/// use compaction_core::ledger::names_in;
-///
-/// let got = names_in("Fixed `parse_args` in src/cli.rs (see fooBar, issue #12; plain words no).");
-/// assert_eq!(got, ["parse_args", "src/cli.rs", "fooBar"]);
-/// ```
-pub fn names_in(text: &str) -> Vec<&str> {
+pub(crate) fn names_in(text: &str) -> Vec<&str> {
     // The identifiers pruning's citation check uses, bounded and holding a letter.
     identifiers(text)
         .filter(|w| w.len() <= MAX_NAME_CHARS && w.bytes().any(|b| b.is_ascii_alphabetic()))
@@ -400,16 +393,7 @@ pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 /// context, so no fragment of one is a name), most frequent first (ties: first seen first),
 /// joined by `, `, at most `max_chars` characters. What pruning keeps of an output or argument
 /// it removes.
-///
-/// ```
-/// use compaction_core::ledger::names_index;
-///
-/// let out = "src/a.rs:3: fn parse_args\nsrc/b.rs:9: parse_args(x)\nsrc/a.rs:7: ok";
-/// assert_eq!(names_index(out, 100), "src/a.rs, parse_args, src/b.rs");
-/// assert_eq!(names_index(out, 20), "src/a.rs, parse_args");
-/// assert_eq!(names_index(out, 0), "");
-/// ```
-pub fn names_index(text: &str, max_chars: usize) -> String {
+pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
     if max_chars == 0 {
         return String::new();
     }
@@ -587,246 +571,4 @@ fn push(list: &mut Vec<String>, entry: &str) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::message::ToolCall;
-
-    fn call(args: &str) -> Message {
-        Message::assistant_tool_calls("", vec![ToolCall::function("c", "tool", args)])
-    }
-
-    #[test]
-    fn paths_commands_and_recency() {
-        let mut l = Ledger::default();
-        l.observe(&call(
-            r#"{"file_path":"src/a.rs","command":"  ls -la  \nmore"}"#,
-        ));
-        l.observe(&call(
-            r#"{"paths":["b.rs","src/a.rs"],"cmd":["git","status"]}"#,
-        ));
-        l.observe(&call(
-            r#"{"path":"multi\nline","filename":"   ","query":"x"}"#,
-        ));
-        l.observe(&call("not json"));
-        assert_eq!(l.files(), ["b.rs", "src/a.rs"]);
-        assert_eq!(l.commands(), ["ls -la", "git status"]);
-    }
-
-    #[test]
-    fn long_commands_are_cut_and_long_paths_skipped() {
-        let mut l = Ledger::default();
-        let long = "é".repeat(MAX_ENTRY_CHARS + 5);
-        l.observe(&call(&format!(r#"{{"command":"{long}","path":"{long}"}}"#)));
-        assert_eq!(l.commands()[0].chars().count(), MAX_ENTRY_CHARS);
-        assert!(l.files().is_empty());
-    }
-
-    #[test]
-    fn secrets_in_commands_are_redacted() {
-        let mut l = Ledger::default();
-        let key = format!("sk-proj-{}", "a1B2c3D4e5F6g7H8".repeat(3));
-        l.observe(&call(&format!(
-            r#"{{"command":"curl -H 'Authorization: Bearer {key}' https://x"}}"#
-        )));
-        let rendered = l.render(1_000).unwrap();
-        assert!(!rendered.contains(&key), "{rendered}");
-        assert!(!rendered.contains("a1B2c3D4e5F6g7H8"), "{rendered}");
-    }
-
-    #[test]
-    fn a_secret_straddling_the_cut_leaves_no_fragment() {
-        let body = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0LmNbVcXz";
-        for at in [
-            MAX_ENTRY_CHARS - 30,
-            MAX_ENTRY_CHARS - 8,
-            MAX_ENTRY_CHARS - 1,
-        ] {
-            let mut l = Ledger::default();
-            let pad = "a".repeat(at);
-            for key in [
-                format!("sk-proj-{body}{body}"),
-                format!("ghp_{body}"),
-                format!("AKIA{}", &body[..16].to_ascii_uppercase()),
-            ] {
-                // JSON-escaped quotes and a backslash around the key: the parser unescapes
-                // them, the redaction sees the key as the shell would.
-                let args = serde_json::json!({ "command": format!("{pad} \"{key}\"\\ tail") });
-                l.observe(&call(&args.to_string()));
-                let rendered = l.render(10_000).unwrap();
-                for frag in [&key[..8], &body[..6]] {
-                    assert!(!rendered.contains(frag), "at {at}: {frag} in {rendered}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn render_split_round_trip_and_budget_drops_oldest_commands_first() {
-        let mut l = Ledger::default();
-        for i in 0..50 {
-            l.observe(&call(&format!(
-                r#"{{"path":"src/file{i}.rs","command":"cargo test --package crate{i} -- --nocapture"}}"#
-            )));
-        }
-        let full = l.render(100_000).unwrap();
-        let (text, back) = Ledger::split(&full);
-        assert_eq!(text, "");
-        assert_eq!(back, l);
-
-        let small = l.render(300).unwrap();
-        assert!(estimate_text(&small) <= 300, "{}", estimate_text(&small));
-        let (_, kept) = Ledger::split(&small);
-        // Every file survives before any command does, and the newest commands are the kept ones.
-        assert_eq!(kept.files(), l.files());
-        assert!(kept.commands().len() < 50);
-        assert!(l.commands().ends_with(kept.commands()));
-        assert!(small.contains("older entries dropped to fit"));
-
-        assert_eq!(l.render(0), None);
-        assert_eq!(Ledger::default().render(1_000), None);
-    }
-
-    #[test]
-    fn attach_replaces_an_earlier_section_and_split_takes_the_last() {
-        let mut a = Ledger::default();
-        a.observe(&call(r#"{"path":"old.rs"}"#));
-        let mut b = Ledger::default();
-        b.observe(&call(r#"{"path":"new.rs"}"#));
-        let once = a.attach("summary text", 1_000);
-        let twice = b.attach(&once, 1_000);
-        let (text, got) = Ledger::split(&twice);
-        assert_eq!(text, "summary text");
-        assert_eq!(got, b);
-        // A heading inside a line is not a section.
-        let inline = format!("see {HEADING}\n- x.rs");
-        assert_eq!(Ledger::split(&inline).1, Ledger::default());
-    }
-
-    #[test]
-    fn names_come_from_the_agents_own_text_and_arguments_only() {
-        let mut l = Ledger::default();
-        l.observe(&Message::assistant_tool_calls(
-            "I will fix `parse_args` in the cli; see fooBar and issue_42.",
-            vec![ToolCall::function(
-                "c",
-                "edit",
-                r#"{"path":"src/cli.rs","old":"fn parse_args()","new":"fn parse_args_v2()","nested":"{\"k\":\"inner_name\"}"}"#,
-            )],
-        ));
-        l.observe(&Message::user("the user mentions user_name.rs"));
-        l.observe(&Message::tool_result("c", "tool output with tool_name.rs"));
-        // The path is a file entry, so not repeated as a name; user and tool text never count.
-        assert_eq!(
-            l.names(),
-            [
-                "fooBar",
-                "issue_42",
-                "parse_args",
-                "parse_args_v2",
-                "inner_name"
-            ]
-        );
-        assert_eq!(l.files(), ["src/cli.rs"]);
-        // A name a later command shows leaves the names list.
-        l.observe(&call(r#"{"command":"cargo test issue_42"}"#));
-        assert!(!l.names().contains(&"issue_42"), "{:?}", l.names());
-    }
-
-    #[test]
-    fn names_round_trip_and_go_first_when_the_budget_is_short() {
-        let mut l = Ledger::default();
-        l.observe(&call(r#"{"path":"src/keep.rs"}"#));
-        for i in 0..200 {
-            l.observe(&Message::assistant(format!("looked at helper_fn_{i}")));
-        }
-        let full = l.render(100_000).unwrap();
-        assert!(full.contains(NAMES), "{full}");
-        let (_, back) = Ledger::split(&full);
-        assert_eq!(back, l);
-        let small = l.render(150).unwrap();
-        assert!(estimate_text(&small) <= 150, "{}", estimate_text(&small));
-        let (_, kept) = Ledger::split(&small);
-        assert_eq!(kept.files(), ["src/keep.rs"]);
-        assert!(!kept.names().is_empty() && kept.names().len() < 200);
-        // The newest names are the kept ones.
-        assert!(l.names().ends_with(&kept.names()));
-        assert!(small.contains("names)"), "{small}");
-    }
-
-    /// A message with more names than any section shows keeps the newest MAX_NAMES, and a
-    /// repeat moves a name to the newest end.
-    #[test]
-    fn the_names_list_is_bounded_and_keeps_the_newest() {
-        let text: String = (0..3 * MAX_NAMES).map(|i| format!("name_{i} ")).collect();
-        let mut l = Ledger::default();
-        l.observe(&Message::assistant(text));
-        l.observe(&Message::assistant("name_0 again"));
-        let names = l.names();
-        assert_eq!(names.len(), MAX_NAMES);
-        assert_eq!(names.last(), Some(&"name_0"));
-        assert_eq!(
-            names[names.len() - 2],
-            format!("name_{}", 3 * MAX_NAMES - 1)
-        );
-        assert!(!names.contains(&"name_1"));
-    }
-
-    #[test]
-    fn no_fragment_of_a_secret_becomes_a_name() {
-        // A low-entropy value the redaction knows only by its context, and a key-shaped one.
-        let body = "O8xsTtlmGj&rqriRTMdEdHt";
-        let key = "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0L";
-        let mut l = Ledger::default();
-        l.observe(&Message::assistant_tool_calls(
-            format!("the secret: {body} is set"),
-            vec![ToolCall::function(
-                "c",
-                "bash",
-                serde_json::json!({ "script": format!("export GITHUB_TOKEN=ghp_{key}\nrun_it") })
-                    .to_string(),
-            )],
-        ));
-        let rendered = l.render(10_000).unwrap_or_default();
-        for frag in ["O8xsTtlm", "rqriRTMd", "Zx9Qw8Er"] {
-            assert!(!rendered.contains(frag), "{frag} in {rendered}");
-            let index = names_index(&format!("password: {body}\nghp_{key}"), 1_000);
-            assert!(!index.contains(frag), "{frag} in {index}");
-        }
-        assert!(l.names().contains(&"run_it"), "{:?}", l.names());
-    }
-
-    #[test]
-    fn names_in_follows_its_definition() {
-        assert_eq!(
-            names_in("a/b c_d src/x.rs 123456 v1.2.3 -./lead.trail./- camelCase UPPER plain"),
-            ["src/x.rs", "v1.2.3", "lead.trail", "camelCase"]
-        );
-        let long = format!("x_{}", "a".repeat(MAX_NAME_CHARS));
-        assert!(names_in(&long).is_empty());
-        assert_eq!(names_index("", 100), "");
-    }
-
-    #[test]
-    fn without_name_indexes_strips_only_the_indexes() {
-        let mut l = Ledger::default();
-        l.observe(&call(r#"{"path":"src/a.rs"}"#));
-        l.observe(&Message::assistant("named some_name here"));
-        let body = l.attach("## Summary\n- did other_name work", 1_000);
-        let stripped = without_name_indexes(&body);
-        assert!(stripped.contains("other_name") && stripped.contains("src/a.rs"));
-        assert!(!stripped.contains("some_name"), "{stripped}");
-        assert!(!stripped.contains(NAMES));
-    }
-
-    #[test]
-    fn extend_keeps_order_and_moves_repeats_to_the_end() {
-        let mut a = Ledger::default();
-        a.observe(&call(r#"{"path":"a","command":"x"}"#));
-        a.observe(&call(r#"{"path":"b","command":"y"}"#));
-        let mut b = Ledger::default();
-        b.observe(&call(r#"{"path":"a","command":"z"}"#));
-        a.extend(&b);
-        assert_eq!(a.files(), ["b", "a"]);
-        assert_eq!(a.commands(), ["x", "y", "z"]);
-    }
-}
+mod tests;

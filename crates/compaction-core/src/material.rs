@@ -1,11 +1,11 @@
 //! Serializing a span of messages as plain text for a summarizer.
 //!
 //! Each message becomes a role tag line and its text; tool calls become `name(args)`; a tool
-//! result is tagged with the tool it answers. An assistant's inline reasoning blocks are left
-//! out ([`strip_inline_reasoning`]), and attachment directives and images are noted by count
-//! only ([`strip_media_directives`]). Long contents keep their head and tail with an
-//! explicit `[truncated N chars]` note; when the whole material would exceed its bound, the
-//! oldest-but-first messages are dropped with an explicit note.
+//! result is tagged with the tool it answers. An assistant's inline reasoning blocks
+//! (`<think>`, `<reasoning>` and the like, closed or not) are left out, and attachment
+//! directives (`MEDIA:<path>` lines) and images are noted by count only. Long contents keep
+//! their head and tail with an explicit `[truncated N chars]` note; when the whole material
+//! would exceed its bound, the oldest-but-first messages are dropped with an explicit note.
 //!
 //! Secrets are redacted before anything is cut: each content and each argument string is
 //! redacted around the parts that are kept ([`redact::redacted_head`] and
@@ -30,7 +30,8 @@ pub struct MaterialConfig {
     /// Characters of a single message kept before cutting (head + tail). Default 6,000.
     pub max_message_chars: usize,
     /// Characters of what a summary job sends: the material and the previous summary
-    /// together ([`share`], [`bound_previous`]). Default 200,000.
+    /// together (the material gets what the summary leaves, and at least half). Default
+    /// 200,000.
     pub max_total_chars: usize,
     /// Characters of one tool-call argument string shown. Default 500.
     pub max_argument_chars: usize,
@@ -127,19 +128,7 @@ fn serialize_one(m: &Message, calls: &CallIndex<'_>, cfg: &MaterialConfig) -> St
 /// section 9: the compaction request itself must fit the summarizer's window, however large
 /// the summary it folds has grown). The material gets what the summary leaves, and never less
 /// than half; [`bound_previous`] then gives the summary what the material left.
-///
-/// ```
-/// use compaction_core::material::{self, MaterialConfig};
-///
-/// let cfg = MaterialConfig { max_total_chars: 1_000, ..MaterialConfig::default() };
-/// assert_eq!(material::share(100, &cfg).max_total_chars, 900);
-/// assert_eq!(material::share(5_000, &cfg).max_total_chars, 500);
-/// let material = "m".repeat(500);
-/// let previous = material::bound_previous(&"p".repeat(5_000), &material, &cfg);
-/// assert!(previous.chars().count() + material.len() <= 1_050);
-/// assert!(previous.contains("[truncated"));
-/// ```
-pub fn share(previous_chars: usize, cfg: &MaterialConfig) -> MaterialConfig {
+pub(crate) fn share(previous_chars: usize, cfg: &MaterialConfig) -> MaterialConfig {
     let max = cfg.max_total_chars;
     MaterialConfig {
         max_total_chars: max - previous_chars.min(max / 2),
@@ -150,7 +139,7 @@ pub fn share(previous_chars: usize, cfg: &MaterialConfig) -> MaterialConfig {
 /// `previous` cut to what `material` leaves of [`MaterialConfig::max_total_chars`] (at least a
 /// quarter of it), keeping its head and tail around an explicit note, redacted before it is
 /// cut ([`cut_middle`]); unchanged when it fits.
-pub fn bound_previous(previous: &str, material: &str, cfg: &MaterialConfig) -> String {
+pub(crate) fn bound_previous(previous: &str, material: &str, cfg: &MaterialConfig) -> String {
     let max = cfg.max_total_chars;
     let room = max.saturating_sub(material.chars().count()).max(max / 4);
     if previous.chars().count() <= room {
@@ -172,16 +161,7 @@ pub fn bound_previous(previous: &str, material: &str, cfg: &MaterialConfig) -> S
 ///   line (the server stripped the opening tag), and is prose otherwise.
 ///
 /// Linear in the text.
-///
-/// ```
-/// use compaction_core::material::strip_inline_reasoning;
-///
-/// assert_eq!(strip_inline_reasoning("<think>plan</think>The fix is in lexer.rs."), "The fix is in lexer.rs.");
-/// assert_eq!(strip_inline_reasoning("Done.\n<reasoning>never closed"), "Done.");
-/// assert_eq!(strip_inline_reasoning("plan\n</think>\nDone."), "Done.");
-/// assert_eq!(strip_inline_reasoning("the <think> tag marks reasoning"), "the <think> tag marks reasoning");
-/// ```
-pub fn strip_inline_reasoning(text: &str) -> Cow<'_, str> {
+pub(crate) fn strip_inline_reasoning(text: &str) -> Cow<'_, str> {
     static TAG: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"(?i)<(/?)\s*(?:think|thinking|thought|reasoning|reasoning_scratchpad|reflection)\s*>",
@@ -279,7 +259,7 @@ pub fn strip_inline_reasoning(text: &str) -> Cow<'_, str> {
 /// naming a file the platform sends as an attachment) and counts them: like an image, an
 /// attachment is noted by count, never sent as text. Only whole lines with a non-empty
 /// target count; a mention in prose is text.
-pub fn strip_media_directives(text: &str) -> (Cow<'_, str>, usize) {
+pub(crate) fn strip_media_directives(text: &str) -> (Cow<'_, str>, usize) {
     if !text.contains("MEDIA:") {
         return (Cow::Borrowed(text), 0);
     }
@@ -395,5 +375,70 @@ mod tests {
         assert!(s.contains("msg 0 "));
         assert!(s.contains("msg 49 "));
         assert!(s.contains("messages omitted here"));
+    }
+
+    /// The bounds of a job's material and previous summary (the examples of [`share`] and
+    /// [`bound_previous`]).
+    #[test]
+    fn the_material_and_the_previous_summary_share_one_bound() {
+        let cfg = MaterialConfig {
+            max_total_chars: 1_000,
+            ..MaterialConfig::default()
+        };
+        assert_eq!(share(100, &cfg).max_total_chars, 900);
+        assert_eq!(share(5_000, &cfg).max_total_chars, 500);
+        let material = "m".repeat(500);
+        let previous = bound_previous(&"p".repeat(5_000), &material, &cfg);
+        assert!(previous.chars().count() + material.len() <= 1_050);
+        assert!(previous.contains("[truncated"));
+    }
+
+    #[test]
+    fn the_share_and_the_bound_hold_at_every_size() {
+        let cfg = MaterialConfig {
+            max_total_chars: 10_000,
+            ..MaterialConfig::default()
+        };
+        for previous in [0, 1, 4_999, 5_000, 5_001, 9_999, 10_000, 50_000] {
+            let room = share(previous, &cfg).max_total_chars;
+            assert!((5_000..=10_000).contains(&room), "{previous}: {room}");
+            assert_eq!(room, 10_000 - previous.min(5_000));
+            for material_len in [0, 100, room] {
+                let p = bound_previous(&"p".repeat(previous), &"m".repeat(material_len), &cfg);
+                let total = p.chars().count() + material_len;
+                assert!(
+                    total <= 10_000 || p.len() == previous,
+                    "{previous}/{material_len}: {total}"
+                );
+                assert!(p.chars().count() <= previous.max(1), "{previous}: grew");
+            }
+        }
+    }
+
+    /// Closed, unclosed and stray tags (the examples of [`strip_inline_reasoning`]).
+    #[test]
+    fn inline_reasoning_is_stripped() {
+        assert_eq!(
+            strip_inline_reasoning("<think>plan</think>The fix is in lexer.rs."),
+            "The fix is in lexer.rs."
+        );
+        assert_eq!(
+            strip_inline_reasoning("Done.\n<reasoning>never closed"),
+            "Done."
+        );
+        assert_eq!(strip_inline_reasoning("plan\n</think>\nDone."), "Done.");
+        assert_eq!(
+            strip_inline_reasoning("the <think> tag marks reasoning"),
+            "the <think> tag marks reasoning"
+        );
+    }
+
+    #[test]
+    fn reasoning_stripping_is_linear_on_hostile_input() {
+        let hostile = "<think>".repeat(20_000) + &"</think>x".repeat(20_000);
+        let text = strip_inline_reasoning(&hostile);
+        assert!(text.len() <= hostile.len());
+        let stray = "a</think>".repeat(50_000) + "b";
+        assert!(strip_inline_reasoning(&stray).contains("a</think>a"));
     }
 }

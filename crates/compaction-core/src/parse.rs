@@ -97,11 +97,6 @@ pub fn to_jsonl(messages: &[Message]) -> String {
     out
 }
 
-/// What is sent to a model: each message as a JSON value, library metadata stripped.
-pub fn to_wire(messages: &[Message]) -> Vec<serde_json::Value> {
-    messages.iter().map(Message::to_wire_value).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,7 +25,7 @@ use crate::tokens::TokenCounter;
 use crate::transcript::Transcript;
 
 /// Prefix of every line the pruner writes.
-pub const PRUNED_PREFIX: &str = "[pruned]";
+pub(crate) const PRUNED_PREFIX: &str = "[pruned]";
 
 /// Prune policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,15 +37,15 @@ pub struct PruneConfig {
     pub argument_max_chars: usize,
     /// Tools whose outputs are never pruned.
     pub protected_tools: Vec<String>,
-    /// Reference-aware pruning: a tool output that later assistant messages cite (see
-    /// [`cited_outputs`]) is live state, pruned only after the uncited ones. A prune-only pass
-    /// keeps it; a threshold pass prunes it only when pruning the uncited outputs alone does not
-    /// reach the low-water mark. Default true.
+    /// Reference-aware pruning: a tool output that later assistant messages cite (use an
+    /// identifier of it that its call did not name: a path, symbol, version or id) is live
+    /// state, pruned only after the uncited ones. A prune-only pass keeps it; a threshold pass
+    /// prunes it only when pruning the uncited outputs alone does not reach the low-water
+    /// mark. Default true.
     pub keep_cited: bool,
-    /// Characters of the names index ([`crate::ledger::names_index`]) that a pruned tool
-    /// output's line and an elided argument keep of what they removed: the paths, symbols and
-    /// ids in it, most frequent first, so a later step can still name (and re-read) them.
-    /// 0 keeps none. Default 400.
+    /// Characters of the names index that a pruned tool output's line and an elided argument
+    /// keep of what they removed: the paths, symbols and ids in it, most frequent first, so a
+    /// later step can still name (and re-read) them. 0 keeps none. Default 400.
     pub names_max_chars: usize,
 }
 
@@ -76,8 +76,8 @@ pub struct PrunePlan {
     pub shortened_calls: usize,
     /// Messages (indices, ascending) whose rewrite does not carry its names index yet:
     /// planning leaves it out, since most rewrites of a summary pass are summarized away, and
-    /// [`PrunePlan::add_names`] adds it to the ones that stay. [`plan_prune`] returns a plan
-    /// with every index added.
+    /// the batch planner adds it to the ones that stay. [`plan_prune`] returns a plan with
+    /// every index added.
     pub names_pending: Vec<usize>,
 }
 
@@ -119,7 +119,7 @@ pub fn plan_prune(
 /// those outputs alone. The first is a plan that keeps `held` as it is;
 /// [`merged`](PrunePlan::merged) with the second and given its names indexes
 /// ([`PrunePlan::add_names`]), it is exactly [`plan_prune`]'s plan.
-pub fn plan_prune_split(
+pub(crate) fn plan_prune_split(
     t: &Transcript,
     ranges: &[Range<usize>],
     cfg: &PruneConfig,
@@ -181,7 +181,7 @@ pub fn plan_prune_split(
 impl PrunePlan {
     /// Both plans' rewrites, in transcript order, and the sums of their counts (the two
     /// halves of [`plan_prune_split`] give back [`plan_prune`]'s plan).
-    pub fn merged(mut self, other: PrunePlan) -> PrunePlan {
+    pub(crate) fn merged(mut self, other: PrunePlan) -> PrunePlan {
         self.edit.splices.extend(other.edit.splices);
         self.edit.splices.sort_by_key(|s| s.range.start);
         self.reclaimed_tokens += other.reclaimed_tokens;
@@ -197,7 +197,7 @@ impl PrunePlan {
     /// output's line its [`PRUNED_NAMES`](crate::ledger::PRUNED_NAMES) index, an elided
     /// argument its [`ELIDED_NAMES`](crate::ledger::ELIDED_NAMES) one) and updates
     /// `reclaimed_tokens`; the others stay as planned. Nothing is pending afterwards.
-    pub fn add_names(
+    pub(crate) fn add_names(
         &mut self,
         t: &Transcript,
         cfg: &PruneConfig,
@@ -238,32 +238,15 @@ impl PrunePlan {
     }
 }
 
-/// Shortest identifier [`cited_outputs`] matches, in characters.
-pub const MIN_CITED_CHARS: usize = crate::ledger::MIN_NAME_CHARS;
-
 /// The tool outputs of `ranges` (ascending indices) that a later assistant message cites: its
 /// content or a tool call's arguments use an identifier of the output that the call it answers
-/// did not already name. An *identifier* is a run of at least [`MIN_CITED_CHARS`] characters of
-/// `[A-Za-z0-9_./-]`, trimmed to start and end with `[A-Za-z0-9_]`, holding `_`, `.`, `/`, a
-/// digit or a lower-to-upper camel step: paths, symbols, ids, versions, not plain words. An
-/// output the agent went on to use is live state; one nobody cited is the first to go.
-/// One pass back from the end, O(characters after the first range).
-///
-/// ```
-/// use compaction_core::prune::cited_outputs;
-/// use compaction_core::{Message, ToolCall};
-/// let msgs = vec![
-///     Message::user("find the parser"),
-///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", r#"{"cmd":"ls src"}"#)]),
-///     Message::tool_result("c1", "src/parse_args.rs\nsrc/main.rs"),
-///     Message::assistant_tool_calls("", vec![ToolCall::function("c2", "sh", r#"{"cmd":"ls docs"}"#)]),
-///     Message::tool_result("c2", "docs/guide_v2.md"),
-///     Message::assistant("The parser is in src/parse_args.rs."),
-/// ];
-/// // The first listing is cited by the reply; nobody used the second.
-/// assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
-/// ```
-pub fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
+/// did not already name. An *identifier* is a run of at least
+/// [`MIN_NAME_CHARS`](crate::ledger::MIN_NAME_CHARS) characters of `[A-Za-z0-9_./-]`, trimmed
+/// to start and end with `[A-Za-z0-9_]`, holding `_`, `.`, `/`, a digit or a lower-to-upper
+/// camel step: paths, symbols, ids, versions, not plain words. An output the agent went on to
+/// use is live state; one nobody cited is the first to go. One pass back from the end,
+/// O(characters after the first range).
+pub(crate) fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
     let Some(first) = ranges.iter().map(|r| r.start).min() else {
         return Vec::new();
     };
@@ -690,177 +673,4 @@ fn clip(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 #[allow(clippy::single_range_in_vec_init)]
-mod tests {
-    use super::*;
-    use crate::message::ToolCall;
-    use crate::tokens::Estimator;
-
-    fn call(id: &str, name: &str, args: &str) -> Message {
-        Message::assistant_tool_calls("", vec![ToolCall::function(id, name, args)])
-    }
-
-    fn check(tool: &str, args: &str, output: &str, expected: &str) {
-        let info = ToolInfo {
-            name: tool,
-            arguments: args,
-        };
-        assert_eq!(describe_tool_output(Some(&info), output), expected);
-    }
-
-    #[test]
-    fn one_liners_name_tool_argument_size_and_status() {
-        check(
-            "bash",
-            r#"{"command":"cargo test"}"#,
-            "a\nb\nerror\nExit code: 101",
-            "[pruned] bash `cargo test`: 24 chars, 4 lines of output, exit 101",
-        );
-        check(
-            "Read",
-            r#"{"file_path":"/src/main.rs","offset":10,"limit":50}"#,
-            "x\ny",
-            "[pruned] Read /src/main.rs (from 10, 50 lines): 3 chars, 2 lines",
-        );
-        check(
-            "Edit",
-            r#"{"file_path":"a.rs","old_string":"x"}"#,
-            "ok",
-            "[pruned] Edit a.rs: 2 chars of output",
-        );
-        check(
-            "Grep",
-            r#"{"pattern":"fn main","path":"src"}"#,
-            "a\nb\nc",
-            "[pruned] Grep \"fn main\" in src: 3 result lines, 5 chars",
-        );
-        check(
-            "WebFetch",
-            r#"{"url":"https://example.com/x"}"#,
-            "hello",
-            "[pruned] WebFetch https://example.com/x: 5 chars fetched",
-        );
-        check(
-            "deploy",
-            r#"{"env":"prod","n":3}"#,
-            "done",
-            "[pruned] deploy env=prod n=3 (4 chars)",
-        );
-    }
-
-    #[test]
-    fn prunes_middle_only_keeps_protected_and_dedupes() {
-        let big = "line of output\n".repeat(200);
-        let msgs = vec![
-            Message::user("go"),
-            call("a", "bash", r#"{"command":"ls"}"#),
-            Message::tool_result("a", big.clone()),
-            call("b", "read_file", r#"{"path":"x"}"#),
-            Message::tool_result("b", big.clone()),
-            call("c", "bash", r#"{"command":"ls"}"#),
-            Message::tool_result("c", big.clone()),
-            Message::user("next"),
-        ];
-        let e = Estimator::default();
-        let t = Transcript::new(msgs, &e);
-        let plan = plan_prune(&t, &[1..5], &PruneConfig::default(), &e);
-        // Only index 2 changes: 4 is protected, 6 is outside the range.
-        assert_eq!(plan.edit.splices.len(), 1);
-        assert_eq!(plan.edit.splices[0].range, 2..3);
-        assert_eq!(plan.deduplicated, 1);
-        let new = &plan.edit.splices[0].replacement[0];
-        assert_eq!(
-            new.text(),
-            "[pruned] bash output identical to the newer copy at message 6 (3000 chars)"
-        );
-        assert_eq!(new.tool_call_id(), Some("a"));
-        assert!(plan.reclaimed_tokens > 600);
-        // Idempotent.
-        let after = plan.edit.apply(t.messages()).unwrap();
-        let t2 = Transcript::new(after, &e);
-        assert!(
-            plan_prune(&t2, &[1..5], &PruneConfig::default(), &e)
-                .edit
-                .is_empty()
-        );
-    }
-
-    #[test]
-    fn line_counts_match_str_lines() {
-        let long = "line\n".repeat(1_000) + "tail";
-        for s in ["", "a", "a\n", "a\nb", "\n\n", "x\r\ny\r\n", long.as_str()] {
-            assert_eq!(count_lines(s), s.lines().count(), "{s:?}");
-        }
-    }
-
-    #[test]
-    fn huge_arguments_are_shortened_and_stay_json() {
-        let content = "x".repeat(10_000);
-        let args = serde_json::json!({"path": "f.txt", "content": content}).to_string();
-        let msgs = vec![
-            call("w", "write_file", &args),
-            Message::tool_result("w", "ok"),
-        ];
-        let e = Estimator::default();
-        let t = Transcript::new(msgs, &e);
-        let plan = plan_prune(&t, &[0..2], &PruneConfig::default(), &e);
-        assert_eq!(plan.shortened_calls, 1);
-        let new_args = &plan.edit.splices[0].replacement[0].tool_calls()[0]
-            .function
-            .arguments;
-        let v: Value = serde_json::from_str(new_args).expect("valid JSON");
-        assert_eq!(v["path"], "f.txt");
-        assert!(
-            v["content"]
-                .as_str()
-                .unwrap()
-                .contains("chars elided by compaction")
-        );
-    }
-
-    /// Issue 20: what pruning removes keeps an index of the names in it, bounded, most
-    /// frequent first; with a zero bound there is none; a secret in the output is never one.
-    #[test]
-    fn pruned_outputs_and_elided_arguments_keep_a_bounded_names_index() {
-        let mut out = String::new();
-        for i in 0..300 {
-            out.push_str(&format!("src/mod_{}.rs:{i}: fn handler_{i}()\n", i % 7));
-        }
-        out.push_str("api_key=Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0L\n");
-        let plan_with = |names_max_chars: usize| {
-            let msgs = vec![
-                Message::user("go"),
-                call("a", "grep", r#"{"pattern":"fn handler","path":"src"}"#),
-                Message::tool_result("a", out.clone()),
-                Message::user("next"),
-            ];
-            let e = Estimator::default();
-            let t = Transcript::new(msgs, &e);
-            let cfg = PruneConfig {
-                names_max_chars,
-                ..PruneConfig::default()
-            };
-            plan_prune(&t, &[1..3], &cfg, &e).edit.splices[0].replacement[0]
-                .text()
-                .into_owned()
-        };
-        let line = plan_with(120);
-        let (head, index) = line.split_once(crate::ledger::PRUNED_NAMES).expect(&line);
-        assert!(head.starts_with(PRUNED_PREFIX), "{line}");
-        assert!(index.len() <= 120, "{index}");
-        // The seven module paths are the most frequent names: they come first.
-        assert!(index.starts_with("src/mod_0.rs, src/mod_1.rs"), "{index}");
-        assert!(!line.contains("Zx9Qw8Er"), "{line}");
-        assert_eq!(plan_with(0), head);
-
-        let content = format!("# Plan\n{}", "step_alpha then step_beta; ".repeat(400));
-        let args = serde_json::json!({"path": "plan.md", "content": content}).to_string();
-        let m = call("w", "write", &args);
-        let short = shorten_arguments(&m, &PruneConfig::default()).unwrap();
-        let v: Value = serde_json::from_str(&short.tool_calls()[0].function.arguments).unwrap();
-        let text = v["content"].as_str().unwrap();
-        assert!(
-            text.ends_with("elided by compaction; names in it: step_alpha, step_beta]"),
-            "{text}"
-        );
-    }
-}
+mod tests;

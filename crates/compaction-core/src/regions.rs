@@ -154,11 +154,6 @@ pub struct Regions {
 }
 
 impl Regions {
-    /// Whether the active turn was split (spec section 4a).
-    pub fn is_split_turn(&self) -> bool {
-        self.turn_user.is_some()
-    }
-
     /// The part of `middle` a summary may replace: all of it, or what lies before
     /// [`reply`](Self::reply) when the reply sits in the middle.
     pub fn rewritable_middle(&self) -> Range<usize> {
@@ -372,8 +367,8 @@ pub(crate) fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize
 }
 
 /// [`partition`] with the threshold converted into estimate units when the transcript carries
-/// a calibration ([`Transcript::calibration_scale`]): when the provider counts more than the
-/// estimator, the budgets shrink accordingly.
+/// a [calibration](Transcript::calibration) (divided by the calibrated size over the estimate):
+/// when the provider counts more than the estimator, the budgets shrink accordingly.
 pub fn partition_calibrated(
     t: &Transcript,
     threshold_tokens: u64,
@@ -474,7 +469,7 @@ mod tests {
         }
         let r = check(msgs.clone(), 10_000, false);
         assert_eq!(r.head, 0..4);
-        assert!(!r.is_split_turn());
+        assert!(r.turn_user.is_none());
         let last_user = msgs.iter().rposition(Message::is_user).unwrap();
         assert!(r.tail.start <= last_user);
         let decayed = check(msgs, 10_000, true);

@@ -132,16 +132,15 @@ impl Transcript {
     }
 
     /// A stamp that identifies this exact content. It changes on every mutation ([`push`],
-    /// [`splice`], [`splice_many`], [`replace`], [`meta_mut`]), is never reused within the
-    /// process, and is shared only by clones that neither side has changed since. Plans record
-    /// it, and [`batch::assemble`](crate::batch::assemble) refuses a transcript whose stamp
-    /// differs, so an edit that keeps the length and the token total (a same-size rewrite of
-    /// one message) is caught in O(1), without hashing the messages. Stamping a row id
-    /// ([`set_row_id`]) and calibrating change no content and keep the stamp.
+    /// [`splice`], [`replace`], [`meta_mut`], applying an [`Edit`](crate::Edit)), is never
+    /// reused within the process, and is shared only by clones that neither side has changed
+    /// since. Plans record it, and [`batch::assemble`](crate::batch::assemble) refuses a
+    /// transcript whose stamp differs, so an edit that keeps the length and the token total (a
+    /// same-size rewrite of one message) is caught in O(1), without hashing the messages.
+    /// Stamping a row id ([`set_row_id`]) and calibrating change no content and keep the stamp.
     ///
     /// [`push`]: Self::push
     /// [`splice`]: Self::splice
-    /// [`splice_many`]: Self::splice_many
     /// [`replace`]: Self::replace
     /// [`meta_mut`]: Self::meta_mut
     /// [`set_row_id`]: Self::set_row_id
@@ -212,7 +211,7 @@ impl Transcript {
     /// Provider tokens per estimated token: the calibrated size over the estimate, or 1 without
     /// a calibration. Planners scale estimated sizes by it (or divide the threshold by it) so
     /// that one measurement drives both the trigger and the plan.
-    pub fn calibration_scale(&self) -> f64 {
+    pub(crate) fn calibration_scale(&self) -> f64 {
         let estimated = self.estimated_total();
         let current = self.current_tokens();
         if self.calibration.is_some() && estimated > 0 && current > 0 {
@@ -237,7 +236,7 @@ impl Transcript {
     }
 
     /// The smallest `start` such that `tokens_in(start..end) <= budget`. O(log n).
-    pub fn suffix_start_within(&self, end: usize, budget: u64) -> usize {
+    pub(crate) fn suffix_start_within(&self, end: usize, budget: u64) -> usize {
         let keys = self.keys.as_slice();
         let target = keys[end].saturating_sub(key(budget));
         // First index i in 0..=end with keys[i] >= target.
@@ -257,154 +256,6 @@ impl Transcript {
         self.messages.push(m);
         self.keys.push(last + t);
         self.stamp = next_stamp();
-    }
-
-    /// Replaces `range` with `replacement`, returning the removed messages. Counts only the
-    /// new messages. Moves the shorter side: the messages (and prefix sums) before the splice
-    /// point or those after it. Drops the calibration if the splice touches a message the
-    /// calibrated request contained.
-    pub fn splice(
-        &mut self,
-        range: Range<usize>,
-        replacement: Vec<Message>,
-        counter: &dyn TokenCounter,
-    ) -> Vec<Message> {
-        let n = self.len();
-        let old_tokens = key(self.tokens_in(range.clone()));
-        let new_counts: Vec<i64> = replacement
-            .iter()
-            .map(|m| key(counter.count_message(m)))
-            .collect();
-        let new_tokens: i64 = new_counts.iter().sum();
-        let added_len = replacement.len();
-        if let Some(c) = self.calibration
-            && range.start < c.messages
-        {
-            self.calibration = None;
-        }
-        let user_in_replacement = replacement.iter().rposition(is_real_user);
-        let reply_in_replacement = replacement.iter().rposition(is_visible_reply);
-        let removed = self.messages.splice(range.clone(), replacement);
-        self.last_reply = Some(follow_splice(
-            self.last_reply,
-            reply_in_replacement,
-            &range,
-            added_len,
-            removed.len(),
-            self.messages(),
-            is_visible_reply,
-        ));
-        let last_user = follow_splice(
-            self.last_user,
-            user_in_replacement,
-            &range,
-            added_len,
-            removed.len(),
-            self.messages(),
-            is_real_user,
-        );
-        self.last_user = Some(last_user);
-        // Shift the token total on the shorter side (`keys` has one more entry than messages:
-        // `keys[range.start]` stays, `keys[range.start + 1..=range.end]` are replaced).
-        let delta = new_tokens - old_tokens;
-        if delta != 0 {
-            let keys = self.keys.as_mut_slice();
-            if range.start < n - range.end {
-                for k in &mut keys[..=range.start] {
-                    *k -= delta;
-                }
-                self.base += delta;
-            } else {
-                for k in &mut keys[range.end + 1..] {
-                    *k += delta;
-                }
-            }
-        }
-        let mut acc = self.keys.as_slice()[range.start];
-        let new_keys: Vec<i64> = new_counts
-            .iter()
-            .map(|t| {
-                acc += t;
-                acc
-            })
-            .collect();
-        self.keys.splice(range.start + 1..range.end + 1, new_keys);
-        self.stamp = next_stamp();
-        self.lineage = next_stamp();
-        // A surviving calibration covers only messages before `range.start`, which did not
-        // change: messages inserted at or after its boundary were not in the measured request.
-        removed
-    }
-
-    /// Applies several ascending, non-overlapping splices in one pass over the transcript:
-    /// O(n + inserted) instead of one shift of everything after each splice. Returns the
-    /// removed messages in order. The caller guarantees order and bounds (see
-    /// [`Edit::apply_to`](crate::edit::Edit::apply_to), which validates them).
-    pub fn splice_many(
-        &mut self,
-        splices: Vec<(Range<usize>, Vec<Message>)>,
-        counter: &dyn TokenCounter,
-    ) -> Vec<Message> {
-        if let (Some(c), Some((first, _))) = (self.calibration, splices.first())
-            && first.start < c.messages
-        {
-            self.calibration = None;
-        }
-        let n = self.len();
-        let old_keys = std::mem::replace(&mut self.keys, DeVec::from_vec(Vec::new()));
-        let old_keys = old_keys.as_slice();
-        let old = std::mem::replace(&mut self.messages, DeVec::from_vec(Vec::new())).into_vec();
-        let mut messages = Vec::with_capacity(n);
-        let mut keys = Vec::with_capacity(n + 1);
-        keys.push(0i64);
-        let mut removed = Vec::new();
-        let mut acc = 0i64;
-        let mut splices = splices.into_iter().peekable();
-        let mut removing: Option<usize> = None;
-        for (i, m) in old.into_iter().enumerate() {
-            // Insert replacements of the splices that start here.
-            while let Some((range, _)) = splices.peek() {
-                if range.start != i {
-                    break;
-                }
-                let (range, replacement) = splices.next().expect("peeked");
-                for r in replacement {
-                    acc += key(counter.count_message(&r));
-                    messages.push(r);
-                    keys.push(acc);
-                }
-                if !range.is_empty() {
-                    // Put the range back so the removal below sees it.
-                    removing = Some(range.end);
-                }
-            }
-            if removing.is_some_and(|end| i < end) {
-                removed.push(m);
-                continue;
-            }
-            removing = None;
-            acc += old_keys[i + 1] - old_keys[i];
-            messages.push(m);
-            keys.push(acc);
-        }
-        // Splices at the very end (pure appends).
-        for (_, replacement) in splices {
-            for r in replacement {
-                acc += key(counter.count_message(&r));
-                messages.push(r);
-                keys.push(acc);
-            }
-        }
-        self.messages = DeVec::from_vec(messages);
-        self.keys = DeVec::from_vec(keys);
-        self.base = 0;
-        // One pass over everything was paid already: find both indices again now, so later
-        // partitions do not scan.
-        self.last_user = Some(self.messages().iter().rposition(is_real_user));
-        self.last_reply = Some(self.messages().iter().rposition(is_visible_reply));
-        self.stamp = next_stamp();
-        self.lineage = next_stamp();
-        removed
     }
 
     /// Replaces message `i` in place (e.g. a pruned tool output).
@@ -495,53 +346,11 @@ impl Transcript {
     /// over the whole transcript). O(1) like [`last_real_user`](Self::last_real_user): kept
     /// current by every push and splice (after [`meta_mut`](Self::meta_mut) of an assistant
     /// message, calls scan back from the end until the next splice).
-    ///
-    /// ```
-    /// use compaction_core::{Estimator, Message, ToolCall, Transcript};
-    /// let e = Estimator::default();
-    /// let mut t = Transcript::new(
-    ///     vec![Message::user("fix it"), Message::assistant("Fixed.")],
-    ///     &e,
-    /// );
-    /// assert_eq!(t.last_visible_reply(), Some(1));
-    /// // A tool loop after it does not move it.
-    /// t.push(
-    ///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", "{}")]),
-    ///     &e,
-    /// );
-    /// t.push(Message::tool_result("c1", "ok"), &e);
-    /// assert_eq!(t.last_visible_reply(), Some(1));
-    /// ```
-    pub fn last_visible_reply(&self) -> Option<usize> {
+    pub(crate) fn last_visible_reply(&self) -> Option<usize> {
         match self.last_reply {
             Some(known) => known,
             None => self.messages().iter().rposition(is_visible_reply),
         }
-    }
-}
-
-/// Where the last message satisfying `is` lies after `range` was replaced by `added` messages
-/// (`found`: the last one among them), given where it lay before (`known`; `None`: unknown).
-fn follow_splice(
-    known: Option<Option<usize>>,
-    found: Option<usize>,
-    range: &Range<usize>,
-    added: usize,
-    removed: usize,
-    messages: &[Message],
-    is: fn(&Message) -> bool,
-) -> Option<usize> {
-    match known {
-        // Unknown: find it again.
-        None => messages.iter().rposition(is),
-        // It lies after the splice: it only moves.
-        Some(Some(u)) if u >= range.end => Some(u + added - removed),
-        // Otherwise the replacement's own last one wins, if it has one.
-        _ if found.is_some() => found.map(|p| range.start + p),
-        Some(Some(u)) if u < range.start => Some(u),
-        // It was removed: look again before the splice.
-        Some(Some(_)) => messages[..range.start].iter().rposition(is),
-        Some(None) => None,
     }
 }
 
@@ -554,78 +363,8 @@ fn is_real_user(m: &Message) -> bool {
 }
 
 /// Tool-group structure helpers over a slice of messages.
-pub mod groups {
-    use std::ops::Range;
-
-    use crate::message::Message;
-
-    /// If `i` is a tool result, the index of the assistant message whose call group it
-    /// belongs to: the nearest preceding non-tool message, when that is an assistant with
-    /// tool calls. Consecutive tool results after one assistant are one group.
-    pub(crate) fn group_start(messages: &[Message], i: usize) -> usize {
-        let mut j = i;
-        while j > 0 && messages[j].is_tool() {
-            j -= 1;
-        }
-        if messages[j].is_tool() || (j < i && !messages[j].has_tool_calls()) {
-            // Orphan results with no calling assistant: treat each as its own unit.
-            return i;
-        }
-        j
-    }
-
-    /// The end (exclusive) of the group starting at `i`: an assistant with tool calls is
-    /// followed by its consecutive tool results.
-    pub(crate) fn group_end(messages: &[Message], i: usize) -> usize {
-        let mut j = i + 1;
-        if messages[i].has_tool_calls() {
-            while j < messages.len() && messages[j].is_tool() {
-                j += 1;
-            }
-        }
-        j
-    }
-
-    /// Whether a cut at `at` (between `at - 1` and `at`) would split a tool group.
-    pub fn splits_group(messages: &[Message], at: usize) -> bool {
-        at > 0 && at < messages.len() && messages[at].is_tool() && {
-            let s = group_start(messages, at);
-            s < at
-        }
-    }
-
-    /// Moves a cut backward to the start of the group it splits (no-op if it splits none).
-    pub fn align_back(messages: &[Message], at: usize) -> usize {
-        if splits_group(messages, at) {
-            group_start(messages, at)
-        } else {
-            at
-        }
-    }
-
-    /// Moves a cut forward past the results of the group it splits.
-    pub(crate) fn align_forward(messages: &[Message], at: usize) -> usize {
-        let mut j = at;
-        if splits_group(messages, at) {
-            while j < messages.len() && messages[j].is_tool() {
-                j += 1;
-            }
-        }
-        j
-    }
-
-    /// The tool groups and single messages of `range`, as consecutive units.
-    pub fn units(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
-        let mut out = Vec::new();
-        let mut i = range.start;
-        while i < range.end {
-            let e = group_end(messages, i).min(range.end);
-            out.push(i..e);
-            i = e;
-        }
-        out
-    }
-}
+pub(crate) mod groups;
+mod splice;
 
 #[cfg(test)]
 mod tests {
@@ -789,9 +528,43 @@ mod tests {
     fn group_alignment() {
         let m = sample();
         assert!(groups::splits_group(&m, 3));
-        assert_eq!(groups::align_back(&m, 3), 2);
+        assert_eq!(groups::group_start(&m, 3), 2);
         assert_eq!(groups::align_forward(&m, 3), 4);
         assert_eq!(groups::units(&m, 0..5), vec![0..1, 1..2, 2..4, 4..5]);
+    }
+
+    #[test]
+    fn a_tool_loop_after_the_last_visible_reply_does_not_move_it() {
+        let e = Estimator::default();
+        let mut t = Transcript::new(
+            vec![Message::user("fix it"), Message::assistant("Fixed.")],
+            &e,
+        );
+        assert_eq!(t.last_visible_reply(), Some(1));
+        t.push(
+            Message::assistant_tool_calls("", vec![ToolCall::function("c1", "sh", "{}")]),
+            &e,
+        );
+        t.push(Message::tool_result("c1", "ok"), &e);
+        assert_eq!(t.last_visible_reply(), Some(1));
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn suffix_search_is_the_tightest_fit(
+            msgs in crate::strategies::transcript(),
+            budget in 0u64..20_000,
+        ) {
+            let t = Transcript::new(msgs, &Estimator::default());
+            let n = t.len();
+            let s = t.suffix_start_within(n, budget);
+            proptest::prop_assert!(t.tokens_in(s..n) <= budget);
+            if s > 0 {
+                proptest::prop_assert!(t.tokens_in(s - 1..n) > budget);
+            }
+        }
     }
 
     proptest::proptest! {

@@ -1,8 +1,9 @@
 //! Helpers shared by the test modules: the shared fixtures and the region laws.
 
+use compaction_core::Message;
 use compaction_core::marker;
 use compaction_core::regions::{RegionConfig, Regions};
-use compaction_core::transcript::{Transcript, groups};
+use compaction_core::transcript::Transcript;
 
 /// The shared fixture transcripts as `(file name, bytes)`, sorted by name, or `None` (after
 /// printing why) when the directory is missing and `HERMES_REQUIRE_SHARED` is not `1`.
@@ -40,15 +41,13 @@ pub fn assert_region_laws(t: &Transcript, r: &Regions, cfg: &RegionConfig) {
     // No cut splits a tool group.
     for cut in [r.head.end, r.middle.end, r.turn_middle.start, r.tail.start] {
         assert!(
-            !groups::splits_group(msgs, cut),
+            !splits_group(msgs, cut),
             "cut {cut} splits a tool group: {r:?}"
         );
     }
     // The latest real user request (visible text; spec section 1, "Tail") is kept verbatim
     // somewhere protected; without one, the latest user message of any kind is.
-    let real = |m: &compaction_core::Message| {
-        m.is_user() && m.has_visible_text() && marker::classify(m).is_none()
-    };
+    let real = |m: &Message| m.is_user() && m.has_visible_text() && marker::classify(m).is_none();
     let latest = msgs.iter().rposition(real);
     assert_eq!(t.last_real_user(), latest);
     let anchor = latest.or_else(|| {
@@ -96,4 +95,18 @@ pub fn assert_region_laws(t: &Transcript, r: &Regions, cfg: &RegionConfig) {
         r.tail.len() >= min || after_summary,
         "tail shorter than {min}: {r:?}"
     );
+}
+
+/// Whether a cut at `at` (between `at - 1` and `at`) separates tool results from the assistant
+/// message whose calls they answer: `at` is a tool result, and the nearest message before it
+/// that is not one is an assistant with tool calls (orphan results form no group).
+fn splits_group(msgs: &[Message], at: usize) -> bool {
+    if at == 0 || at >= msgs.len() || !msgs[at].is_tool() {
+        return false;
+    }
+    msgs[..at]
+        .iter()
+        .rev()
+        .find(|m| !m.is_tool())
+        .is_some_and(Message::has_tool_calls)
 }

@@ -169,29 +169,6 @@ fn micro_jobs_bound_the_rolling_summary_they_merge_into() {
     assert!(job.material.contains("request 1"));
 }
 
-#[test]
-fn the_share_and_the_bound_hold_at_every_size() {
-    let cfg = MaterialConfig {
-        max_total_chars: 10_000,
-        ..MaterialConfig::default()
-    };
-    for previous in [0, 1, 4_999, 5_000, 5_001, 9_999, 10_000, 50_000] {
-        let room = material::share(previous, &cfg).max_total_chars;
-        assert!((5_000..=10_000).contains(&room), "{previous}: {room}");
-        assert_eq!(room, 10_000 - previous.min(5_000));
-        for material_len in [0, 100, room] {
-            let p =
-                material::bound_previous(&"p".repeat(previous), &"m".repeat(material_len), &cfg);
-            let total = p.chars().count() + material_len;
-            assert!(
-                total <= 10_000 || p.len() == previous,
-                "{previous}/{material_len}: {total}"
-            );
-            assert!(p.chars().count() <= previous.max(1), "{previous}: grew");
-        }
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Item 10: inline reasoning.
 
@@ -307,15 +284,6 @@ fn inline_reasoning_of_assistant_content_never_reaches_the_material() {
         );
         assert!(job.material.contains("reply "));
     }
-}
-
-#[test]
-fn reasoning_stripping_is_linear_on_hostile_input() {
-    let hostile = "<think>".repeat(20_000) + &"</think>x".repeat(20_000);
-    let text = material::strip_inline_reasoning(&hostile);
-    assert!(text.len() <= hostile.len());
-    let stray = "a</think>".repeat(50_000) + "b";
-    assert!(material::strip_inline_reasoning(&stray).contains("a</think>a"));
 }
 
 // ---------------------------------------------------------------------------------------------

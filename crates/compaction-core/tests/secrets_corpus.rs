@@ -152,15 +152,14 @@ fn every_look_alike_survives_unchanged() {
 }
 
 /// Issue 20's names indexes against the corpus: no credential, nor any 8-character run of one,
-/// becomes a name of a pruned output's index or of a summary's ledger, as written or inside
-/// JSON arguments.
+/// becomes a name of a summary's ledger, as written or inside JSON arguments. (That none
+/// becomes a name of a pruned output's index is the unit test
+/// `ledger::tests::no_credential_becomes_a_name_of_the_names_index`.)
 #[test]
 fn no_credential_becomes_a_name() {
-    use compaction_core::ledger::{Ledger, names_index};
+    use compaction_core::ledger::Ledger;
     use compaction_core::{Message, ToolCall};
     for planted in credentials() {
-        let output = format!("src/main.rs: ok\n{}\nparse_args done", planted.text);
-        assert_clean("names index", &names_index(&output, 10_000), &planted);
         let mut ledger = Ledger::default();
         let args = serde_json::json!({ "script": format!("run_step_1\n{}", planted.text) });
         ledger.observe(&Message::assistant_tool_calls(

@@ -91,17 +91,6 @@ proptest! {
     }
 
     #[test]
-    fn suffix_search_is_the_tightest_fit(msgs in strategies::transcript(), budget in 0u64..20_000) {
-        let t = Transcript::new(msgs, &Estimator::default());
-        let n = t.len();
-        let s = t.suffix_start_within(n, budget);
-        prop_assert!(t.tokens_in(s..n) <= budget);
-        if s > 0 {
-            prop_assert!(t.tokens_in(s - 1..n) > budget);
-        }
-    }
-
-    #[test]
     fn ascii_estimate_is_ceil_quarter(s in "[ -~]{0,400}") {
         prop_assert_eq!(estimate_text(&s), (s.len() as u64).div_ceil(4));
     }

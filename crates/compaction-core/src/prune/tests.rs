@@ -1,0 +1,188 @@
+use super::*;
+use crate::message::ToolCall;
+use crate::tokens::Estimator;
+
+fn call(id: &str, name: &str, args: &str) -> Message {
+    Message::assistant_tool_calls("", vec![ToolCall::function(id, name, args)])
+}
+
+fn check(tool: &str, args: &str, output: &str, expected: &str) {
+    let info = ToolInfo {
+        name: tool,
+        arguments: args,
+    };
+    assert_eq!(describe_tool_output(Some(&info), output), expected);
+}
+
+#[test]
+fn one_liners_name_tool_argument_size_and_status() {
+    check(
+        "bash",
+        r#"{"command":"cargo test"}"#,
+        "a\nb\nerror\nExit code: 101",
+        "[pruned] bash `cargo test`: 24 chars, 4 lines of output, exit 101",
+    );
+    check(
+        "Read",
+        r#"{"file_path":"/src/main.rs","offset":10,"limit":50}"#,
+        "x\ny",
+        "[pruned] Read /src/main.rs (from 10, 50 lines): 3 chars, 2 lines",
+    );
+    check(
+        "Edit",
+        r#"{"file_path":"a.rs","old_string":"x"}"#,
+        "ok",
+        "[pruned] Edit a.rs: 2 chars of output",
+    );
+    check(
+        "Grep",
+        r#"{"pattern":"fn main","path":"src"}"#,
+        "a\nb\nc",
+        "[pruned] Grep \"fn main\" in src: 3 result lines, 5 chars",
+    );
+    check(
+        "WebFetch",
+        r#"{"url":"https://example.com/x"}"#,
+        "hello",
+        "[pruned] WebFetch https://example.com/x: 5 chars fetched",
+    );
+    check(
+        "deploy",
+        r#"{"env":"prod","n":3}"#,
+        "done",
+        "[pruned] deploy env=prod n=3 (4 chars)",
+    );
+}
+
+#[test]
+fn prunes_middle_only_keeps_protected_and_dedupes() {
+    let big = "line of output\n".repeat(200);
+    let msgs = vec![
+        Message::user("go"),
+        call("a", "bash", r#"{"command":"ls"}"#),
+        Message::tool_result("a", big.clone()),
+        call("b", "read_file", r#"{"path":"x"}"#),
+        Message::tool_result("b", big.clone()),
+        call("c", "bash", r#"{"command":"ls"}"#),
+        Message::tool_result("c", big.clone()),
+        Message::user("next"),
+    ];
+    let e = Estimator::default();
+    let t = Transcript::new(msgs, &e);
+    let plan = plan_prune(&t, &[1..5], &PruneConfig::default(), &e);
+    // Only index 2 changes: 4 is protected, 6 is outside the range.
+    assert_eq!(plan.edit.splices.len(), 1);
+    assert_eq!(plan.edit.splices[0].range, 2..3);
+    assert_eq!(plan.deduplicated, 1);
+    let new = &plan.edit.splices[0].replacement[0];
+    assert_eq!(
+        new.text(),
+        "[pruned] bash output identical to the newer copy at message 6 (3000 chars)"
+    );
+    assert_eq!(new.tool_call_id(), Some("a"));
+    assert!(plan.reclaimed_tokens > 600);
+    // Idempotent.
+    let after = plan.edit.apply(t.messages()).unwrap();
+    let t2 = Transcript::new(after, &e);
+    assert!(
+        plan_prune(&t2, &[1..5], &PruneConfig::default(), &e)
+            .edit
+            .is_empty()
+    );
+}
+
+#[test]
+fn line_counts_match_str_lines() {
+    let long = "line\n".repeat(1_000) + "tail";
+    for s in ["", "a", "a\n", "a\nb", "\n\n", "x\r\ny\r\n", long.as_str()] {
+        assert_eq!(count_lines(s), s.lines().count(), "{s:?}");
+    }
+}
+
+#[test]
+fn huge_arguments_are_shortened_and_stay_json() {
+    let content = "x".repeat(10_000);
+    let args = serde_json::json!({"path": "f.txt", "content": content}).to_string();
+    let msgs = vec![
+        call("w", "write_file", &args),
+        Message::tool_result("w", "ok"),
+    ];
+    let e = Estimator::default();
+    let t = Transcript::new(msgs, &e);
+    let plan = plan_prune(&t, &[0..2], &PruneConfig::default(), &e);
+    assert_eq!(plan.shortened_calls, 1);
+    let new_args = &plan.edit.splices[0].replacement[0].tool_calls()[0]
+        .function
+        .arguments;
+    let v: Value = serde_json::from_str(new_args).expect("valid JSON");
+    assert_eq!(v["path"], "f.txt");
+    assert!(
+        v["content"]
+            .as_str()
+            .unwrap()
+            .contains("chars elided by compaction")
+    );
+}
+
+/// Issue 20: what pruning removes keeps an index of the names in it, bounded, most
+/// frequent first; with a zero bound there is none; a secret in the output is never one.
+#[test]
+fn pruned_outputs_and_elided_arguments_keep_a_bounded_names_index() {
+    let mut out = String::new();
+    for i in 0..300 {
+        out.push_str(&format!("src/mod_{}.rs:{i}: fn handler_{i}()\n", i % 7));
+    }
+    out.push_str("api_key=Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0L\n");
+    let plan_with = |names_max_chars: usize| {
+        let msgs = vec![
+            Message::user("go"),
+            call("a", "grep", r#"{"pattern":"fn handler","path":"src"}"#),
+            Message::tool_result("a", out.clone()),
+            Message::user("next"),
+        ];
+        let e = Estimator::default();
+        let t = Transcript::new(msgs, &e);
+        let cfg = PruneConfig {
+            names_max_chars,
+            ..PruneConfig::default()
+        };
+        plan_prune(&t, &[1..3], &cfg, &e).edit.splices[0].replacement[0]
+            .text()
+            .into_owned()
+    };
+    let line = plan_with(120);
+    let (head, index) = line.split_once(crate::ledger::PRUNED_NAMES).expect(&line);
+    assert!(head.starts_with(PRUNED_PREFIX), "{line}");
+    assert!(index.len() <= 120, "{index}");
+    // The seven module paths are the most frequent names: they come first.
+    assert!(index.starts_with("src/mod_0.rs, src/mod_1.rs"), "{index}");
+    assert!(!line.contains("Zx9Qw8Er"), "{line}");
+    assert_eq!(plan_with(0), head);
+
+    let content = format!("# Plan\n{}", "step_alpha then step_beta; ".repeat(400));
+    let args = serde_json::json!({"path": "plan.md", "content": content}).to_string();
+    let m = call("w", "write", &args);
+    let short = shorten_arguments(&m, &PruneConfig::default()).unwrap();
+    let v: Value = serde_json::from_str(&short.tool_calls()[0].function.arguments).unwrap();
+    let text = v["content"].as_str().unwrap();
+    assert!(
+        text.ends_with("elided by compaction; names in it: step_alpha, step_beta]"),
+        "{text}"
+    );
+}
+
+/// The example of [`cited_outputs`]: a listing the reply cites is live, one nobody used is
+/// not.
+#[test]
+fn an_output_cited_by_a_later_reply_is_found() {
+    let msgs = vec![
+        Message::user("find the parser"),
+        call("c1", "sh", r#"{"cmd":"ls src"}"#),
+        Message::tool_result("c1", "src/parse_args.rs\nsrc/main.rs"),
+        call("c2", "sh", r#"{"cmd":"ls docs"}"#),
+        Message::tool_result("c2", "docs/guide_v2.md"),
+        Message::assistant("The parser is in src/parse_args.rs."),
+    ];
+    // The first listing is cited by the reply; nobody used the second.
+    assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
+}
