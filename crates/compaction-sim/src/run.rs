@@ -74,6 +74,34 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// Refuses what cannot run: a trace (or its text) under more than one pricing, since a
+    /// trace line names no pricing. [`simulate`] checks it first.
+    ///
+    /// ```
+    /// use compaction_sim::{Options, Pricing};
+    /// use hermes_compaction::CacheProfile;
+    ///
+    /// let traced = Options { trace: true, ..Options::default() };
+    /// assert!(traced.check().is_ok());
+    /// let every = CacheProfile::all().into_iter().map(Pricing::Profile).collect();
+    /// let e = Options { pricings: every, ..traced }.check().unwrap_err();
+    /// assert_eq!(e.to_string(), "--trace and --trace-text take one pricing (not --cache-profile all)");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`trace`](Self::trace) or [`trace_text`](Self::trace_text) with several pricings.
+    pub fn check(&self) -> Result<()> {
+        if (self.trace || self.trace_text) && self.pricings.len() > 1 {
+            return Err(Error::Config(
+                "--trace and --trace-text take one pricing (not --cache-profile all)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One finished replay, for a progress display.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress<'a> {
@@ -88,7 +116,8 @@ pub struct Progress<'a> {
 }
 
 /// Replays every transcript under every variant and pricing (in parallel) and computes the
-/// totals. `summarizer` is called once per replay; `progress` after each.
+/// totals. `summarizer` is called once per replay; `progress` after each. `options` are
+/// checked first ([`Options::check`]).
 pub fn simulate(
     inputs: &[(String, Vec<Message>)],
     variants: &[Variant],
@@ -96,6 +125,7 @@ pub fn simulate(
     summarizer: SummarizerFactory<'_>,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Simulation> {
+    options.check()?;
     // Build once up front so a configuration error is reported before any work.
     summarizer()?;
     let jobs: Vec<(usize, usize, usize)> = (0..options.pricings.len())

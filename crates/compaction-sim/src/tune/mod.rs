@@ -39,7 +39,7 @@ use crate::policy::Variant;
 use crate::pricing::Pricing;
 use crate::row::Row;
 use crate::run::{Options, Progress, simulate};
-use crate::{Result, SummarizerFactory};
+use crate::{Error, Result, SummarizerFactory};
 
 /// One evaluated configuration.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -176,6 +176,44 @@ impl Default for TuneOptions {
     }
 }
 
+impl TuneOptions {
+    /// Refuses limits out of range: [`min_recall`](Self::min_recall) and
+    /// [`min_retention`](Self::min_retention) are shares (0 to 1), the
+    /// [`budget`](Self::budget) at least one candidate. [`tune`] checks them first.
+    ///
+    /// ```
+    /// use compaction_sim::tune::TuneOptions;
+    ///
+    /// assert!(TuneOptions::default().check().is_ok());
+    /// let e = TuneOptions { min_recall: Some(1.5), ..TuneOptions::default() }.check().unwrap_err();
+    /// assert_eq!(e.to_string(), "--min-recall 1.5: must be between 0 and 1");
+    /// let e = TuneOptions { budget: 0, ..TuneOptions::default() }.check().unwrap_err();
+    /// assert_eq!(e.to_string(), "--budget must be more than 0");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The first limit out of range (retention, then recall, then the budget).
+    pub fn check(&self) -> Result<()> {
+        for (flag, v) in [
+            ("--min-retention", self.min_retention),
+            ("--min-recall", self.min_recall),
+        ] {
+            if let Some(r) = v
+                && !(0.0..=1.0).contains(&r)
+            {
+                return Err(Error::Config(format!(
+                    "{flag} {r}: must be between 0 and 1"
+                )));
+            }
+        }
+        if self.budget == 0 {
+            return Err(Error::Config("--budget must be more than 0".into()));
+        }
+        Ok(())
+    }
+}
+
 /// What [`tune`] found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Tuning {
@@ -259,7 +297,8 @@ pub fn pareto_front(points: &[Point]) -> Vec<Point> {
 }
 
 /// Searches the policy space over `inputs` starting from `base` (see the module docs).
-/// `progress` is called after each candidate with (done, budget).
+/// `progress` is called after each candidate with (done, budget). `options` are checked
+/// first ([`TuneOptions::check`]).
 pub fn tune(
     inputs: &[(String, Vec<Message>)],
     base: &Config,
@@ -267,7 +306,8 @@ pub fn tune(
     summarizer: SummarizerFactory<'_>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Tuning> {
-    let budget = options.budget.max(1);
+    options.check()?;
+    let budget = options.budget;
     let sim_options = Options {
         pricings: vec![options.pricing.clone()],
         request_gap_secs: options.request_gap_secs,
