@@ -1,9 +1,8 @@
-//! What every command builds first: the configuration, the summarizer and the telemetry sink.
+//! What every command builds first: the configuration and the summarizer.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use compaction_telemetry::FileSink;
 use hermes_compaction::llm::Summarizer;
 use hermes_compaction::{Config, summarizer_from_config};
 
@@ -19,10 +18,6 @@ pub enum SummarizerKind {
     Openai,
 }
 
-/// Loads the configuration: defaults, then `file`, then `HERMES_COMPACTION__*` variables; a
-/// context length given on the command line wins over all of them. The result is checked by
-/// [`Config::validate`] alone (its error names the key, e.g. `model.context_length`, and the
-/// allowed range), so every bound is stated in one place.
 /// [`load_config`], then the named profile of the configuration (`--profile`) applied over
 /// `[compression]`; an unknown profile or a bad key in it is a configuration error (exit 2).
 pub fn load_config_with_profile(
@@ -39,6 +34,10 @@ pub fn load_config_with_profile(
     }
 }
 
+/// Loads the configuration: defaults, then `file`, then `HERMES_COMPACTION__*` variables; a
+/// context length given on the command line wins over all of them. The result is checked by
+/// [`Config::validate`] alone (its error names the key, e.g. `model.context_length`, and the
+/// allowed range), so every bound is stated in one place.
 pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<Config, Error> {
     let (mut config, warnings) =
         Config::load_with_warnings(file).map_err(|e| Error::Config(e.to_string()))?;
@@ -73,40 +72,4 @@ pub fn build_summarizer(
         .into();
     }
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
-}
-
-/// Collects this thread's telemetry lines for `path` until the returned [`TelemetryFile`] is
-/// finished ([`FileSink::deferred`]): the file is written only then, so a run that fails
-/// before (a failed pass) creates no file and leaves an existing one as it was.
-pub fn telemetry_to_file(path: &Path) -> Result<TelemetryFile, Error> {
-    let sink = FileSink::deferred(path).map_err(|e| Error::Io {
-        what: format!("cannot create the telemetry file {}", path.display()),
-        source: e,
-    })?;
-    Ok(TelemetryFile {
-        sink,
-        path: path.to_owned(),
-    })
-}
-
-/// The telemetry sink of a command: a [`FileSink`] and the file it names in errors.
-#[derive(Debug)]
-pub struct TelemetryFile {
-    sink: FileSink,
-    path: std::path::PathBuf,
-}
-
-impl TelemetryFile {
-    /// Stops collecting, writes the file to disk and reports the first failure.
-    pub fn finish(self) -> Result<(), Error> {
-        let path = self.path;
-        self.sink.finish().map_err(|e| Error::Io {
-            what: if path.exists() {
-                format!("cannot write the telemetry file {}", path.display())
-            } else {
-                format!("cannot create the telemetry file {}", path.display())
-            },
-            source: e,
-        })
-    }
 }
