@@ -193,7 +193,7 @@ pub struct SimulateArgs {
         long,
         value_delimiter = ',',
         default_value = "none,batch,batch-naive,micro,micro+gate",
-        value_parser = parse_policy
+        value_parser = <Policy as std::str::FromStr>::from_str
     )]
     pub policies: Vec<Policy>,
     /// Price table (TOML or JSON with input_per_mtok, cached_input_per_mtok,
@@ -301,10 +301,6 @@ pub struct TuneArgs {
     /// Engine options (the starting configuration and the context length).
     #[command(flatten)]
     pub engine: EngineArgs,
-}
-
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
 }
 
 /// `report`.

@@ -1,16 +1,13 @@
 //! `compact`: one kind of pass over one transcript file. The passes themselves are the
 //! facade's ([`Compressor::one_shot`]); this module reads, writes and prints.
 
-use std::sync::Arc;
-
 use compaction_telemetry::FileSink;
 use hermes_compaction::core::parse;
-use hermes_compaction::llm::Summarizer;
-use hermes_compaction::{Compressor, Config, OneShot, OneShotReport};
+use hermes_compaction::{Compressor, CompressorBuilder, OneShot, OneShotReport};
 
 use crate::cli::{CompactArgs, Mode};
 use crate::input::{self, Strictness, TranscriptFile};
-use crate::setup::{build_summarizer, load_config_with_profile};
+use crate::setup::compressor_builder;
 use crate::{Error, Result, runtime, write_atomically, write_out};
 
 impl Mode {
@@ -59,19 +56,14 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if args.focus.is_some() && args.mode != Mode::Batch {
         return Err(Error::Config("--focus applies to --mode batch only".into()));
     }
-    let config = load_config_with_profile(
-        args.engine.config.as_deref(),
-        args.engine.context_length,
-        args.engine.profile.as_deref(),
-    )?;
-    let summarizer = build_summarizer(&config, args.engine.summarizer)?;
+    let builder = compressor_builder(&args.engine, mode)?;
     let input = input::read(
         &args.input,
         args.input_format.format,
         Strictness::COMPACTION,
     )?;
     if args.dry_run {
-        return dry_run(args, mode, config, summarizer, input, out);
+        return dry_run(args, builder, input, out);
     }
     let output = args
         .output
@@ -88,7 +80,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         .map(FileSink::deferred)
         .transpose()
         .map_err(Error::Telemetry)?;
-    let mut c = compressor(args, mode, config, summarizer)?;
+    let mut c = compressor(args, builder)?;
     let anthropic = input.anthropic;
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
@@ -106,21 +98,14 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     write_out(out, &with_note(&report, report.to_string()))
 }
 
-/// The compressor of a `compact` run (the estimator counts), named after the input file.
-fn compressor(
-    args: &CompactArgs,
-    mode: OneShot,
-    config: Config,
-    summarizer: Arc<dyn Summarizer>,
-) -> Result<Compressor> {
+/// The compressor of a `compact` run, named after the input file.
+fn compressor(args: &CompactArgs, builder: CompressorBuilder) -> Result<Compressor> {
     let session = args
         .input
         .file_stem()
         .map_or("transcript".into(), |s| s.to_string_lossy().into_owned());
-    Compressor::builder(config)
-        .summarizer(summarizer)
+    builder
         .session(session)
-        .one_shot(mode)
         .build()
         .map_err(|e| Error::Config(e.to_string()))
 }
@@ -128,13 +113,11 @@ fn compressor(
 /// `compact --dry-run`: the preview of the pass `--mode` would run, printed, nothing written.
 fn dry_run(
     args: &CompactArgs,
-    mode: OneShot,
-    config: Config,
-    summarizer: Arc<dyn Summarizer>,
+    builder: CompressorBuilder,
     input: TranscriptFile,
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
-    let mut c = compressor(args, mode, config, summarizer)?;
+    let mut c = compressor(args, builder)?;
     let t = c.transcript(input.messages);
     let preview = match args.mode {
         Mode::Batch => c.preview(&t),

@@ -216,9 +216,8 @@ pub(crate) async fn with_store<T>(
     work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
 ) -> Result<T> {
     let store = match Store::open(db, access).await {
-        Err(StoreError::UnsupportedUrl { .. }) => {
-            // Only the scheme is printed: the rest may hold credentials.
-            let scheme = db.split_once("://").map_or(db, |(s, _)| s);
+        // The store's error holds the scheme only: the rest may hold credentials.
+        Err(StoreError::UnsupportedUrl { scheme }) => {
             let known: Vec<String> = Backend::ALL
                 .iter()
                 .flat_map(|b| b.schemes())

@@ -14,8 +14,9 @@ use hermes_compaction::{Compressor, CompressorBuilder};
 
 use crate::cli::{DemoArgs, ExportFormat, SessionCommand, StoreArgs};
 use crate::compact::{check, with_note};
+use crate::history;
 use crate::input::{self, Strictness, TranscriptFile};
-use crate::setup::{build_summarizer, load_config};
+use crate::setup::{build_summarizer, compressor_builder, load_config};
 use crate::simulate::simulate;
 use crate::{Result, runtime, with_store, write_out};
 
@@ -63,37 +64,19 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             passes,
             engine,
         } => {
-            let mode = mode.one_shot(passes)?;
-            let config = crate::setup::load_config_with_profile(
-                engine.config.as_deref(),
-                engine.context_length,
-                engine.profile.as_deref(),
-            )?;
-            let summarizer = build_summarizer(&config, engine.summarizer)?;
-            let builder = Compressor::builder(config)
-                .summarizer(summarizer)
-                .one_shot(mode);
+            let builder = compressor_builder(&engine, mode.one_shot(passes)?)?;
             rt.block_on(compact(&store, builder))?
         }
-        SessionCommand::History { store } => {
-            rt.block_on(crate::history::history(&store.db, &store.session))?
-        }
-        SessionCommand::Undo { store, to } => {
-            rt.block_on(crate::history::undo(&store.db, &store.session, to))?
-        }
+        SessionCommand::History { store } => rt.block_on(history::history(&store))?,
+        SessionCommand::Undo { store, to } => rt.block_on(history::undo(&store, to))?,
         SessionCommand::Diff { store, generation } => {
-            rt.block_on(crate::history::diff(&store.db, &store.session, generation))?
+            rt.block_on(history::diff(&store, generation))?
         }
         SessionCommand::Pin {
             store,
             index,
             unpin,
-        } => rt.block_on(crate::history::pin(
-            &store.db,
-            &store.session,
-            index,
-            !unpin,
-        ))?,
+        } => rt.block_on(history::pin(&store, index, !unpin))?,
     };
     write_out(out, &text)
 }
@@ -153,7 +136,8 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     write_out(out, &text)?;
     // One batch pass, committed with archive_and_compact.
     let store = StoreArgs { db, session };
-    let builder = Compressor::builder(config.clone()).summarizer(build_summarizer(&config, None)?);
+    let summarizer = build_summarizer(&config, None)?;
+    let builder = Compressor::builder(config.clone()).summarizer(summarizer);
     write_out(out, &rt.block_on(compact(&store, builder))?)?;
     let inputs = vec![("coding-agent.jsonl".to_owned(), input.messages)];
     let policies = [

@@ -1,12 +1,14 @@
-//! What every command builds first: the configuration and the summarizer.
+//! What every command builds first: the configuration and the summarizer (and for a one-shot
+//! run, the compressor builder).
 
 use std::path::Path;
 use std::sync::Arc;
 
 use hermes_compaction::llm::Summarizer;
-use hermes_compaction::{Config, summarizer_from_config};
+use hermes_compaction::{Compressor, CompressorBuilder, Config, OneShot, summarizer_from_config};
 
 use crate::Error;
+use crate::cli::EngineArgs;
 
 /// Which summarizer a command uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -18,20 +20,21 @@ pub enum SummarizerKind {
     Openai,
 }
 
-/// [`load_config`], then the named profile of the configuration (`--profile`) applied over
-/// `[compression]`; an unknown profile or a bad key in it is a configuration error (exit 2).
-pub fn load_config_with_profile(
-    file: Option<&Path>,
-    context_length: Option<u64>,
-    profile: Option<&str>,
-) -> Result<Config, Error> {
-    let config = load_config(file, context_length)?;
-    match profile {
-        None => Ok(config),
-        Some(name) => config
+/// The compressor builder the engine options give a one-shot `mode`: [`load_config`], then
+/// the named profile of the configuration (`--profile`) applied over `[compression]` (an
+/// unknown profile or a bad key in it is a configuration error, exit 2), and the summarizer
+/// ([`build_summarizer`]).
+pub fn compressor_builder(engine: &EngineArgs, mode: OneShot) -> Result<CompressorBuilder, Error> {
+    let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
+    if let Some(name) = &engine.profile {
+        config = config
             .with_profile(name)
-            .map_err(|e| Error::Config(e.to_string())),
+            .map_err(|e| Error::Config(e.to_string()))?;
     }
+    let summarizer = build_summarizer(&config, engine.summarizer)?;
+    Ok(Compressor::builder(config)
+        .summarizer(summarizer)
+        .one_shot(mode))
 }
 
 /// Loads the configuration: defaults, then `file`, then `HERMES_COMPACTION__*` variables; a
