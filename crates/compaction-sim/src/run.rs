@@ -75,8 +75,8 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Refuses what cannot run: a trace (or its text) under more than one pricing, since a
-    /// trace line names no pricing. [`simulate`] checks it first.
+    /// The command line's rule for a trace: a trace (or its text) takes one pricing, since a
+    /// trace line names no pricing ([`simulate`] itself records every pricing's requests).
     ///
     /// ```
     /// use compaction_sim::{Options, Pricing};
@@ -116,8 +116,7 @@ pub struct Progress<'a> {
 }
 
 /// Replays every transcript under every variant and pricing (in parallel) and computes the
-/// totals. `summarizer` is called once per replay; `progress` after each. `options` are
-/// checked first ([`Options::check`]).
+/// totals. `summarizer` is called once per replay; `progress` after each.
 pub fn simulate(
     inputs: &[(String, Vec<Message>)],
     variants: &[Variant],
@@ -125,7 +124,6 @@ pub fn simulate(
     summarizer: SummarizerFactory<'_>,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Simulation> {
-    options.check()?;
     // Build once up front so a configuration error is reported before any work.
     summarizer()?;
     let jobs: Vec<(usize, usize, usize)> = (0..options.pricings.len())

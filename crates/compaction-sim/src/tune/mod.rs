@@ -177,9 +177,9 @@ impl Default for TuneOptions {
 }
 
 impl TuneOptions {
-    /// Refuses limits out of range: [`min_recall`](Self::min_recall) and
-    /// [`min_retention`](Self::min_retention) are shares (0 to 1), the
-    /// [`budget`](Self::budget) at least one candidate. [`tune`] checks them first.
+    /// Refuses limits given out of range, as the command line does:
+    /// [`min_recall`](Self::min_recall) and [`min_retention`](Self::min_retention) are shares (0 to 1), the
+    /// [`budget`](Self::budget) at least one candidate. [`tune`] itself takes any limits.
     ///
     /// ```
     /// use compaction_sim::tune::TuneOptions;
@@ -297,8 +297,9 @@ pub fn pareto_front(points: &[Point]) -> Vec<Point> {
 }
 
 /// Searches the policy space over `inputs` starting from `base` (see the module docs).
-/// `progress` is called after each candidate with (done, budget). `options` are checked
-/// first ([`TuneOptions::check`]).
+/// `progress` is called after each candidate with (done, budget). Any limits are accepted
+/// (one no point reaches keeps the starting configuration); [`TuneOptions::check`] is the
+/// command line's range check.
 pub fn tune(
     inputs: &[(String, Vec<Message>)],
     base: &Config,
@@ -306,8 +307,7 @@ pub fn tune(
     summarizer: SummarizerFactory<'_>,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Tuning> {
-    options.check()?;
-    let budget = options.budget;
+    let budget = options.budget.max(1);
     let sim_options = Options {
         pricings: vec![options.pricing.clone()],
         request_gap_secs: options.request_gap_secs,
