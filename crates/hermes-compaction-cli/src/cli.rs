@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::input::InputFormat;
-use crate::setup::SummarizerKind;
 use compaction_sim::Policy;
 
 /// Keeps long-running LLM agent conversations inside a finite context window.
@@ -108,6 +107,16 @@ pub enum Mode {
     /// until nothing is absorbable or --passes is reached. A pass whose summarizer fails
     /// (after the extractive fallback when compression.fallback_to_extractive is on) exits 1.
     Micro,
+}
+
+/// Which summarizer a command uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SummarizerKind {
+    /// Deterministic, no network (the embedded default).
+    #[default]
+    Extractive,
+    /// An OpenAI-compatible endpoint from `auxiliary.compression.*`.
+    Openai,
 }
 
 /// Options shared by the commands that compact.

@@ -8,17 +8,7 @@ use hermes_compaction::llm::Summarizer;
 use hermes_compaction::{Compressor, CompressorBuilder, Config, OneShot, summarizer_from_config};
 
 use crate::Error;
-use crate::cli::EngineArgs;
-
-/// Which summarizer a command uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum SummarizerKind {
-    /// Deterministic, no network (the embedded default).
-    #[default]
-    Extractive,
-    /// An OpenAI-compatible endpoint from `auxiliary.compression.*`.
-    Openai,
-}
+use crate::cli::{EngineArgs, SummarizerKind};
 
 /// The compressor builder the engine options give a one-shot `mode`: [`load_config`], then
 /// the named profile of the configuration (`--profile`) applied over `[compression]` (an

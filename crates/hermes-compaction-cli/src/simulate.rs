@@ -11,9 +11,9 @@ use compaction_sim::{Options, Policy, Pricing, Simulation, Variant};
 use hermes_compaction::Config;
 use hermes_compaction::core::Message;
 
-use crate::cli::SimulateArgs;
+use crate::cli::{SimulateArgs, SummarizerKind};
 use crate::input::{self, InputFormat, Strictness};
-use crate::setup::{SummarizerKind, build_summarizer, load_config};
+use crate::setup::{build_summarizer, load_config};
 use crate::{Error, Result, write_atomically, write_out};
 
 /// Replays `inputs` under `variants` with the summarizer of `config` (or `summarizer`),
