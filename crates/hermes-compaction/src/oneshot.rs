@@ -314,9 +314,10 @@ pub enum SessionOneShotError {
     Config(#[from] crate::config::ConfigError),
 }
 
-/// Runs the one-shot run `builder` is for ([`CompressorBuilder::one_shot`], a batch pass
-/// unless given) over stored session `session`, committing every pass: what `hermes-compaction
-/// session compact` and a maintenance job do. The session is loaded in one snapshot
+/// Runs the one-shot run `builder` is for
+/// ([`CompressorBuilder::one_shot`](crate::CompressorBuilder::one_shot), a batch pass unless
+/// given) over stored session `session`, committing every pass: what `hermes-compaction session
+/// compact` and a maintenance job do. The session is loaded in one snapshot
 /// ([`Persistence::load`](crate::compressor::Persistence::load)), the compressor is built
 /// from `builder` with the session's id and one [`Persistence`](crate::compressor::Persistence)
 /// for every pass, and [`Compressor::one_shot`] runs. A pass that fails ends the run and is in
