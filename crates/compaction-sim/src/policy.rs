@@ -8,6 +8,12 @@ use serde::Serialize;
 
 use hermes_compaction::{Config, ReclaimGate};
 
+use crate::{Error, Result};
+
+/// The `+trim` policies' limit, tokens, when neither the caller nor the configuration sets
+/// one.
+pub const DEFAULT_INSERT_TRIM_TOKENS: u64 = 8_000;
+
 /// A named compaction policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -106,6 +112,50 @@ impl Policy {
             config: self.configure(base, insert_trim_tokens),
         }
     }
+
+    /// The variants of `policies` over `base`, each policy once (where it first appears). The
+    /// `+trim` policies trim at `insert_trim_tokens`, else at `compression.insert_trim_tokens`
+    /// of `base` when set, else at [`DEFAULT_INSERT_TRIM_TOKENS`].
+    ///
+    /// ```
+    /// use compaction_sim::Policy;
+    /// use hermes_compaction::Config;
+    ///
+    /// let base = Config::default();
+    /// let policies = [Policy::Batch, Policy::BatchTrim, Policy::Batch];
+    /// let variants = Policy::variants(&policies, &base, None).unwrap();
+    /// let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+    /// assert_eq!(names, ["batch", "batch+trim"]);
+    /// assert_eq!(variants[1].config.compression.insert_trim_tokens, 8_000);
+    /// let e = Policy::variants(&policies, &base, Some(0)).unwrap_err();
+    /// assert_eq!(e.to_string(), "--insert-trim-tokens must be more than 0");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// The limit resolves to 0 (whichever policies are asked for).
+    pub fn variants(
+        policies: &[Policy],
+        base: &Config,
+        insert_trim_tokens: Option<u64>,
+    ) -> Result<Vec<Variant>> {
+        let limit = insert_trim_tokens.unwrap_or(match base.compression.insert_trim_tokens {
+            0 => DEFAULT_INSERT_TRIM_TOKENS,
+            n => n,
+        });
+        if limit == 0 {
+            return Err(Error::Config(
+                "--insert-trim-tokens must be more than 0".into(),
+            ));
+        }
+        let mut once: Vec<Policy> = Vec::new();
+        for p in policies {
+            if !once.contains(p) {
+                once.push(*p);
+            }
+        }
+        Ok(once.iter().map(|p| p.variant(base, limit)).collect())
+    }
 }
 
 impl fmt::Display for Policy {
@@ -117,7 +167,7 @@ impl fmt::Display for Policy {
 impl FromStr for Policy {
     type Err = String;
 
-    fn from_str(s: &str) -> Result<Policy, String> {
+    fn from_str(s: &str) -> std::result::Result<Policy, String> {
         Policy::ALL
             .into_iter()
             .find(|p| p.name() == s)

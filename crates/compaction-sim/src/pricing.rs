@@ -82,6 +82,38 @@ impl Pricing {
         })
     }
 
+    /// The one pricing of a command that runs under one pricing at a time (`tune`):
+    /// [`select`](Self::select) without `all`.
+    ///
+    /// ```
+    /// use compaction_sim::Pricing;
+    /// use hermes_compaction::Config;
+    ///
+    /// let config = Config::default();
+    /// assert_eq!(Pricing::select_one(Some("openai"), None, &config).unwrap().name(), "openai");
+    /// let err = Pricing::select_one(Some("all"), None, &config).unwrap_err();
+    /// assert_eq!(err.to_string(), "--cache-profile all: tune under one pricing at a time");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// `all`, or what [`select`](Self::select) refuses.
+    pub fn select_one(
+        cache_profile: Option<&str>,
+        prices: Option<&Path>,
+        config: &hermes_compaction::Config,
+    ) -> Result<Pricing> {
+        if cache_profile == Some("all") {
+            return Err(Error::Config(
+                "--cache-profile all: tune under one pricing at a time".into(),
+            ));
+        }
+        Pricing::select(cache_profile, prices, config)?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::Config("no pricing".into()))
+    }
+
     /// The name in tables and JSON: `prices` for the table, else the profile's name.
     pub fn name(&self) -> &str {
         match self {

@@ -1,4 +1,5 @@
-//! What a simulation prints: the side-by-side table, the cost-by-profile summary, the JSON.
+//! What a simulation prints: the side-by-side table, the cost-by-profile summary, the JSON,
+//! and the progress bar of a long run (a simulation's replays, a tuning's candidates).
 
 use std::fmt::Write as _;
 
@@ -160,6 +161,25 @@ pub fn to_json(sim: &Simulation) -> serde_json::Value {
         "rows": sim.rows.iter().map(row).collect::<Vec<_>>(),
         "totals": sim.totals.iter().map(row).collect::<Vec<_>>(),
     })
+}
+
+/// A progress bar 30 cells wide, then `done/total` and `label`: what a command redraws on a
+/// terminal (after a carriage return) as replays or candidates finish.
+///
+/// ```
+/// use compaction_sim::render::progress_bar;
+///
+/// assert_eq!(progress_bar(1, 3, "batch"), format!("[{}{}] 1/3 batch", "#".repeat(10), " ".repeat(20)));
+/// assert_eq!(progress_bar(0, 0, "configurations"), format!("[{}] 0/0 configurations", " ".repeat(30)));
+/// ```
+pub fn progress_bar(done: usize, total: usize, label: &str) -> String {
+    let width = 30;
+    let filled = (done * width / total.max(1)).min(width);
+    format!(
+        "[{}{}] {done}/{total} {label}",
+        "#".repeat(filled),
+        " ".repeat(width - filled)
+    )
 }
 
 /// The side-by-side table: one column per row (policy), one line per metric.

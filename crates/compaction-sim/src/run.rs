@@ -74,6 +74,34 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The command line's rule for a trace: a trace (or its text) takes one pricing, since a
+    /// trace line names no pricing ([`simulate`] itself records every pricing's requests).
+    ///
+    /// ```
+    /// use compaction_sim::{Options, Pricing};
+    /// use hermes_compaction::CacheProfile;
+    ///
+    /// let traced = Options { trace: true, ..Options::default() };
+    /// assert!(traced.check().is_ok());
+    /// let every = CacheProfile::all().into_iter().map(Pricing::Profile).collect();
+    /// let e = Options { pricings: every, ..traced }.check().unwrap_err();
+    /// assert_eq!(e.to_string(), "--trace and --trace-text take one pricing (not --cache-profile all)");
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`trace`](Self::trace) or [`trace_text`](Self::trace_text) with several pricings.
+    pub fn check(&self) -> Result<()> {
+        if (self.trace || self.trace_text) && self.pricings.len() > 1 {
+            return Err(Error::Config(
+                "--trace and --trace-text take one pricing (not --cache-profile all)".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// One finished replay, for a progress display.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress<'a> {

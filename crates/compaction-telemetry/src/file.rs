@@ -13,7 +13,10 @@ use crate::TARGET;
 /// Writes this thread's telemetry lines (target [`TARGET`], INFO; the plain `tracing` format
 /// the report reads) to a file while it is alive. Call [`FileSink::finish`] when the passes
 /// are done: a line that could not be written (a full disk, a device that refuses writes) is
-/// then an error, so a run never reports success with its telemetry silently lost.
+/// then an error, so a run never reports success with its telemetry silently lost. Every
+/// error names the file (`cannot create the telemetry file PATH: CAUSE`, or `cannot write
+/// ...` when the file exists), with the cause's [`ErrorKind`](std::io::ErrorKind), so a
+/// binary prints it as it is.
 ///
 /// ```
 /// # fn main() -> std::io::Result<()> {
@@ -35,6 +38,7 @@ use crate::TARGET;
 pub struct FileSink {
     guard: Option<tracing::subscriber::DefaultGuard>,
     file: Arc<Mutex<CheckedFile>>,
+    path: PathBuf,
 }
 
 impl FileSink {
@@ -44,12 +48,15 @@ impl FileSink {
     ///
     /// The file cannot be created.
     pub fn create(path: &Path) -> std::io::Result<FileSink> {
-        let file = File::create(path)?;
-        FileSink::collect(CheckedFile {
-            file: Some(file),
-            deferred: None,
-            error: None,
-        })
+        let file = File::create(path).map_err(|e| naming(path, e))?;
+        FileSink::collect(
+            path,
+            CheckedFile {
+                file: Some(file),
+                deferred: None,
+                error: None,
+            },
+        )
     }
 
     /// Collects this thread's telemetry lines in memory and writes them to `path` only at
@@ -79,16 +86,19 @@ impl FileSink {
     ///
     /// The telemetry filter cannot be built (creating the file is left to `finish`).
     pub fn deferred(path: &Path) -> std::io::Result<FileSink> {
-        FileSink::collect(CheckedFile {
-            file: None,
-            deferred: Some((path.to_owned(), Vec::new())),
-            error: None,
-        })
+        FileSink::collect(
+            path,
+            CheckedFile {
+                file: None,
+                deferred: Some(Vec::new()),
+                error: None,
+            },
+        )
     }
 
-    fn collect(file: CheckedFile) -> std::io::Result<FileSink> {
+    fn collect(path: &Path, file: CheckedFile) -> std::io::Result<FileSink> {
         let filter = tracing_subscriber::EnvFilter::try_new(format!("{TARGET}=info"))
-            .map_err(std::io::Error::other)?;
+            .map_err(|e| naming(path, std::io::Error::other(e)))?;
         let file = Arc::new(Mutex::new(file));
         let subscriber = tracing_subscriber::fmt()
             .with_env_filter(filter)
@@ -98,6 +108,7 @@ impl FileSink {
         Ok(FileSink {
             guard: Some(subscriber.set_default()),
             file,
+            path: path.to_owned(),
         })
     }
 
@@ -111,29 +122,46 @@ impl FileSink {
     pub fn finish(mut self) -> std::io::Result<()> {
         drop(self.guard.take());
         let mut file = self.file.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((path, lines)) = file.deferred.take() {
-            let mut f = File::create(path)?;
-            f.write_all(&lines)?;
-            file.file = Some(f);
-        }
-        let synced = file.file.as_ref().map_or(Ok(()), File::sync_all);
-        file.error.take().map_or(synced, Err)
+        file.finish(&self.path).map_err(|e| naming(&self.path, e))
     }
 }
 
+/// `e` with a message that names the telemetry file: `cannot write` when the file exists
+/// (afterwards), else `cannot create`; the kind is kept.
+fn naming(path: &Path, e: std::io::Error) -> std::io::Error {
+    let what = if path.exists() { "write" } else { "create" };
+    std::io::Error::new(
+        e.kind(),
+        format!("cannot {what} the telemetry file {}: {e}", path.display()),
+    )
+}
+
 /// A file that remembers its first write error (the logging layer drops errors), or the
-/// lines of a deferred sink with the path they go to.
+/// lines of a deferred sink, held until [`FileSink::finish`] writes them.
 #[derive(Debug)]
 struct CheckedFile {
     file: Option<File>,
-    deferred: Option<(PathBuf, Vec<u8>)>,
+    deferred: Option<Vec<u8>>,
     error: Option<std::io::Error>,
+}
+
+impl CheckedFile {
+    /// Writes the deferred lines to `path` (creating it), syncs, and returns the first error.
+    fn finish(&mut self, path: &Path) -> std::io::Result<()> {
+        if let Some(lines) = self.deferred.take() {
+            let mut f = File::create(path)?;
+            f.write_all(&lines)?;
+            self.file = Some(f);
+        }
+        let synced = self.file.as_ref().map_or(Ok(()), File::sync_all);
+        self.error.take().map_or(synced, Err)
+    }
 }
 
 impl Write for CheckedFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let result = match (&mut self.file, &mut self.deferred) {
-            (_, Some((_, lines))) => {
+            (_, Some(lines)) => {
                 lines.extend_from_slice(buf);
                 Ok(buf.len())
             }
@@ -197,5 +225,22 @@ mod tests {
         tracing::info!(target: TARGET, "compaction turn telemetry: {{}}");
         let e = sink.finish().unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("cannot write the telemetry file /dev/full: "),
+            "{e}"
+        );
+    }
+
+    /// A file that cannot be created is named, whether at once or at `finish`.
+    #[test]
+    fn an_uncreatable_file_is_named() {
+        let path = Path::new("/nonexistent-dir/telemetry.log");
+        let e = FileSink::create(path).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+        let named = "cannot create the telemetry file /nonexistent-dir/telemetry.log: ";
+        assert!(e.to_string().starts_with(named), "{e}");
+        let e = FileSink::deferred(path).unwrap().finish().unwrap_err();
+        assert!(e.to_string().starts_with(named), "{e}");
     }
 }

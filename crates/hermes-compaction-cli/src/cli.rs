@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::input::InputFormat;
-use crate::setup::SummarizerKind;
 use compaction_sim::Policy;
 
 /// Keeps long-running LLM agent conversations inside a finite context window.
@@ -110,6 +109,16 @@ pub enum Mode {
     Micro,
 }
 
+/// Which summarizer a command uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub enum SummarizerKind {
+    /// Deterministic, no network (the embedded default).
+    #[default]
+    Extractive,
+    /// An OpenAI-compatible endpoint from `auxiliary.compression.*`.
+    Openai,
+}
+
 /// Options shared by the commands that compact.
 #[derive(Clone, Debug, Args)]
 pub struct EngineArgs {
@@ -142,11 +151,9 @@ pub struct CompactArgs {
     /// The transcript (JSONL or JSON array, or an agent's log: see --format).
     #[arg(long, short, value_name = "FILE")]
     pub input: PathBuf,
-    /// Input format: auto (an agent's own log recognised from its first lines, else
-    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
-    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-    pub format: InputFormat,
+    /// How the input is read.
+    #[command(flatten)]
+    pub input_format: FormatArg,
     /// Where to write the compacted transcript (JSONL). Not with --dry-run.
     #[arg(long, short, value_name = "FILE", required_unless_present = "dry_run")]
     pub output: Option<PathBuf>,
@@ -185,11 +192,9 @@ pub struct SimulateArgs {
     /// Transcripts to replay (JSONL or JSON arrays, or agents' logs: see --format).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
-    /// Input format: auto (an agent's own log recognised from its first lines, else
-    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
-    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-    pub format: InputFormat,
+    /// How the input is read.
+    #[command(flatten)]
+    pub input_format: FormatArg,
     /// Policies, comma-separated: none, batch, prune-first, batch-naive, micro (the
     /// configuration's reclaim gate, none by default), micro+gate (micro with the economic
     /// gate, micro_compact_min_reclaim_tokens = "auto"), batch+trim, micro+trim.
@@ -197,7 +202,7 @@ pub struct SimulateArgs {
         long,
         value_delimiter = ',',
         default_value = "none,batch,batch-naive,micro,micro+gate",
-        value_parser = parse_policy
+        value_parser = <Policy as std::str::FromStr>::from_str
     )]
     pub policies: Vec<Policy>,
     /// Price table (TOML or JSON with input_per_mtok, cached_input_per_mtok,
@@ -258,11 +263,9 @@ pub struct TuneArgs {
     /// ~/.claude/projects/*/*.jsonl: see --format).
     #[arg(long, short, value_name = "FILE", num_args = 1.., required = true)]
     pub input: Vec<PathBuf>,
-    /// Input format: auto (an agent's own log recognised from its first lines, else
-    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
-    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-    pub format: InputFormat,
+    /// How the input is read.
+    #[command(flatten)]
+    pub input_format: FormatArg,
     /// Pricing: a cache profile (anthropic, openai, openai-gpt5, google, local, custom) or
     /// prices (the price table; the cost is then in the units of docs/ECONOMICS.md)
     /// [default: compression.cache_profile of the configuration, else prices].
@@ -309,10 +312,6 @@ pub struct TuneArgs {
     pub engine: EngineArgs,
 }
 
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
-}
-
 /// `report`.
 #[derive(Clone, Debug, Args)]
 pub struct ReportArgs {
@@ -335,11 +334,9 @@ pub enum SessionCommand {
         /// The transcript (JSONL or JSON array, or an agent's log: see --format).
         #[arg(value_name = "FILE")]
         file: PathBuf,
-        /// Input format: auto (an agent's own log recognised from its first lines, else
-        /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
-        /// chat), openai, anthropic, claude-code, codex, pi or gemini.
-        #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-        format: InputFormat,
+        /// How the file is read.
+        #[command(flatten)]
+        input_format: FormatArg,
         /// SQLite path or URL (sqlite:PATH), or postgres:// URL.
         #[arg(long, value_name = "URL")]
         db: String,
@@ -354,12 +351,9 @@ pub enum SessionCommand {
     /// Never creates a database: a missing SQLite file exits 2. Reads a SQLite database it
     /// may not write (read-only file or mount, or sqlite:PATH?mode=ro) without migrating it.
     Export {
-        /// SQLite path or URL, or postgres:// URL.
-        #[arg(long, value_name = "URL")]
-        db: String,
-        /// Session id.
-        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
-        session: String,
+        /// The stored session.
+        #[command(flatten)]
+        store: StoreArgs,
         /// Include archived rows; every row then carries `active`, `compacted`, `generation`
         /// and `position` in its `_hermes` metadata (`--format openai` only).
         #[arg(long, conflicts_with = "wire")]
@@ -375,12 +369,9 @@ pub enum SessionCommand {
     },
     /// Run one pass on a stored session and commit it (archive_and_compact).
     Compact {
-        /// SQLite path or URL, or postgres:// URL.
-        #[arg(long, value_name = "URL")]
-        db: String,
-        /// Session id.
-        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
-        session: String,
+        /// The stored session.
+        #[command(flatten)]
+        store: StoreArgs,
         /// What kind of pass.
         #[arg(long, value_enum, default_value_t = Mode::Batch)]
         mode: Mode,
@@ -394,23 +385,17 @@ pub enum SessionCommand {
     /// List the session's generations: when, what pass, tokens before -> after, rows
     /// archived and inserted, and whether `session undo --to` can go back to it.
     History {
-        /// SQLite path or URL, or postgres:// URL.
-        #[arg(long, value_name = "URL")]
-        db: String,
-        /// Session id.
-        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
-        session: String,
+        /// The stored session.
+        #[command(flatten)]
+        store: StoreArgs,
     },
     /// Undo: make the active messages those of an earlier generation again, as a new
     /// generation (nothing is deleted, so an undo is itself undone with another undo).
     /// Unknown or unrestorable generations exit 2 and change nothing.
     Undo {
-        /// SQLite path or URL, or postgres:// URL.
-        #[arg(long, value_name = "URL")]
-        db: String,
-        /// Session id.
-        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
-        session: String,
+        /// The stored session.
+        #[command(flatten)]
+        store: StoreArgs,
         /// The generation to go back to [default: the one before the current].
         #[arg(long, value_name = "N")]
         to: Option<u64>,
@@ -418,12 +403,9 @@ pub enum SessionCommand {
     /// Show what generation N archived and what replaced it (summary text, pruned outputs
     /// and their one-liners), redacted. Local only: it reads your own store.
     Diff {
-        /// SQLite path or URL, or postgres:// URL.
-        #[arg(long, value_name = "URL")]
-        db: String,
-        /// Session id.
-        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
-        session: String,
+        /// The stored session.
+        #[command(flatten)]
+        store: StoreArgs,
         /// The generation (1 or later).
         #[arg(long, value_name = "N")]
         generation: u64,
@@ -432,12 +414,9 @@ pub enum SessionCommand {
     /// summarizes or reorders it. A generation of its own, so `session undo` reverts it. An
     /// index out of range exits 2 and changes nothing.
     Pin {
-        /// SQLite path or URL, or postgres:// URL.
-        #[arg(long, value_name = "URL")]
-        db: String,
-        /// Session id.
-        #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
-        session: String,
+        /// The stored session.
+        #[command(flatten)]
+        store: StoreArgs,
         /// Index of the message among the active ones (as `session export` prints them, 0
         /// first).
         #[arg(long, value_name = "I")]
@@ -446,6 +425,27 @@ pub enum SessionCommand {
         #[arg(long)]
         unpin: bool,
     },
+}
+
+/// `--format`, how an input file is read.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct FormatArg {
+    /// Input format: auto (an agent's own log recognised from its first lines, else
+    /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
+    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+    pub format: InputFormat,
+}
+
+/// `--db` and `--session`: a stored session.
+#[derive(Clone, Debug, Args)]
+pub struct StoreArgs {
+    /// SQLite path or URL, or postgres:// URL.
+    #[arg(long, value_name = "URL")]
+    pub db: String,
+    /// Session id.
+    #[arg(long, value_name = "ID", value_parser = crate::paths::session_id)]
+    pub session: String,
 }
 
 /// The dialect `session export` writes.

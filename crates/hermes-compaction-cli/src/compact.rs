@@ -1,14 +1,13 @@
 //! `compact`: one kind of pass over one transcript file. The passes themselves are the
 //! facade's ([`Compressor::one_shot`]); this module reads, writes and prints.
 
-use std::sync::Arc;
-
-use hermes_compaction::core::{Estimator, parse};
-use hermes_compaction::{Compressor, OneShot, OneShotReport};
+use compaction_telemetry::FileSink;
+use hermes_compaction::core::parse;
+use hermes_compaction::{Compressor, CompressorBuilder, OneShot, OneShotReport};
 
 use crate::cli::{CompactArgs, Mode};
-use crate::input::{Input, Strictness};
-use crate::setup::{build_summarizer, load_config_with_profile, telemetry_to_file};
+use crate::input::{self, Strictness, TranscriptFile};
+use crate::setup::compressor_builder;
 use crate::{Error, Result, runtime, write_atomically, write_out};
 
 impl Mode {
@@ -57,15 +56,14 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if args.focus.is_some() && args.mode != Mode::Batch {
         return Err(Error::Config("--focus applies to --mode batch only".into()));
     }
-    let config = load_config_with_profile(
-        args.engine.config.as_deref(),
-        args.engine.context_length,
-        args.engine.profile.as_deref(),
+    let builder = compressor_builder(&args.engine, mode)?;
+    let input = input::read(
+        &args.input,
+        args.input_format.format,
+        Strictness::COMPACTION,
     )?;
-    let summarizer = build_summarizer(&config, args.engine.summarizer)?;
-    let input = Input::read_format(&args.input, args.format, Strictness::COMPACTION)?;
     if args.dry_run {
-        return dry_run(args, mode, config, summarizer, input, out);
+        return dry_run(args, builder, input, out);
     }
     let output = args
         .output
@@ -75,25 +73,21 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.input, "the input")?;
         crate::paths::refuse_same_file(telemetry, "--telemetry", output, "the output")?;
     }
+    // The lines are held until the passes succeed: a failed run leaves no file.
     let telemetry = args
         .telemetry
         .as_deref()
-        .map(telemetry_to_file)
-        .transpose()?;
-    let mut c = Compressor::builder(config)
-        .summarizer(summarizer)
-        .counter(Arc::new(Estimator::default()))
-        .session(session_name(args))
-        .one_shot(mode)
-        .build()
-        .map_err(|e| Error::Config(e.to_string()))?;
+        .map(FileSink::deferred)
+        .transpose()
+        .map_err(Error::Telemetry)?;
+    let mut c = compressor(args, builder)?;
     let anthropic = input.anthropic;
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
     let report = rt.block_on(c.one_shot_with_focus(&mut t, args.focus.clone()));
     check(&report, "nothing was written")?;
     if let Some(telemetry) = telemetry {
-        telemetry.finish()?;
+        telemetry.finish().map_err(Error::Telemetry)?;
     }
     let text = if anthropic {
         hermes_compaction::core::anthropic::to_jsonl(t.messages())
@@ -104,28 +98,26 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     write_out(out, &with_note(&report, report.to_string()))
 }
 
-fn session_name(args: &CompactArgs) -> String {
-    args.input
+/// The compressor of a `compact` run, named after the input file.
+fn compressor(args: &CompactArgs, builder: CompressorBuilder) -> Result<Compressor> {
+    let session = args
+        .input
         .file_stem()
-        .map_or("transcript".into(), |s| s.to_string_lossy().into_owned())
+        .map_or("transcript".into(), |s| s.to_string_lossy().into_owned());
+    builder
+        .session(session)
+        .build()
+        .map_err(|e| Error::Config(e.to_string()))
 }
 
 /// `compact --dry-run`: the preview of the pass `--mode` would run, printed, nothing written.
 fn dry_run(
     args: &CompactArgs,
-    mode: OneShot,
-    config: hermes_compaction::Config,
-    summarizer: Arc<dyn hermes_compaction::llm::Summarizer>,
-    input: Input,
+    builder: CompressorBuilder,
+    input: TranscriptFile,
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
-    let mut c = Compressor::builder(config)
-        .summarizer(summarizer)
-        .counter(Arc::new(Estimator::default()))
-        .session(session_name(args))
-        .one_shot(mode)
-        .build()
-        .map_err(|e| Error::Config(e.to_string()))?;
+    let mut c = compressor(args, builder)?;
     let t = c.transcript(input.messages);
     let preview = match args.mode {
         Mode::Batch => c.preview(&t),

@@ -6,19 +6,21 @@
 
 use hermes_compaction::store::{Access, GenerationDiff, HistoryTable};
 
+use crate::cli::StoreArgs;
 use crate::{Error, Result, with_store};
 
 /// `session history`: one line per generation.
-pub async fn history(db: &str, session: &str) -> Result<String> {
-    with_store(db, Access::Existing, async |store| {
-        Ok(HistoryTable(&store.history(session).await?).to_string())
+pub async fn history(s: &StoreArgs) -> Result<String> {
+    with_store(&s.db, Access::Existing, async |store| {
+        Ok(HistoryTable(&store.history(&s.session).await?).to_string())
     })
     .await
 }
 
 /// `session undo [--to N]`: restores generation N (default: the one before the current).
-pub async fn undo(db: &str, session: &str, to: Option<u64>) -> Result<String> {
-    with_store(db, Access::Existing, async |store| {
+pub async fn undo(s: &StoreArgs, to: Option<u64>) -> Result<String> {
+    let session = s.session.as_str();
+    with_store(&s.db, Access::Existing, async |store| {
         let current = store.generation(session).await?;
         let target = match to {
             Some(n) => n,
@@ -39,8 +41,9 @@ pub async fn undo(db: &str, session: &str, to: Option<u64>) -> Result<String> {
 }
 
 /// `session pin --index I [--unpin]`.
-pub async fn pin(db: &str, session: &str, index: usize, pinned: bool) -> Result<String> {
-    with_store(db, Access::Existing, async |store| {
+pub async fn pin(s: &StoreArgs, index: usize, pinned: bool) -> Result<String> {
+    let session = s.session.as_str();
+    with_store(&s.db, Access::Existing, async |store| {
         let (messages, generation) = store.load_active_with_generation(session).await?;
         let Some(m) = messages.get(index) else {
             return Err(Error::Config(format!(
@@ -61,8 +64,9 @@ pub async fn pin(db: &str, session: &str, index: usize, pinned: bool) -> Result<
 }
 
 /// `session diff --generation N`: what N archived, and what replaced it.
-pub async fn diff(db: &str, session: &str, generation: u64) -> Result<String> {
-    with_store(db, Access::Existing, async |store| {
+pub async fn diff(s: &StoreArgs, generation: u64) -> Result<String> {
+    let session = s.session.as_str();
+    with_store(&s.db, Access::Existing, async |store| {
         let generations = store.history(session).await?;
         let current = generations.len() as u64 - 1;
         if generation == 0 || generation > current {

@@ -1,22 +1,10 @@
 //! Reading a transcript file: the bytes from disk, parsed by compaction-logs'
 //! [`TranscriptFile`] (any format, errors that name the file and the line).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-pub use compaction_logs::Strictness;
-use compaction_logs::{Format, TranscriptError, TranscriptFile, TranscriptFormat};
-use hermes_compaction::core::Message;
-
-/// A transcript read from a file.
-#[derive(Clone, Debug)]
-pub struct Input {
-    /// The file it came from.
-    pub path: PathBuf,
-    /// The messages, in order.
-    pub messages: Vec<Message>,
-    /// Read as Anthropic Messages (and written back so by `compact`).
-    pub anthropic: bool,
-}
+use compaction_logs::{Format, TranscriptError, TranscriptFormat};
+pub use compaction_logs::{Strictness, TranscriptFile};
 
 /// The format of an input file (`--format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -56,37 +44,12 @@ impl From<InputFormat> for TranscriptFormat {
     }
 }
 
-impl Input {
-    /// Reads `path` and parses it in `format` ([`TranscriptFile::parse`]).
-    pub fn read_format(
-        path: &Path,
-        format: InputFormat,
-        strictness: Strictness,
-    ) -> Result<Input, TranscriptError> {
-        let bytes = std::fs::read(path).map_err(|e| TranscriptError::unreadable(path, &e))?;
-        Input::parse(path, &bytes, format.into(), strictness)
-    }
-
-    /// Parses OpenAI chat bytes as if read from `path` (for embedded sessions).
-    pub fn from_bytes(
-        path: &Path,
-        bytes: &[u8],
-        strictness: Strictness,
-    ) -> Result<Input, TranscriptError> {
-        Input::parse(path, bytes, TranscriptFormat::Openai, strictness)
-    }
-
-    fn parse(
-        path: &Path,
-        bytes: &[u8],
-        format: TranscriptFormat,
-        strictness: Strictness,
-    ) -> Result<Input, TranscriptError> {
-        let file = TranscriptFile::parse(path, bytes, format, strictness)?;
-        Ok(Input {
-            path: file.path,
-            messages: file.messages,
-            anthropic: file.anthropic,
-        })
-    }
+/// Reads `path` and parses it in `format` ([`TranscriptFile::parse`]).
+pub fn read(
+    path: &Path,
+    format: InputFormat,
+    strictness: Strictness,
+) -> Result<TranscriptFile, TranscriptError> {
+    let bytes = std::fs::read(path).map_err(|e| TranscriptError::unreadable(path, &e))?;
+    TranscriptFile::parse(path, &bytes, format.into(), strictness)
 }

@@ -13,6 +13,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use hermes_compaction::oneshot::SessionOneShotError;
 use hermes_compaction::store::{Access, Backend, Store, StoreError, TranscriptStore};
 
 pub mod cli;
@@ -27,7 +28,7 @@ pub mod tune;
 
 pub use cli::{Cli, Command};
 pub use compaction_logs::TranscriptError;
-pub use input::{Input, InputFormat, Strictness};
+pub use input::{InputFormat, Strictness};
 
 /// Why a command failed. [`Error::exit_code`] maps it to the process exit code.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +48,10 @@ pub enum Error {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The `--telemetry` file cannot be created or written (exit 1); the message names it
+    /// (compaction-telemetry's `FileSink`).
+    #[error("{0}")]
+    Telemetry(std::io::Error),
     /// The store failed (exit 1), or was named wrongly: an unsupported URL, a backend not
     /// compiled in, an invalid schema name or session id (exit 2).
     #[error("store: {0}")]
@@ -62,6 +67,27 @@ pub enum Error {
 /// A `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// A simulator error: a configuration or option error exits 2, a store or runtime one 1.
+impl From<compaction_sim::Error> for Error {
+    fn from(e: compaction_sim::Error) -> Error {
+        match e {
+            compaction_sim::Error::Config(m) => Error::Config(m),
+            compaction_sim::Error::Store(e) => Error::Store(e),
+            other => Error::Pass(other.to_string()),
+        }
+    }
+}
+
+/// A stored one-shot run that could not start: the store's error, or the configuration's.
+impl From<SessionOneShotError> for Error {
+    fn from(e: SessionOneShotError) -> Error {
+        match e {
+            SessionOneShotError::Store(e) => Error::Store(e),
+            other => Error::Config(other.to_string()),
+        }
+    }
+}
+
 impl Error {
     /// 2 for bad input, configuration or usage; 1 for runtime failures.
     pub fn exit_code(&self) -> u8 {
@@ -76,7 +102,7 @@ impl Error {
                 | StoreError::UnknownGeneration { .. }
                 | StoreError::HistoryUnavailable { .. },
             ) => 2,
-            Error::Io { .. } | Error::Store(_) | Error::Pass(_) => 1,
+            Error::Io { .. } | Error::Telemetry(_) | Error::Store(_) | Error::Pass(_) => 1,
         }
     }
 }
@@ -190,9 +216,8 @@ pub(crate) async fn with_store<T>(
     work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
 ) -> Result<T> {
     let store = match Store::open(db, access).await {
-        Err(StoreError::UnsupportedUrl { .. }) => {
-            // Only the scheme is printed: the rest may hold credentials.
-            let scheme = db.split_once("://").map_or(db, |(s, _)| s);
+        // The store's error holds the scheme only: the rest may hold credentials.
+        Err(StoreError::UnsupportedUrl { scheme }) => {
             let known: Vec<String> = Backend::ALL
                 .iter()
                 .flat_map(|b| b.schemes())

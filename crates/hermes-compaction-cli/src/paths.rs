@@ -58,39 +58,3 @@ pub fn session_id(s: &str) -> std::result::Result<String, String> {
         )),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn session_ids() {
-        assert!(session_id("s-1").is_ok());
-        for bad in [String::new(), "a\tb".into(), "x".repeat(300)] {
-            let e = session_id(&bad).unwrap_err();
-            assert!(e.starts_with("invalid session id"), "{e}");
-            assert!(!e.contains(&bad) || bad.is_empty());
-        }
-    }
-
-    #[test]
-    fn same_files_through_links_and_missing_files() {
-        let dir = tempfile::tempdir().unwrap();
-        let a = dir.path().join("a.jsonl");
-        std::fs::write(&a, "x").unwrap();
-        let dotted = dir.path().join(".").join("a.jsonl");
-        assert!(same_file(&a, &dotted));
-        let missing = dir.path().join("new.log");
-        assert!(same_file(&missing, &dir.path().join("./new.log")));
-        assert!(!same_file(&a, &missing));
-        #[cfg(unix)]
-        {
-            let hard = dir.path().join("hard.jsonl");
-            std::fs::hard_link(&a, &hard).unwrap();
-            assert!(same_file(&hard, &a));
-            let soft = dir.path().join("soft.jsonl");
-            std::os::unix::fs::symlink(&a, &soft).unwrap();
-            assert!(same_file(&soft, &a));
-        }
-    }
-}

@@ -1,44 +1,44 @@
 //! `session import | export | compact`, and `demo`: the store from the command line. Opening
 //! a `--db` is the store's [`Store::open`](hermes_compaction::store::Store::open), an export its
-//! [`export_jsonl`].
+//! [`export_jsonl`], a compaction the facade's [`one_shot_session`].
 
 use std::path::Path;
-use std::sync::Arc;
 
-use hermes_compaction::core::Estimator;
+use compaction_logs::TranscriptFormat::Openai;
+use compaction_sim::render::table;
+use compaction_sim::{Options, Policy};
+use hermes_compaction::core::Message;
+use hermes_compaction::oneshot::one_shot_session;
 use hermes_compaction::store::{Access, ExportForm, export_jsonl};
-use hermes_compaction::{Compressor, Persistence};
+use hermes_compaction::{Compressor, CompressorBuilder};
 
-use crate::cli::{DemoArgs, ExportFormat, Mode, SessionCommand};
+use crate::cli::{DemoArgs, ExportFormat, SessionCommand, StoreArgs};
 use crate::compact::{check, with_note};
-use crate::input::{Input, Strictness};
-use crate::setup::{build_summarizer, load_config};
+use crate::history;
+use crate::input::{self, Strictness, TranscriptFile};
+use crate::setup::{build_summarizer, compressor_builder, load_config};
 use crate::simulate::simulate;
 use crate::{Result, runtime, with_store, write_out};
-use compaction_sim::Policy;
-use compaction_sim::render::table;
 
 /// Runs a `session` subcommand.
 pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
     let rt = runtime()?;
-    match cmd {
+    let text = match cmd {
         SessionCommand::Import {
             file,
-            format,
+            input_format,
             db,
             session,
         } => {
-            let input = Input::read_format(&file, format, Strictness::COMPACTION)?;
+            let input = input::read(&file, input_format.format, Strictness::COMPACTION)?;
             let id = match session {
                 Some(id) => id,
                 None => default_session_id(&file)?,
             };
-            let line = rt.block_on(import(&db, &id, input))?;
-            write_out(out, &line)
+            rt.block_on(import(&db, &id, input.messages))?
         }
         SessionCommand::Export {
-            db,
-            session,
+            store,
             all,
             wire,
             format,
@@ -54,86 +54,54 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
                 (ExportFormat::Openai, false, true) => ExportForm::Wire,
                 (ExportFormat::Openai, false, false) => ExportForm::Stored,
             };
-            let text = rt.block_on(with_store(&db, Access::Read, async |store| {
-                Ok(export_jsonl(&*store, &session, form).await?)
-            }))?;
-            write_out(out, &text)
+            rt.block_on(with_store(&store.db, Access::Read, async |db| {
+                Ok(export_jsonl(&*db, &store.session, form).await?)
+            }))?
         }
         SessionCommand::Compact {
-            db,
-            session,
+            store,
             mode,
             passes,
             engine,
         } => {
-            let mode = mode.one_shot(passes)?;
-            let config = crate::setup::load_config_with_profile(
-                engine.config.as_deref(),
-                engine.context_length,
-                engine.profile.as_deref(),
-            )?;
-            let summarizer = build_summarizer(&config, engine.summarizer)?;
-            let line = rt.block_on(with_store(&db, Access::Existing, async |store| {
-                // One persistence for the session: the compressor commits every pass and
-                // advances the generation it names.
-                let (persistence, messages) = Persistence::load(store, &session).await?;
-                let generation = persistence.generation;
-                let mut c = Compressor::builder(config)
-                    .summarizer(summarizer)
-                    .counter(Arc::new(Estimator::default()))
-                    .session(session.as_str())
-                    .store(persistence)
-                    .one_shot(mode)
-                    .build()
-                    .map_err(|e| crate::Error::Config(e.to_string()))?;
-                let mut t = c.transcript(messages);
-                let report = c.one_shot(&mut t).await;
-                // The generation the committed passes reached, as the compressor counted
-                // them: no store read that could fail after the commits and hide them.
-                let after = c.store_generation().unwrap_or(generation);
-                check(
-                    &report,
-                    &format!(
-                        "the store holds what the earlier passes committed (generation {generation}->{after})"
-                    ),
-                )?;
-                let line = format!(
-                    "session={session} {report} generation={generation}->{after}"
-                );
-                Ok(with_note(&report, line))
-            }))?;
-            write_out(out, &line)
+            let builder = compressor_builder(&engine, mode.one_shot(passes)?)?;
+            rt.block_on(compact(&store, builder))?
         }
-        SessionCommand::History { db, session } => {
-            write_out(out, &rt.block_on(crate::history::history(&db, &session))?)
+        SessionCommand::History { store } => rt.block_on(history::history(&store))?,
+        SessionCommand::Undo { store, to } => rt.block_on(history::undo(&store, to))?,
+        SessionCommand::Diff { store, generation } => {
+            rt.block_on(history::diff(&store, generation))?
         }
-        SessionCommand::Undo { db, session, to } => {
-            write_out(out, &rt.block_on(crate::history::undo(&db, &session, to))?)
-        }
-        SessionCommand::Diff {
-            db,
-            session,
-            generation,
-        } => write_out(
-            out,
-            &rt.block_on(crate::history::diff(&db, &session, generation))?,
-        ),
         SessionCommand::Pin {
-            db,
-            session,
+            store,
             index,
             unpin,
-        } => write_out(
-            out,
-            &rt.block_on(crate::history::pin(&db, &session, index, !unpin))?,
-        ),
-    }
+        } => rt.block_on(history::pin(&store, index, !unpin))?,
+    };
+    write_out(out, &text)
 }
 
-/// Stores `input` as the new session `id`; returns the one-line result.
-pub async fn import(db: &str, id: &str, input: Input) -> Result<String> {
+/// `session compact`: `builder`'s one-shot run over the stored session, every pass committed
+/// by the facade ([`one_shot_session`]); the summary line, after a `note:` line when the run
+/// has one.
+pub async fn compact(store: &StoreArgs, builder: CompressorBuilder) -> Result<String> {
+    with_store(&store.db, Access::Existing, async |db| {
+        let run = one_shot_session(builder, db, &store.session).await?;
+        check(
+            &run.report,
+            &format!(
+                "the store holds what the earlier passes committed (generation {}->{})",
+                run.generation_before, run.generation_after
+            ),
+        )?;
+        Ok(with_note(&run.report, run.to_string()))
+    })
+    .await
+}
+
+/// Stores `messages` as the new session `id`; returns the one-line result.
+pub async fn import(db: &str, id: &str, mut messages: Vec<Message>) -> Result<String> {
     with_store(db, Access::Create, async |store| {
-        let mut messages = input.messages;
         // One transaction: a failed import leaves no session behind.
         let ids = store.import_session(id, &mut messages).await?;
         Ok(format!("imported {} messages into session {id}", ids.len()))
@@ -153,7 +121,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     };
     let path = Path::new("examples/sessions/coding-agent.jsonl");
     let text = compaction_sim::example::session_jsonl();
-    let input = Input::from_bytes(path, text.as_bytes(), Strictness::COMPACTION)?;
+    let input = TranscriptFile::parse(path, text.as_bytes(), Openai, Strictness::COMPACTION)?;
     let session = format!(
         "demo-{}",
         std::time::SystemTime::now()
@@ -162,41 +130,24 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     );
     let config = load_config(None, Some(args.context_length))?;
     let rt = runtime()?;
-    let messages = input.messages.clone();
     let mut text = String::new();
-    text.push_str(&rt.block_on(import(&db, &session, input))?);
+    text.push_str(&rt.block_on(import(&db, &session, input.messages.clone()))?);
     text.push_str(&format!(" (SQLite store {db})\n"));
     write_out(out, &text)?;
     // One batch pass, committed with archive_and_compact.
-    let mut sub = Vec::new();
-    run(
-        SessionCommand::Compact {
-            db: db.clone(),
-            session: session.clone(),
-            mode: Mode::Batch,
-            passes: None,
-            engine: crate::cli::EngineArgs {
-                context_length: Some(args.context_length),
-                config: None,
-                summarizer: None,
-                profile: None,
-            },
-        },
-        &mut sub,
-    )?;
-    write_out(out, &String::from_utf8_lossy(&sub))?;
-    let inputs = vec![("coding-agent.jsonl".to_owned(), messages)];
+    let store = StoreArgs { db, session };
+    let summarizer = build_summarizer(&config, None)?;
+    let builder = Compressor::builder(config.clone()).summarizer(summarizer);
+    write_out(out, &rt.block_on(compact(&store, builder))?)?;
+    let inputs = vec![("coding-agent.jsonl".to_owned(), input.messages)];
     let policies = [
         Policy::None,
         Policy::Batch,
         Policy::BatchNaive,
         Policy::Micro,
     ];
-    let options = crate::simulate::Options {
-        progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
-        ..Default::default()
-    };
-    let sim = simulate(&inputs, &policies, &config, &options)?;
+    let variants = Policy::variants(&policies, &config, None)?;
+    let sim = simulate(&inputs, &variants, &config, None, &Options::default())?;
     let rows: Vec<_> = sim.totals.iter().collect();
     write_out(
         out,

@@ -1,44 +1,36 @@
-//! What every command builds first: the configuration, the summarizer and the telemetry sink.
+//! What every command builds first: the configuration and the summarizer (and for a one-shot
+//! run, the compressor builder).
 
 use std::path::Path;
 use std::sync::Arc;
 
-use compaction_telemetry::FileSink;
 use hermes_compaction::llm::Summarizer;
-use hermes_compaction::{Config, summarizer_from_config};
+use hermes_compaction::{Compressor, CompressorBuilder, Config, OneShot, summarizer_from_config};
 
 use crate::Error;
+use crate::cli::{EngineArgs, SummarizerKind};
 
-/// Which summarizer a command uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum SummarizerKind {
-    /// Deterministic, no network (the embedded default).
-    #[default]
-    Extractive,
-    /// An OpenAI-compatible endpoint from `auxiliary.compression.*`.
-    Openai,
+/// The compressor builder the engine options give a one-shot `mode`: [`load_config`], then
+/// the named profile of the configuration (`--profile`) applied over `[compression]` (an
+/// unknown profile or a bad key in it is a configuration error, exit 2), and the summarizer
+/// ([`build_summarizer`]).
+pub fn compressor_builder(engine: &EngineArgs, mode: OneShot) -> Result<CompressorBuilder, Error> {
+    let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
+    if let Some(name) = &engine.profile {
+        config = config
+            .with_profile(name)
+            .map_err(|e| Error::Config(e.to_string()))?;
+    }
+    let summarizer = build_summarizer(&config, engine.summarizer)?;
+    Ok(Compressor::builder(config)
+        .summarizer(summarizer)
+        .one_shot(mode))
 }
 
 /// Loads the configuration: defaults, then `file`, then `HERMES_COMPACTION__*` variables; a
 /// context length given on the command line wins over all of them. The result is checked by
 /// [`Config::validate`] alone (its error names the key, e.g. `model.context_length`, and the
 /// allowed range), so every bound is stated in one place.
-/// [`load_config`], then the named profile of the configuration (`--profile`) applied over
-/// `[compression]`; an unknown profile or a bad key in it is a configuration error (exit 2).
-pub fn load_config_with_profile(
-    file: Option<&Path>,
-    context_length: Option<u64>,
-    profile: Option<&str>,
-) -> Result<Config, Error> {
-    let config = load_config(file, context_length)?;
-    match profile {
-        None => Ok(config),
-        Some(name) => config
-            .with_profile(name)
-            .map_err(|e| Error::Config(e.to_string())),
-    }
-}
-
 pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<Config, Error> {
     let (mut config, warnings) =
         Config::load_with_warnings(file).map_err(|e| Error::Config(e.to_string()))?;
@@ -73,40 +65,4 @@ pub fn build_summarizer(
         .into();
     }
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
-}
-
-/// Collects this thread's telemetry lines for `path` until the returned [`TelemetryFile`] is
-/// finished ([`FileSink::deferred`]): the file is written only then, so a run that fails
-/// before (a failed pass) creates no file and leaves an existing one as it was.
-pub fn telemetry_to_file(path: &Path) -> Result<TelemetryFile, Error> {
-    let sink = FileSink::deferred(path).map_err(|e| Error::Io {
-        what: format!("cannot create the telemetry file {}", path.display()),
-        source: e,
-    })?;
-    Ok(TelemetryFile {
-        sink,
-        path: path.to_owned(),
-    })
-}
-
-/// The telemetry sink of a command: a [`FileSink`] and the file it names in errors.
-#[derive(Debug)]
-pub struct TelemetryFile {
-    sink: FileSink,
-    path: std::path::PathBuf,
-}
-
-impl TelemetryFile {
-    /// Stops collecting, writes the file to disk and reports the first failure.
-    pub fn finish(self) -> Result<(), Error> {
-        let path = self.path;
-        self.sink.finish().map_err(|e| Error::Io {
-            what: if path.exists() {
-                format!("cannot write the telemetry file {}", path.display())
-            } else {
-                format!("cannot create the telemetry file {}", path.display())
-            },
-            source: e,
-        })
-    }
 }

@@ -1,44 +1,22 @@
-//! `tune`: argument parsing and printing over `compaction_sim::tune`.
+//! `tune`: argument parsing and printing over `compaction_sim::tune` (which checks the options:
+//! [`Pricing::select_one`], [`TuneOptions::check`]).
 
 use std::io::IsTerminal;
 use std::time::Instant;
 
+use compaction_sim::Pricing;
+use compaction_sim::render::progress_bar;
 use compaction_sim::tune::{TuneOptions, tune};
 
 use crate::cli::TuneArgs;
 use crate::setup::{build_summarizer, load_config};
-use crate::simulate::{read_inputs, sim_error};
+use crate::simulate::read_inputs;
 use crate::{Error, Result, write_atomically, write_out};
 
 /// Runs `tune`.
 pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
-    if args.cache_profile.as_deref() == Some("all") {
-        return Err(Error::Config(
-            "--cache-profile all: tune under one pricing at a time".into(),
-        ));
-    }
-    let pricing = compaction_sim::Pricing::select(args.cache_profile.as_deref(), None, &config)
-        .map_err(sim_error)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::Config("no pricing".into()))?;
-    for (flag, v) in [
-        ("--min-retention", args.min_retention),
-        ("--min-recall", args.min_recall),
-    ] {
-        if let Some(r) = v
-            && !(0.0..=1.0).contains(&r)
-        {
-            return Err(Error::Config(format!(
-                "{flag} {r}: must be between 0 and 1"
-            )));
-        }
-    }
-    if args.budget == 0 {
-        return Err(Error::Config("--budget must be more than 0".into()));
-    }
-    let inputs = read_inputs(&args.input, args.format)?;
+    let pricing = Pricing::select_one(args.cache_profile.as_deref(), None, &config)?;
     let options = TuneOptions {
         pricing: pricing.clone(),
         request_gap_secs: args.request_gap_secs,
@@ -51,6 +29,8 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
         max_summary_calls: args.max_summary_calls,
         ..TuneOptions::default()
     };
+    options.check()?;
+    let inputs = read_inputs(&args.input, args.input_format.format)?;
     let kind = args.engine.summarizer;
     let factory = || {
         build_summarizer(&config, kind).map_err(|e| compaction_sim::Error::Config(e.to_string()))
@@ -60,19 +40,13 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let show = |done: usize, total: usize| {
         #[allow(clippy::print_stderr)]
         if tty {
-            let width = 30;
-            let filled = done * width / total.max(1);
-            eprint!(
-                "\r[{}{}] {done}/{total} configurations, {:.0} s",
-                "#".repeat(filled),
-                " ".repeat(width - filled),
-                started.elapsed().as_secs_f64()
-            );
+            let label = format!("configurations, {:.0} s", started.elapsed().as_secs_f64());
+            eprint!("\r{}", progress_bar(done, total, &label));
         } else if done == total || done.is_multiple_of(8) {
             eprintln!("tuned {done}/{total} configurations");
         }
     };
-    let tuning = tune(&inputs, &config, &options, &factory, &show).map_err(sim_error)?;
+    let tuning = tune(&inputs, &config, &options, &factory, &show)?;
     if tty {
         #[allow(clippy::print_stderr)]
         {

@@ -1,4 +1,5 @@
-//! End-to-end tests of the `hermes-compaction` binary (std::process on the built binary).
+//! End-to-end tests of the `hermes-compaction` binary (std::process on the built binary), and
+//! of its path checks called directly (`paths`).
 #![allow(clippy::print_stderr)]
 
 mod bad_input;
@@ -8,6 +9,7 @@ mod dry_run;
 mod failures;
 mod fake_openai;
 mod logs;
+mod paths;
 mod session;
 mod simulate;
 mod undo;

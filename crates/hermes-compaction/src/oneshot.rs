@@ -7,7 +7,8 @@
 //! until nothing is absorbable or a pass limit is reached; [`Compressor::one_shot`] picks one
 //! of them (or a forced batch pass) and reports in one vocabulary. Every pass goes through the
 //! compressor's own path: planned, summarized, committed to the store when one is configured,
-//! applied, and emitted as a telemetry event.
+//! applied, and emitted as a telemetry event. [`one_shot_session`] (feature `store`) runs
+//! one over a stored session and commits every pass.
 
 use std::time::{Duration, Instant};
 
@@ -268,6 +269,110 @@ impl crate::compressor::Persistence {
         };
         Ok((persistence, messages))
     }
+}
+
+/// What [`one_shot_session`] did: the run's report and the session's generation before the
+/// run and after the passes it committed. Counts and ids only, never content.
+#[cfg(feature = "store")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionOneShot {
+    /// The stored session.
+    pub session: String,
+    /// What the run did (a failed pass is here, not an error).
+    pub report: OneShotReport,
+    /// The generation the run started from.
+    pub generation_before: u64,
+    /// The generation the committed passes reached, as the compressor counted its own
+    /// commits (no store read after them that could fail and hide them).
+    pub generation_after: u64,
+}
+
+/// The one-line summary of a stored run: `session=ID`, the report's line
+/// ([`OneShotReport`]'s `Display`), then `generation=BEFORE->AFTER`.
+#[cfg(feature = "store")]
+impl std::fmt::Display for SessionOneShot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "session={} {} generation={}->{}",
+            self.session, self.report, self.generation_before, self.generation_after
+        )
+    }
+}
+
+/// Why [`one_shot_session`] could not start a run (nothing was committed).
+#[cfg(feature = "store")]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionOneShotError {
+    /// The session could not be loaded (unknown session, store failure).
+    #[error(transparent)]
+    Store(#[from] compaction_store::StoreError),
+    /// The compressor could not be built: the configuration, with the one-shot mode applied,
+    /// is invalid (the error names the key).
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+}
+
+/// Runs the one-shot run `builder` is for
+/// ([`CompressorBuilder::one_shot`](crate::CompressorBuilder::one_shot), a batch pass unless
+/// given) over stored session `session`, committing every pass: what `hermes-compaction session
+/// compact` and a maintenance job do. The session is loaded in one snapshot
+/// ([`Persistence::load`](crate::compressor::Persistence::load)), the compressor is built
+/// from `builder` with the session's id and one [`Persistence`](crate::compressor::Persistence)
+/// for every pass, and [`Compressor::one_shot`] runs. A pass that fails ends the run and is in
+/// the report ([`OneShotReport::failed`]); the store then holds what the earlier passes
+/// committed, up to [`SessionOneShot::generation_after`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use hermes_compaction::core::{Message, ToolCall};
+/// use hermes_compaction::oneshot::one_shot_session;
+/// use hermes_compaction::store::{Store, TranscriptStore};
+/// use hermes_compaction::{Compressor, Config, OneShot};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+/// let mut messages = vec![Message::system("You are a coding agent.")];
+/// for i in 0..30 {
+///     let id = format!("call_{i}");
+///     messages.push(Message::user(format!("step {i}")));
+///     messages.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "shell", "{}")]));
+///     messages.push(Message::tool_result(&id, "ok\n".repeat(2_000)));
+///     messages.push(Message::assistant(format!("step {i} done")));
+/// }
+/// store.import_session("s1", &mut messages).await.unwrap();
+/// let mut config = Config::default();
+/// config.model.context_length = 16_000;
+/// let builder = Compressor::builder(config).one_shot(OneShot::Prune);
+/// let run = one_shot_session(builder, store.clone(), "s1").await.unwrap();
+/// assert!(!run.report.failed());
+/// assert_eq!((run.generation_before, run.generation_after), (0, 1));
+/// assert_eq!(store.generation("s1").await.unwrap(), 1);
+/// assert!(run.to_string().starts_with("session=s1 mode=prune outcome=pruned passes=1 "));
+/// assert!(run.to_string().ends_with(" generation=0->1"));
+/// // An unknown session is an error, not a report.
+/// let builder = Compressor::builder(Config::default());
+/// assert!(one_shot_session(builder, store, "s2").await.is_err());
+/// # });
+/// ```
+#[cfg(feature = "store")]
+pub async fn one_shot_session(
+    builder: crate::CompressorBuilder,
+    store: std::sync::Arc<dyn compaction_store::TranscriptStore>,
+    session: &str,
+) -> Result<SessionOneShot, SessionOneShotError> {
+    let (persistence, messages) = crate::compressor::Persistence::load(store, session).await?;
+    let generation_before = persistence.generation;
+    let mut c = builder.session(session).store(persistence).build()?;
+    let mut t = c.transcript(messages);
+    let report = c.one_shot(&mut t).await;
+    Ok(SessionOneShot {
+        session: session.to_owned(),
+        report,
+        generation_after: c.store_generation().unwrap_or(generation_before),
+        generation_before,
+    })
 }
 
 impl Compressor {

@@ -372,3 +372,58 @@ fn a_one_shot_run_keeps_the_store_failure_cause() {
         assert_eq!(r.failure_cause(), Some("injected fault"));
     });
 }
+
+/// `one_shot_session` loads a stored session, commits its pass and reports the generations;
+/// a failed commit is in the report with the generation unchanged; an unknown session and a
+/// bad configuration are errors that commit nothing.
+#[test]
+fn a_stored_session_runs_one_shot() {
+    use hermes_compaction::OneShot;
+    use hermes_compaction::oneshot::{SessionOneShotError, one_shot_session};
+    rt().block_on(async {
+        for store in stores("one_shot_session").await {
+            let dyn_store: Arc<dyn TranscriptStore> = Arc::new(store.clone());
+            let mut messages = tool_session(120, 100);
+            store.import_session("s", &mut messages).await.unwrap();
+            let run = one_shot_session(builder(config(16_000)), dyn_store.clone(), "s")
+                .await
+                .unwrap();
+            assert_eq!(run.report.outcome.as_str(), "summarized", "{run}");
+            assert_eq!((run.generation_before, run.generation_after), (0, 1));
+            assert_eq!(store.generation("s").await.unwrap(), 1);
+            let active = store.load_active("s").await.unwrap();
+            assert_eq!(active.len(), run.report.messages_after);
+            assert!(
+                run.to_string()
+                    .starts_with("session=s mode=batch outcome=summarized ")
+            );
+            // The next pass fails at its commit: reported, generation unchanged.
+            let mut more = tool_session(60, 100)
+                .into_iter()
+                .skip(1)
+                .collect::<Vec<_>>();
+            store.append("s", &mut more).await.unwrap();
+            store.inject_fault(FaultPoint::AfterArchive);
+            let batch = builder(config(16_000)).one_shot(OneShot::Batch);
+            let run = one_shot_session(batch, dyn_store.clone(), "s")
+                .await
+                .unwrap();
+            assert!(run.report.failed(), "{run}");
+            assert_eq!(run.report.failure_cause(), Some("injected fault"));
+            assert_eq!((run.generation_before, run.generation_after), (1, 1));
+            assert_eq!(store.generation("s").await.unwrap(), 1);
+            // Errors before any pass.
+            let e = one_shot_session(builder(config(16_000)), dyn_store.clone(), "missing")
+                .await
+                .unwrap_err();
+            assert!(matches!(e, SessionOneShotError::Store(_)), "{e}");
+            let e = one_shot_session(builder(config(10)), dyn_store.clone(), "s")
+                .await
+                .unwrap_err();
+            assert!(matches!(e, SessionOneShotError::Config(_)), "{e}");
+            assert!(e.to_string().contains("model.context_length"), "{e}");
+            assert_eq!(store.generation("s").await.unwrap(), 1);
+            crate::common::finish(store).await;
+        }
+    });
+}

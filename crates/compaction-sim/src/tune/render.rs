@@ -1,0 +1,171 @@
+//! What a tuning prints: the front as a table, the points as an SVG scatter plot, and the
+//! recommended configuration as TOML.
+
+use std::fmt::Write as _;
+
+use hermes_compaction::Config;
+
+use compaction_telemetry::svg::{Chart, Series, Style};
+
+use super::{Point, Tuning};
+use crate::pricing::Pricing;
+
+impl Tuning {
+    /// The front as a table: one line per point, by cost.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "{} candidates, {} feasible, {} on the front (cost: lower is better; far recall: pooled, with summaries / verbatim; ledger-fact retention: mean / min)",
+            self.evaluated,
+            self.points.len(),
+            self.front.len()
+        );
+        let _ = writeln!(
+            s,
+            "{:>16}  {:>10}  {:>15}  {:>15}  {:>7}  name",
+            "cost", "units (M)", "far recall", "retention", "summary"
+        );
+        let unit = self.cost_unit;
+        let line = |s: &mut String, p: &Point, mark: &str| {
+            let _ = writeln!(
+                s,
+                "{:>16}  {:>10.3}  {:>6.1}% / {:>5.1}%  {:>6.1}% / {:>5.1}%  {:>7}  {}{mark}",
+                unit.format(p.cost),
+                p.unit_cost / 1e6,
+                p.far_recall * 100.0,
+                p.far_recall_verbatim * 100.0,
+                p.mean_retention * 100.0,
+                p.min_retention * 100.0,
+                p.summary_calls,
+                p.name
+            );
+        };
+        for p in &self.front {
+            let mark = if p.knobs == self.recommended.knobs {
+                "  <- recommended"
+            } else {
+                ""
+            };
+            line(&mut s, p, mark);
+        }
+        let _ = writeln!(s, "starting configuration:");
+        line(&mut s, &self.baseline, "");
+        if self.meets_limits && self.recommended.knobs == self.baseline.knobs {
+            let _ = writeln!(
+                s,
+                "the recommendation is the starting configuration itself: no point on the front is cheaper at this far recall and summary-call limit, so there is nothing to change"
+            );
+        }
+        if !self.meets_limits {
+            let _ = writeln!(
+                s,
+                "no point on the front meets the limits (far recall >= {:.1}% and the summary-call and retention limits); the starting configuration is kept",
+                self.min_recall * 100.0
+            );
+        }
+        s
+    }
+
+    /// The front and every other feasible point as a scatter plot (cost against far
+    /// recall), the baseline and the recommendation marked.
+    pub fn svg(&self) -> String {
+        let (x_label, divisor) = self.cost_unit.axis();
+        let pt = |p: &Point| (p.cost / divisor, p.far_recall * 100.0);
+        let title = |p: &Point| {
+            format!(
+                "{}: cost {}, far recall {:.1}%, retention {:.1}%, {} summary calls",
+                p.name,
+                self.cost_unit.format(p.cost),
+                p.far_recall * 100.0,
+                p.mean_retention * 100.0,
+                p.summary_calls
+            )
+        };
+        let others: Vec<&Point> = self
+            .points
+            .iter()
+            .filter(|p| !self.front.iter().any(|f| f.knobs == p.knobs))
+            .collect();
+        let series = |label: &str, class: &str, color: &str, style, ps: Vec<&Point>| Series {
+            label: label.into(),
+            class: class.into(),
+            color: color.into(),
+            style,
+            points: ps.iter().map(|p| pt(p)).collect(),
+            titles: ps.iter().map(|p| title(p)).collect(),
+        };
+        let costs = self
+            .points
+            .iter()
+            .chain([&self.baseline, &self.recommended])
+            .map(|p| p.cost / divisor);
+        let (lo, hi) = costs.fold((f64::INFINITY, 0.0_f64), |(lo, hi), c| {
+            (lo.min(c), hi.max(c))
+        });
+        let pad = ((hi - lo) * 0.05).max(1e-6);
+        let chart = Chart {
+            title: "policy search: cost against far recall".into(),
+            x_label: x_label.into(),
+            x_range: lo.is_finite().then_some((lo - pad, hi + pad)),
+            y_label: "far recall, pooled, with summaries (%)".into(),
+            y_unit: "%".into(),
+            size: (900.0, 500.0),
+            y_range: Some((0.0, 100.0)),
+            series: vec![
+                series("other points", "point", "#bbbbbb", Style::Points, others),
+                series(
+                    "Pareto front",
+                    "front",
+                    "#1f77b4",
+                    Style::Line,
+                    self.front.iter().collect(),
+                ),
+                series(
+                    "front points",
+                    "front-point",
+                    "#1f77b4",
+                    Style::Points,
+                    self.front.iter().collect(),
+                ),
+                series(
+                    "starting configuration",
+                    "baseline",
+                    "#7f7f7f",
+                    Style::Points,
+                    vec![&self.baseline],
+                ),
+                series(
+                    "recommended",
+                    "recommended",
+                    "#d62728",
+                    Style::Points,
+                    vec![&self.recommended],
+                ),
+            ],
+            ..Chart::default()
+        };
+        chart.to_svg()
+    }
+
+    /// The recommended configuration as TOML that `Config::load` (and `--config`) accepts:
+    /// the context length and cache profile it was tuned for and every tuned key.
+    pub fn toml(&self, base: &Config, pricing: &Pricing) -> String {
+        let p = &self.recommended;
+        let profile = match pricing {
+            Pricing::Table(_) => base.compression.cache_profile.clone(),
+            Pricing::Profile(p) => p.name.clone(),
+        };
+        format!(
+            "# Written by `hermes-compaction tune`: cost {:.0} ({:.3}M issue units), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
+            p.cost,
+            p.unit_cost / 1e6,
+            p.far_recall * 100.0,
+            p.mean_retention * 100.0,
+            p.summary_calls,
+            base.model.context_length,
+            profile,
+            p.knobs.toml_lines()
+        )
+    }
+}
