@@ -81,6 +81,31 @@ pub enum StoreError {
         /// The oldest restorable generation.
         from: u64,
     },
+    /// [`Session::undo`](crate::Session::undo) without a target on a session at generation 0.
+    #[error("session `{session}` is at generation 0: nothing to undo")]
+    NothingToUndo {
+        /// The session id.
+        session: String,
+    },
+    /// [`Session::diff`](crate::Session::diff) of a generation written before the store
+    /// recorded what each generation archived (schema version 4).
+    #[error(
+        "generation {generation} was written before the store recorded what each generation archived"
+    )]
+    DiffUnavailable {
+        /// The generation asked for.
+        generation: u64,
+    },
+    /// [`Session::pin_at`](crate::Session::pin_at) named an index past the active messages.
+    #[error("index {index} is out of range: session `{session}` has {active} active messages")]
+    IndexOutOfRange {
+        /// The session id.
+        session: String,
+        /// The index asked for.
+        index: usize,
+        /// How many messages are active.
+        active: usize,
+    },
     /// The commit changes nothing.
     #[error("empty commit: no rows to archive and none to insert")]
     EmptyCommit,

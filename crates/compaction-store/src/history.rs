@@ -67,30 +67,34 @@ impl fmt::Display for GenerationInfo {
 /// [`pass_generation`](StoredRow::pass_generation). Prints as its history line, then the
 /// archived rows (`-`) and the written rows (`+`), redacted.
 #[derive(Clone, Debug)]
-pub struct GenerationDiff<'a> {
+#[non_exhaustive]
+pub struct GenerationDiff {
     /// The generation.
-    pub info: &'a GenerationInfo,
+    pub info: GenerationInfo,
     /// The rows it archived.
-    pub archived: Vec<&'a StoredRow>,
+    pub archived: Vec<StoredRow>,
     /// The rows it inserted.
-    pub inserted: Vec<&'a StoredRow>,
+    pub inserted: Vec<StoredRow>,
 }
 
-impl<'a> GenerationDiff<'a> {
+impl GenerationDiff {
     /// The diff of `info`'s generation among `rows` (all of the session's rows,
-    /// [`TranscriptStore::load_all`](crate::TranscriptStore::load_all)).
-    pub fn of(info: &'a GenerationInfo, rows: &'a [StoredRow]) -> GenerationDiff<'a> {
+    /// [`TranscriptStore::load_all`](crate::TranscriptStore::load_all); the others are
+    /// dropped). [`Session::diff`](crate::Session::diff) reads both and calls it.
+    pub fn of(info: GenerationInfo, rows: Vec<StoredRow>) -> GenerationDiff {
         let generation = Some(info.generation);
+        let (mut archived, mut inserted) = (Vec::new(), Vec::new());
+        for r in rows {
+            if r.archived_generation == generation {
+                archived.push(r);
+            } else if r.pass_generation == generation {
+                inserted.push(r);
+            }
+        }
         GenerationDiff {
             info,
-            archived: rows
-                .iter()
-                .filter(|r| r.archived_generation == generation)
-                .collect(),
-            inserted: rows
-                .iter()
-                .filter(|r| r.pass_generation == generation)
-                .collect(),
+            archived,
+            inserted,
         }
     }
 
@@ -103,7 +107,7 @@ impl<'a> GenerationDiff<'a> {
     }
 }
 
-impl fmt::Display for GenerationDiff<'_> {
+impl fmt::Display for GenerationDiff {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let generation = self.info.generation;
         writeln!(f, "{}", self.info)?;

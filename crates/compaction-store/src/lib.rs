@@ -107,7 +107,7 @@ pub use options::StoreOptions;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresDialect, PostgresStore};
 pub use rows::session_id_problem;
-pub use session::Session;
+pub use session::{PinnedAt, Session, Undone};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteDialect, SqliteStore};
 pub use store::{Access, Store};

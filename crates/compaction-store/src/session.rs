@@ -5,8 +5,8 @@ use std::fmt;
 use compaction_core::Message;
 
 use crate::{
-    Commit, CompactionState, GenerationInfo, Restored, Result, RowId, SearchHit, SessionInfo,
-    StoredRow, TranscriptStore,
+    Commit, CompactionState, GenerationDiff, GenerationInfo, Restored, Result, RowId, SearchHit,
+    SessionInfo, StoredRow, TranscriptStore,
 };
 
 /// One session of a store: what an agent loop, a pass or a recall tool needs of the store,
@@ -18,7 +18,10 @@ use crate::{
 /// Each method is the [`TranscriptStore`] method of the same name for this session, with
 /// the same contract and the same errors ([`StoreError::UnknownSession`] when the session
 /// does not exist, [`StoreError::InvalidSessionId`] for an id no store accepts); `info` is
-/// [`TranscriptStore::open`].
+/// [`TranscriptStore::open`]. Two controls are composed from them, so every store has them:
+/// [`undo`](Session::undo) (back to an earlier generation, by default the one before) and
+/// [`pin_at`](Session::pin_at) (pin the active message at an index), and one view,
+/// [`diff`](Session::diff) (what a generation archived and wrote).
 ///
 /// [`StoreError::UnknownSession`]: crate::StoreError::UnknownSession
 /// [`StoreError::InvalidSessionId`]: crate::StoreError::InvalidSessionId
@@ -145,6 +148,115 @@ impl<'a> Session<'a> {
         self.store.set_pinned(self.id, expected, row, pinned).await
     }
 
+    /// Undo: makes the active messages those of generation `to` again (default: the
+    /// generation before the current one), as a new generation
+    /// ([`TranscriptStore::restore`] against the generation read first, so a writer that
+    /// moved the session in between gets [`StoreError::StaleGeneration`] and nothing
+    /// changes). A session at generation 0 has nothing to undo
+    /// ([`StoreError::NothingToUndo`]); an unknown or unrestorable `to` is
+    /// [`StoreError::UnknownGeneration`] / [`StoreError::HistoryUnavailable`].
+    ///
+    /// [`StoreError::StaleGeneration`]: crate::StoreError::StaleGeneration
+    /// [`StoreError::NothingToUndo`]: crate::StoreError::NothingToUndo
+    /// [`StoreError::UnknownGeneration`]: crate::StoreError::UnknownGeneration
+    /// [`StoreError::HistoryUnavailable`]: crate::StoreError::HistoryUnavailable
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")]
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> compaction_store::Result<()> {
+    /// use compaction_core::Message;
+    /// use compaction_store::{Store, StoreError, TranscriptStore};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await?.into_dyn();
+    /// store.create_session("s").await?;
+    /// let session = store.session("s");
+    /// assert!(matches!(session.undo(None).await, Err(StoreError::NothingToUndo { .. })));
+    /// session.append(&mut [Message::user("hi"), Message::assistant("hello")]).await?;
+    /// let pinned = session.pin_at(1, true).await?; // generation 1
+    /// assert_eq!((pinned.generation_before, pinned.generation), (0, 1));
+    /// assert!(session.load_active().await?[1].is_pinned());
+    /// let undone = session.undo(None).await?; // back to 0, as generation 2
+    /// assert_eq!((undone.from, undone.target, undone.restored.generation), (1, 0, 2));
+    /// assert!(!session.load_active().await?[1].is_pinned());
+    /// assert!(matches!(
+    ///     session.pin_at(2, true).await,
+    ///     Err(StoreError::IndexOutOfRange { index: 2, active: 2, .. })
+    /// ));
+    /// # Ok(())
+    /// # }
+    /// # #[cfg(not(feature = "sqlite"))]
+    /// # fn main() {}
+    /// ```
+    pub async fn undo(&self, to: Option<u64>) -> Result<Undone> {
+        let from = self.generation().await?;
+        let target = match to {
+            Some(n) => n,
+            None if from == 0 => {
+                return Err(crate::StoreError::NothingToUndo {
+                    session: self.id.to_owned(),
+                });
+            }
+            None => from - 1,
+        };
+        let restored = self.restore(from, target).await?;
+        Ok(Undone {
+            from,
+            target,
+            restored,
+        })
+    }
+
+    /// Pins (or with `pinned = false` unpins) the active message at `index` (0 first, in the
+    /// order [`load_active`](Session::load_active) gives) as a generation of its own
+    /// ([`TranscriptStore::set_pinned`] against the generation of the same snapshot, so it is
+    /// undone like a pass). An index past the active messages is
+    /// [`StoreError::IndexOutOfRange`](crate::StoreError::IndexOutOfRange) and changes nothing.
+    pub async fn pin_at(&self, index: usize, pinned: bool) -> Result<PinnedAt> {
+        let (messages, generation_before) = self.load_active_with_generation().await?;
+        let row = match messages.get(index) {
+            None => {
+                return Err(crate::StoreError::IndexOutOfRange {
+                    session: self.id.to_owned(),
+                    index,
+                    active: messages.len(),
+                });
+            }
+            Some(m) => m
+                .row_id()
+                .ok_or(crate::StoreError::MissingRowId { index })?,
+        };
+        let (new_row, generation) = self.set_pinned(generation_before, row, pinned).await?;
+        Ok(PinnedAt {
+            row,
+            new_row,
+            generation_before,
+            generation,
+        })
+    }
+
+    /// What generation `generation` archived and what it wrote in their place
+    /// ([`GenerationDiff`], which prints redacted): the session's history and rows read, the
+    /// generation's rows kept. A generation the session has not reached is
+    /// [`StoreError::UnknownGeneration`](crate::StoreError::UnknownGeneration); one written
+    /// before the store recorded what each generation archived (schema version 4) is
+    /// [`StoreError::DiffUnavailable`](crate::StoreError::DiffUnavailable).
+    pub async fn diff(&self, generation: u64) -> Result<GenerationDiff> {
+        let mut history = self.history().await?;
+        let current = history.len().saturating_sub(1) as u64;
+        let Some(at) = history.iter().position(|g| g.generation == generation) else {
+            return Err(crate::StoreError::UnknownGeneration {
+                generation,
+                current,
+            });
+        };
+        let diff = GenerationDiff::of(history.swap_remove(at), self.load_all().await?);
+        if diff.unrecorded() {
+            return Err(crate::StoreError::DiffUnavailable { generation });
+        }
+        Ok(diff)
+    }
+
     /// [`TranscriptStore::compaction_state`].
     pub async fn compaction_state(&self) -> Result<CompactionState> {
         self.store.compaction_state(self.id).await
@@ -169,6 +281,32 @@ impl<'a> Session<'a> {
     pub async fn search_archived(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>> {
         self.store.search_archived(self.id, query, limit).await
     }
+}
+
+/// What [`Session::undo`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Undone {
+    /// The generation the session was at.
+    pub from: u64,
+    /// The generation whose active messages are active again.
+    pub target: u64,
+    /// The restore itself (its new generation, rows archived and reactivated).
+    pub restored: Restored,
+}
+
+/// What [`Session::pin_at`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PinnedAt {
+    /// The row that was active at the index (now archived).
+    pub row: RowId,
+    /// Its copy with the pin flag, in its place.
+    pub new_row: RowId,
+    /// The generation the session was at.
+    pub generation_before: u64,
+    /// The generation the pin made.
+    pub generation: u64,
 }
 
 impl<'s> dyn TranscriptStore + 's {

@@ -601,3 +601,84 @@ on_both_backends! {
         assert_eq!(snapshot(&st.load_all("pins").await.unwrap()), before);
     }
 }
+
+on_both_backends! {
+    /// The session controls composed from the trait (`Session::undo`, `pin_at`, `diff`): undo
+    /// goes back one generation by default and to any named one, pin_at pins by index as a
+    /// generation of its own, diff shows what a generation archived and wrote; every refusal
+    /// (nothing to undo, an index past the end, a generation not reached, a writer that moved
+    /// the session in between) names the problem and changes nothing.
+    async fn session_controls_undo_pin_and_diff(b) {
+        let st = b.store.clone().into_dyn();
+        st.create_session("fresh").await.unwrap();
+        let fresh = st.session("fresh");
+        let e = fresh.undo(None).await.unwrap_err();
+        assert!(matches!(e, StoreError::NothingToUndo { .. }), "{e:?}");
+        assert_eq!(fresh.generation().await.unwrap(), 0);
+
+        let [g0, _, g2] = two_passes(&*st, "c").await;
+        let s = st.session("c");
+        // diff: generation 1 archived 4 rows and wrote the micro marker.
+        let d = s.diff(1).await.unwrap();
+        assert_eq!((d.info.generation, d.archived.len(), d.inserted.len()), (1, 4, 1));
+        assert!(d.archived.iter().all(|r| r.archived_generation == Some(1) && !r.active));
+        assert!(d.to_string().contains("--- archived by generation 1 (4)"), "{d}");
+        let e = s.diff(3).await.unwrap_err();
+        assert!(matches!(e, StoreError::UnknownGeneration { generation: 3, current: 2 }), "{e:?}");
+
+        // pin_at: out of range changes nothing; in range pins as generation 3.
+        let before = snapshot(&s.load_all().await.unwrap());
+        let len = g2.len();
+        let e = s.pin_at(len, true).await.unwrap_err();
+        assert!(matches!(e, StoreError::IndexOutOfRange { index, active, .. } if index == len && active == len), "{e:?}");
+        assert_eq!(snapshot(&s.load_all().await.unwrap()), before);
+        let p = s.pin_at(len - 1, true).await.unwrap();
+        assert_eq!((p.generation_before, p.generation), (2, 3));
+        assert_ne!(p.row, p.new_row);
+        let pinned = s.load_active().await.unwrap();
+        assert!(pinned[len - 1].is_pinned());
+        assert_eq!(pinned[len - 1].row_id(), Some(p.new_row));
+
+        // undo: by default one generation back (the pin goes), then to a named one.
+        let u = s.undo(None).await.unwrap();
+        assert_eq!((u.from, u.target, u.restored.generation), (3, 2, 4));
+        assert_eq!(active(&*st, "c").await, g2);
+        let u = s.undo(Some(0)).await.unwrap();
+        assert_eq!((u.from, u.target), (4, 0));
+        assert_eq!(active(&*st, "c").await, g0);
+        let e = s.undo(Some(9)).await.unwrap_err();
+        assert!(matches!(e, StoreError::UnknownGeneration { generation: 9, .. }), "{e:?}");
+
+        // Racing another writer: whichever order the two take, the session ends in a state
+        // one serial order gives, and a refused side is refused as stale, never half done.
+        for round in 0..6 {
+            let id = format!("race{round}");
+            let [_, g1, g2] = two_passes(&*st, &id).await;
+            let other = b.reconnect().await;
+            let (messages, generation) = other.load_active_with_generation(&id).await.unwrap();
+            let edit = Edit::single(0..1, vec![]);
+            let writer_result = content(&edit.apply(&messages).unwrap());
+            let mut commit = Commit::from_edit(generation, &edit, &messages).unwrap();
+            let (st2, id2, id3) = (st.clone(), id.clone(), id.clone());
+            let undo = tokio::spawn(async move { st2.session(&id2).undo(None).await });
+            let writer = tokio::spawn(async move { other.archive_and_compact(&id3, &mut commit).await });
+            let (undo, writer) = (undo.await.unwrap(), writer.await.unwrap());
+            let now = active(&*st, &id).await;
+            match (undo, writer) {
+                // The undo first: the writer, planned at 2, is stale.
+                (Ok(u), Err(StoreError::StaleGeneration { .. })) => {
+                    assert_eq!((u.from, u.target), (2, 1));
+                    assert_eq!(now, g1);
+                }
+                // The writer first, then the undo read generation 3 and went back to 2.
+                (Ok(u), Ok(_)) => {
+                    assert_eq!((u.from, u.target), (3, 2));
+                    assert_eq!(now, g2);
+                }
+                // The writer committed between the undo's read and its restore.
+                (Err(StoreError::StaleGeneration { .. }), Ok(_)) => assert_eq!(now, writer_result),
+                other => panic!("not a serial outcome: {other:?}"),
+            }
+        }
+    }
+}

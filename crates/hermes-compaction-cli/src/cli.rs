@@ -120,7 +120,7 @@ pub enum SummarizerKind {
 }
 
 /// Options shared by the commands that compact.
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug, Default, Args)]
 pub struct EngineArgs {
     /// Context length of the main model in tokens [default: model.context_length of the
     /// configuration, 128000].
@@ -157,9 +157,9 @@ pub struct CompactArgs {
     /// Where to write the compacted transcript (JSONL). Not with --dry-run.
     #[arg(long, short, value_name = "FILE", required_unless_present = "dry_run")]
     pub output: Option<PathBuf>,
-    /// What kind of pass.
-    #[arg(long, value_enum, default_value_t = Mode::Batch)]
-    pub mode: Mode,
+    /// The kind of pass.
+    #[command(flatten)]
+    pub pass: PassArgs,
     /// Print what the pass would do and change nothing: each message's index, role, tool,
     /// size and fate (kept, pinned, pruned with its one-liner, demoted, summarized, merged),
     /// the planned summaries and the tokens before and after. Calls no summarizer and writes
@@ -169,9 +169,6 @@ pub struct CompactArgs {
     /// With --dry-run: print the preview as one JSON object instead.
     #[arg(long, requires = "dry_run")]
     pub json: bool,
-    /// Micro mode: at most this many passes that change the transcript (micro only).
-    #[arg(long, value_name = "N")]
-    pub passes: Option<u32>,
     /// Batch mode: the topic the summary keeps in full detail (other topics are compressed
     /// harder) [default: derived from the latest user request]. Secrets in it are redacted
     /// before it reaches the summarizer, like everything sent there.
@@ -372,12 +369,9 @@ pub enum SessionCommand {
         /// The stored session.
         #[command(flatten)]
         store: StoreArgs,
-        /// What kind of pass.
-        #[arg(long, value_enum, default_value_t = Mode::Batch)]
-        mode: Mode,
-        /// Micro mode: at most this many passes that change the transcript (micro only).
-        #[arg(long, value_name = "N")]
-        passes: Option<u32>,
+        /// The kind of pass.
+        #[command(flatten)]
+        pass: PassArgs,
         /// Engine options.
         #[command(flatten)]
         engine: EngineArgs,
@@ -407,7 +401,7 @@ pub enum SessionCommand {
         #[command(flatten)]
         store: StoreArgs,
         /// The generation (1 or later).
-        #[arg(long, value_name = "N")]
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         generation: u64,
     },
     /// Pin (or with --unpin, unpin) the active message at INDEX: no pass prunes, trims,
@@ -435,6 +429,17 @@ pub struct FormatArg {
     /// chat), openai, anthropic, claude-code, codex, pi or gemini.
     #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
     pub format: InputFormat,
+}
+
+/// `--mode` and `--passes`: the kind of pass a compaction command runs.
+#[derive(Clone, Copy, Debug, Args)]
+pub struct PassArgs {
+    /// What kind of pass.
+    #[arg(long, value_enum, default_value_t = Mode::Batch)]
+    pub mode: Mode,
+    /// Micro mode: at most this many passes that change the transcript (micro only).
+    #[arg(long, value_name = "N")]
+    pub passes: Option<u32>,
 }
 
 /// `--db` and `--session`: a stored session.

@@ -5,17 +5,17 @@ use compaction_telemetry::FileSink;
 use hermes_compaction::core::parse;
 use hermes_compaction::{Compressor, CompressorBuilder, OneShot, OneShotReport};
 
-use crate::cli::{CompactArgs, Mode};
+use crate::cli::{CompactArgs, Mode, PassArgs};
 use crate::input::{self, Strictness, TranscriptFile};
 use crate::setup::compressor_builder;
 use crate::{Error, Result, runtime, write_atomically, write_out};
 
-impl Mode {
-    /// The facade's one-shot run for this mode; `passes` limits micro runs and is a usage
+impl PassArgs {
+    /// The facade's one-shot run for `--mode`; `--passes` limits micro runs and is a usage
     /// error (exit 2) with the other modes.
-    pub fn one_shot(self, passes: Option<u32>) -> Result<OneShot> {
-        match (self, passes) {
-            (Mode::Micro, _) => Ok(OneShot::Micro { max_passes: passes }),
+    pub fn one_shot(self) -> Result<OneShot> {
+        match (self.mode, self.passes) {
+            (Mode::Micro, passes) => Ok(OneShot::Micro { max_passes: passes }),
             (_, Some(_)) => Err(Error::Config(
                 "--passes applies to --mode micro only".into(),
             )),
@@ -52,8 +52,8 @@ pub fn check(r: &OneShotReport, after: &str) -> Result<()> {
 /// Runs `compact`: reads, compacts, writes the output atomically and prints the
 /// summary line ([`OneShotReport`]'s `Display`) to `out`. Nothing is written when a pass fails.
 pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let mode = args.mode.one_shot(args.passes)?;
-    if args.focus.is_some() && args.mode != Mode::Batch {
+    let mode = args.pass.one_shot()?;
+    if args.focus.is_some() && args.pass.mode != Mode::Batch {
         return Err(Error::Config("--focus applies to --mode batch only".into()));
     }
     let builder = compressor_builder(&args.engine, mode)?;
@@ -119,7 +119,7 @@ fn dry_run(
 ) -> Result<()> {
     let mut c = compressor(args, builder)?;
     let t = c.transcript(input.messages);
-    let preview = match args.mode {
+    let preview = match args.pass.mode {
         Mode::Batch => c.preview(&t),
         Mode::Prune => c.preview_prune(&t),
         Mode::Micro => c.preview_micro(&t),

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use hermes_compaction::oneshot::SessionOneShotError;
-use hermes_compaction::store::{Access, Backend, Store, StoreError, TranscriptStore};
+use hermes_compaction::store::{Access, Store, StoreError, TranscriptStore};
 
 pub mod cli;
 pub mod compact;
@@ -100,7 +100,10 @@ impl Error {
                 | StoreError::InvalidSessionId
                 | StoreError::SessionExists { .. }
                 | StoreError::UnknownGeneration { .. }
-                | StoreError::HistoryUnavailable { .. },
+                | StoreError::HistoryUnavailable { .. }
+                | StoreError::NothingToUndo { .. }
+                | StoreError::DiffUnavailable { .. }
+                | StoreError::IndexOutOfRange { .. },
             ) => 2,
             Error::Io { .. } | Error::Telemetry(_) | Error::Store(_) | Error::Pass(_) => 1,
         }
@@ -130,16 +133,30 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> Result<()> {
 
 /// Writes `text` (plus a final newline when missing) to `out`.
 pub(crate) fn write_out(out: &mut dyn std::io::Write, text: &str) -> Result<()> {
-    let r = if text.ends_with('\n') || text.is_empty() {
-        out.write_all(text.as_bytes())
+    let newline = if text.is_empty() || text.ends_with('\n') {
+        ""
     } else {
-        out.write_all(text.as_bytes())
-            .and_then(|()| out.write_all(b"\n"))
+        "\n"
     };
-    r.map_err(|e| Error::Io {
+    write!(out, "{text}{newline}").map_err(|e| Error::Io {
         what: "cannot write the output".into(),
         source: e,
     })
+}
+
+/// Writes `value` as pretty JSON to `path` ([`write_atomically`]).
+pub(crate) fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
+    let json = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::Config(format!("cannot render JSON: {e}")))?;
+    write_atomically(path, json.as_bytes())
+}
+
+/// Ends a progress bar's line on a terminal stderr.
+pub(crate) fn end_progress(tty: bool) {
+    #[allow(clippy::print_stderr)]
+    if tty {
+        eprintln!();
+    }
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, renamed into
@@ -215,27 +232,17 @@ pub(crate) async fn with_store<T>(
     access: Access,
     work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
 ) -> Result<T> {
-    let store = match Store::open(db, access).await {
-        // The store's error holds the scheme only: the rest may hold credentials.
-        Err(StoreError::UnsupportedUrl { scheme }) => {
-            let known: Vec<String> = Backend::ALL
-                .iter()
-                .flat_map(|b| b.schemes())
-                .map(|s| format!("{s}:"))
-                .collect();
-            return Err(Error::Config(format!(
-                "--db: unsupported store URL scheme `{}` (expected a SQLite path or a URL starting {})",
-                scheme.chars().take(16).collect::<String>(),
-                known.join(", ")
-            )));
+    let store = Store::open(db, access).await.map_err(|e| match e {
+        // The store's message holds the scheme only (the rest may hold credentials) and the
+        // schemes its backends declare.
+        StoreError::UnsupportedUrl { .. } => {
+            Error::Config(format!("--db: {e}; a plain path names a SQLite file"))
         }
-        Err(StoreError::NoDatabase { path }) => {
-            return Err(Error::Config(format!(
-                "--db: no database at {path} (`session import` creates one)"
-            )));
+        StoreError::NoDatabase { .. } => {
+            Error::Config(format!("--db: {e} (`session import` creates one)"))
         }
-        other => other?,
-    };
+        e => Error::Store(e),
+    })?;
     let result = work(store.clone().into_dyn()).await;
     store.close().await;
     result

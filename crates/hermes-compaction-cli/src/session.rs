@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use compaction_logs::TranscriptFormat::Openai;
 use compaction_sim::render::table;
 use compaction_sim::{Options, Policy};
 use hermes_compaction::core::Message;
@@ -12,10 +11,10 @@ use hermes_compaction::oneshot::one_shot_session;
 use hermes_compaction::store::{Access, ExportForm, export_jsonl};
 use hermes_compaction::{Compressor, CompressorBuilder};
 
-use crate::cli::{DemoArgs, ExportFormat, SessionCommand, StoreArgs};
+use crate::cli::{DemoArgs, EngineArgs, ExportFormat, SessionCommand, StoreArgs};
 use crate::compact::{check, with_note};
 use crate::history;
-use crate::input::{self, Strictness, TranscriptFile};
+use crate::input::{self, Strictness};
 use crate::setup::{build_summarizer, compressor_builder, load_config};
 use crate::simulate::simulate;
 use crate::{Result, runtime, with_store, write_out};
@@ -60,11 +59,10 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
         }
         SessionCommand::Compact {
             store,
-            mode,
-            passes,
+            pass,
             engine,
         } => {
-            let builder = compressor_builder(&engine, mode.one_shot(passes)?)?;
+            let builder = compressor_builder(&engine, pass.one_shot()?)?;
             rt.block_on(compact(&store, builder))?
         }
         SessionCommand::History { store } => rt.block_on(history::history(&store))?,
@@ -119,19 +117,20 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
         Some(db) => db.clone(),
         None => tmp.path().join("demo.db").display().to_string(),
     };
-    let path = Path::new("examples/sessions/coding-agent.jsonl");
-    let text = compaction_sim::example::session_jsonl();
-    let input = TranscriptFile::parse(path, text.as_bytes(), Openai, Strictness::COMPACTION)?;
+    let messages = compaction_sim::example::session();
     let session = format!(
         "demo-{}",
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis())
     );
-    let config = load_config(None, Some(args.context_length))?;
+    let config = load_config(&EngineArgs {
+        context_length: Some(args.context_length),
+        ..EngineArgs::default()
+    })?;
     let rt = runtime()?;
     let mut text = String::new();
-    text.push_str(&rt.block_on(import(&db, &session, input.messages.clone()))?);
+    text.push_str(&rt.block_on(import(&db, &session, messages.clone()))?);
     text.push_str(&format!(" (SQLite store {db})\n"));
     write_out(out, &text)?;
     // One batch pass, committed with archive_and_compact.
@@ -139,7 +138,7 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let summarizer = build_summarizer(&config, None)?;
     let builder = Compressor::builder(config.clone()).summarizer(summarizer);
     write_out(out, &rt.block_on(compact(&store, builder))?)?;
-    let inputs = vec![("coding-agent.jsonl".to_owned(), input.messages)];
+    let inputs = vec![("coding-agent.jsonl".to_owned(), messages)];
     let policies = [
         Policy::None,
         Policy::Batch,

@@ -1,51 +1,44 @@
 //! What every command builds first: the configuration and the summarizer (and for a one-shot
 //! run, the compressor builder).
 
-use std::path::Path;
 use std::sync::Arc;
 
+use hermes_compaction::config::ConfigLoader;
 use hermes_compaction::llm::Summarizer;
 use hermes_compaction::{Compressor, CompressorBuilder, Config, OneShot, summarizer_from_config};
 
 use crate::Error;
 use crate::cli::{EngineArgs, SummarizerKind};
 
-/// The compressor builder the engine options give a one-shot `mode`: [`load_config`], then
-/// the named profile of the configuration (`--profile`) applied over `[compression]` (an
-/// unknown profile or a bad key in it is a configuration error, exit 2), and the summarizer
-/// ([`build_summarizer`]).
+/// The compressor builder the engine options give a one-shot `mode`: [`load_config`] and
+/// the summarizer ([`build_summarizer`]).
 pub fn compressor_builder(engine: &EngineArgs, mode: OneShot) -> Result<CompressorBuilder, Error> {
-    let mut config = load_config(engine.config.as_deref(), engine.context_length)?;
-    if let Some(name) = &engine.profile {
-        config = config
-            .with_profile(name)
-            .map_err(|e| Error::Config(e.to_string()))?;
-    }
+    let config = load_config(engine)?;
     let summarizer = build_summarizer(&config, engine.summarizer)?;
     Ok(Compressor::builder(config)
         .summarizer(summarizer)
         .one_shot(mode))
 }
 
-/// Loads the configuration: defaults, then `file`, then `HERMES_COMPACTION__*` variables; a
-/// context length given on the command line wins over all of them. The result is checked by
-/// [`Config::validate`] alone (its error names the key, e.g. `model.context_length`, and the
-/// allowed range), so every bound is stated in one place.
-pub fn load_config(file: Option<&Path>, context_length: Option<u64>) -> Result<Config, Error> {
-    let (mut config, warnings) =
-        Config::load_with_warnings(file).map_err(|e| Error::Config(e.to_string()))?;
+/// The configuration the engine options name, resolved by the facade's [`ConfigLoader`]:
+/// defaults, `--config`, `HERMES_COMPACTION__*` variables, `--context-length`, then
+/// `--profile`, validated once by [`Config::validate`] (its error names the key, e.g.
+/// `model.context_length`, and the allowed range; an unknown profile names the profile).
+/// Deprecation warnings go to stderr.
+pub fn load_config(engine: &EngineArgs) -> Result<Config, Error> {
+    let (config, warnings) = ConfigLoader {
+        file: engine.config.as_deref(),
+        context_length: engine.context_length,
+        profile: engine.profile.as_deref(),
+    }
+    .load()
+    .map_err(|e| Error::Config(e.to_string()))?;
     for w in warnings {
         #[allow(clippy::print_stderr)]
         {
             eprintln!("warning: {w}");
         }
     }
-    if let Some(n) = context_length {
-        config.model.context_length = n;
-    }
-    config
-        .validate()
-        .map_err(|e| Error::Config(e.to_string()))?;
     Ok(config)
 }
 
@@ -65,4 +58,13 @@ pub fn build_summarizer(
         .into();
     }
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
+}
+
+/// [`build_summarizer`] as the simulator calls it, once per replay (its error is the
+/// simulator's configuration error).
+pub fn summarizer_factory(
+    config: &Config,
+    kind: Option<SummarizerKind>,
+) -> impl Fn() -> compaction_sim::Result<Arc<dyn Summarizer>> + Sync + '_ {
+    move || build_summarizer(config, kind).map_err(|e| compaction_sim::Error::Config(e.to_string()))
 }

@@ -13,8 +13,8 @@ use hermes_compaction::core::Message;
 
 use crate::cli::{SimulateArgs, SummarizerKind};
 use crate::input::{self, InputFormat, Strictness};
-use crate::setup::{build_summarizer, load_config};
-use crate::{Error, Result, write_atomically, write_out};
+use crate::setup::{load_config, summarizer_factory};
+use crate::{Result, end_progress, write_atomically, write_json, write_out};
 
 /// Replays `inputs` under `variants` with the summarizer of `config` (or `summarizer`),
 /// drawing a progress bar on stderr when it is a terminal.
@@ -25,26 +25,18 @@ pub fn simulate(
     summarizer: Option<SummarizerKind>,
     options: &Options,
 ) -> Result<Simulation> {
-    let factory = || {
-        build_summarizer(config, summarizer)
-            .map_err(|e| compaction_sim::Error::Config(e.to_string()))
-    };
+    let factory = summarizer_factory(config, summarizer);
     let tty = std::io::stderr().is_terminal();
     let sim = compaction_sim::simulate(inputs, variants, options, &factory, &|p| {
         show_progress(tty, &p)
     })?;
-    if tty {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!();
-        }
-    }
+    end_progress(tty);
     Ok(sim)
 }
 
 /// Runs `simulate`.
 pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
+    let config = load_config(&args.engine)?;
     let options = Options {
         pricings: Pricing::select(
             args.cache_profile.as_deref(),
@@ -67,9 +59,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         &options,
     )?;
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&to_json(&sim))
-            .map_err(|e| Error::Config(format!("cannot render JSON: {e}")))?;
-        write_atomically(path, json.as_bytes())?;
+        write_json(path, &to_json(&sim))?;
     }
     if let Some(path) = &args.plot {
         write_atomically(path, compaction_sim::plot::occupancy_svg(&sim).as_bytes())?;

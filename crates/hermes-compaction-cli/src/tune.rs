@@ -9,13 +9,13 @@ use compaction_sim::render::progress_bar;
 use compaction_sim::tune::{TuneOptions, tune};
 
 use crate::cli::TuneArgs;
-use crate::setup::{build_summarizer, load_config};
+use crate::setup::{load_config, summarizer_factory};
 use crate::simulate::read_inputs;
-use crate::{Error, Result, write_atomically, write_out};
+use crate::{Result, end_progress, write_atomically, write_json, write_out};
 
 /// Runs `tune`.
 pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
-    let config = load_config(args.engine.config.as_deref(), args.engine.context_length)?;
+    let config = load_config(&args.engine)?;
     let pricing = Pricing::select_one(args.cache_profile.as_deref(), None, &config)?;
     let options = TuneOptions {
         pricing: pricing.clone(),
@@ -31,10 +31,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
     };
     options.check()?;
     let inputs = read_inputs(&args.input, args.input_format.format)?;
-    let kind = args.engine.summarizer;
-    let factory = || {
-        build_summarizer(&config, kind).map_err(|e| compaction_sim::Error::Config(e.to_string()))
-    };
+    let factory = summarizer_factory(&config, args.engine.summarizer);
     let tty = std::io::stderr().is_terminal();
     let started = Instant::now();
     let show = |done: usize, total: usize| {
@@ -47,20 +44,13 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
         }
     };
     let tuning = tune(&inputs, &config, &options, &factory, &show)?;
-    if tty {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!();
-        }
-    }
+    end_progress(tty);
     let toml = tuning.toml(&config, &pricing);
     if let Some(path) = &args.plot {
         write_atomically(path, tuning.svg().as_bytes())?;
     }
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&tuning)
-            .map_err(|e| Error::Config(format!("cannot render JSON: {e}")))?;
-        write_atomically(path, json.as_bytes())?;
+        write_json(path, &tuning)?;
     }
     let mut text = format!(
         "tuned over {} session(s) [{}], context {} tokens, in {:.1} s\n{}",

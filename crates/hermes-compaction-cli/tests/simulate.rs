@@ -517,3 +517,45 @@ fn tune_writes_a_configuration_that_loads_and_a_plot() {
     let o = run(&["tune", "--budget", "0", "--input", s(&example)]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `--profile NAME` is an engine option of every command: `simulate` replays under the
+/// profile's policy (here a higher threshold, so fewer compressions), and `simulate` and
+/// `tune` refuse an unknown profile (exit 2) instead of ignoring the flag.
+#[test]
+fn simulate_and_tune_apply_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let cfg = dir.path().join("c.toml");
+    std::fs::write(
+        &cfg,
+        "[compression]\nthreshold = 0.5\n[profiles.roomy]\nthreshold = 0.85\n",
+    )
+    .unwrap();
+    let events = |extra: &[&str]| -> u64 {
+        let mut args = vec!["--config", s(&cfg), "--policies", "batch"];
+        args.extend_from_slice(extra);
+        let sim = simulate_json(&[s(&example)], 32_000, &args);
+        u(&sim["totals"][0], "events")
+    };
+    let plain = events(&[]);
+    let roomy = events(&["--profile", "roomy"]);
+    assert!(plain > 0);
+    assert!(
+        roomy < plain,
+        "profile ignored: {roomy} events against {plain}"
+    );
+    for cmd in ["simulate", "tune"] {
+        let o = run(&[
+            cmd,
+            "--config",
+            s(&cfg),
+            "--profile",
+            "missing",
+            "--input",
+            s(&example),
+        ]);
+        let stderr = texts(&o).1;
+        assert_eq!(o.status.code(), Some(2), "{cmd}: {stderr}");
+        assert!(stderr.contains("profile `missing`"), "{cmd}: {stderr}");
+    }
+}

@@ -384,6 +384,71 @@ impl Default for SummarizerConfig {
     }
 }
 
+/// Where a configuration comes from, resolved in one place and validated once: the
+/// defaults, then [`file`](Self::file) (TOML), then the `HERMES_COMPACTION__*` environment
+/// variables, then [`context_length`](Self::context_length) (a command line's or a
+/// framework's model window), then the named [`profile`](Self::profile) over `[compression]`;
+/// [`Config::validate`] runs on the result, after every layer, so a value is judged by the one
+/// rule whatever layer set it.
+///
+/// ```
+/// # #[cfg(feature = "config")] {
+/// use hermes_compaction::config::ConfigLoader;
+///
+/// let dir = std::env::temp_dir().join(format!("loader-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir).unwrap();
+/// let file = dir.join("hermes.toml");
+/// std::fs::write(&file, "[compression]\nthreshold = 0.6\n[profiles.sub]\nthreshold = 0.8\n").unwrap();
+/// let (config, warnings) = ConfigLoader {
+///     file: Some(&file),
+///     context_length: Some(32_000),
+///     profile: Some("sub"),
+/// }
+/// .load()
+/// .unwrap();
+/// assert_eq!(config.model.context_length, 32_000);
+/// assert_eq!(config.compression.threshold, 0.8);
+/// assert!(warnings.is_empty());
+/// // Every layer is checked by the same rule: a window the file would accept is refused
+/// // when the override makes it too small, naming the key.
+/// let err = ConfigLoader { context_length: Some(10), ..ConfigLoader::default() }.load().unwrap_err();
+/// assert!(err.to_string().contains("model.context_length"));
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// # }
+/// ```
+#[cfg(feature = "config")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConfigLoader<'a> {
+    /// A TOML file to read after the defaults (`None`: none).
+    pub file: Option<&'a Path>,
+    /// The main model's context length, over the file and the environment.
+    pub context_length: Option<u64>,
+    /// A `[profiles.NAME]` table to apply over `[compression]` ([`Config::with_profile`]).
+    pub profile: Option<&'a str>,
+}
+
+#[cfg(feature = "config")]
+impl ConfigLoader<'_> {
+    /// Resolves every layer and validates the result once; returns the deprecation warnings
+    /// (one line each, naming the old and the new key) beside it.
+    pub fn load(self) -> Result<(Config, Vec<String>), ConfigError> {
+        let mut fig = Figment::new();
+        if let Some(path) = self.file {
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
+        let (mut config, warnings) = Config::from_figment(fig)?;
+        if let Some(n) = self.context_length {
+            config.model.context_length = n;
+        }
+        if let Some(name) = self.profile {
+            config = config.apply_profile(name)?;
+        }
+        config.validate()?;
+        Ok((config, warnings))
+    }
+}
+
 /// A configuration that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -425,12 +490,11 @@ impl Config {
     /// and the new key) instead of logging them.
     #[cfg(feature = "config")]
     pub fn load_with_warnings(file: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
-        let mut fig = Figment::new();
-        if let Some(path) = file {
-            fig = fig.merge(Toml::file_exact(path));
+        ConfigLoader {
+            file,
+            ..ConfigLoader::default()
         }
-        fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
-        Config::from_figment(fig)
+        .load()
     }
 
     /// Defaults, then a TOML string (for tests and embedding), then nothing else. Deprecated
@@ -457,13 +521,15 @@ impl Config {
     /// ```
     #[cfg(feature = "config")]
     pub fn from_toml_str_with_warnings(toml: &str) -> Result<(Config, Vec<String>), ConfigError> {
-        Config::from_figment(Figment::from(Toml::string(toml)))
+        let (config, warnings) = Config::from_figment(Figment::from(Toml::string(toml)))?;
+        config.validate()?;
+        Ok((config, warnings))
     }
 
-    /// The defaults, then `user` (what the file and the environment set). A deprecated key
-    /// the user set is read through its serde alias, so its new name is left out of the
-    /// defaults (else serde would see the field twice); both names set by the user is an
-    /// error naming the field.
+    /// The defaults, then `user` (what the file and the environment set), not yet validated.
+    /// A deprecated key the user set is read through its serde alias, so its new name is left
+    /// out of the defaults (else serde would see the field twice); both names set by the user
+    /// is an error naming the field.
     #[cfg(feature = "config")]
     fn from_figment(user: Figment) -> Result<(Config, Vec<String>), ConfigError> {
         let renamed: Vec<(&str, &str)> = DEPRECATED_KEYS
@@ -491,7 +557,6 @@ impl Config {
                 }
             }
         }
-        cfg.validate()?;
         Ok((cfg, warnings))
     }
 
@@ -516,6 +581,14 @@ impl Config {
     /// # }
     /// ```
     pub fn with_profile(&self, name: &str) -> Result<Config, ConfigError> {
+        let out = self.apply_profile(name)?;
+        out.validate()?;
+        Ok(out)
+    }
+
+    /// [`with_profile`](Self::with_profile) without the validation (the loader validates the
+    /// result once, after every layer).
+    fn apply_profile(&self, name: &str) -> Result<Config, ConfigError> {
         let profile_error = |reason: String| ConfigError::Profile {
             name: name.chars().take(64).collect(),
             reason,
@@ -537,7 +610,6 @@ impl Config {
             serde_json::from_value(merged).map_err(|e| profile_error(e.to_string()))?;
         let mut out = self.clone();
         out.compression = compression;
-        out.validate()?;
         Ok(out)
     }
 
