@@ -25,7 +25,7 @@ pub(crate) struct Runtime {
     #[cfg(feature = "store")]
     pub(super) resync_pending: bool,
     /// Messages the store never saw that an overflow pass applied without its commit removed
-    /// from the transcript: [`Compressor::reload`] writes them, so they are not lost. Cleared
+    /// from the transcript: [`Compressor::reload`](super::Compressor::reload) writes them, so they are not lost. Cleared
     /// by a successful resync (which stores the pass's summary of them instead).
     #[cfg(feature = "store")]
     pub(super) unpersisted_removed: Vec<Message>,
