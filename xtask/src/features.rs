@@ -2,8 +2,10 @@
 //! compaction-store, compaction-telemetry and the rig integration) adds what it names and
 //! nothing else; the extension points (compaction-store's `TranscriptStore` without a backend,
 //! emit-only telemetry) build without the heavy crates. For each feature set, `cargo tree -e
-//! normal` must hold the crates the set names and none of the crates it leaves out. Like the layering check, it reads the
-//! resolved graph, so a default feature switched on through a dependency is caught.
+//! normal` must hold the crates the set names and none of the crates it leaves out, and
+//! `cargo check --all-targets` must pass (a feature set whose tests or examples do not build
+//! is one a user cannot test against). Like the layering check, it reads the resolved graph,
+//! so a default feature switched on through a dependency is caught.
 
 use std::process::Command;
 
@@ -208,12 +210,19 @@ const SETS: &[FeatureSet] = &[
     },
 ];
 
-/// Runs every feature set; prints each set's crate count.
+/// Runs every feature set; prints each set's crate count. Each set must also compile with
+/// all its targets (`cargo check --all-targets`: the library, its tests, examples and
+/// benches), so a feature set a user can pick is one whose tests build.
 pub fn check() -> Result<(), String> {
     let mut failures = Vec::new();
     for set in SETS {
         let crates = tree(set)?;
         let label = label(set);
+        if let Err(why) = compiles(set) {
+            failures.push(format!(
+                "{label}: does not compile with --all-targets: {why}"
+            ));
+        }
         for name in set.present {
             if !crates.iter().any(|c| c == name) {
                 failures.push(format!(
@@ -236,6 +245,29 @@ pub fn check() -> Result<(), String> {
     } else {
         Err(format!("features:\n  {}", failures.join("\n  ")))
     }
+}
+
+/// `cargo check --all-targets` of the set.
+fn compiles(set: &FeatureSet) -> Result<(), String> {
+    let mut cmd = Command::new(super::cargo());
+    cmd.args(["check", "-q", "-p", set.package, "--all-targets"]);
+    if let Some(f) = set.features {
+        cmd.arg("--no-default-features");
+        if !f.is_empty() {
+            cmd.args(["--features", f]);
+        }
+    }
+    let out = cmd.output().map_err(|e| format!("cargo check: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    // The first error line says enough to find it; the whole output is one command away.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    Err(stderr
+        .lines()
+        .find(|l| l.starts_with("error"))
+        .unwrap_or("cargo check failed")
+        .to_owned())
 }
 
 fn label(set: &FeatureSet) -> String {
