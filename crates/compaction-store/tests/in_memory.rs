@@ -815,6 +815,28 @@ async fn contract(store: Arc<dyn TranscriptStore>) {
     assert!(s2.load_active().await.unwrap().is_empty());
     assert_eq!(s2.load_original("h1").await.unwrap(), None);
 
+    // The controls composed from the trait (`Session::diff`, `undo`, `pin_at`) work on any
+    // store, this one included.
+    let d = s1.diff(1).await.unwrap();
+    assert_eq!((d.archived.len(), d.inserted.len()), (2, 1));
+    fails!(
+        s1.diff(9),
+        StoreError::UnknownGeneration { generation: 9, .. }
+    );
+    fails!(
+        s1.pin_at(back.len(), true),
+        StoreError::IndexOutOfRange { .. }
+    );
+    let undone = s1.undo(None).await.unwrap();
+    assert_eq!(
+        (undone.from, undone.target, undone.restored.generation),
+        (3, 2, 4)
+    );
+    assert!(s1.load_active().await.unwrap()[1].is_pinned());
+    let unpinned = s1.pin_at(1, false).await.unwrap();
+    assert_eq!((unpinned.generation_before, unpinned.generation), (4, 5));
+    assert!(!s1.load_active().await.unwrap()[1].is_pinned());
+
     // Import is whole or nothing.
     let mut imported = vec![Message::user("one"), Message::assistant("two")];
     let ids3 = store.import_session("s3", &mut imported).await.unwrap();
@@ -824,7 +846,7 @@ async fn contract(store: Arc<dyn TranscriptStore>) {
         store.import_session("s1", &mut imported),
         StoreError::SessionExists { .. }
     );
-    assert_eq!(store.session("s1").info().await.unwrap().generation, 3);
+    assert_eq!(store.session("s1").info().await.unwrap().generation, 5);
 }
 
 #[test]
