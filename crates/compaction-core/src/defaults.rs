@@ -4,7 +4,8 @@
 //! `Default` impls ([`WindowConfig`](crate::regions::WindowConfig),
 //! [`RegionConfig`](crate::regions::RegionConfig), [`BatchConfig`](crate::batch::BatchConfig),
 //! [`MicroConfig`](crate::micro::MicroConfig), [`PruneConfig`](crate::prune::PruneConfig),
-//! [`TrimConfig`](crate::trim::TrimConfig)) read them, and so does the facade's `Config`
+//! [`TrimConfig`](crate::trim::TrimConfig),
+//! [`MaterialConfig`](crate::material::MaterialConfig)) read them, and so does the facade's `Config`
 //! (`hermes_compaction::Config::default()`, and `config/default.toml` is tested against it). A
 //! core-only user and a facade user therefore get the same threshold, tail and runway.
 //!
@@ -78,6 +79,12 @@ pub const MICRO_MAX_CONSECUTIVE_FAILURES: u32 = 3;
 pub const MICRO_MIN_RECLAIM_TOKENS: u64 = 0;
 /// A defrag output above this fraction of its input counts as failed.
 pub const MICRO_DEFRAG_MAX_RATIO: f64 = 0.5;
+/// Characters of one message a summarizer is sent before it is cut (head and tail).
+pub const MATERIAL_MAX_MESSAGE_CHARS: usize = 6_000;
+/// Characters of one summary request: the material and the previous summary together.
+pub const MATERIAL_MAX_TOTAL_CHARS: usize = 200_000;
+/// Characters of one tool-call argument string a summarizer is sent.
+pub const MATERIAL_MAX_ARGUMENT_CHARS: usize = 500;
 /// Messages above this many tokens are trimmed on insertion (0: off).
 pub const INSERT_TRIM_TOKENS: u64 = 0;
 /// Characters of a trimmed message's head excerpt.

@@ -40,9 +40,9 @@ pub struct MaterialConfig {
 impl Default for MaterialConfig {
     fn default() -> Self {
         MaterialConfig {
-            max_message_chars: 6_000,
-            max_total_chars: 200_000,
-            max_argument_chars: 500,
+            max_message_chars: crate::defaults::MATERIAL_MAX_MESSAGE_CHARS,
+            max_total_chars: crate::defaults::MATERIAL_MAX_TOTAL_CHARS,
+            max_argument_chars: crate::defaults::MATERIAL_MAX_ARGUMENT_CHARS,
         }
     }
 }
