@@ -5,7 +5,7 @@
 //! recovery across backends; `config/default.toml` against `Config`), and `benches/` the
 //! criterion benchmarks.
 //!
-//! The README's Rust examples run as doctests of this package ([`ReadmeExamples`], present
+//! The README's Rust examples run as doctests of this package (`ReadmeExamples`, present
 //! only while doctests are collected), so the README shows exactly the code that is tested:
 //! `cargo test -p hermes-compaction-suite --doc`.
 
