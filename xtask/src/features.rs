@@ -251,12 +251,7 @@ pub fn check() -> Result<(), String> {
 fn compiles(set: &FeatureSet) -> Result<(), String> {
     let mut cmd = Command::new(super::cargo());
     cmd.args(["check", "-q", "-p", set.package, "--all-targets"]);
-    if let Some(f) = set.features {
-        cmd.arg("--no-default-features");
-        if !f.is_empty() {
-            cmd.args(["--features", f]);
-        }
-    }
+    cmd.args(feature_args(set));
     let out = cmd.output().map_err(|e| format!("cargo check: {e}"))?;
     if out.status.success() {
         return Ok(());
@@ -268,6 +263,15 @@ fn compiles(set: &FeatureSet) -> Result<(), String> {
         .find(|l| l.starts_with("error"))
         .unwrap_or("cargo check failed")
         .to_owned())
+}
+
+/// The cargo flags that select the set's features (none for the defaults).
+fn feature_args(set: &FeatureSet) -> Vec<&'static str> {
+    match set.features {
+        None => vec![],
+        Some("") => vec!["--no-default-features"],
+        Some(f) => vec!["--no-default-features", "--features", f],
+    }
 }
 
 fn label(set: &FeatureSet) -> String {
@@ -292,12 +296,7 @@ fn tree(set: &FeatureSet) -> Result<Vec<String>, String> {
         "--format",
         "{p}",
     ]);
-    if let Some(f) = set.features {
-        cmd.arg("--no-default-features");
-        if !f.is_empty() {
-            cmd.args(["--features", f]);
-        }
-    }
+    cmd.args(feature_args(set));
     let out = cmd.output().map_err(|e| format!("cargo tree: {e}"))?;
     if !out.status.success() {
         return Err(format!(
