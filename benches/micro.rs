@@ -262,13 +262,20 @@ fn micro_one_shot_gated(c: &mut Criterion) {
     g.sample_size(10);
     for n in [1_000usize, 10_000, 100_000] {
         let base = tool_heavy(n);
-        // The premise: the gate refuses every pass, so the run changes nothing.
+        // The premise: the gate refuses every pass, so the run changes nothing. The last
+        // hook may find nothing to plan at all (`noop`) after the gate refused the others, so
+        // the premise is what the run did, not which of the two refusals came last.
         let (mut comp, mut t) = fresh(&base);
         let report = rt.block_on(comp.one_shot(&mut t));
-        assert_eq!(
-            (report.passes, report.outcome.as_str()),
-            (0, "gated"),
+        assert_eq!(report.passes, 0, "{report:?}");
+        assert!(
+            matches!(report.outcome.as_str(), "gated" | "noop"),
             "{report:?}"
+        );
+        assert_eq!(
+            t.messages(),
+            &base[..],
+            "the gated run rewrote the transcript"
         );
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(

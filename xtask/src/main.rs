@@ -83,6 +83,13 @@ fn ci_steps() -> Result<TestSummary, String> {
     config_keys()?;
     features::check()?;
     let summary = run_tests()?;
+    // Every benchmark once, in criterion's test mode (`cargo test` runs a criterion bench
+    // binary without `--bench`, so each routine runs one iteration): a broken premise or a
+    // panicking setup fails CI instead of rotting until someone runs `cargo bench`.
+    step(
+        "benches",
+        &["test", "--workspace", "--all-features", "--benches", "-q"],
+    )?;
     // The agent-loop example asserts what it shows (no request over the window, the store
     // holds the transcript): run it, not only build it.
     step(

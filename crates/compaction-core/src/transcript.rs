@@ -65,6 +65,10 @@ pub struct Transcript {
     /// Identifies a history of appends (see [`Transcript::lineage`]): drawn afresh on
     /// construction, on clone and on every mutation except [`Transcript::push`].
     lineage: u64,
+    /// Pins set or cleared with [`Transcript::pin`] on stored messages (those with a row id)
+    /// that no store write has recorded yet, by row id, latest first wins: a store mirrors
+    /// them with its next write (see [`Transcript::pending_pin_writes`]).
+    pin_writes: Vec<(i64, bool)>,
 }
 
 impl Clone for Transcript {
@@ -80,6 +84,7 @@ impl Clone for Transcript {
             last_reply: self.last_reply,
             stamp: self.stamp,
             lineage: next_stamp(),
+            pin_writes: self.pin_writes.clone(),
         }
     }
 }
@@ -128,6 +133,7 @@ impl Transcript {
             last_reply,
             stamp: next_stamp(),
             lineage: next_stamp(),
+            pin_writes: Vec::new(),
         }
     }
 
@@ -313,8 +319,52 @@ impl Transcript {
             self.stamp = next_stamp();
             self.lineage = next_stamp();
             self.messages.as_mut_slice()[i].set_pinned(pinned);
+            if let Some(row) = self.messages()[i].row_id() {
+                self.pin_writes.retain(|&(r, _)| r != row);
+                self.pin_writes.push((row, pinned));
+            }
         }
         true
+    }
+
+    /// Pin changes a store has not recorded yet: `(row id, pinned)` for each stored message
+    /// (one with a [row id](crate::Message::row_id)) whose pin [`pin`](Self::pin) changed
+    /// since its last store write, in the order they were made. A message appended without a
+    /// row id carries its pin into the store with the rest of its metadata, so it is not
+    /// listed. A store-backed host writes these with its next flush and then calls
+    /// [`pin_written`](Self::pin_written) for each.
+    ///
+    /// ```
+    /// use compaction_core::{Estimator, Message, Transcript};
+    /// let mut stored = Message::user("keep this");
+    /// stored.meta_mut().row_id = Some(41);
+    /// let mut t = Transcript::new(vec![Message::system("s"), stored], &Estimator::default());
+    /// t.pin(0, true); // not stored yet: nothing pending
+    /// t.pin(1, true);
+    /// assert_eq!(t.pending_pin_writes(), &[(41, true)]);
+    /// // The store archived row 41 and wrote a pinned copy as row 42.
+    /// t.pin_written(41, 42);
+    /// assert!(t.pending_pin_writes().is_empty());
+    /// assert_eq!(t.messages()[1].row_id(), Some(42));
+    /// ```
+    pub fn pending_pin_writes(&self) -> &[(i64, bool)] {
+        &self.pin_writes
+    }
+
+    /// Records that the store wrote the pending pin change of row `row`, the message now
+    /// being row `new_row` (the store's copy with the new flag; the same id when the store
+    /// already held it so). Forgets the pending change either way; stamps `new_row` on the
+    /// message that held `row`, if the transcript still holds it.
+    pub fn pin_written(&mut self, row: i64, new_row: i64) {
+        self.pin_writes.retain(|&(r, _)| r != row);
+        if row != new_row
+            && let Some(i) = self
+                .messages()
+                .iter()
+                .rposition(|m| m.row_id() == Some(row))
+        {
+            self.messages.as_mut_slice()[i].meta_mut().row_id = Some(new_row);
+        }
     }
 
     /// Indices of the pinned messages, in order.

@@ -210,7 +210,7 @@ async fn main() {
     let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
     let stored = store.load_active("demo").await.unwrap();
     assert_eq!(wire(&stored), wire(t.messages()));
-    assert!(c.store_in_sync());
+    assert!(c.store_in_sync(&t));
     assert!(largest_request <= CONTEXT);
     // The second writer's pass was noticed and recovered from, and nothing the agent appended
     // was lost: each message is in the store, active or archived.

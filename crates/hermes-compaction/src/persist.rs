@@ -129,6 +129,50 @@ pub(crate) async fn append_unstamped(
     Ok(expected)
 }
 
+/// Writes the pin changes `t` holds that the store has not recorded
+/// ([`Transcript::pending_pin_writes`]), each as a generation of its own
+/// ([`TranscriptStore::set_pinned`](compaction_store::TranscriptStore::set_pinned)), adopting
+/// each new generation and stamping each new row id. A change to a message `t` no longer
+/// holds (a pass removed it) is dropped. Returns how many generations it wrote; on error the
+/// changes not yet written stay pending and nothing else changed.
+#[cfg(feature = "store")]
+pub(crate) async fn write_pins(
+    p: &mut Persistence,
+    t: &mut Transcript,
+) -> Result<usize, compaction_store::StoreError> {
+    let mut written = 0;
+    for (row, pinned) in t.pending_pin_writes().to_vec() {
+        if !t.messages().iter().any(|m| m.row_id() == Some(row)) {
+            t.pin_written(row, row);
+            continue;
+        }
+        let (new_row, generation) = p
+            .store
+            .set_pinned(&p.session, p.generation, row, pinned)
+            .await?;
+        written += usize::from(generation != p.generation);
+        p.generation = generation;
+        t.pin_written(row, new_row);
+    }
+    Ok(written)
+}
+
+/// Refuses with [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration)
+/// when the session is no longer at the generation the transcript reflects (one read).
+#[cfg(feature = "store")]
+pub(crate) async fn check_generation(p: &Persistence) -> Result<(), compaction_store::StoreError> {
+    let actual = p.store.generation(&p.session).await?;
+    if actual == p.generation {
+        Ok(())
+    } else {
+        Err(compaction_store::StoreError::StaleGeneration {
+            session: p.session.clone(),
+            expected: p.generation,
+            actual,
+        })
+    }
+}
+
 /// Makes the store's active rows match `t` in one `archive_and_compact`: the active rows `t`
 /// no longer holds are archived, the messages of `t` without a row id are inserted at their
 /// positions, and their new ids are stamped on `t`. Reads the session's active rows once

@@ -130,7 +130,7 @@ fn flushing_mid_session_never_duplicates_rows() {
                 );
             }
             assert!(c.state().cooldown_until_ms.is_none());
-            assert!(c.store_in_sync());
+            assert!(c.store_in_sync(&t));
             crate::common::finish(store).await;
         }
     });
@@ -207,7 +207,7 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             assert_eq!(r.failure_kind(), Some(FailureKind::Store));
             assert_eq!(r.failure_cause(), Some("injected fault"));
             assert!(t.current_tokens() < before);
-            assert!(!c.store_in_sync());
+            assert!(!c.store_in_sync(&t));
             // No cooldown: the pass did what the agent needed.
             assert!(c.state().cooldown_until_ms.is_none());
             // The store still holds the rows from before the pass.
@@ -217,7 +217,7 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             t.push(Message::user("next request"), c.counter());
             let written = c.flush(&mut t).await.unwrap();
             assert!(written > 0);
-            assert!(c.store_in_sync());
+            assert!(c.store_in_sync(&t));
             assert_mirrored(&store, "s", &t, "after the resync").await;
             assert_eq!(c.flush(&mut t).await.unwrap(), 0);
             // Law 9: every message ever appended is still in the store.
@@ -272,7 +272,7 @@ fn a_resync_after_another_writer_changed_the_session_is_refused() {
         store.archive_and_compact("s", &mut commit).await.unwrap();
         let err = c.flush(&mut t).await.unwrap_err();
         assert!(!err.to_string().is_empty());
-        assert!(!c.store_in_sync());
+        assert!(!c.store_in_sync(&t));
         assert_eq!(
             store.load_active("s").await.unwrap().len(),
             theirs.len() - 2,
@@ -303,7 +303,7 @@ fn a_failed_commit_reports_its_cause() {
         assert_eq!(r.failure_cause(), Some("injected fault"));
         assert!(!r.applied_unpersisted);
         assert_eq!(wire(t.messages()), before);
-        assert!(c.store_in_sync());
+        assert!(c.store_in_sync(&t));
     });
     assert!(
         logs.iter()
@@ -423,6 +423,73 @@ fn a_stored_session_runs_one_shot() {
             assert!(matches!(e, SessionOneShotError::Config(_)), "{e}");
             assert!(e.to_string().contains("model.context_length"), "{e}");
             assert_eq!(store.generation("s").await.unwrap(), 1);
+            crate::common::finish(store).await;
+        }
+    });
+}
+
+/// A pin set on the transcript lasts: the next flush writes it (a generation of its own), a
+/// fresh load of the session holds it, and a pass that follows neither removes the pinned
+/// message nor fails on the generation the pin wrote. A pin set through the store's session
+/// controls is reported by the next flush (stale generation) instead of a clean `Ok(0)`, and
+/// a reload adopts it.
+#[test]
+fn transcript_pins_persist_and_store_pins_are_noticed() {
+    rt().block_on(async {
+        for store in stores("pins_persist").await {
+            store.create_session("p").await.unwrap();
+            let mut c = builder(config(32_000))
+                .store(persistence(&store, "p"))
+                .build()
+                .unwrap();
+            let mut t = c.transcript(tool_session(12, 40));
+            assert!(!c.store_in_sync(&t));
+            c.flush(&mut t).await.unwrap();
+            assert!(c.store_in_sync(&t));
+            let generation = c.store_generation().unwrap();
+
+            // Pin an old tool output on the transcript: pending until the next flush.
+            let pinned = t.messages().iter().position(Message::is_tool).unwrap();
+            let text = t.messages()[pinned].to_wire_json();
+            assert!(t.pin(pinned, true));
+            assert!(!c.store_in_sync(&t));
+            assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+            assert!(c.store_in_sync(&t));
+            assert_eq!(c.store_generation(), Some(generation + 1));
+            assert_mirrored(&store, "p", &t, "after the pin's flush").await;
+            let (_, again) = Persistence::load(Arc::new(store.clone()), "p")
+                .await
+                .unwrap();
+            assert_eq!(
+                again.iter().filter(|m| m.is_pinned()).count(),
+                1,
+                "a fresh load holds the pin"
+            );
+
+            // A forced pass commits against the pin's generation and keeps the message.
+            let r = c.compress(&mut t, None).await;
+            assert!(r.failure.is_none(), "{r:?}");
+            assert!(
+                t.messages()
+                    .iter()
+                    .any(|m| m.is_pinned() && m.to_wire_json() == text),
+                "the pinned output survived the pass"
+            );
+            assert_mirrored(&store, "p", &t, "after the pass").await;
+
+            // A pin through the store's session controls: the next flush says so.
+            let session = compaction_store::Session::new(&store, "p");
+            let last = t.len() - 1;
+            session.pin_at(last, true).await.unwrap();
+            match c.flush(&mut t).await {
+                Err(compaction_store::StoreError::StaleGeneration { .. }) => {}
+                other => panic!("a flush after a store-side pin: {other:?}"),
+            }
+            c.reload(&mut t).await.unwrap();
+            assert!(t.messages()[last].is_pinned());
+            assert_eq!(c.flush(&mut t).await.unwrap(), 0);
+            assert!(c.store_in_sync(&t));
+            assert_mirrored(&store, "p", &t, "after the reload").await;
             crate::common::finish(store).await;
         }
     });

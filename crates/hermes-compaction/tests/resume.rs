@@ -67,7 +67,7 @@ async fn assert_mirrored(c: &Compressor, store: &Store, t: &Transcript, at: &str
     let ids = |m: &[Message]| m.iter().map(Message::row_id).collect::<Vec<_>>();
     assert_eq!(ids(&active), ids(t.messages()), "{at}: row ids");
     assert_eq!(c.store_generation(), Some(g), "{at}: generation");
-    assert!(c.store_in_sync(), "{at}");
+    assert!(c.store_in_sync(t), "{at}");
 }
 
 /// A second writer compacts mid-session: the next flush and the next pass are refused as
@@ -212,7 +212,7 @@ fn an_overflow_pass_on_a_stale_generation_loses_nothing_after_reload() {
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert!(r.applied_unpersisted);
             assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
-            assert!(!c.store_in_sync());
+            assert!(!c.store_in_sync(&t));
             // The summary folded some of the unflushed messages.
             let in_t: Vec<String> = wire(t.messages());
             assert!(appended.iter().skip(81).any(|m| !in_t.contains(m)));

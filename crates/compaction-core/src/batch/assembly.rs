@@ -45,7 +45,8 @@ pub(super) fn assemble_from(
             prune_iter.next();
         }
         let layout = continuation.filter(|(j, _)| *j == k).map(|(_, l)| l);
-        splices.extend(summary_splices(msgs, job, body, cfg, layout));
+        let tail_start = plan.regions.tail.start;
+        splices.extend(summary_splices(msgs, job, body, cfg, layout, tail_start));
     }
     splices.extend(prune_iter);
     let edit = Edit { splices };
@@ -93,6 +94,7 @@ fn summary_splices(
     body: &str,
     cfg: &BatchConfig,
     continuation: Option<Pair>,
+    tail_start: usize,
 ) -> Vec<Splice> {
     let body = job
         .ledger
@@ -118,6 +120,10 @@ fn summary_splices(
                 replacement,
             }]
         }
+        // A pinned message and the protected tail stay byte-identical (law 1): no summary is
+        // merged into them. The span then stays as it is (no role fits beside it under strict
+        // alternation), and the rest of the pass goes on.
+        (None, Some(next)) if next.is_pinned() || job.range.end >= tail_start => Vec::new(),
         (None, Some(next)) => {
             // Merge the summary into the following message, which keeps every other field.
             let mut merged = next.clone();

@@ -34,8 +34,14 @@ impl Compressor {
     /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) and
     /// writes nothing. Carrying on would never store anything again: call
     /// [`reload`](Self::reload), which adopts the store's transcript and writes what the agent
-    /// appended, then continue. (A flush with nothing to write does not contact the store; the
-    /// next one that writes reports the stale generation.)
+    /// appended, then continue. A flush with nothing to write reads the session's generation
+    /// once, so a store-side change (a pin or undo through
+    /// [`Session`](compaction_store::Session), another process's pass) is reported at the next
+    /// flush rather than at the next pass.
+    ///
+    /// Pins set with [`Transcript::pin`] persist: the flush writes each pin change on a
+    /// stored message as a generation of its own (see
+    /// [`Transcript::pending_pin_writes`]), and counts it among the rows written.
     ///
     /// Do not append copies of the transcript's messages to the store yourself: the copies
     /// get the row ids, the transcript does not, and the next commit writes them again.
@@ -81,11 +87,25 @@ impl Compressor {
         let Some(p) = &mut self.persistence else {
             return Ok(0);
         };
-        let result = if self.rt.resync_pending {
+        let mut result = if self.rt.resync_pending {
             crate::persist::resync(p, t).await
         } else {
             crate::persist::append_unstamped(p, t).await
         };
+        if let Ok(written) = &mut result {
+            match crate::persist::write_pins(p, t).await {
+                Ok(0) if *written == 0 => {
+                    // Nothing to write: still say when the store has moved on (a store-side
+                    // pin, undo or another writer's pass), rather than report a clean flush
+                    // the next commit would contradict.
+                    if let Err(e) = crate::persist::check_generation(p).await {
+                        result = Err(e);
+                    }
+                }
+                Ok(pins) => *written += pins,
+                Err(e) => result = Err(e),
+            }
+        }
         match &result {
             Ok(_) => {
                 // The resync wrote the pass's summary in their place: they are no longer
@@ -192,6 +212,7 @@ impl Compressor {
         }
         p.generation = generation;
         messages.append(&mut fresh);
+        let pins = t.pending_pin_writes().to_vec();
         self.rt.unpersisted_removed.clear();
         self.rt.resync_pending = false;
         self.rt.micro.state.reset();
@@ -199,6 +220,13 @@ impl Compressor {
         self.rt.awaiting_effect = false;
         self.rt.epoch += 1;
         *t = self.transcript(messages);
+        // Pins set on stored messages and not written yet are set again on the rows the store
+        // still holds, so the next flush writes them.
+        for (row, pinned) in pins {
+            if let Some(i) = t.messages().iter().position(|m| m.row_id() == Some(row)) {
+                t.pin(i, pinned);
+            }
+        }
         Ok(written)
     }
 
@@ -282,14 +310,55 @@ impl Compressor {
             .map(|p| (&*p.store, p.session.as_str()))
     }
 
-    /// Whether the store's active rows are known to match what the transcript has persisted:
-    /// `false` after an overflow pass was applied without its commit, until a store write
-    /// resynchronised them (always `true` without a store).
-    pub fn store_in_sync(&self) -> bool {
+    /// Whether the store holds `t` as it is, as far as this compressor knows without asking
+    /// it: every message of `t` written (stamped with a row id), no pin change waiting for
+    /// the next flush, and no overflow pass applied without its commit (after one, `false`
+    /// until a store write resynchronised them). Always `true` without a store. A change made
+    /// by another writer since is not seen here: [`flush`](Self::flush) reports it.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use hermes_compaction::compressor::Persistence;
+    /// use hermes_compaction::core::{Estimator, Message};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::store::{Store, TranscriptStore};
+    /// use hermes_compaction::{Compressor, Config};
+    ///
+    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
+    /// store.create_session("s1").await.unwrap();
+    /// let (persistence, messages) = Persistence::load(store.clone(), "s1").await.unwrap();
+    /// let mut c = Compressor::builder(Config::default())
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s1")
+    ///     .store(persistence)
+    ///     .build()
+    ///     .unwrap();
+    /// let mut t = c.transcript(messages);
+    /// t.push(Message::user("remember the port is 8443"), c.counter());
+    /// assert!(!c.store_in_sync(&t)); // appended, not flushed
+    /// c.flush(&mut t).await.unwrap();
+    /// assert!(c.store_in_sync(&t));
+    /// t.pin(0, true);
+    /// assert!(!c.store_in_sync(&t)); // the pin is not stored yet
+    /// assert_eq!(c.flush(&mut t).await.unwrap(), 1);
+    /// assert!(c.store_in_sync(&t));
+    /// assert!(store.load_active("s1").await.unwrap()[0].is_pinned());
+    /// # }
+    /// ```
+    pub fn store_in_sync(&self, t: &Transcript) -> bool {
         #[cfg(feature = "store")]
-        return !self.rt.resync_pending;
+        return self.persistence.is_none()
+            || (!self.rt.resync_pending
+                && t.pending_pin_writes().is_empty()
+                && t.messages().iter().all(|m| m.row_id().is_some()));
         #[cfg(not(feature = "store"))]
-        return true;
+        {
+            let _ = t;
+            true
+        }
     }
 
     /// An overflow pass is applied without its commit: the store needs a resync, and the
