@@ -57,6 +57,8 @@ pub mod clock;
 pub mod compact_tool;
 #[cfg(feature = "llm")]
 pub mod compressor;
+#[cfg(feature = "llm")]
+mod deadline;
 pub mod config;
 #[cfg(feature = "config")]
 mod config_env;

@@ -166,6 +166,8 @@ pub(crate) struct SummaryUse {
     pub fallback_used: bool,
     /// The summarizer was not called because its circuit breaker is open.
     pub summarizer_skipped: bool,
+    /// Why the fallback wrote a summary: the class of the summarizer's failure it answered.
+    pub fallback_cause: Option<ErrorClass>,
     /// Summarizer usage, when reported.
     pub summary_tokens: u64,
 }
@@ -194,9 +196,14 @@ pub struct BatchReport {
     pub earliest_changed_index: Option<usize>,
     /// Whether the extractive fallback produced a summary.
     pub fallback_used: bool,
-    /// Whether the summarizer was skipped because its circuit breaker is open (repeated
-    /// transient failures; `auxiliary.compression.breaker_failures`).
+    /// Whether the summarizer was skipped because its circuit breaker is open (repeated or
+    /// slow transient failures; `auxiliary.compression.breaker_failures`) or the pass's
+    /// deadline had passed.
     pub summarizer_skipped: bool,
+    /// When the fallback wrote a summary: the class of the summarizer's failure it answered
+    /// (`echoed_prompt`, `transient`, ...; for a skipped call, the failure that opened the
+    /// breaker).
+    pub fallback_cause: Option<ErrorClass>,
     /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
     pub demoted_tail_outputs: usize,
     /// Whether prune-only was tried and rejected in favour of a summary.
@@ -247,6 +254,7 @@ impl BatchReport {
     ) {
         self.fallback_used = used.fallback_used;
         self.summarizer_skipped = used.summarizer_skipped;
+        self.fallback_cause = used.fallback_cause;
         self.summary_tokens = used.summary_tokens;
         match result {
             Ok(Applied::NoGain) => self.outcome = Outcome::NoGain,
@@ -338,9 +346,14 @@ pub struct MicroReport {
     /// The summarizer failed with a non-fatal error and the extractive fallback
     /// (`compression.fallback_to_extractive`) made the summary, as in a batch pass.
     pub fallback_used: bool,
-    /// The summarizer was skipped because its circuit breaker is open (repeated transient
-    /// failures; `auxiliary.compression.breaker_failures`).
+    /// The summarizer was skipped because its circuit breaker is open (repeated or slow
+    /// transient failures; `auxiliary.compression.breaker_failures`) or the pass's deadline
+    /// had passed.
     pub summarizer_skipped: bool,
+    /// When the fallback wrote the summary: the class of the summarizer's failure it answered
+    /// (an echo of the prompt is `echoed_prompt`; for a skipped call, the failure that opened
+    /// the breaker). A pass the fallback wrote is never reported as the summarizer's.
+    pub fallback_cause: Option<ErrorClass>,
     /// Tokens before and after.
     pub tokens_before: u64,
     /// Tokens after.
@@ -402,6 +415,7 @@ impl MicroReport {
     ) {
         self.fallback_used = used.fallback_used;
         self.summarizer_skipped = used.summarizer_skipped;
+        self.fallback_cause = used.fallback_cause;
         self.summary_tokens = used.summary_tokens;
         match result {
             Ok(applied) => {
