@@ -125,8 +125,8 @@ impl Breaker {
             return;
         }
         self.failures = self.failures.saturating_add(1);
-        let slow =
-            timed_out || (policy.slow_ms > 0 && ended_ms.saturating_sub(started_ms) >= policy.slow_ms);
+        let slow = timed_out
+            || (policy.slow_ms > 0 && ended_ms.saturating_sub(started_ms) >= policy.slow_ms);
         if policy.failures > 0 && (slow || self.failures >= policy.failures) {
             self.open_until_ms = Some(ended_ms.saturating_add(policy.probe_ms));
         }
@@ -209,7 +209,10 @@ pub(crate) async fn summarize(
         match compaction_llm::guard::check_summary(&r.text, req) {
             Ok(()) => Ok(r),
             Err(e) => {
-                tracing::warn!(class = e.class().as_str(), "summary refused by the output guard");
+                tracing::warn!(
+                    class = e.class().as_str(),
+                    "summary refused by the output guard"
+                );
                 Err(e.class())
             }
         }

@@ -114,11 +114,14 @@ impl std::fmt::Display for FailureKind {
 /// the failure and row ids or indices but never message text; also logged at `warn`).
 ///
 /// ```
-/// use hermes_compaction::{FailureKind, PassFailure};
+/// use hermes_compaction::{FailureKind, PassFailure, StoreGeneration};
 ///
-/// let f = PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()) };
+/// let f = PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()), store_generation: None };
 /// assert_eq!(f.to_string(), "the store failed: disk full");
 /// assert_eq!(PassFailure::from(FailureKind::Plan).to_string(), "the plan could not be assembled safely");
+/// // After a failed commit the store is asked which generation it holds.
+/// let f = PassFailure { store_generation: Some(StoreGeneration::Confirmed(18)), ..f };
+/// assert_eq!(f.to_string(), "the store failed: disk full; the store holds generation 18");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassFailure {
@@ -126,20 +129,57 @@ pub struct PassFailure {
     pub kind: FailureKind,
     /// Why, when a cause is known (content-free).
     pub cause: Option<String>,
+    /// For a failed store commit: the generation the store holds, read back after the failure
+    /// (a commit whose acknowledgement was lost has landed all the same), or that it could not
+    /// be read. `None` for a failure before any commit.
+    pub store_generation: Option<StoreGeneration>,
+}
+
+/// What the store holds after a commit failed, read back rather than assumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreGeneration {
+    /// The store answered: it holds this generation (one past the compressor's when the
+    /// failed commit landed, in which case the transcript in memory is behind it: reload).
+    Confirmed(u64),
+    /// The store could not be read after the failure: its generation is not known (at least
+    /// `last_known`, the one the compressor had confirmed before the pass).
+    Unconfirmed {
+        /// The last generation the compressor knew the store to hold.
+        last_known: u64,
+    },
+}
+
+impl std::fmt::Display for StoreGeneration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreGeneration::Confirmed(g) => write!(f, "{g}"),
+            StoreGeneration::Unconfirmed { .. } => f.write_str("unconfirmed"),
+        }
+    }
 }
 
 impl From<FailureKind> for PassFailure {
     fn from(kind: FailureKind) -> PassFailure {
-        PassFailure { kind, cause: None }
+        PassFailure {
+            kind,
+            cause: None,
+            store_generation: None,
+        }
     }
 }
 
-/// `KIND[: CAUSE]`.
+/// `KIND[: CAUSE][; the store holds generation N | ; the store's generation is unconfirmed ...]`.
 impl std::fmt::Display for PassFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.kind)?;
-        match &self.cause {
-            Some(c) => write!(f, ": {c}"),
+        if let Some(c) = &self.cause {
+            write!(f, ": {c}")?;
+        }
+        match self.store_generation {
+            Some(StoreGeneration::Confirmed(g)) => write!(f, "; the store holds generation {g}"),
+            Some(StoreGeneration::Unconfirmed { .. }) => f.write_str(
+                "; the store's generation is unconfirmed (it could not be read after the failure)",
+            ),
             None => Ok(()),
         }
     }

@@ -143,6 +143,7 @@ impl Compressor {
             let f = PassFailure {
                 kind: FailureKind::Plan,
                 cause: Some(APPLY_AFTER_COMMIT.into()),
+                store_generation: None,
             };
             return Err(self.failed_with(job, Stage::Apply, f));
         }
