@@ -215,10 +215,11 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
                 acc.prompt_tokens += u.prompt_tokens;
                 acc.completion_tokens += u.completion_tokens;
             }
-            match guard::check_within(
+            match guard::check_against(
                 &completion.content,
                 completion.finish_reason.as_deref(),
                 req.budget_tokens,
+                &prompt,
             ) {
                 Ok(text) => {
                     return Ok(SummaryResponse {

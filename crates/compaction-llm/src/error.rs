@@ -89,6 +89,11 @@ pub enum Error {
         /// The request's summary budget in tokens.
         budget: u32,
     },
+    /// The output reproduces the summarizer's own prompt (its fixed instructions or tags, or
+    /// mostly the material verbatim) instead of summarizing it: an endpoint that echoes its
+    /// input ([`crate::guard::is_echo`]).
+    #[error("summarizer output echoes its prompt")]
+    EchoedPrompt,
     /// A message could not be converted to or from another library's message type (feature
     /// `async-openai`).
     #[error("message {index}: {reason}")]
@@ -136,6 +141,8 @@ pub enum ErrorClass {
     DirectiveOutput,
     /// [`Error::OverlongOutput`]
     OverlongOutput,
+    /// [`Error::EchoedPrompt`]
+    EchoedPrompt,
     /// [`Error::Conversion`]
     Conversion,
     /// [`Error::Config`]
@@ -159,9 +166,20 @@ impl ErrorClass {
             ErrorClass::TruncatedOutput => "truncated_output",
             ErrorClass::DirectiveOutput => "directive_output",
             ErrorClass::OverlongOutput => "overlong_output",
+            ErrorClass::EchoedPrompt => "echoed_prompt",
             ErrorClass::Conversion => "conversion",
             ErrorClass::Config => "config",
         }
+    }
+}
+
+impl ErrorClass {
+    /// The fallback rule, written once for every caller ([`crate::FallbackSummarizer`] and the
+    /// facade's call policy): a failure of any class but auth and quota may be answered by a
+    /// fallback summarizer; auth and quota abort the pass (the operator must act, and another
+    /// summary would hide it).
+    pub fn allows_fallback(self) -> bool {
+        !matches!(self, ErrorClass::Auth | ErrorClass::Quota)
     }
 }
 
@@ -188,15 +206,17 @@ impl Error {
             Error::TruncatedOutput => ErrorClass::TruncatedOutput,
             Error::DirectiveOutput => ErrorClass::DirectiveOutput,
             Error::OverlongOutput { .. } => ErrorClass::OverlongOutput,
+            Error::EchoedPrompt => ErrorClass::EchoedPrompt,
             Error::Conversion { .. } => ErrorClass::Conversion,
             Error::Config { .. } => ErrorClass::Config,
         }
     }
 
     /// Auth and quota failures: a batch pass must abort and leave the transcript unchanged
-    /// (no extractive fallback, no retry until the operator acts).
+    /// (no extractive fallback, no retry until the operator acts). The negation of
+    /// [`ErrorClass::allows_fallback`], the one place the rule is written.
     pub fn is_fatal_for_batch(&self) -> bool {
-        matches!(self, Error::Auth { .. } | Error::Quota { .. })
+        !self.class().allows_fallback()
     }
 
     /// Failures that may succeed when the same request is sent again later: rate limits,

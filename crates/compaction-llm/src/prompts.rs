@@ -22,6 +22,25 @@ pub const SECTIONS: [&str; 10] = [
     "## Critical context",
 ];
 
+/// Fixed sentences of every prompt [`build`] renders that a summary never contains: an answer
+/// holding one of them repeats its instructions ([`crate::guard::is_echo`]).
+pub const ECHO_MARKERS: [&str; 4] = [
+    "You write summaries of an AI agent's earlier conversation",
+    "Use exactly these section headings, in this order",
+    "Write the summary now: the section headings",
+    "Keep the summary within about",
+];
+
+/// The tags [`build`] wraps the material and the previous summary in, each on a line of its
+/// own.
+pub const MATERIAL_TAGS: [&str; 5] = [
+    "previous-summary",
+    "new-exchange",
+    "turn-so-far",
+    "conversation",
+    "summary-to-shorten",
+];
+
 /// A rendered prompt: one system message and one user message.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Prompt {

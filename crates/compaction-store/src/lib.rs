@@ -555,8 +555,9 @@ pub struct CompactionState {
 }
 
 /// A one-shot fault for atomicity tests: armed with `inject_fault`, it makes the next
-/// `archive_and_compact`, `import_session` or `restore` reaching that point fail there with
-/// `StoreError::InjectedFault`.
+/// `archive_and_compact`, `import_session`, `restore` or `generation` reaching that point fail
+/// there with `StoreError::InjectedFault`. Each point is armed on its own, so several can be
+/// armed at once.
 #[doc(hidden)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -567,4 +568,11 @@ pub enum FaultPoint {
     BeforeImportCommit,
     /// After a `restore` archived the rows it replaces, before it re-activates the others.
     AfterRestoreArchive,
+    /// After an `archive_and_compact` committed its transaction: the commit has landed, but
+    /// the caller is told it failed (as when the database dies before its acknowledgement
+    /// arrives).
+    AfterCommit,
+    /// The next `generation` read fails (a database that cannot be reached any more). May be
+    /// armed together with another point.
+    GenerationRead,
 }

@@ -457,33 +457,32 @@ pub(crate) fn check_handle(handle: &str) -> Result<()> {
     Ok(())
 }
 
-fn fault_code(point: FaultPoint) -> u8 {
+fn fault_bit(point: FaultPoint) -> u8 {
     match point {
         FaultPoint::AfterArchive => 1,
         FaultPoint::BeforeImportCommit => 2,
-        FaultPoint::AfterRestoreArchive => 3,
+        FaultPoint::AfterRestoreArchive => 4,
+        FaultPoint::AfterCommit => 8,
+        FaultPoint::GenerationRead => 16,
     }
 }
 
-/// One-shot fault injection shared by clones of a store.
+/// One-shot fault injection shared by clones of a store (one bit per armed point).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Faults(Arc<AtomicU8>);
 
 impl Faults {
     pub fn arm(&self, point: FaultPoint) {
-        let code = fault_code(point);
-        self.0.store(code, Ordering::SeqCst);
+        self.0.fetch_or(fault_bit(point), Ordering::SeqCst);
     }
 
     /// Fails (once) if `point` is armed.
     pub fn check(&self, point: FaultPoint) -> Result<()> {
-        let code = fault_code(point);
-        match self
-            .0
-            .compare_exchange(code, 0, Ordering::SeqCst, Ordering::SeqCst)
-        {
-            Ok(_) => Err(StoreError::InjectedFault),
-            Err(_) => Ok(()),
+        let bit = fault_bit(point);
+        if self.0.fetch_and(!bit, Ordering::SeqCst) & bit != 0 {
+            Err(StoreError::InjectedFault)
+        } else {
+            Ok(())
         }
     }
 }

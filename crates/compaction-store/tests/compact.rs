@@ -230,6 +230,27 @@ on_both_backends! {
     }
 }
 
+on_both_backends! {
+    /// A commit whose acknowledgement is lost: the store holds the new generation although the
+    /// caller was told the commit failed, so a caller must read the generation back to know.
+    /// The generation read itself can be made to fail, armed with it.
+    async fn a_lost_acknowledgement_leaves_the_commit_in_place(b) {
+        let s = "lost-ack";
+        b.store.create_session(s).await.unwrap();
+        let mut messages = conversation(4);
+        b.store.append(s, &mut messages).await.unwrap();
+        let edit = Edit::single(2..9, vec![marker::render(MarkerKind::Micro, Role::Assistant, "x")]);
+        let mut commit = Commit::from_edit(0, &edit, &messages).unwrap();
+        b.store.inject_fault(FaultPoint::AfterCommit);
+        b.store.inject_fault(FaultPoint::GenerationRead);
+        let err = b.store.archive_and_compact(s, &mut commit).await.unwrap_err();
+        assert!(matches!(err, StoreError::InjectedFault), "{err:?}");
+        assert!(matches!(b.store.generation(s).await, Err(StoreError::InjectedFault)));
+        assert_eq!(b.store.generation(s).await.unwrap(), 1, "the commit landed");
+        assert_eq!(b.store.load_active(s).await.unwrap().len(), messages.len() - 7 + 1);
+    }
+}
+
 fn edit_applied(edit: &Edit, before: &[Message], ids: &[i64]) -> Vec<Message> {
     let mut edit = edit.clone();
     assert!(stamp_edit(&mut edit, ids));

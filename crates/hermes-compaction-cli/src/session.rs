@@ -88,8 +88,8 @@ pub async fn compact(store: &StoreArgs, builder: CompressorBuilder) -> Result<St
         check(
             &run.report,
             &format!(
-                "the store holds what the earlier passes committed (generation {}->{})",
-                run.generation_before, run.generation_after
+                "the store holds what the earlier passes committed (generation {})",
+                run.generations()
             ),
         )?;
         Ok(with_note(&run.report, run.to_string()))

@@ -354,17 +354,23 @@ pub struct SummarizerConfig {
     pub base_url: String,
     /// Environment variable holding the API key.
     pub api_key_env: String,
-    /// Request timeout, seconds.
+    /// Request timeout, seconds (one HTTP request, connect to last byte). A transient failure
+    /// whose call took at least this long opens the circuit breaker at once.
     pub timeout: u64,
     /// Retries on rate limits and transient errors.
     pub max_retries: u32,
+    /// The most real time one pass waits on the summarizer, seconds, over all its calls with
+    /// their retries, regenerations and model fallback; a call still running then is
+    /// abandoned as a timeout and the fallback (if on) writes the summary. 0: no deadline.
+    pub deadline_secs: u64,
     /// Sampling temperature.
     pub temperature: f32,
     /// Consecutive transient failures (timeouts, 5xx, rate limits, network) after which
     /// passes stop calling the summarizer and use the fallback until `breaker_probe_secs`
     /// have passed; 0 turns the circuit breaker off.
     pub breaker_failures: u32,
-    /// Seconds the open breaker waits before one call probes the summarizer again.
+    /// Seconds the open breaker waits before one call probes the summarizer again, counted
+    /// from the end of the call that failed.
     pub breaker_probe_secs: u64,
 }
 
@@ -375,8 +381,9 @@ impl Default for SummarizerConfig {
             model: String::new(),
             base_url: "https://api.openai.com/v1".into(),
             api_key_env: "OPENAI_API_KEY".into(),
-            timeout: 60,
-            max_retries: 2,
+            timeout: 30,
+            max_retries: 1,
+            deadline_secs: 60,
             temperature: 0.2,
             breaker_failures: 3,
             breaker_probe_secs: 120,

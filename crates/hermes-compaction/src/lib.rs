@@ -60,6 +60,8 @@ pub mod compressor;
 pub mod config;
 #[cfg(feature = "config")]
 mod config_env;
+#[cfg(feature = "llm")]
+mod deadline;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]
@@ -96,7 +98,7 @@ pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
 pub use report::{BatchReport, MicroReport, Outcome, Trigger};
 #[cfg(feature = "llm")]
-pub use report::{FailureKind, PassFailure};
+pub use report::{FailureKind, PassFailure, StoreGeneration};
 #[cfg(feature = "llm")]
 pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]

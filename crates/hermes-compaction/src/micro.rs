@@ -113,6 +113,7 @@ impl Compressor {
             failure: None,
             fallback_used: false,
             summarizer_skipped: false,
+            fallback_cause: None,
             tokens_before: t.current_tokens(),
             tokens_after: t.current_tokens(),
             messages_before: t.len(),

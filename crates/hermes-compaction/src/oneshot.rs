@@ -186,7 +186,7 @@ impl OneShotReport {
     /// assert_eq!(report.failure_line(), None);
     /// // What a run that committed one pass and then lost its store reports:
     /// report.passes = 1;
-    /// report.failure = Some(PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()) });
+    /// report.failure = Some(PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()), store_generation: None });
     /// let line = report.failure_line().unwrap();
     /// assert!(line.starts_with("the batch pass failed after 1 successful pass: "), "{line}");
     /// assert!(line.contains(": disk full (outcome "), "{line}");
@@ -282,20 +282,41 @@ pub struct SessionOneShot {
     pub report: OneShotReport,
     /// The generation the run started from.
     pub generation_before: u64,
-    /// The generation the committed passes reached, as the compressor counted its own
-    /// commits (no store read after them that could fail and hide them).
+    /// The generation the store holds after the run: as the compressor counted its own
+    /// commits, or, when a commit failed, as the store answered when asked after the failure
+    /// (a commit whose acknowledgement was lost has landed all the same). When the store could
+    /// not be asked, the last generation the compressor knew, and
+    /// [`generation_confirmed`](Self::generation_confirmed) is false.
     pub generation_after: u64,
+    /// Whether [`generation_after`](Self::generation_after) is known: false when a commit
+    /// failed and the store could not be read after it.
+    pub generation_confirmed: bool,
+}
+
+#[cfg(feature = "store")]
+impl SessionOneShot {
+    /// `BEFORE->AFTER`, or `BEFORE->unconfirmed` when the store could not say what it holds
+    /// after a failed commit (never a guess).
+    pub fn generations(&self) -> String {
+        if self.generation_confirmed {
+            format!("{}->{}", self.generation_before, self.generation_after)
+        } else {
+            format!("{}->unconfirmed", self.generation_before)
+        }
+    }
 }
 
 /// The one-line summary of a stored run: `session=ID`, the report's line
-/// ([`OneShotReport`]'s `Display`), then `generation=BEFORE->AFTER`.
+/// ([`OneShotReport`]'s `Display`), then `generation=`[`generations`](SessionOneShot::generations).
 #[cfg(feature = "store")]
 impl std::fmt::Display for SessionOneShot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "session={} {} generation={}->{}",
-            self.session, self.report, self.generation_before, self.generation_after
+            "session={} {} generation={}",
+            self.session,
+            self.report,
+            self.generations()
         )
     }
 }
@@ -367,10 +388,19 @@ pub async fn one_shot_session(
     let mut c = builder.session(session).store(persistence).build()?;
     let mut t = c.transcript(messages);
     let report = c.one_shot(&mut t).await;
+    let counted = c.store_generation().unwrap_or(generation_before);
+    // After a failed commit, what the store said it holds (asked once, by the pass runner).
+    let (generation_after, generation_confirmed) =
+        match report.failure.as_ref().and_then(|f| f.store_generation) {
+            Some(crate::report::StoreGeneration::Confirmed(g)) => (g, true),
+            Some(crate::report::StoreGeneration::Unconfirmed { .. }) => (counted, false),
+            None => (counted, true),
+        };
     Ok(SessionOneShot {
         session: session.to_owned(),
         report,
-        generation_after: c.store_generation().unwrap_or(generation_before),
+        generation_after,
+        generation_confirmed,
         generation_before,
     })
 }

@@ -68,6 +68,8 @@ pub(crate) const ROW_COUNT: &str = "the number of row ids the store returned";
 pub(crate) struct PersistError {
     pub(crate) failure: FailureKind,
     pub(crate) cause: String,
+    /// What the store held when read back after a failed commit.
+    pub(crate) held: Option<crate::report::StoreGeneration>,
 }
 
 impl PersistError {
@@ -81,6 +83,7 @@ impl PersistError {
                 _ => FailureKind::Store,
             },
             cause: e.to_string(),
+            held: None,
         }
     }
 }
@@ -92,6 +95,7 @@ impl From<PersistError> for PassFailure {
         PassFailure {
             kind: e.failure,
             cause: Some(e.cause),
+            store_generation: e.held,
         }
     }
 }

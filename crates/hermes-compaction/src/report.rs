@@ -114,11 +114,14 @@ impl std::fmt::Display for FailureKind {
 /// the failure and row ids or indices but never message text; also logged at `warn`).
 ///
 /// ```
-/// use hermes_compaction::{FailureKind, PassFailure};
+/// use hermes_compaction::{FailureKind, PassFailure, StoreGeneration};
 ///
-/// let f = PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()) };
+/// let f = PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()), store_generation: None };
 /// assert_eq!(f.to_string(), "the store failed: disk full");
 /// assert_eq!(PassFailure::from(FailureKind::Plan).to_string(), "the plan could not be assembled safely");
+/// // After a failed commit the store is asked which generation it holds.
+/// let f = PassFailure { store_generation: Some(StoreGeneration::Confirmed(18)), ..f };
+/// assert_eq!(f.to_string(), "the store failed: disk full; the store holds generation 18");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PassFailure {
@@ -126,20 +129,57 @@ pub struct PassFailure {
     pub kind: FailureKind,
     /// Why, when a cause is known (content-free).
     pub cause: Option<String>,
+    /// For a failed store commit: the generation the store holds, read back after the failure
+    /// (a commit whose acknowledgement was lost has landed all the same), or that it could not
+    /// be read. `None` for a failure before any commit.
+    pub store_generation: Option<StoreGeneration>,
+}
+
+/// What the store holds after a commit failed, read back rather than assumed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoreGeneration {
+    /// The store answered: it holds this generation (one past the compressor's when the
+    /// failed commit landed, in which case the transcript in memory is behind it: reload).
+    Confirmed(u64),
+    /// The store could not be read after the failure: its generation is not known (at least
+    /// `last_known`, the one the compressor had confirmed before the pass).
+    Unconfirmed {
+        /// The last generation the compressor knew the store to hold.
+        last_known: u64,
+    },
+}
+
+impl std::fmt::Display for StoreGeneration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreGeneration::Confirmed(g) => write!(f, "{g}"),
+            StoreGeneration::Unconfirmed { .. } => f.write_str("unconfirmed"),
+        }
+    }
 }
 
 impl From<FailureKind> for PassFailure {
     fn from(kind: FailureKind) -> PassFailure {
-        PassFailure { kind, cause: None }
+        PassFailure {
+            kind,
+            cause: None,
+            store_generation: None,
+        }
     }
 }
 
-/// `KIND[: CAUSE]`.
+/// `KIND[: CAUSE][; the store holds generation N | ; the store's generation is unconfirmed ...]`.
 impl std::fmt::Display for PassFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.kind)?;
-        match &self.cause {
-            Some(c) => write!(f, ": {c}"),
+        if let Some(c) = &self.cause {
+            write!(f, ": {c}")?;
+        }
+        match self.store_generation {
+            Some(StoreGeneration::Confirmed(g)) => write!(f, "; the store holds generation {g}"),
+            Some(StoreGeneration::Unconfirmed { .. }) => f.write_str(
+                "; the store's generation is unconfirmed (it could not be read after the failure)",
+            ),
             None => Ok(()),
         }
     }
@@ -166,6 +206,8 @@ pub(crate) struct SummaryUse {
     pub fallback_used: bool,
     /// The summarizer was not called because its circuit breaker is open.
     pub summarizer_skipped: bool,
+    /// Why the fallback wrote a summary: the class of the summarizer's failure it answered.
+    pub fallback_cause: Option<ErrorClass>,
     /// Summarizer usage, when reported.
     pub summary_tokens: u64,
 }
@@ -194,9 +236,14 @@ pub struct BatchReport {
     pub earliest_changed_index: Option<usize>,
     /// Whether the extractive fallback produced a summary.
     pub fallback_used: bool,
-    /// Whether the summarizer was skipped because its circuit breaker is open (repeated
-    /// transient failures; `auxiliary.compression.breaker_failures`).
+    /// Whether the summarizer was skipped because its circuit breaker is open (repeated or
+    /// slow transient failures; `auxiliary.compression.breaker_failures`) or the pass's
+    /// deadline had passed.
     pub summarizer_skipped: bool,
+    /// When the fallback wrote a summary: the class of the summarizer's failure it answered
+    /// (`echoed_prompt`, `transient`, ...; for a skipped call, the failure that opened the
+    /// breaker).
+    pub fallback_cause: Option<ErrorClass>,
     /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
     pub demoted_tail_outputs: usize,
     /// Whether prune-only was tried and rejected in favour of a summary.
@@ -247,6 +294,7 @@ impl BatchReport {
     ) {
         self.fallback_used = used.fallback_used;
         self.summarizer_skipped = used.summarizer_skipped;
+        self.fallback_cause = used.fallback_cause;
         self.summary_tokens = used.summary_tokens;
         match result {
             Ok(Applied::NoGain) => self.outcome = Outcome::NoGain,
@@ -338,9 +386,14 @@ pub struct MicroReport {
     /// The summarizer failed with a non-fatal error and the extractive fallback
     /// (`compression.fallback_to_extractive`) made the summary, as in a batch pass.
     pub fallback_used: bool,
-    /// The summarizer was skipped because its circuit breaker is open (repeated transient
-    /// failures; `auxiliary.compression.breaker_failures`).
+    /// The summarizer was skipped because its circuit breaker is open (repeated or slow
+    /// transient failures; `auxiliary.compression.breaker_failures`) or the pass's deadline
+    /// had passed.
     pub summarizer_skipped: bool,
+    /// When the fallback wrote the summary: the class of the summarizer's failure it answered
+    /// (an echo of the prompt is `echoed_prompt`; for a skipped call, the failure that opened
+    /// the breaker). A pass the fallback wrote is never reported as the summarizer's.
+    pub fallback_cause: Option<ErrorClass>,
     /// Tokens before and after.
     pub tokens_before: u64,
     /// Tokens after.
@@ -402,6 +455,7 @@ impl MicroReport {
     ) {
         self.fallback_used = used.fallback_used;
         self.summarizer_skipped = used.summarizer_skipped;
+        self.fallback_cause = used.fallback_cause;
         self.summary_tokens = used.summary_tokens;
         match result {
             Ok(applied) => {

@@ -139,3 +139,193 @@ fn a_zero_threshold_never_opens() {
     }
     assert_eq!(s.calls(), 6);
 }
+
+/// A summarizer whose calls take `call_ms` on the test's clock and fail (or succeed) as told,
+/// counting its calls.
+struct Timed {
+    now: Arc<AtomicU64>,
+    call_ms: u64,
+    fail: std::sync::atomic::AtomicBool,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl compaction_llm::Summarizer for Timed {
+    fn name(&self) -> &str {
+        "timed"
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        req: &'a compaction_llm::SummaryRequest,
+    ) -> compaction_llm::SummaryFuture<'a> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.now.fetch_add(self.call_ms, Ordering::SeqCst);
+        let out = if self.fail.load(Ordering::SeqCst) {
+            Err(Error::Transient { status: None })
+        } else {
+            Ok(compaction_llm::SummaryResponse {
+                text: format!("## Goal\n- work through {} of the span", req.kind.as_str()),
+                model: "timed".into(),
+                usage: None,
+                extractive: false,
+            })
+        };
+        Box::pin(std::future::ready(out))
+    }
+}
+
+/// The breaker holds at the defaults: one failure that took a whole request timeout (30 s
+/// here, as a hang or a slow drip takes) opens it at once; it stays open for the probe
+/// interval counted from the END of that call, not its start; then one call probes (half
+/// open), whose failure re-opens it from the probe's end and whose success closes it.
+#[test]
+fn one_slow_failure_opens_the_breaker_for_the_interval_after_its_end() {
+    let rt = rt();
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let s = Arc::new(Timed {
+        now: now.clone(),
+        call_ms: 60_000,
+        fail: true.into(),
+        calls: 0.into(),
+    });
+    let calls = || s.calls.load(Ordering::SeqCst);
+    let mut cfg = micro_config();
+    // The defaults of the time bound.
+    let defaults = hermes_compaction::Config::default().auxiliary.compression;
+    assert_eq!(
+        (
+            defaults.timeout,
+            defaults.max_retries,
+            defaults.deadline_secs,
+            defaults.breaker_probe_secs
+        ),
+        (30, 1, 60, 120)
+    );
+    cfg.auxiliary.compression = hermes_compaction::config::SummarizerConfig {
+        provider: "extractive".into(),
+        ..defaults
+    };
+    let clock = now.clone();
+    let mut c = builder_with(cfg, s.clone())
+        .clock(move || clock.load(Ordering::SeqCst))
+        .build()
+        .unwrap();
+    let mut t = c.transcript(tool_session(60, 600));
+    // The first pass pays the slow failure (the call ran from 1_000_000 to 1_060_000).
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert!(r.fallback_used && !r.summarizer_skipped, "{r:?}");
+    assert_eq!(r.fallback_cause, Some(ErrorClass::Transient));
+    assert_eq!(calls(), 1);
+    let ended = now.load(Ordering::SeqCst);
+    // Under the old rule (interval from the call's start) the breaker would let the next
+    // pass probe at start + 120 s = end + 60 s; it must hold until end + 120 s.
+    for at in [ended, ended + 60_000, ended + 119_999] {
+        now.store(at, Ordering::SeqCst);
+        let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+        assert!(r.summarizer_skipped && r.fallback_used, "at {at}: {r:?}");
+        assert_eq!(r.fallback_cause, Some(ErrorClass::Transient));
+    }
+    assert_eq!(calls(), 1, "no call while the breaker is open");
+    // Half open at end + 120 s: one probe, which fails slowly and re-opens it from its end.
+    now.store(ended + 120_000, Ordering::SeqCst);
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert!(!r.summarizer_skipped && r.fallback_used, "{r:?}");
+    assert_eq!(calls(), 2);
+    let probe_end = now.load(Ordering::SeqCst);
+    now.store(probe_end + 119_999, Ordering::SeqCst);
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert!(r.summarizer_skipped, "{r:?}");
+    assert_eq!(calls(), 2);
+    // The endpoint recovers: the next probe succeeds and closes the breaker.
+    s.fail.store(false, Ordering::SeqCst);
+    now.store(probe_end + 120_000, Ordering::SeqCst);
+    for expected in [3, 4] {
+        let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+        assert!(!r.fallback_used && !r.summarizer_skipped, "{r:?}");
+        assert_eq!(r.fallback_cause, None);
+        assert_eq!(calls(), expected);
+    }
+}
+
+/// A fast failure does not open the breaker by itself (it costs little); three in a row do.
+#[test]
+fn fast_failures_open_it_after_the_configured_count() {
+    let rt = rt();
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let s = Arc::new(Timed {
+        now: now.clone(),
+        call_ms: 500,
+        fail: true.into(),
+        calls: 0.into(),
+    });
+    let clock = now.clone();
+    let mut c = builder_with(micro_config(), s.clone())
+        .clock(move || clock.load(Ordering::SeqCst))
+        .build()
+        .unwrap();
+    let mut t = c.transcript(tool_session(60, 600));
+    let skipped: Vec<bool> = (0..5)
+        .map(|_| {
+            rt.block_on(c.finalize_turn(&mut t))
+                .expect("a pass ran")
+                .summarizer_skipped
+        })
+        .collect();
+    assert_eq!(skipped, [false, false, false, true, true]);
+    assert_eq!(s.calls.load(Ordering::SeqCst), 3);
+}
+
+/// A summarizer that never answers is abandoned at the pass's deadline
+/// (`auxiliary.compression.deadline_secs`): the fallback writes the summary, the failure is a
+/// timeout (`transient`), and, having taken a whole deadline, it opens the breaker at once.
+#[test]
+fn a_hanging_summarizer_is_cut_at_the_pass_deadline() {
+    struct Hang(std::sync::atomic::AtomicUsize);
+    impl compaction_llm::Summarizer for Hang {
+        fn name(&self) -> &str {
+            "hang"
+        }
+        fn summarize<'a>(
+            &'a self,
+            _req: &'a compaction_llm::SummaryRequest,
+        ) -> compaction_llm::SummaryFuture<'a> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Box::pin(std::future::pending())
+        }
+    }
+    let rt = rt();
+    let s = Arc::new(Hang(0.into()));
+    let mut cfg = micro_config();
+    cfg.auxiliary.compression.deadline_secs = 1;
+    let mut c = builder_with(cfg, s.clone())
+        .clock(|| 5_000_000)
+        .build()
+        .unwrap();
+    let mut t = c.transcript(tool_session(60, 600));
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{r:?}");
+    assert!(r.fallback_used && !r.summarizer_skipped, "{r:?}");
+    assert_eq!(r.fallback_cause, Some(ErrorClass::Transient));
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert!(
+        r.summarizer_skipped,
+        "the deadline opened the breaker: {r:?}"
+    );
+    assert_eq!(s.0.load(Ordering::SeqCst), 1);
+    // Without the fallback the pass fails as a timeout and changes nothing.
+    let mut cfg = micro_config();
+    cfg.auxiliary.compression.deadline_secs = 1;
+    cfg.compression.fallback_to_extractive = false;
+    let mut c = builder_with(cfg, s.clone())
+        .clock(|| 5_000_000)
+        .build()
+        .unwrap();
+    let mut t = c.transcript(tool_session(60, 600));
+    let before = t.messages().to_vec();
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert_eq!(
+        r.failure_kind(),
+        Some(FailureKind::Summarizer(ErrorClass::Transient))
+    );
+    assert!(t.messages() == before.as_slice());
+}

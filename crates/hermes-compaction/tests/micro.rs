@@ -593,3 +593,75 @@ fn micro_on_with_defaults_absorbs_in_an_agent_loop_and_auto_gates() {
         assert!(absorbing(&every_other) * 2 >= absorbed - 1, "{name}");
     }
 }
+
+/// An endpoint that sends the summarizer's own prompt back (its user message: the material
+/// in its tags and the closing instruction).
+struct Echo(std::sync::atomic::AtomicUsize);
+
+impl compaction_llm::Summarizer for Echo {
+    fn name(&self) -> &str {
+        "echo"
+    }
+
+    fn summarize<'a>(
+        &'a self,
+        req: &'a compaction_llm::SummaryRequest,
+    ) -> compaction_llm::SummaryFuture<'a> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let prompt = compaction_llm::prompts::build(req, &req.material);
+        Box::pin(std::future::ready(Ok(compaction_llm::SummaryResponse {
+            text: prompt.user,
+            model: "echo".into(),
+            usage: None,
+            extractive: false,
+        })))
+    }
+}
+
+/// Micro passes judge what comes back with the guard batch passes use: an echo of the prompt
+/// is refused, the fallback writes the summary and the report says so (`fallback_used`, with
+/// `echoed_prompt` as its cause); no prompt text reaches the transcript. Without the fallback
+/// the pass fails with `echoed_prompt` and changes nothing.
+#[test]
+fn an_echo_of_the_prompt_is_never_written_as_a_summary() {
+    use compaction_llm::ErrorClass;
+    let rt = rt();
+    let echo = Arc::new(Echo(0.into()));
+    let mut c = with_summarizer(micro_config(32_000), echo.clone());
+    let mut t = c.transcript(session(60, 600));
+    let mut absorbed = 0;
+    for pass in 0..12 {
+        let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+        if r.outcome == MicroOutcomeKind::Absorbed || r.outcome == MicroOutcomeKind::Defrag {
+            absorbed += 1;
+            assert!(r.fallback_used, "pass {pass}: {r:?}");
+            assert_eq!(r.fallback_cause, Some(ErrorClass::EchoedPrompt), "{r:?}");
+            assert!(!r.failed(), "{r:?}");
+        }
+        for m in t.messages() {
+            let text = m.text();
+            assert!(
+                !text.contains("Write the summary now") && !text.contains("<new-exchange>"),
+                "pass {pass}: the prompt reached the transcript"
+            );
+        }
+    }
+    assert!(absorbed >= 10, "{absorbed}");
+    assert!(echo.0.load(std::sync::atomic::Ordering::SeqCst) >= 10);
+
+    let mut cfg = micro_config(32_000);
+    cfg.compression.fallback_to_extractive = false;
+    let mut c = with_summarizer(cfg, echo);
+    let mut t = c.transcript(session(60, 600));
+    let before = t.messages().to_vec();
+    let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
+    assert_eq!(r.outcome, MicroOutcomeKind::SummarizeFailed, "{r:?}");
+    assert_eq!(
+        r.failure_kind(),
+        Some(hermes_compaction::FailureKind::Summarizer(
+            ErrorClass::EchoedPrompt
+        ))
+    );
+    assert!(!r.fallback_used);
+    assert!(t.messages() == before.as_slice());
+}

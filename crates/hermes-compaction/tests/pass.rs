@@ -148,13 +148,15 @@ fn a_batch_pass_without_gain_commits_nothing_and_is_no_failure() {
 #[test]
 fn a_micro_pass_without_gain_commits_nothing_and_is_no_failure() {
     let rt = rt();
-    let long = "The summary says a great deal about very little. ".repeat(800);
-    // A long rolling summary, then a defrag that does not shorten it.
+    // A rolling summary over the defrag threshold (within the output guard's 1.5 budgets),
+    // then a defrag that shortens it too little: under 1.5 times its budget (half the
+    // summary), so the guard passes it, but over the half core asks of a defrag.
+    let sentence = "The summary says a great deal about very little. ";
     let mut cfg = micro(config(32_000));
     cfg.compression.micro_compact_defrag_threshold_tokens = 300;
     let s = Arc::new(ScriptedSummarizer::new());
-    s.push_text(long.clone());
-    s.push_text(long.clone());
+    s.push_text(sentence.repeat(32));
+    s.push_text(sentence.repeat(20));
     let mut c = with_summarizer(cfg, s.clone());
     let mut t = c.transcript(tool_session(60, 600));
     let first = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");

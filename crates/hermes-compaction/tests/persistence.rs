@@ -373,6 +373,96 @@ fn a_one_shot_run_keeps_the_store_failure_cause() {
     });
 }
 
+/// A micro run whose commit fails names the generation the store holds, read back after the
+/// failure: a commit whose acknowledgement was lost (the database died after committing) has
+/// landed, and the report says so rather than counting it out; when the store cannot be read
+/// either, the generation is reported unconfirmed, never guessed. The micro hooks' own report
+/// carries the same read-back.
+#[test]
+fn a_failed_micro_commit_names_the_generation_the_store_holds() {
+    use hermes_compaction::oneshot::one_shot_session;
+    use hermes_compaction::{OneShot, StoreGeneration};
+    rt().block_on(async {
+        for store in stores("micro_generation").await {
+            let dyn_store: Arc<dyn TranscriptStore> = Arc::new(store.clone());
+            let mut messages = tool_session(120, 100);
+            store.import_session("s", &mut messages).await.unwrap();
+            let micro = |n| {
+                builder(config(16_000)).one_shot(OneShot::Micro {
+                    max_passes: Some(n),
+                })
+            };
+            let run = one_shot_session(micro(3), dyn_store.clone(), "s")
+                .await
+                .unwrap();
+            assert!(!run.report.failed(), "{run}");
+            assert_eq!(
+                (run.generation_before, run.generation_after),
+                (0, 3),
+                "{run}"
+            );
+            // The next commit lands but is reported failed.
+            store.inject_fault(FaultPoint::AfterCommit);
+            let run = one_shot_session(micro(3), dyn_store.clone(), "s")
+                .await
+                .unwrap();
+            assert!(run.report.failed(), "{run}");
+            let f = run.report.failure.clone().unwrap();
+            assert_eq!(f.kind, FailureKind::Store);
+            assert_eq!(f.store_generation, Some(StoreGeneration::Confirmed(4)));
+            assert_eq!(store.generation("s").await.unwrap(), 4);
+            assert_eq!(
+                (run.generation_before, run.generation_after),
+                (3, 4),
+                "{run}"
+            );
+            assert!(run.generation_confirmed);
+            assert!(run.to_string().ends_with(" generation=3->4"), "{run}");
+            assert!(
+                f.to_string().ends_with("; the store holds generation 4"),
+                "{f}"
+            );
+            // The store cannot be read after the failure either: unconfirmed, not a guess.
+            store.inject_fault(FaultPoint::AfterCommit);
+            store.inject_fault(FaultPoint::GenerationRead);
+            let run = one_shot_session(micro(3), dyn_store.clone(), "s")
+                .await
+                .unwrap();
+            let f = run.report.failure.clone().unwrap();
+            assert_eq!(
+                f.store_generation,
+                Some(StoreGeneration::Unconfirmed { last_known: 4 })
+            );
+            assert!(!run.generation_confirmed);
+            assert!(
+                run.to_string().ends_with(" generation=4->unconfirmed"),
+                "{run}"
+            );
+            assert!(f.to_string().contains("unconfirmed"), "{f}");
+            assert_eq!(store.generation("s").await.unwrap(), 5, "it had landed");
+
+            // The agent-loop hook: the micro report itself names what the store holds, and the
+            // transcript stays as it was (the next commit would be stale: reload).
+            let mut cfg = config(16_000);
+            cfg.compression.micro_compact = true;
+            cfg.compression.cache_profile = "none".into();
+            let (p, rows) = Persistence::load(dyn_store.clone(), "s").await.unwrap();
+            let mut c = builder(cfg).store(p).build().unwrap();
+            let mut t = c.transcript(rows);
+            let before = wire(t.messages());
+            store.inject_fault(FaultPoint::AfterCommit);
+            let r = c.finalize_turn(&mut t).await.expect("a pass ran");
+            assert_eq!(r.outcome.as_str(), "store_failed", "{r:?}");
+            assert_eq!(
+                r.failure.as_ref().and_then(|f| f.store_generation),
+                Some(StoreGeneration::Confirmed(6))
+            );
+            assert_eq!(wire(t.messages()), before);
+            crate::common::finish(store).await;
+        }
+    });
+}
+
 /// `one_shot_session` loads a stored session, commits its pass and reports the generations;
 /// a failed commit is in the report with the generation unchanged; an unknown session and a
 /// bad configuration are errors that commit nothing.
@@ -410,6 +500,11 @@ fn a_stored_session_runs_one_shot() {
                 .unwrap();
             assert!(run.report.failed(), "{run}");
             assert_eq!(run.report.failure_cause(), Some("injected fault"));
+            // The store was asked after the failure: the commit did not land.
+            assert_eq!(
+                run.report.failure.as_ref().and_then(|f| f.store_generation),
+                Some(hermes_compaction::StoreGeneration::Confirmed(1))
+            );
             assert_eq!((run.generation_before, run.generation_after), (1, 1));
             assert_eq!(store.generation("s").await.unwrap(), 1);
             // Errors before any pass.

@@ -165,6 +165,9 @@ where
         )
         .await?;
         tx.commit().await?;
+        // The commit has landed; an armed fault tells the caller otherwise (a lost
+        // acknowledgement), and nothing is stamped.
+        self.faults.check(FaultPoint::AfterCommit)?;
 
         let inserted = commit.splices.iter_mut().flat_map(|s| s.insert.iter_mut());
         for (m, &id) in inserted.zip(&ids) {

@@ -153,7 +153,10 @@ where
     }
 
     fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>> {
-        Box::pin(async move { Ok(self.open_session(session).await?.generation) })
+        Box::pin(async move {
+            self.faults.check(FaultPoint::GenerationRead)?;
+            Ok(self.open_session(session).await?.generation)
+        })
     }
 
     fn append<'a>(

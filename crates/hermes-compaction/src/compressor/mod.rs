@@ -367,6 +367,7 @@ impl Compressor {
             earliest_changed_index: None,
             fallback_used: false,
             summarizer_skipped: false,
+            fallback_cause: None,
             demoted_tail_outputs: 0,
             fell_through: false,
             summary_tokens: 0,
@@ -457,6 +458,7 @@ impl Compressor {
     pub(crate) async fn summarize_one(
         &self,
         req: &SummaryRequest,
+        deadline: Option<Instant>,
     ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
     {
         crate::breaker::summarize(
@@ -464,7 +466,8 @@ impl Compressor {
             self.fallback.as_deref(),
             &self.rt.breaker,
             &self.settings.call,
-            self.now_ms(),
+            self.clock.as_ref(),
+            deadline,
             req,
         )
         .await

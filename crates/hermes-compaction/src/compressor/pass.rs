@@ -75,8 +75,10 @@ impl Compressor {
         // 1. Summarize.
         let requests = self.requests(job);
         let mut summaries = Vec::with_capacity(requests.len());
+        // One deadline over every summarizer call of the pass (`auxiliary.compression.deadline_secs`).
+        let deadline = self.settings.call.pass_deadline();
         for req in &requests {
-            match self.summarize_under_policy(req, used).await {
+            match self.summarize_under_policy(req, deadline, used).await {
                 Ok(text) => summaries.push(text),
                 Err(class) => {
                     return Err(self.failed(job, Stage::Summarize, FailureKind::Summarizer(class)));
@@ -141,6 +143,7 @@ impl Compressor {
             let f = PassFailure {
                 kind: FailureKind::Plan,
                 cause: Some(APPLY_AFTER_COMMIT.into()),
+                store_generation: None,
             };
             return Err(self.failed_with(job, Stage::Apply, f));
         }
@@ -234,15 +237,17 @@ impl Compressor {
     async fn summarize_under_policy(
         &self,
         req: &SummaryRequest,
+        deadline: Option<std::time::Instant>,
         used: &mut SummaryUse,
     ) -> Result<String, ErrorClass> {
-        let (resp, route) = self.summarize_one(req).await.map_err(|f| {
+        let (resp, route) = self.summarize_one(req, deadline).await.map_err(|f| {
             used.summarizer_skipped |= f.skipped;
             f.class
         })?;
-        if let crate::breaker::Route::Fallback { skipped } = route {
+        if let crate::breaker::Route::Fallback { skipped, class } = route {
             used.fallback_used = true;
             used.summarizer_skipped |= skipped;
+            used.fallback_cause.get_or_insert(class);
         }
         if resp.extractive
             && self.summarizer().name() != compaction_llm::extractive::EXTRACTIVE_MODEL

@@ -423,10 +423,29 @@ impl Compressor {
             Ok(())
         }
         .await;
-        committed.map_err(|e| {
-            tracing::warn!(session = %self.session_id, "compaction store commit failed: {e}");
-            PersistError::store(e)
-        })
+        let Err(e) = committed else {
+            return Ok(());
+        };
+        tracing::warn!(session = %self.session_id, "compaction store commit failed: {e}");
+        // The commit may have landed although it failed for us (the database died before its
+        // acknowledgement came): ask the store what it holds rather than assume, and say so
+        // when it cannot be asked. The generation the compressor commits against stays as it
+        // was, so a commit that did land makes the next one stale (reload) rather than wrong.
+        let held = match p.store.generation(&p.session).await {
+            Ok(g) => crate::report::StoreGeneration::Confirmed(g),
+            Err(read) => {
+                tracing::warn!(
+                    session = %self.session_id,
+                    "the store's generation could not be read after the failed commit: {read}"
+                );
+                crate::report::StoreGeneration::Unconfirmed {
+                    last_known: p.generation,
+                }
+            }
+        };
+        let mut failure = PersistError::store(e);
+        failure.held = Some(held);
+        Err(failure)
     }
 
     #[cfg(not(feature = "store"))]
