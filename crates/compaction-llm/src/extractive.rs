@@ -88,8 +88,13 @@ impl ExtractiveSummarizer {
                     facts.items[ACTIVE] = lines;
                 }
                 if req.ledger_kept {
-                    // The caller's ledger lists every path and command verbatim.
+                    // The caller's ledger lists every path and command verbatim: point there
+                    // rather than say none were recorded.
+                    let touched = !facts.items[FILES].is_empty();
                     facts.items[FILES].clear();
+                    if touched {
+                        facts.items[FILES].push(IN_LEDGER.to_owned());
+                    }
                     facts.items[CONTEXT].retain(|l| !l.starts_with(RAN));
                 }
                 let mut doc = match req.previous_summary.as_deref() {
@@ -153,12 +158,18 @@ pub const ACTIVE_POINTER: &str = "- The active task is the most recent user mess
 after this summary, kept there verbatim.";
 const LAST_IN_SPAN: &str = "- The last request inside the summarized part was:";
 const RAN: &str = "- ran `";
+const IN_LEDGER: &str = "- the files and commands of this part are listed verbatim in the ledger \
+at the end of this summary";
+/// What earlier passes leave in place of content (prune one-liners, trimmed outputs, image
+/// placeholders): never quoted as an output's first line.
+const MARKER_PREFIXES: [&str; 3] = ["[pruned]", "[trimmed]", "[image removed after compaction:"];
 const ACTIVE: usize = 0;
 const GOAL: usize = 1;
 const CONSTRAINTS: usize = 2;
 const COMPLETED: usize = 3;
 const STATE: usize = 4;
 const BLOCKERS: usize = 5;
+const DECISIONS: usize = 6;
 const FILES: usize = 8;
 const CONTEXT: usize = 9;
 
@@ -226,6 +237,10 @@ impl Doc {
             lines.retain(|l| l != NONE);
             if i == ACTIVE {
                 *lines = new;
+                continue;
+            }
+            // The session's task is set once: a later span's first request is no new goal.
+            if i == GOAL && !lines.is_empty() {
                 continue;
             }
             let seen: HashSet<String> = lines.iter().cloned().collect();
@@ -341,14 +356,17 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
         }
         match m.role() {
             Role::User => {
-                let t = m.text();
-                if !t.trim().is_empty() {
-                    requests.push(t.trim().to_owned());
+                if let Some(t) = users_own(&m.text()) {
+                    requests.push(t);
                 }
             }
             Role::Assistant => {
                 if m.has_visible_text() {
-                    last_reply = Some(m.text().trim().to_owned());
+                    let text = m.text();
+                    for d in decisions_in(&text) {
+                        push_unique(&mut f.items[DECISIONS], format!("- {}", clip(&d, 240)));
+                    }
+                    last_reply = Some(text.trim().to_owned());
                 }
                 for call in m.tool_calls() {
                     let args: Option<Value> = serde_json::from_str(&call.function.arguments).ok();
@@ -423,13 +441,16 @@ fn facts_from_material(material: &str, max_request_chars: usize) -> Facts {
     let mut last_reply = None;
     for (role, body) in &blocks {
         match role.as_str() {
-            "user" if !body.trim().is_empty() => requests.push(body.trim().to_owned()),
+            "user" => requests.extend(users_own(body)),
             "assistant" => {
                 for l in body.lines() {
                     if let Some(c) = CALL_LINE.captures(l) {
                         n += 1;
                         f.items[COMPLETED].push(format!("{n}. {}({})", &c[1], clip(&c[2], 120)));
                     } else if !l.trim().is_empty() {
+                        for d in decisions_in(l) {
+                            push_unique(&mut f.items[DECISIONS], format!("- {}", clip(&d, 240)));
+                        }
                         last_reply = Some(l.trim().to_owned());
                     }
                 }
@@ -460,11 +481,12 @@ fn fill_requests(f: &mut Facts, requests: &[String], max_chars: usize) {
         .lines()
         .map(|l| format!("> {l}"))
         .collect();
+    // The task: the first of the user's own requests (an only request is the task too).
+    f.items[GOAL].push(format!(
+        "- the user's first request: \"{}\"",
+        clip(&one_line(&requests[0]), 300)
+    ));
     if requests.len() > 1 {
-        f.items[GOAL].push(format!(
-            "- first request: \"{}\"",
-            clip(&one_line(&requests[0]), 300)
-        ));
         for r in &requests[1..requests.len() - 1] {
             f.items[CONSTRAINTS].push(format!("- user said: \"{}\"", clip(&one_line(r), 300)));
         }
@@ -539,6 +561,11 @@ fn commands_in_args(args: &Value) -> Vec<String> {
 }
 
 fn outcome_of(result: &str) -> String {
+    // What an earlier pass left in place of the output is no output's content.
+    let trimmed = result.trim_start();
+    if MARKER_PREFIXES.iter().any(|p| trimmed.starts_with(p)) {
+        return "ok (output removed by an earlier pass)".to_owned();
+    }
     if let Some(e) = first_error_line(result) {
         return format!("failed: {}", clip(e, 120));
     }
@@ -554,6 +581,54 @@ fn first_error_line(text: &str) -> Option<&str> {
 
 fn is_error_line(l: &str) -> bool {
     ERROR_LINE.is_match(l)
+}
+
+/// Whether a user message's text is the user's own words: not blank, not an interruption
+/// notice (`[Request interrupted by user…]`), not text an agent harness writes into the user
+/// role (a command caveat, a whole message of tagged blocks such as `<command-name>`,
+/// `<system-reminder>`, `<environment_context>`, an instructions file, a continuation
+/// notice).
+/// Returns those words (a slash command's arguments when the message is a command), or `None`.
+fn users_own(text: &str) -> Option<String> {
+    let t = text.trim();
+    if let Some(c) = COMMAND_ARGS.captures(t) {
+        let args = c[1].trim();
+        return (!args.is_empty()).then(|| args.to_owned());
+    }
+    is_users_own(t).then(|| t.to_owned())
+}
+
+fn is_users_own(t: &str) -> bool {
+    if t.is_empty() {
+        return false;
+    }
+    // A bare slash command (`/mode`, `/clear`) is no request.
+    if t.starts_with('/') && !t.contains(char::is_whitespace) {
+        return false;
+    }
+    const HARNESS: [&str; 6] = [
+        "[Request interrupted by user",
+        "[Request cancelled by user",
+        "Caveat: The messages below were generated by the user while running local commands",
+        "This session is being continued from a previous conversation",
+        "# AGENTS.md instructions",
+        "<turn_aborted>",
+    ];
+    if HARNESS.iter().any(|h| t.starts_with(h)) {
+        return false;
+    }
+    // A message made only of tagged blocks is the harness's.
+    !(TAG_OPEN.is_match(t) && t.ends_with('>'))
+}
+
+/// Sentences of an assistant reply that state a choice (`I'll use …`, `instead`, `decided`).
+fn decisions_in(text: &str) -> Vec<String> {
+    text.split(['\n', '.', '!', '?'])
+        .map(str::trim)
+        .filter(|s| s.len() >= 12 && DECISION.is_match(s))
+        .map(one_line)
+        .take(3)
+        .collect()
 }
 
 fn push_unique(v: &mut Vec<String>, item: String) {
@@ -586,6 +661,19 @@ static ROLE_TAG: LazyLock<Regex> = LazyLock::new(|| {
 static CALL_LINE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^\s*(?:[-*>]\s*|→\s*|->\s*)?(?:tool call:\s*)?([A-Za-z_][\w.-]*)\((.*)\)\s*$")
         .expect("valid call regex")
+});
+
+static TAG_OPEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^<[A-Za-z][\w:-]*[^<>]*>").expect("valid tag regex"));
+
+static COMMAND_ARGS: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?s)^<command-(?:message|name)>.*<command-args>(.*?)</command-args>")
+        .expect("valid command regex")
+});
+
+static DECISION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:i(?:'ll| will) (?:use|go with|switch|keep|instead)|(?:we|i) decided|decided to|decision:|going with|instead of|rather than|switch(?:ed|ing)? to)\b")
+        .expect("valid decision regex")
 });
 
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {

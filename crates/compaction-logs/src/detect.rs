@@ -56,6 +56,95 @@ pub fn detect(text: &str) -> Option<Format> {
     None
 }
 
+/// A line of another format inside an agent's log: a mixed or concatenated file
+/// ([`check_single`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MixedLog {
+    /// The 1-based line (after a byte-order mark) of the first line of the other format.
+    pub line: usize,
+    /// The log's format (its first recognised lines).
+    pub format: Format,
+    /// The other line's format; `None` for a chat message (`role` and no `type`: OpenAI chat
+    /// or Anthropic Messages).
+    pub other: Option<Format>,
+}
+
+impl std::fmt::Display for MixedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let other = self.other.map_or("a chat message", |o| match o {
+            Format::ClaudeCode => "a Claude Code log line",
+            Format::Codex => "a Codex log line",
+            Format::Pi => "a pi log line",
+            Format::Gemini => "a Gemini CLI record",
+        });
+        write!(
+            f,
+            "{other} inside a {} log (a mixed or concatenated file would lose one of them): \
+             split it into one file per log",
+            self.format.name()
+        )
+    }
+}
+
+/// Checks that every line of a JSONL log in `format` that any reader recognises is of that
+/// format: a line recognised as another agent's log, or a chat message (`role` without
+/// `type`), is the first line of another log, when the file holds lines of `format` too. A Gemini recording (one JSON document) is not
+/// checked line by line.
+///
+/// ```
+/// use compaction_logs::{check_single, Format};
+/// let codex = "{\"type\":\"session_meta\",\"payload\":{}}\n";
+/// let claude = "{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
+/// assert!(check_single(codex, Format::Codex).is_ok());
+/// let mixed = format!("{codex}{codex}{claude}");
+/// let e = check_single(&mixed, Format::Codex).unwrap_err();
+/// assert_eq!((e.line, e.other), (3, Some(Format::ClaudeCode)));
+/// ```
+///
+/// # Errors
+///
+/// [`MixedLog`] names the first line of another format.
+pub fn check_single(text: &str, format: Format) -> Result<(), MixedLog> {
+    if format == Format::Gemini {
+        return Ok(());
+    }
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // A file with no line of `format` at all is left to the reader (it finds no messages);
+    // a mixture is refused at the first line of the other format.
+    let mut own = false;
+    let mut first_other: Option<MixedLog> = None;
+    for (i, line) in text.split('\n').enumerate() {
+        let line = line.trim();
+        if !line.starts_with('{') {
+            continue;
+        }
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let other = match of_line(&obj) {
+            Some(f) if f == format => {
+                own = true;
+                continue;
+            }
+            Some(f) => Some(f),
+            None if obj.contains_key("role") && !obj.contains_key("type") => None,
+            None => continue,
+        };
+        first_other.get_or_insert(MixedLog {
+            line: i + 1,
+            format,
+            other,
+        });
+        if own {
+            break;
+        }
+    }
+    match first_other {
+        Some(mixed) if own => Err(mixed),
+        _ => Ok(()),
+    }
+}
+
 fn of_line(obj: &Map<String, Value>) -> Option<Format> {
     let kind = obj.get("type").and_then(Value::as_str);
     if obj.contains_key("payload")

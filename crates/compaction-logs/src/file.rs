@@ -185,6 +185,10 @@ impl TranscriptFile {
                     )
                 })?;
                 let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+                // A second log (or chat messages) after the first would be read as the first
+                // one's format and dropped: refused, at its first line.
+                crate::check_single(text, f)
+                    .map_err(|m| err(TranscriptPosition::Line(m.line), m.to_string()))?;
                 let log = crate::read(f, text, crate::Options::default()).map_err(|e| {
                     let position = match e.position {
                         crate::Position::Line(n) => TranscriptPosition::Line(n),

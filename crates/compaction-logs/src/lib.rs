@@ -83,7 +83,7 @@ use std::fmt;
 
 use compaction_core::Message;
 
-pub use detect::detect;
+pub use detect::{MixedLog, check_single, detect};
 pub use error::{Error, Position, Reason};
 pub use file::{Strictness, TranscriptError, TranscriptFile, TranscriptFormat, TranscriptPosition};
 

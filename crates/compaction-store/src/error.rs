@@ -81,7 +81,8 @@ pub enum StoreError {
         /// The oldest restorable generation.
         from: u64,
     },
-    /// [`Session::undo`](crate::Session::undo) without a target on a session at generation 0.
+    /// [`Session::undo`](crate::Session::undo) of a session at generation 0 (with or without a
+    /// target).
     #[error("session `{session}` is at generation 0: nothing to undo")]
     NothingToUndo {
         /// The session id.

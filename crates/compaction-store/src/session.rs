@@ -152,7 +152,7 @@ impl<'a> Session<'a> {
     /// generation before the current one), as a new generation
     /// ([`TranscriptStore::restore`] against the generation read first, so a writer that
     /// moved the session in between gets [`StoreError::StaleGeneration`] and nothing
-    /// changes). A session at generation 0 has nothing to undo
+    /// changes). A session at generation 0 has nothing to undo, whatever `to` says
     /// ([`StoreError::NothingToUndo`]); an unknown or unrestorable `to` is
     /// [`StoreError::UnknownGeneration`] / [`StoreError::HistoryUnavailable`].
     ///
@@ -179,6 +179,9 @@ impl<'a> Session<'a> {
     /// let undone = session.undo(None).await?; // back to 0, as generation 2
     /// assert_eq!((undone.from, undone.target, undone.restored.generation), (1, 0, 2));
     /// assert!(!session.load_active().await?[1].is_pinned());
+    /// store.create_session("fresh").await?;
+    /// let fresh = store.session("fresh");
+    /// assert!(matches!(fresh.undo(Some(0)).await, Err(StoreError::NothingToUndo { .. })));
     /// assert!(matches!(
     ///     session.pin_at(2, true).await,
     ///     Err(StoreError::IndexOutOfRange { index: 2, active: 2, .. })
@@ -190,15 +193,12 @@ impl<'a> Session<'a> {
     /// ```
     pub async fn undo(&self, to: Option<u64>) -> Result<Undone> {
         let from = self.generation().await?;
-        let target = match to {
-            Some(n) => n,
-            None if from == 0 => {
-                return Err(crate::StoreError::NothingToUndo {
-                    session: self.id.to_owned(),
-                });
-            }
-            None => from - 1,
-        };
+        if from == 0 {
+            return Err(crate::StoreError::NothingToUndo {
+                session: self.id.to_owned(),
+            });
+        }
+        let target = to.unwrap_or(from - 1);
         let restored = self.restore(from, target).await?;
         Ok(Undone {
             from,

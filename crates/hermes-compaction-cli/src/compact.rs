@@ -8,7 +8,7 @@ use hermes_compaction::{Compressor, CompressorBuilder, OneShot, OneShotReport};
 use crate::cli::{CompactArgs, Mode, PassArgs};
 use crate::input::{self, Strictness, TranscriptFile};
 use crate::setup::compressor_builder;
-use crate::{Error, Result, runtime, write_atomically, write_out};
+use crate::{Error, Result, runtime, write_out, write_output};
 
 impl PassArgs {
     /// The facade's one-shot run for `--mode`; `--passes` limits micro runs and is a usage
@@ -69,7 +69,11 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         .output
         .as_deref()
         .ok_or_else(|| Error::Config("--output is required (or --dry-run to preview)".into()))?;
+    // What is not a regular file is refused before any work (or written through, never
+    // replaced).
+    crate::paths::output_target(output, "--output")?;
     if let Some(telemetry) = &args.telemetry {
+        crate::paths::output_target(telemetry, "--telemetry")?;
         crate::paths::refuse_same_file(telemetry, "--telemetry", &args.input, "the input")?;
         crate::paths::refuse_same_file(telemetry, "--telemetry", output, "the output")?;
     }
@@ -94,7 +98,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     } else {
         parse::to_jsonl(t.messages())
     };
-    write_atomically(output, text.as_bytes())?;
+    write_output(output, "--output", text.as_bytes())?;
     write_out(out, &with_note(&report, report.to_string()))
 }
 

@@ -98,6 +98,7 @@ impl Error {
                 | StoreError::BackendDisabled { .. }
                 | StoreError::InvalidSchemaName
                 | StoreError::InvalidSessionId
+                | StoreError::UnknownSession { .. }
                 | StoreError::SessionExists { .. }
                 | StoreError::UnknownGeneration { .. }
                 | StoreError::HistoryUnavailable { .. }
@@ -131,6 +132,21 @@ pub fn run(cli: Cli, out: &mut dyn std::io::Write) -> Result<()> {
     }
 }
 
+/// `text` with every control character but the line break written as an escape (`\u{1b}`,
+/// `\t`, ...), so user text echoed in a message (a profile name, an argument clap quotes)
+/// cannot drive the terminal.
+pub fn escape_controls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() && c != '\n' {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Writes `text` (plus a final newline when missing) to `out`.
 pub(crate) fn write_out(out: &mut dyn std::io::Write, text: &str) -> Result<()> {
     let newline = if text.is_empty() || text.ends_with('\n') {
@@ -144,11 +160,15 @@ pub(crate) fn write_out(out: &mut dyn std::io::Write, text: &str) -> Result<()> 
     })
 }
 
-/// Writes `value` as pretty JSON to `path` ([`write_atomically`]).
-pub(crate) fn write_json(path: &std::path::Path, value: &impl serde::Serialize) -> Result<()> {
+/// Writes `value` as pretty JSON to `path` (given as `flag`; [`write_output`]).
+pub(crate) fn write_json(
+    path: &std::path::Path,
+    flag: &str,
+    value: &impl serde::Serialize,
+) -> Result<()> {
     let json = serde_json::to_string_pretty(value)
         .map_err(|e| Error::Config(format!("cannot render JSON: {e}")))?;
-    write_atomically(path, json.as_bytes())
+    write_output(path, flag, json.as_bytes())
 }
 
 /// Ends a progress bar's line on a terminal stderr.
@@ -163,8 +183,15 @@ pub(crate) fn end_progress(tty: bool) {
 /// place. On error nothing is created or overwritten. A file that is replaced keeps its
 /// permissions; a new file gets the default the umask gives (0644 under the usual 022), not
 /// the temporary file's private 0600. A symbolic link is followed: the file it names is
-/// replaced and the link stays.
+/// replaced and the link stays. What is not a regular file is never replaced
+/// ([`paths::output_target`]): a character device or a FIFO is opened and written through, a
+/// directory, block device or socket is refused (exit 2).
 pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
+    write_output(path, "output", bytes)
+}
+
+/// [`write_atomically`], with the command-line `flag` that named `path` in a refusal.
+pub fn write_output(path: &std::path::Path, flag: &str, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     // A symbolic link stays a link: the file it points to is replaced (atomically, in the
     // target's directory), not the link.
@@ -173,13 +200,22 @@ pub fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<()> {
         source: e,
     })?;
     let path = target.as_path();
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-        _ => PathBuf::from("."),
-    };
     let io = |what: &str, e| Error::Io {
         what: format!("{what} {}", path.display()),
         source: e,
+    };
+    if paths::output_target(path, flag)? == paths::OutputTarget::Stream {
+        // Opened without create or truncate (a FIFO blocks here until it has a reader); a
+        // device has nothing to sync.
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| io("cannot open", e))?;
+        return f.write_all(bytes).map_err(|e| io("cannot write", e));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
     };
     let mut builder = tempfile::Builder::new();
     builder.prefix(".hermes-compaction-");

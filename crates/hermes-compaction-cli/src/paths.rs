@@ -1,8 +1,59 @@
-//! Path checks: two command-line paths that must not name the same file, and session ids.
+//! Path checks: what a path the command line writes may name, two command-line paths that
+//! must not name the same file, and session ids.
 
 use std::path::{Path, PathBuf};
 
 use crate::{Error, Result};
+
+/// How a path the command line writes is written ([`output_target`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputTarget {
+    /// A regular file, or nothing yet: written to a temporary file and renamed into place.
+    File,
+    /// A character device (`/dev/null`, a terminal) or a FIFO: opened and written through,
+    /// never replaced.
+    Stream,
+}
+
+/// What writing `path` (given as `flag`) may do, symbolic links followed: a regular file or a
+/// missing one is replaced atomically, a character device or a FIFO is written through, and a
+/// directory, a block device or a socket is refused (exit 2, the message names the path).
+/// A path whose metadata cannot be read is left to the write to report.
+pub fn output_target(path: &Path, flag: &str) -> Result<OutputTarget> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(OutputTarget::File);
+    };
+    let kind = meta.file_type();
+    if kind.is_file() {
+        return Ok(OutputTarget::File);
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_char_device() || kind.is_fifo() {
+                return Ok(OutputTarget::Stream);
+            }
+            if kind.is_block_device() {
+                "a block device"
+            } else if kind.is_socket() {
+                "a socket"
+            } else {
+                "not a regular file"
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            "not a regular file"
+        }
+    };
+    Err(Error::Config(format!(
+        "{flag} {}: is {what}; refusing to write over it (name a regular file)",
+        path.display()
+    )))
+}
 
 /// Refuses (exit 2) when `path` (given as `flag`) names the same file as `other` (`what`):
 /// the same canonical path (symbolic links resolved), or on unix the same inode (a hard

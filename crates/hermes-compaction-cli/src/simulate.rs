@@ -14,7 +14,7 @@ use hermes_compaction::core::Message;
 use crate::cli::{SimulateArgs, SummarizerKind};
 use crate::input::{self, InputFormat, Strictness};
 use crate::setup::{load_config, summarizer_factory};
-use crate::{Result, end_progress, write_atomically, write_json, write_out};
+use crate::{Result, end_progress, write_json, write_out, write_output};
 
 /// Replays `inputs` under `variants` with the summarizer of `config` (or `summarizer`),
 /// drawing a progress bar on stderr when it is a terminal.
@@ -36,6 +36,16 @@ pub fn simulate(
 
 /// Runs `simulate`.
 pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
+    for (path, flag) in [
+        (&args.json, "--json"),
+        (&args.plot, "--plot"),
+        (&args.trace, "--trace"),
+        (&args.trace_text, "--trace-text"),
+    ] {
+        if let Some(path) = path {
+            crate::paths::output_target(path, flag)?;
+        }
+    }
     let config = load_config(&args.engine)?;
     let options = Options {
         pricings: Pricing::select(
@@ -59,16 +69,20 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         &options,
     )?;
     if let Some(path) = &args.json {
-        write_json(path, &to_json(&sim))?;
+        write_json(path, "--json", &to_json(&sim))?;
     }
     if let Some(path) = &args.plot {
-        write_atomically(path, compaction_sim::plot::occupancy_svg(&sim).as_bytes())?;
+        write_output(
+            path,
+            "--plot",
+            compaction_sim::plot::occupancy_svg(&sim).as_bytes(),
+        )?;
     }
     if let Some(path) = &args.trace {
-        write_atomically(path, sim.trace_jsonl(false).as_bytes())?;
+        write_output(path, "--trace", sim.trace_jsonl(false).as_bytes())?;
     }
     if let Some(path) = &args.trace_text {
-        write_atomically(path, sim.trace_jsonl(true).as_bytes())?;
+        write_output(path, "--trace-text", sim.trace_jsonl(true).as_bytes())?;
     }
     let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
     write_out(out, &sim.report(&names, args.per_transcript))

@@ -11,10 +11,19 @@ use compaction_sim::tune::{TuneOptions, tune};
 use crate::cli::TuneArgs;
 use crate::setup::{load_config, summarizer_factory};
 use crate::simulate::read_inputs;
-use crate::{Result, end_progress, write_atomically, write_json, write_out};
+use crate::{Result, end_progress, write_json, write_out, write_output};
 
 /// Runs `tune`.
 pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
+    for (path, flag) in [
+        (&args.output, "--output"),
+        (&args.plot, "--plot"),
+        (&args.json, "--json"),
+    ] {
+        if let Some(path) = path {
+            crate::paths::output_target(path, flag)?;
+        }
+    }
     let config = load_config(&args.engine)?;
     let pricing = Pricing::select_one(args.cache_profile.as_deref(), None, &config)?;
     let options = TuneOptions {
@@ -47,10 +56,10 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
     end_progress(tty);
     let toml = tuning.toml(&config, &pricing);
     if let Some(path) = &args.plot {
-        write_atomically(path, tuning.svg().as_bytes())?;
+        write_output(path, "--plot", tuning.svg().as_bytes())?;
     }
     if let Some(path) = &args.json {
-        write_json(path, &tuning)?;
+        write_json(path, "--json", &tuning)?;
     }
     let mut text = format!(
         "tuned over {} session(s) [{}], context {} tokens, in {:.1} s\n{}",
@@ -62,7 +71,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
     );
     match &args.output {
         Some(path) => {
-            write_atomically(path, toml.as_bytes())?;
+            write_output(path, "--output", toml.as_bytes())?;
             text.push_str(&format!(
                 "recommended configuration written to {}\n",
                 path.display()

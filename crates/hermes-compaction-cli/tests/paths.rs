@@ -42,3 +42,170 @@ fn same_files_through_links_and_missing_files() {
     assert!(e.to_string().starts_with("--telemetry "), "{e}");
     assert!(e.to_string().ends_with("; choose another file"), "{e}");
 }
+
+/// Runs `compact` of a small session with `--output out` (issue 33, item 3).
+#[cfg(unix)]
+fn compact_to(dir: &Path, out: &Path) -> std::process::Output {
+    let input = crate::common::write_jsonl(dir, "in.jsonl", &crate::common::tool_session(4, 30));
+    crate::common::run(&[
+        "compact",
+        "--input",
+        crate::common::s(&input),
+        "--output",
+        crate::common::s(out),
+        "--mode",
+        "prune",
+    ])
+}
+
+/// `mknod PATH KIND MAJOR MINOR`, or `None` with a skip line when this process may not make
+/// device nodes (not root, or a container without the capability).
+#[cfg(unix)]
+fn mknod(path: &Path, kind: &str, major: u32, minor: u32) -> Option<()> {
+    let made = std::process::Command::new("mknod")
+        .arg(path)
+        .args([kind, &major.to_string(), &minor.to_string()])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !made {
+        eprintln!("skipped: cannot make a device node with mknod (needs root)");
+    }
+    made.then_some(())
+}
+
+#[cfg(unix)]
+#[test]
+fn a_character_device_output_is_written_through_not_replaced() {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let dir = tempfile::tempdir().unwrap();
+    let null = dir.path().join("null");
+    if mknod(&null, "c", 1, 3).is_none() {
+        return;
+    }
+    let before = std::fs::metadata(&null).unwrap();
+    let o = compact_to(dir.path(), &null);
+    assert_eq!(o.status.code(), Some(0), "{:?}", crate::common::texts(&o));
+    let after = std::fs::symlink_metadata(&null).unwrap();
+    assert!(after.file_type().is_char_device(), "replaced by a file");
+    assert_eq!((after.ino(), after.rdev()), (before.ino(), before.rdev()));
+    // Through a symbolic link too.
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&null, &link).unwrap();
+    let o = compact_to(dir.path(), &link);
+    assert_eq!(o.status.code(), Some(0), "{:?}", crate::common::texts(&o));
+    assert!(
+        std::fs::symlink_metadata(&null)
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    // No temporary file is left beside it.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_output_is_written_through_to_its_reader() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(made, "mkfifo");
+    // The reader opens the FIFO (which blocks until the writer opens it) and reads to the end.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(&fifo).unwrap())
+    };
+    let o = compact_to(dir.path(), &fifo);
+    assert_eq!(o.status.code(), Some(0), "{:?}", crate::common::texts(&o));
+    let text = reader.join().unwrap();
+    assert_eq!(text.lines().count(), 17, "{text}");
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_block_device_socket_or_directory_is_refused_with_exit_2() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let subdir = dir.path().join("sub");
+    std::fs::create_dir(&subdir).unwrap();
+    let mut cases = vec![
+        (socket.clone(), "a socket"),
+        (subdir.clone(), "a directory"),
+    ];
+    // A loop device number no test machine uses: it is never opened, only refused.
+    let block = dir.path().join("block");
+    if mknod(&block, "b", 7, 250).is_some() {
+        cases.push((block.clone(), "a block device"));
+    }
+    for (path, what) in &cases {
+        let o = compact_to(dir.path(), path);
+        let (_, stderr) = crate::common::texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(
+            stderr.contains(&format!("--output {}: is {what}", path.display())),
+            "{stderr}"
+        );
+        // --telemetry and simulate's outputs are refused the same way.
+        let input = dir.path().join("in.jsonl");
+        let o = crate::common::run(&[
+            "compact",
+            "--input",
+            crate::common::s(&input),
+            "--output",
+            crate::common::s(&dir.path().join("ok.jsonl")),
+            "--telemetry",
+            crate::common::s(path),
+        ]);
+        let (_, stderr) = crate::common::texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("--telemetry"), "{stderr}");
+        let o = crate::common::run(&[
+            "simulate",
+            "--input",
+            crate::common::s(&input),
+            "--json",
+            crate::common::s(path),
+        ]);
+        let (_, stderr) = crate::common::texts(&o);
+        assert_eq!(o.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("--json"), "{stderr}");
+    }
+    assert!(
+        std::fs::symlink_metadata(&socket)
+            .unwrap()
+            .file_type()
+            .is_socket()
+    );
+    assert!(subdir.is_dir());
+    if cases.len() == 3 {
+        assert!(
+            std::fs::symlink_metadata(&block)
+                .unwrap()
+                .file_type()
+                .is_block_device()
+        );
+    }
+    assert!(!dir.path().join("ok.jsonl").exists());
+}

@@ -168,12 +168,12 @@ fn unknown_session_and_bad_url_fail_cleanly() {
             assert!(left.is_empty(), "{args:?} created {left:?}");
         }
     }
-    // An existing database without the session: a store error naming it.
+    // An existing database without the session: a usage error (exit 2) naming it.
     let input = write_jsonl(dir.path(), "one.jsonl", &[Message::user("hi")]);
     let o = run(&["session", "import", s(&input), "--db", s(&db)]);
     assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
     let o = run(&["session", "export", "--db", s(&db), "--session", "nope"]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(2));
     assert!(texts(&o).1.starts_with("error: store: "));
     let o = run(&[
         "session",

@@ -6,6 +6,7 @@ mod bad_input;
 mod common;
 mod compact;
 mod dry_run;
+mod exit_codes;
 mod failures;
 mod fake_openai;
 mod logs;

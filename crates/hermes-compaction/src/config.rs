@@ -467,7 +467,7 @@ pub enum ConfigError {
     /// A profile that does not exist, or whose keys do not fit `[compression]`.
     #[error("configuration: profile `{name}`: {reason}")]
     Profile {
-        /// The profile's name.
+        /// The profile's name (at most 64 characters, control characters escaped).
         name: String,
         /// What is wrong (an unknown key is named).
         reason: String,
@@ -597,7 +597,18 @@ impl Config {
     /// result once, after every layer).
     fn apply_profile(&self, name: &str) -> Result<Config, ConfigError> {
         let profile_error = |reason: String| ConfigError::Profile {
-            name: name.chars().take(64).collect(),
+            // The name is the user's text, echoed: control characters as escapes.
+            name: name
+                .chars()
+                .take(64)
+                .flat_map(|c| {
+                    let escaped = c.is_control().then(|| c.escape_default());
+                    escaped
+                        .into_iter()
+                        .flatten()
+                        .chain((!c.is_control()).then_some(c))
+                })
+                .collect(),
             reason,
         };
         let overrides = self
