@@ -373,10 +373,11 @@ fn over_the_fixtures_the_goal_is_the_sessions_task() {
                 }
             })
             .find(|t| {
+                let bare_command = t.starts_with('/') && !t.contains(' ');
                 !t.is_empty()
                     && !t.starts_with('<')
                     && !t.starts_with("[Request interrupted")
-                    && !(t.starts_with('/') && !t.contains(' '))
+                    && !bare_command
             });
         let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 2_000, "2026-01-01")
             .with_messages(messages);
