@@ -84,6 +84,18 @@ impl Compressor {
         &mut self,
         t: &mut Transcript,
     ) -> Result<usize, compaction_store::StoreError> {
+        self.write_unpersisted(t, true).await
+    }
+
+    /// [`flush`](Self::flush); with `check_idle`, a flush with nothing to write reads the
+    /// generation (a commit that follows checks it itself, so the pass runner's flush skips
+    /// that read).
+    #[cfg(feature = "store")]
+    async fn write_unpersisted(
+        &mut self,
+        t: &mut Transcript,
+        check_idle: bool,
+    ) -> Result<usize, compaction_store::StoreError> {
         let Some(p) = &mut self.persistence else {
             return Ok(0);
         };
@@ -94,7 +106,7 @@ impl Compressor {
         };
         if let Ok(written) = &mut result {
             match crate::persist::write_pins(p, t).await {
-                Ok(0) if *written == 0 => {
+                Ok(0) if *written == 0 && check_idle => {
                     // Nothing to write: still say when the store has moved on (a store-side
                     // pin, undo or another writer's pass), rather than report a clean flush
                     // the next commit would contradict.
@@ -406,7 +418,9 @@ impl Compressor {
         }
         // Flush what the agent has not persisted yet (or resync), so every replaced row has
         // an id.
-        self.flush(t).await.map_err(PersistError::store)?;
+        self.write_unpersisted(t, false)
+            .await
+            .map_err(PersistError::store)?;
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
