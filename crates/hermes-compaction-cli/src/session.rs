@@ -87,10 +87,18 @@ pub async fn compact(store: &StoreArgs, builder: CompressorBuilder) -> Result<St
         let run = one_shot_session(builder, db, &store.session).await?;
         check(
             &run.report,
-            &format!(
-                "the store holds what the earlier passes committed (generation {})",
-                run.generations()
-            ),
+            &if run.generation_confirmed {
+                format!(
+                    "the store is at generation {} (it was at {} when the run started)",
+                    run.generation_after, run.generation_before
+                )
+            } else {
+                format!(
+                    "the store's generation is unconfirmed: it could not be read after the \
+                     failure (it was at {} when the run started)",
+                    run.generation_before
+                )
+            },
         )?;
         Ok(with_note(&run.report, run.to_string()))
     })

@@ -96,9 +96,10 @@ fn micro_with_a_hanging_summarizer_exits_1() {
     micro_failure_exits_1(Reply::Hang, "(transient)");
 }
 
-/// A summarizer that hangs is paid for three times (`breaker_failures`), not once per pass:
+/// A summarizer that hangs is paid for once, not once per pass:
 /// 30 micro passes then run on the extractive fallback without calling it, exit 0, and stderr
-/// says so. (The bound on time is the bound on calls: at most 3 x the 1 s timeout.)
+/// says so. The first failure took a whole request timeout (1 s), so it opened the breaker at
+/// once: one call, not three.
 #[test]
 fn a_hanging_summarizer_is_skipped_after_three_failures() {
     let server = serve(Reply::Hang, None);
@@ -135,14 +136,12 @@ fn a_hanging_summarizer_is_skipped_after_three_failures() {
     let (stdout, stderr) = texts(&o);
     assert_eq!(o.status.code(), Some(0), "{stdout} {stderr}");
     assert!(stdout.contains("passes=30"), "{stdout}");
-    // The fake endpoint reads one request at a time (a hanging one blocks the rest), so it
-    // sees at most the three calls the compressor made.
-    assert!((1..=3).contains(&server.hits()), "{stderr}");
     assert!(
         stderr.contains("warning: 30 passes used the extractive fallback"),
         "{stderr}"
     );
-    assert!(stderr.contains("27 of them did not call it"), "{stderr}");
+    assert_eq!(server.hits(), 1, "{stderr}");
+    assert!(stderr.contains("29 of them did not call it"), "{stderr}");
 }
 
 #[test]
@@ -204,9 +203,12 @@ fn session_micro_whose_commit_is_stale_exits_1() {
         "{stderr}"
     );
     assert!(stderr.contains("stale generation"), "{stderr}");
-    // What this run committed (nothing: its first pass lost the race), not the generation the
-    // other writer reached.
-    assert!(stderr.contains("generation 0->0"), "{stderr}");
+    // The generation the store holds, read back after the refused commit (the other writer's),
+    // and where this run started.
+    assert!(
+        stderr.contains("the store is at generation 1 (it was at 0 when the run started)"),
+        "{stderr}"
+    );
 }
 
 fn compact_to(input: &Path, output: &Path, extra: &[&str]) -> std::process::Output {
