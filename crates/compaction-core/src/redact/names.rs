@@ -319,9 +319,10 @@ fn starts_pair(b: &[u8]) -> bool {
 }
 
 /// Whether `word` looks like a token rather than a name: a part (between `_`, `-`, `.`, `/`)
-/// of at least 20 characters that is random-looking letters and digits (not hexadecimal:
-/// commit and content hashes are names), or a whole word of at least 32 such characters with
-/// both cases and digits. The names indexes leave such
+/// of at least 20 characters that is random-looking letters and digits (12 with two digits
+/// and both cases; not hexadecimal: commit and content hashes are names), a vendor prefix
+/// with part of a body (`ghp_…`), or a whole word of at least 32 such characters with both
+/// cases and digits. The names indexes leave such
 /// words out, so a fragment of a credential no rule knows (half of a split key, a vendor
 /// format newer than the ruleset) is not copied into a rewritten message.
 ///
@@ -334,10 +335,18 @@ fn starts_pair(b: &[u8]) -> bool {
 /// ```
 pub fn looks_like_token(word: &str) -> bool {
     let part_random = word.split(['_', '-', '.', '/']).any(|p| {
-        p.len() >= 20
-            && p.bytes().all(|c| c.is_ascii_alphanumeric())
-            && !p.bytes().all(|c| c.is_ascii_hexdigit())
+        let b = p.as_bytes();
+        let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+        let mixed = b.iter().any(u8::is_ascii_uppercase) && b.iter().any(u8::is_ascii_lowercase);
+        b.iter().all(u8::is_ascii_alphanumeric)
+            && !b.iter().all(u8::is_ascii_hexdigit)
+            && (b.len() >= 20 || (b.len() >= 12 && digits >= 2 && mixed))
             && super::shapes::is_random(p)
+    });
+    // A vendor prefix and part of a body: the first half of a split token.
+    let vendor_fragment = super::shapes::vendor_prefix_len(word).is_some_and(|n| {
+        let body = &word[n..];
+        body.len() >= 8 && body.bytes().all(|c| c.is_ascii_alphanumeric())
     });
     let b = word.as_bytes();
     let whole = b.len() >= 32
@@ -345,5 +354,5 @@ pub fn looks_like_token(word: &str) -> bool {
         && b.iter().any(u8::is_ascii_uppercase)
         && b.iter().any(u8::is_ascii_lowercase)
         && b.iter().filter(|c| c.is_ascii_alphanumeric()).count() * 10 >= b.len() * 9;
-    part_random || whole
+    part_random || whole || vendor_fragment
 }
