@@ -222,6 +222,19 @@ regexes = ['''(?<=x)y''']
     assert_eq!(rules.problems().len(), 1);
     assert!(rules.problems()[0].id.starts_with("bad-allowlist"));
     assert_eq!(rules.redact("x bad_0a1b2c3d4e5f y"), "x [REDACTED] y");
+    // RE2's literal braces (templates in allowlists) are read as literals, as gitleaks does.
+    let braces = Ruleset::from_toml(
+        r#"
+[[rules]]
+id = "templated"
+regex = '''tpl_[a-z0-9]{12}'''
+[[rules.allowlists]]
+regexes = ['''^\$\{[A-Z_]+}$''', '''{{[^}]+}}''']
+"#,
+    )
+    .unwrap();
+    assert!(braces.problems().is_empty(), "{:?}", braces.problems());
+    assert_eq!(braces.redact("x tpl_0a1b2c3d4e5f y"), "x [REDACTED] y");
     // Text that is not a ruleset is an error naming the line.
     let err = Ruleset::from_toml("[[rules]\nid = 1")
         .unwrap_err()

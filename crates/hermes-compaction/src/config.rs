@@ -710,17 +710,20 @@ impl Config {
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let rules =
             compaction_core::redact::Ruleset::from_toml(&text).map_err(|e| fail(e.to_string()))?;
-        let warnings = rules
-            .skipped()
-            .iter()
-            .chain(rules.problems())
-            .map(|s| {
-                format!(
-                    "configuration: `compression.redaction_rules`: rule `{}` is not in force: {}",
-                    s.id, s.reason
-                )
-            })
-            .collect();
+        let skipped = rules.skipped().iter().map(|s| {
+            format!(
+                "configuration: `compression.redaction_rules`: rule `{}` is not in force: {}",
+                s.id, s.reason
+            )
+        });
+        let unused = rules.problems().iter().map(|s| {
+            format!(
+                "configuration: `compression.redaction_rules`: {}: entry not used (the rule \
+                 stays in force): {}",
+                s.id, s.reason
+            )
+        });
+        let warnings = skipped.chain(unused).collect();
         tracing::info!(
             target: "hermes_compaction::config",
             "redaction ruleset: {}",

@@ -498,7 +498,8 @@ fn compile_allow(a: &AllowDoc, what: &str, problems: &mut Vec<SkippedRule>) -> A
 }
 
 /// `pattern` with RE2's ASCII meaning of `\w`, `\d` and `\s` (and their negations) spelled
-/// out, inside character classes too; everything else as written.
+/// out, inside character classes too, and RE2's literal `{` (one that opens no repetition)
+/// escaped; everything else as written.
 pub(super) fn ascii_classes(pattern: &str) -> String {
     let mut out = String::with_capacity(pattern.len() + 16);
     let mut chars = pattern.chars().peekable();
@@ -558,9 +559,30 @@ pub(super) fn ascii_classes(pattern: &str) -> String {
             in_class = true;
             class_len = 0;
         }
+        // RE2 reads a `{` that opens no repetition (`{{ var }}`, `${NAME}`) as a literal;
+        // the `regex` crate wants it escaped.
+        if c == '{' && !opens_repetition(chars.clone()) {
+            out.push_str(r"\{");
+            continue;
+        }
         out.push(c);
     }
     out
+}
+
+/// Whether the text after a `{` is a repetition's `n}`, `n,}` or `n,m}`.
+fn opens_repetition(mut rest: impl Iterator<Item = char>) -> bool {
+    let mut digits = 0;
+    let mut comma = false;
+    for c in rest.by_ref() {
+        match c {
+            '0'..='9' => digits += 1,
+            ',' if !comma && digits > 0 => comma = true,
+            '}' => return digits > 0,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// The line of `t` that holds `s..e`.
