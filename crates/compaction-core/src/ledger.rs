@@ -215,7 +215,8 @@ impl Ledger {
     }
 
     fn add_name(&mut self, name: &str) {
-        if !self.shown.contains(name) {
+        // A token-shaped word is no name (a fragment of a key no rule knows).
+        if !self.shown.contains(name) && !redact::looks_like_token(name) {
             self.names.push(name);
         }
     }
@@ -411,7 +412,7 @@ pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
         if out.len() + extra > max_chars {
             continue;
         }
-        if redact::redact(name) != name {
+        if redact::looks_like_token(name) || redact::redact(name) != name {
             continue;
         }
         if !out.is_empty() {

@@ -10,8 +10,9 @@
 //! Secrets are redacted before anything is cut: each content and each argument string is
 //! redacted around the parts that are kept ([`redact::redacted_head`] and
 //! [`redact::redacted_tail`]), so a key straddling a cut is recognised whole and a cut never
-//! leaves the prefix of a key with part of its body. The finished material is redacted once
-//! more as a whole.
+//! leaves the prefix of a key with part of its body. A secret that runs from the end of one
+//! message into the start of the next is redacted in both ([`redact::redact_adjacent`]). The
+//! finished material is redacted once more as a whole.
 
 use std::borrow::Cow;
 use std::sync::LazyLock;
@@ -51,6 +52,10 @@ impl Default for MaterialConfig {
 /// came from, used to name the tools that results answer.
 pub fn serialize(messages: &[Message], context: &[Message], cfg: &MaterialConfig) -> String {
     let calls = CallIndex::build(context);
+    // A secret split across two neighbouring messages (the end of one tool output, the start
+    // of the next) is redacted in both before each is serialized on its own.
+    let messages = redact::redact_adjacent_messages(messages);
+    let messages: &[Message] = &messages;
     // Serialize the first message and then the newest ones until the bound is reached, so the
     // work follows the bound rather than the span.
     let mut blocks: Vec<String> = Vec::new();

@@ -20,6 +20,7 @@ mod responses;
 mod roundtrip;
 mod secrets;
 mod secrets_corpus;
+mod secrets_rules;
 mod strategies;
 mod tokens;
 mod trim;

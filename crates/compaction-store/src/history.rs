@@ -5,7 +5,7 @@
 use std::fmt;
 
 use compaction_core::Role;
-use compaction_core::redact::redact;
+use compaction_core::redact::{redact, redact_adjacent};
 
 use crate::{GenerationInfo, StoredRow};
 
@@ -116,16 +116,18 @@ impl fmt::Display for GenerationDiff {
             "--- archived by generation {generation} ({})",
             self.archived.len()
         )?;
-        for r in &self.archived {
-            f.write_str(&r.diff_text('-'))?;
+        // Neighbouring rows are redacted together, so a secret split across two of them
+        // (the end of one tool output, the start of the next) is redacted in both.
+        for (r, body) in self.archived.iter().zip(adjacent_texts(&self.archived)) {
+            f.write_str(&r.diff_text_of('-', &body))?;
         }
         writeln!(
             f,
             "+++ written by generation {generation} ({})",
             self.inserted.len()
         )?;
-        for r in &self.inserted {
-            f.write_str(&r.diff_text('+'))?;
+        for (r, body) in self.inserted.iter().zip(adjacent_texts(&self.inserted)) {
+            f.write_str(&r.diff_text_of('+', &body))?;
         }
         Ok(())
     }
@@ -148,6 +150,12 @@ impl StoredRow {
     /// assert!(!text.contains("abcdefghijklmnop"));
     /// ```
     pub fn diff_text(&self, sign: char) -> String {
+        let body = redact(&self.message.text()).into_owned();
+        self.diff_text_of(sign, &body)
+    }
+
+    /// [`diff_text`](Self::diff_text) with `body` (the row's text, redacted) as its text.
+    fn diff_text_of(&self, sign: char, body: &str) -> String {
         let m = &self.message;
         let mut head = format!("{sign} row {} {}", self.id, role_name(m.role()));
         if let Some(id) = m.tool_call_id() {
@@ -167,7 +175,7 @@ impl StoredRow {
             head.push_str(" [pinned]");
         }
         let mut out = format!("{head}\n");
-        for line in redact(&m.text()).lines() {
+        for line in body.lines() {
             out.push(sign);
             out.push_str("   ");
             out.push_str(line);
@@ -175,6 +183,16 @@ impl StoredRow {
         }
         out
     }
+}
+
+/// The texts of `rows`, redacted together ([`redact_adjacent`]).
+fn adjacent_texts(rows: &[StoredRow]) -> Vec<String> {
+    let texts: Vec<String> = rows.iter().map(|r| r.message.text().into_owned()).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    redact_adjacent(&refs)
+        .into_iter()
+        .map(std::borrow::Cow::into_owned)
+        .collect()
 }
 
 fn role_name(role: &Role) -> &'static str {

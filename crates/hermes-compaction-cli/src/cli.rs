@@ -403,6 +403,10 @@ pub enum SessionCommand {
         /// The generation (1 or later).
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         generation: u64,
+        /// TOML configuration file: its compression.redaction_rules (a ruleset in gitleaks'
+        /// format) redacts the diff; HERMES_COMPACTION__* variables apply too.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
     /// Pin (or with --unpin, unpin) the active message at INDEX: no pass prunes, trims,
     /// summarizes or reorders it. A generation of its own, so `session undo` reverts it. An

@@ -67,7 +67,17 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
         }
         SessionCommand::History { store } => rt.block_on(history::history(&store))?,
         SessionCommand::Undo { store, to } => rt.block_on(history::undo(&store, to))?,
-        SessionCommand::Diff { store, generation } => {
+        SessionCommand::Diff {
+            store,
+            generation,
+            config,
+        } => {
+            // Only for its redaction ruleset (`compression.redaction_rules`), installed by
+            // the loader.
+            load_config(&EngineArgs {
+                config,
+                ..Default::default()
+            })?;
             rt.block_on(history::diff(&store, generation))?
         }
         SessionCommand::Pin {

@@ -11,6 +11,7 @@ mod failures;
 mod fake_openai;
 mod logs;
 mod paths;
+mod secrets;
 mod session;
 mod simulate;
 mod undo;

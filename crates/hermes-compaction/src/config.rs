@@ -115,6 +115,9 @@ pub struct CompressionConfig {
     pub proactive_prune_tokens: u64,
     pub prune_keep_cited: bool,
     pub prune_names_max_chars: usize,
+    /// A gitleaks-format TOML ruleset for redaction (empty: the bundled one); installed by
+    /// [`ConfigLoader::load`] and [`Config::install_redaction_rules`].
+    pub redaction_rules: String,
     pub proactive_prune_min_reclaim_tokens: u64,
     pub protected_tools: Vec<String>,
     pub fallback_to_extractive: bool,
@@ -163,6 +166,7 @@ impl Default for CompressionConfig {
             proactive_prune_tokens: defaults::PROACTIVE_PRUNE_TOKENS,
             prune_keep_cited: defaults::PRUNE_KEEP_CITED,
             prune_names_max_chars: defaults::PRUNE_NAMES_MAX_CHARS,
+            redaction_rules: String::new(),
             proactive_prune_min_reclaim_tokens: 4_096,
             protected_tools: defaults::protected_tools(),
             fallback_to_extractive: true,
@@ -452,6 +456,8 @@ impl ConfigLoader<'_> {
             config = config.apply_profile(name)?;
         }
         config.validate()?;
+        let mut warnings = warnings;
+        warnings.extend(config.install_redaction_rules()?);
         Ok((config, warnings))
     }
 }
@@ -470,6 +476,14 @@ pub enum ConfigError {
         /// The profile's name (at most 64 characters, control characters escaped).
         name: String,
         /// What is wrong (an unknown key is named).
+        reason: String,
+    },
+    /// `compression.redaction_rules` names a file that cannot be read or is not a ruleset.
+    #[error("configuration: `compression.redaction_rules` = {path}: {reason}")]
+    RedactionRules {
+        /// The path as configured.
+        path: String,
+        /// What is wrong (the parser's message names the line).
         reason: String,
     },
     /// A value is outside its allowed range.
@@ -680,6 +694,61 @@ impl Config {
             "custom" => Some(self.compression.cache_custom.clone()),
             name => CacheProfile::named(name),
         }
+    }
+
+    /// Reads the ruleset `compression.redaction_rules` names and installs it for every
+    /// redaction in this process ([`compaction_core::redact::install`]); nothing when the key
+    /// is empty (the bundled ruleset, or one installed earlier, stays). Returns one warning
+    /// per rule of the file that is not in force (its id and why: a regex the `regex` crate
+    /// does not compile, a path-only rule), so none is skipped silently; the loader returns
+    /// them with its other warnings. A file that cannot be read or parsed is an error naming
+    /// the key and the path.
+    ///
+    /// ```
+    /// # #[cfg(feature = "config")] {
+    /// use hermes_compaction::Config;
+    ///
+    /// let mut config = Config::default();
+    /// assert!(config.install_redaction_rules().unwrap().is_empty()); // bundled: nothing to do
+    /// config.compression.redaction_rules = "/no/such/rules.toml".into();
+    /// let err = config.install_redaction_rules().unwrap_err().to_string();
+    /// assert!(err.contains("compression.redaction_rules"), "{err}");
+    /// # }
+    /// ```
+    #[cfg(feature = "config")]
+    pub fn install_redaction_rules(&self) -> Result<Vec<String>, ConfigError> {
+        let path = &self.compression.redaction_rules;
+        if path.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fail = |reason: String| ConfigError::RedactionRules {
+            path: path.chars().take(256).collect(),
+            reason,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
+        let rules =
+            compaction_core::redact::Ruleset::from_toml(&text).map_err(|e| fail(e.to_string()))?;
+        let skipped = rules.skipped().iter().map(|s| {
+            format!(
+                "configuration: `compression.redaction_rules`: rule `{}` is not in force: {}",
+                s.id, s.reason
+            )
+        });
+        let unused = rules.problems().iter().map(|s| {
+            format!(
+                "configuration: `compression.redaction_rules`: {}: entry not used (the rule \
+                 stays in force): {}",
+                s.id, s.reason
+            )
+        });
+        let warnings = skipped.chain(unused).collect();
+        tracing::info!(
+            target: "hermes_compaction::config",
+            "redaction ruleset: {}",
+            rules.describe()
+        );
+        compaction_core::redact::install(rules);
+        Ok(warnings)
     }
 
     /// `micro_compact_every_n_turns` (at least 1 once validated; 0 reads as 1 here).

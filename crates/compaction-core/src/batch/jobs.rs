@@ -184,7 +184,11 @@ pub(super) fn job(
         previous_summary,
         focus,
         // Redacted like the material: deterministic summarizers read these.
-        messages: chosen.iter().map(crate::redact::redact_message).collect(),
+        // A secret split across two neighbouring messages is redacted in both.
+        messages: crate::redact::redact_adjacent_messages(&chosen)
+            .iter()
+            .map(crate::redact::redact_message)
+            .collect(),
         ledger,
         budget_tokens: cfg.summary_max_tokens,
         ledger_max_tokens: cfg.ledger_max_tokens,

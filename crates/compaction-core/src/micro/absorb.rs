@@ -365,5 +365,7 @@ pub(super) fn material_for(
     let bounds = material::share(previous.as_deref().map_or(0, |p| p.chars().count()), cfg);
     let material = material::serialize(&with_context, &with_context, &bounds);
     let previous = previous.map(|p| material::bound_previous(&p, &material, cfg));
+    // A secret split across two neighbouring messages is redacted in both.
+    let messages = crate::redact::redact_adjacent_messages(&messages).into_owned();
     (messages, material, previous)
 }

@@ -171,10 +171,27 @@ static AUTH_HEADER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r#"(?i)"#,
         boundary!(),
-        r#"((?:proxy-)?authorization(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?)((?:bearer|basic|token|bot|digest|apikey|sso-key)\s+)?([^\s"',;\\]+)"#
+        r#"((?:proxy-)?authorization(?:\\?["'])?\s*[:=]\s*(?:\\?["'])?)((?:bearer|basic|token|bot|digest|apikey|sso-key|ssws)\s+)?([^\s"',;\\]+)"#
     ))
     .expect("valid auth header regex")
 });
+
+/// The run of at least 8 credential characters after the blanks at `at`, if any.
+fn scheme_credential(t: &str, at: usize) -> Option<(usize, usize)> {
+    let rest = &t[at..];
+    let blanks = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    if blanks == 0 {
+        return None;
+    }
+    let s = at + blanks;
+    let len = t[s..]
+        .bytes()
+        .take_while(|b| {
+            !b.is_ascii_whitespace() && !matches!(b, b'"' | b'\'' | b',' | b';' | b'\\')
+        })
+        .count();
+    (len >= 8).then_some((s, s + len))
+}
 
 static BEARER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
@@ -212,6 +229,17 @@ pub(super) fn header_spans(t: &str, out: &mut Spans) {
             continue;
         }
         let m = c.get(4).expect("group 4 always takes part");
+        // A scheme the pattern does not name (`SSWS`, `Negotiate`, `AWS4-HMAC-SHA256`):
+        // the credential is the run after it, and the scheme word itself is kept.
+        if c.get(3).is_none()
+            && v.len() <= 24
+            && v.starts_with(|x: char| x.is_ascii_alphabetic())
+            && v.bytes().all(|x| x.is_ascii_alphanumeric() || x == b'-')
+            && let Some(next) = scheme_credential(t, m.end())
+        {
+            out.push(next);
+            continue;
+        }
         out.push((m.start(), m.end()));
     }
     if t.contains("earer") {
@@ -470,4 +498,99 @@ fn looks_like_credentials(s: &str) -> bool {
     let upper = s.bytes().filter(u8::is_ascii_uppercase).count();
     let lower = s.bytes().filter(u8::is_ascii_lowercase).count();
     (upper >= 2 && lower >= 2) || s.bytes().any(|b| b.is_ascii_digit() || b"+/=".contains(&b))
+}
+
+/// A `Cookie:` or `Set-Cookie:` header (as written, or as a JSON or YAML key), and the cookie
+/// argument of curl (`-b`, `--cookie`): up to the end of the line or the string.
+static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r#"(?i)(?:(?:^|[^A-Za-z0-9_-])((?:set-)?cookie)(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?"#,
+        r#"|(?:^|[ \t])(--cookie)(?:=|[ \t]+)['"]?"#,
+        r#"|\bcurl\b[^\n|;&]*?[ \t](-b)(?:=|[ \t]+)['"]?)"#,
+        r#"([^\r\n"'\\]+)"#,
+    ))
+    .expect("valid cookie regex")
+});
+
+/// Cookie attributes of `Set-Cookie`, which are not cookies.
+const COOKIE_ATTRIBUTES: [&str; 9] = [
+    "path",
+    "domain",
+    "expires",
+    "max-age",
+    "samesite",
+    "secure",
+    "httponly",
+    "priority",
+    "partitioned",
+];
+
+/// Cookie values: every `name=value` pair of a `Cookie` header or curl's cookie argument,
+/// and the first of a `Set-Cookie` header (what follows it are attributes), when the value
+/// is at least 6 characters and not a plain value (a number, `true`).
+pub(super) fn cookie_spans(t: &str, out: &mut Spans) {
+    let lower = t.contains("ookie") || t.contains("OOKIE") || t.contains("-b");
+    if !lower {
+        return;
+    }
+    for c in COOKIE.captures_iter(t) {
+        let set = c
+            .get(1)
+            .is_some_and(|h| h.as_str().to_ascii_lowercase().starts_with("set-"));
+        let v = c.get(4).expect("group 4 always takes part");
+        let mut at = v.start();
+        for (i, pair) in v.as_str().split(';').enumerate() {
+            let start = at;
+            at += pair.len() + 1;
+            if set && i > 0 {
+                break;
+            }
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let name = name.trim();
+            if name.is_empty()
+                || name.contains(char::is_whitespace)
+                || COOKIE_ATTRIBUTES
+                    .iter()
+                    .any(|a| name.eq_ignore_ascii_case(a))
+            {
+                continue;
+            }
+            let vstart = start + pair.len() - value.len();
+            let lead = value.len() - value.trim_start().len();
+            let trimmed = value.trim();
+            let (s, e) = (vstart + lead, vstart + lead + trimmed.len());
+            let val = &t[s..e];
+            if val.len() < 6
+                || val.contains(REDACTED)
+                || is_placeholder(val)
+                || val.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+                || ["true", "false", "null", "deleted"]
+                    .iter()
+                    .any(|w| val.eq_ignore_ascii_case(w))
+            {
+                continue;
+            }
+            out.push((s, e));
+        }
+    }
+}
+
+/// A private member of a JSON Web Key: `d` (RSA, EC and OKP private keys), `p`, `q`, `dp`,
+/// `dq`, `qi` (RSA), `k` (symmetric keys).
+static JWK_MEMBER: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#""(?:d|p|q|dp|dq|qi|k)"[ \t\r\n]*:[ \t\r\n]*"([A-Za-z0-9_-]{8,}={0,2})""#)
+        .expect("valid JWK regex")
+});
+
+/// The private members of JSON Web Keys, in a text that holds a key (`"kty"`).
+pub(super) fn jwk_spans(t: &str, out: &mut Spans) {
+    if !t.contains("\"kty\"") {
+        return;
+    }
+    for c in JWK_MEMBER.captures_iter(t) {
+        let m = c.get(1).expect("group 1 always takes part");
+        out.push((m.start(), m.end()));
+    }
 }

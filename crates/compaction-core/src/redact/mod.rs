@@ -4,12 +4,15 @@
 //! (summarizer material and messages, summaries, the ledger, prune one-liners and shortened
 //! arguments, recall results). It is one engine with two layers of detection:
 //!
-//! 1. **A maintained ruleset.** The provider-specific shapes (AWS, Google, GitHub, GitLab,
-//!    Stripe, Slack, npm, PyPI, Twilio, SendGrid, database URIs, …) come from the rule data of
-//!    the `nosecrets-rules` crate (pinned in the workspace; see docs/ARCHITECTURE.md for why
-//!    this crate and how it is updated): each rule's keywords gate it, its regex finds the
-//!    secret in its capture group, and its allowlist is honoured. None of its rules is copied
-//!    here.
+//! 1. **A ruleset in gitleaks' format** ([`Ruleset`]). The provider-specific shapes (cloud,
+//!    source hosting, CI, AI providers, payments, messaging and mail, Vault, Doppler, Okta,
+//!    …) are rules in the format of gitleaks' configuration: each rule's keywords gate it (one
+//!    Aho-Corasick pass finds which keywords occur), its regex finds the secret in its secret
+//!    group, its entropy floor and allowlists are honoured. The bundled ruleset
+//!    ([`BUNDLED_RULES_TOML`], written for this project) is used unless another is
+//!    [`install`]ed (the facade's `compression.redaction_rules`, which takes gitleaks' own
+//!    file as it is). A rule that cannot be used is listed in [`Ruleset::skipped`] with its
+//!    reason, never dropped silently.
 //! 2. **The library's own context rules**, for what a scanner of source files does not see in
 //!    a transcript:
 //!    - assignments and name/value pairs whose name is a credential (`DB_PASS=`, `*_KEY=`,
@@ -27,6 +30,13 @@
 //!    - `Authorization:` values, `Bearer` and `Basic` credentials, JSON Web Tokens;
 //!    - vendor tokens of the common shape *letters, separator, long random body*
 //!      (`xxxx_live_…`, `xxxx-…`): a family rule, so a provider's new prefix is caught too;
+//!    - `Cookie:`/`Set-Cookie:` values and curl's `-b`/`--cookie`; the credential after an
+//!      `Authorization:` scheme the rules do not name (`SSWS`, `Negotiate`), the scheme word
+//!      kept; the private members of a JSON Web Key (`d`, `p`, `q`, `dp`, `dq`, `qi`, `k`);
+//!    - base64 blobs (bounded in length and number) that decode to text holding a secret or
+//!      a `user:password` pair: a `.dockerconfigjson`, `echo … | base64 -d`; the whole blob;
+//!    - a secret split across two neighbouring texts (the end of one tool output and the
+//!      start of the next): [`redact_adjacent`] scans the junction and redacts both halves;
 //!    - PEM and PGP private-key blocks and PuTTY key files. A block split across two texts
 //!      (two messages, or a cut) is redacted from its `BEGIN` line to the end of the first
 //!      and from the start of the second to its `END` line.
@@ -50,21 +60,28 @@ use serde_json::Value;
 use crate::message::{Content, Message};
 
 use context::{
-    DATA_URL, assignment_spans, csv_spans, flag_spans, header_spans, key_block_spans,
-    name_value_spans, url_spans,
+    DATA_URL, assignment_spans, cookie_spans, csv_spans, flag_spans, header_spans, jwk_spans,
+    key_block_spans, name_value_spans, url_spans,
 };
-use ruleset::ruleset_spans;
 use shapes::token_spans;
 use view::{View, needs_view};
 
 mod context;
 mod cut;
+mod encoded;
+mod junction;
 mod names;
 mod ruleset;
 mod shapes;
 mod view;
 
 pub use cut::{redacted_head, redacted_tail};
+pub use junction::redact_adjacent;
+pub(crate) use junction::redact_adjacent_messages;
+pub use names::looks_like_token;
+pub use ruleset::{
+    BUNDLED_RULES_TOML, Finding, Ruleset, SkippedRule, bundled, install, installed, uninstall,
+};
 
 /// The replacement text for a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -83,7 +100,12 @@ pub const REDACTED: &str = "[REDACTED]";
 /// assert_eq!(redact(code), code);
 /// ```
 pub fn redact(text: &str) -> Cow<'_, str> {
-    let spans = secret_spans(text);
+    redact_with(&installed(), text)
+}
+
+/// [`redact`] with `rules` in place of the installed ruleset.
+pub fn redact_with<'t>(rules: &Ruleset, text: &'t str) -> Cow<'t, str> {
+    let spans = secret_spans(rules, text);
     if spans.is_empty() {
         return Cow::Borrowed(text);
     }
@@ -94,7 +116,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     // text that held a secret pays for the extra round; each round only replaces text with
     // the marker, and rounds converge at once in practice.
     for _ in 0..MAX_REDACT_ROUNDS {
-        let spans = secret_spans(&out);
+        let spans = secret_spans(rules, &out);
         if spans.is_empty() {
             break;
         }
@@ -120,7 +142,7 @@ fn replace_spans(text: &str, spans: &[(usize, usize)]) -> String {
 
 /// Whether `text` contains anything [`redact`] would replace.
 pub fn contains_secret(text: &str) -> bool {
-    !secret_spans(text).is_empty()
+    !secret_spans(&installed(), text).is_empty()
 }
 
 /// A copy of `m` for a summarizer: its text (string content and text parts) and its
@@ -175,7 +197,12 @@ pub(crate) fn redact_message(m: &Message) -> Message {
 type Spans = Vec<(usize, usize)>;
 
 /// The merged, sorted secret ranges of `text`, outside `data:` URLs.
-fn secret_spans(text: &str) -> Spans {
+fn secret_spans(rules: &Ruleset, text: &str) -> Spans {
+    secret_spans_at(rules, text, 0)
+}
+
+/// [`secret_spans`] at a depth of base64 decoding (`depth` blobs already decoded around it).
+fn secret_spans_at(rules: &Ruleset, text: &str, depth: usize) -> Spans {
     if text.is_empty() {
         return Vec::new();
     }
@@ -183,7 +210,7 @@ fn secret_spans(text: &str) -> Spans {
     if needs_view(text) {
         let view = View::build(text);
         let mut vs = Vec::new();
-        detect(&view.text, &mut vs);
+        detect(rules, &view.text, &mut vs);
         spans.extend(
             vs.into_iter()
                 .map(|(s, e)| (view.starts[s], view.starts[e])),
@@ -191,10 +218,13 @@ fn secret_spans(text: &str) -> Spans {
         // The text as written too, for what the view flattens: a value holding escaped quotes
         // (JSON inside JSON), values spelled in non-ASCII characters, and `\\r` read as a
         // backslash and a letter rather than an escape.
-        detect(text, &mut spans);
+        detect(rules, text, &mut spans);
     } else {
-        detect(text, &mut spans);
+        detect(rules, text, &mut spans);
     }
+    // Base64 blobs that decode to text holding a secret (a `.dockerconfigjson`, `echo … |
+    // base64 -d`): the whole blob.
+    encoded::encoded_spans(rules, text, depth, &mut spans);
     if spans.is_empty() {
         return spans;
     }
@@ -226,21 +256,23 @@ fn merge(mut spans: Spans) -> Spans {
 static CONTEXT_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i:pass|pwd|secret|token|key|auth|credential|sig|bearer|basic|value|default",
-        r"|mysql|mariadb|login|machine|redis-cli|putty|private-)",
+        r"|mysql|mariadb|login|machine|redis-cli|putty|private-|cookie|kty|ssws)",
         r"|-----|://|eyJ|-u|--user|[A-Za-z0-9_-]{20}",
     ))
     .expect("valid trigger regex")
 });
 
 /// Every detector over one text (the text as written, or its view).
-fn detect(t: &str, out: &mut Spans) {
-    ruleset_spans(t, out);
+fn detect(rules: &Ruleset, t: &str, out: &mut Spans) {
+    rules.spans(t, out);
     if !CONTEXT_TRIGGER.is_match(t) {
         return;
     }
     key_block_spans(t, out);
     url_spans(t, out);
     header_spans(t, out);
+    cookie_spans(t, out);
+    jwk_spans(t, out);
     token_spans(t, out);
     flag_spans(t, out);
     assignment_spans(t, out);

@@ -317,3 +317,42 @@ fn starts_pair(b: &[u8]) -> bool {
         .count();
     name > 0 && b[0].is_ascii_alphabetic() && b.get(name) == Some(&b'=')
 }
+
+/// Whether `word` looks like a token rather than a name: a part (between `_`, `-`, `.`, `/`)
+/// of at least 20 characters that is random-looking letters and digits (12 with two digits
+/// and both cases; not hexadecimal: commit and content hashes are names), a vendor prefix
+/// with part of a body (`ghp_…`), or a whole word of at least 32 such characters with both
+/// cases and digits. The names indexes leave such
+/// words out, so a fragment of a credential no rule knows (half of a split key, a vendor
+/// format newer than the ruleset) is not copied into a rewritten message.
+///
+/// ```
+/// use compaction_core::redact::looks_like_token;
+///
+/// assert!(looks_like_token(&["aB3x", "Qz9LmN2pR7sT4vW8yK1cD5"].concat()));
+/// assert!(!looks_like_token("src/compaction_core/redact_names.rs"));
+/// assert!(!looks_like_token("parse_arguments_v2"));
+/// ```
+pub fn looks_like_token(word: &str) -> bool {
+    let part_random = word.split(['_', '-', '.', '/']).any(|p| {
+        let b = p.as_bytes();
+        let digits = b.iter().filter(|c| c.is_ascii_digit()).count();
+        let mixed = b.iter().any(u8::is_ascii_uppercase) && b.iter().any(u8::is_ascii_lowercase);
+        b.iter().all(u8::is_ascii_alphanumeric)
+            && !b.iter().all(u8::is_ascii_hexdigit)
+            && (b.len() >= 20 || (b.len() >= 12 && digits >= 2 && mixed))
+            && super::shapes::is_random(p)
+    });
+    // A vendor prefix and part of a body: the first half of a split token.
+    let vendor_fragment = super::shapes::vendor_prefix_len(word).is_some_and(|n| {
+        let body = &word[n..];
+        body.len() >= 8 && body.bytes().all(|c| c.is_ascii_alphanumeric())
+    });
+    let b = word.as_bytes();
+    let whole = b.len() >= 32
+        && b.iter().any(u8::is_ascii_digit)
+        && b.iter().any(u8::is_ascii_uppercase)
+        && b.iter().any(u8::is_ascii_lowercase)
+        && b.iter().filter(|c| c.is_ascii_alphanumeric()).count() * 10 >= b.len() * 9;
+    part_random || whole || vendor_fragment
+}

@@ -92,6 +92,14 @@ const VENDOR_PREFIXES: [&str; 24] = [
     "glpat", "sk", "hf", "npm", "pypi", "shpat", "shpss", "dop", "doo", "glsa", "gsk", "xai",
 ];
 
+/// The length of the vendor prefix and its separator that `word` starts with (`ghp_`,
+/// `xoxb-`, `sk_`), if any.
+pub(super) fn vendor_prefix_len(word: &str) -> Option<usize> {
+    let n = word.bytes().take_while(u8::is_ascii_alphanumeric).count();
+    (VENDOR_PREFIXES.contains(&&word[..n]) && matches!(word.as_bytes().get(n), Some(b'_' | b'-')))
+        .then_some(n + 1)
+}
+
 /// A token body: letters and digits only, with a digit or both cases, not one repeated
 /// character.
 fn is_token_body(body: &str) -> bool {
