@@ -415,7 +415,7 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
     }
     fill_requests(&mut f, &requests, max_request_chars);
     // The 12 most named, the most named last (a bound drops a section's first lines first).
-    mentioned.sort_by(|a, b| b.1.cmp(&a.1));
+    mentioned.sort_by_key(|m| std::cmp::Reverse(m.1));
     mentioned.truncate(12);
     f.items[MENTIONED] = mentioned
         .into_iter()
@@ -650,9 +650,9 @@ fn without_media(text: &str) -> String {
     }
     text.lines()
         .filter(|l| {
-            !l.trim()
+            l.trim()
                 .strip_prefix("MEDIA:")
-                .is_some_and(|target| !target.trim().is_empty())
+                .is_none_or(|target| target.trim().is_empty())
         })
         .collect::<Vec<_>>()
         .join("\n")

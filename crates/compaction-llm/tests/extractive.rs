@@ -376,7 +376,7 @@ fn over_the_fixtures_the_goal_is_the_sessions_task() {
                 !t.is_empty()
                     && !t.starts_with('<')
                     && !t.starts_with("[Request interrupted")
-                    && !(t.starts_with('/') && !t.contains(' '))
+                    && (!t.starts_with('/') || t.contains(' '))
             });
         let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 2_000, "2026-01-01")
             .with_messages(messages);
