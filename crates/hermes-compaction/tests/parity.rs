@@ -283,15 +283,16 @@ fn stripped_image_payloads_are_archived() {
                     .contains("[image removed after compaction: image/jpeg")
             })
             .count();
-        // Twelve screenshots: the newest three keep their payload, and so do the two in the
-        // head, which stays verbatim until the first compaction (spec section 1, "Head").
-        assert_eq!(placeholders, 7);
+        // Twelve screenshots: only the newest user message's keeps its payload (as Hermes
+        // Agent does; issue 33, item 9), and so do the two in the head, which stays verbatim
+        // until the first compaction (spec section 1, "Head").
+        assert_eq!(placeholders, 9);
         let images = t
             .messages()
             .iter()
             .map(|m| m.content().map_or(0, Content::image_count))
             .sum::<usize>();
-        assert_eq!(images, 5);
+        assert_eq!(images, 3);
         let all: Vec<String> = store
             .load_all("img")
             .await
