@@ -63,10 +63,11 @@ pub struct BatchConfig {
     /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
     /// ledger). Default [`defaults::LEDGER_MAX_TOKENS`].
     pub ledger_max_tokens: u64,
-    /// Image parts of the rewritable regions older than the transcript's newest this-many
-    /// become a short placeholder naming their type and size (`[image removed after
-    /// compaction: image/png, 45.0 KB; …]`); the originals are archived with the rows the pass
-    /// replaces. Default [`defaults::KEEP_RECENT_IMAGES`].
+    /// Image parts of the rewritable regions older than the newest user message with an image
+    /// (or, when no user message holds one, than the transcript's newest this-many) become a
+    /// short placeholder naming their type and size (`[image removed after compaction:
+    /// image/png, 45.0 KB; …]`); the originals are archived with the rows the pass replaces.
+    /// Default [`defaults::KEEP_RECENT_IMAGES`].
     pub keep_recent_images: usize,
 }
 

@@ -22,6 +22,9 @@ pub struct WindowConfig {
     pub context_length: u64,
     /// Tokens reserved for the model's output (subtracted from the window). Default 0.
     pub output_reserve_tokens: u64,
+    /// Tokens of what the host sends beside the transcript (its preamble and tool
+    /// definitions), subtracted from the window like the output reservation. Default 0.
+    pub host_reserve_tokens: u64,
     /// Threshold as a fraction of the effective window (facade key `compression.threshold`).
     /// Default [`defaults::THRESHOLD`].
     #[serde(alias = "threshold_percent")]
@@ -35,7 +38,8 @@ pub struct WindowConfig {
     pub small_window_min_threshold: f64,
     /// Absolute floor of the threshold. Default [`defaults::THRESHOLD_FLOOR_TOKENS`].
     pub threshold_floor_tokens: u64,
-    /// When the floor would swallow the window, the threshold is this fraction of it. Default
+    /// How far the floor may lift the threshold: at most this fraction of the effective
+    /// window, so a small window keeps the rest for a tool loop. Default
     /// [`defaults::FLOOR_CAP`].
     #[serde(alias = "floor_cap_percent")]
     pub floor_cap: f64,
@@ -48,6 +52,7 @@ impl Default for WindowConfig {
         WindowConfig {
             context_length: defaults::CONTEXT_LENGTH,
             output_reserve_tokens: 0,
+            host_reserve_tokens: 0,
             threshold: defaults::THRESHOLD,
             small_window_tokens: defaults::SMALL_WINDOW_TOKENS,
             small_window_min_threshold: defaults::SMALL_WINDOW_MIN_THRESHOLD,
@@ -67,10 +72,11 @@ impl WindowConfig {
         }
     }
 
-    /// The effective window: context length minus the output reservation.
+    /// The effective window: context length minus the output and host reservations.
     pub fn effective_window(&self) -> u64 {
         self.context_length
             .saturating_sub(self.output_reserve_tokens)
+            .saturating_sub(self.host_reserve_tokens)
     }
 
     /// The threshold in tokens (spec section 4, "Trigger"), never above
@@ -402,6 +408,7 @@ mod tests {
         let spec = |context_length| WindowConfig {
             small_window_min_threshold: 0.75,
             threshold_floor_tokens: 64_000,
+            floor_cap: 0.85,
             ..WindowConfig::for_context(context_length)
         };
         // Small window: at least 75%, floor capped at 85%.
@@ -423,8 +430,24 @@ mod tests {
             WindowConfig::for_context(128_000).threshold_tokens(),
             64_000
         );
-        assert_eq!(WindowConfig::for_context(20_000).threshold_tokens(), 16_000);
-        assert_eq!(WindowConfig::for_context(8_000).threshold_tokens(), 6_800);
+        // Small windows: the floor lifts the threshold to 70% at most, leaving 30% of the
+        // window for a tool loop (issue 33, item 7).
+        assert_eq!(WindowConfig::for_context(24_000).threshold_tokens(), 16_000);
+        assert_eq!(WindowConfig::for_context(20_000).threshold_tokens(), 14_000);
+        assert_eq!(WindowConfig::for_context(16_000).threshold_tokens(), 11_200);
+        assert_eq!(WindowConfig::for_context(8_000).threshold_tokens(), 5_600);
+        // The host's preamble and tool definitions come off the window first.
+        let host = WindowConfig {
+            host_reserve_tokens: 2_000,
+            ..WindowConfig::for_context(16_000)
+        };
+        assert_eq!(host.effective_window(), 14_000);
+        assert_eq!(host.threshold_tokens(), 9_800);
+        let both = WindowConfig {
+            output_reserve_tokens: 4_000,
+            ..host
+        };
+        assert_eq!(both.threshold_tokens(), 7_000);
     }
 
     fn turn(i: usize, tool_chars: usize) -> Vec<Message> {

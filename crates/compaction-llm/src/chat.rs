@@ -388,6 +388,11 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
         "credit",
         "billing",
         "payment required",
+        // Anthropic's terminal "You're out of extra usage" (a 400): paid, not waited out.
+        "out of extra usage",
+        "extra usage",
+        "insufficient balance",
+        "spending limit",
     ];
     const CONTEXT: &[&str] = &[
         "context_length",
@@ -454,6 +459,10 @@ pub(crate) fn classify_hint(status: u16, retry_after: Option<Duration>, hint: &s
         },
         400..=499 if has(CONTEXT) => Error::ContextLengthExceeded { status },
         400..=499 if has(MODEL) => Error::ModelNotFound { status },
+        // A 4xx quota that says it resets is waited out like a 402 that does.
+        400..=499 if has(QUOTA) && has(RESETS) => Error::Transient {
+            status: Some(status),
+        },
         400..=499 if has(QUOTA) => Error::Quota { status },
         _ => Error::Rejected { status },
     }
@@ -559,6 +568,13 @@ mod tests {
 
     #[test]
     fn statuses_classify() {
+        // Issue 33, item 9: a 400 "out of extra usage" is terminal quota (the pass leaves the
+        // transcript unchanged), not a rejection that falls back.
+        let extra = br#"{"type":"error","error":{"type":"invalid_request_error","message":"You're out of extra usage. Add more at claude.ai/settings/usage and keep going."}}"#;
+        assert_eq!(
+            classify_status(400, None, extra),
+            Error::Quota { status: 400 }
+        );
         let q = br#"{"error":{"type":"insufficient_quota","message":"You exceeded your current quota"}}"#;
         assert_eq!(classify_status(429, None, q), Error::Quota { status: 429 });
         assert_eq!(

@@ -97,6 +97,12 @@ impl ExtractiveSummarizer {
                     }
                     facts.items[CONTEXT].retain(|l| !l.starts_with(RAN));
                 }
+                // What the conversation keeps naming is what the span was about, with or
+                // without a ledger (which lists the tool calls' paths and the agent's names).
+                let mentioned = std::mem::take(&mut facts.items[MENTIONED]);
+                for p in mentioned {
+                    push_unique(&mut facts.items[FILES], p);
+                }
                 let mut doc = match req.previous_summary.as_deref() {
                     Some(prev) if !prev.trim().is_empty() => Doc::parse(prev),
                     _ => Doc::default(),
@@ -172,11 +178,13 @@ const BLOCKERS: usize = 5;
 const DECISIONS: usize = 6;
 const FILES: usize = 8;
 const CONTEXT: usize = 9;
+const MENTIONED: usize = 10;
 
-/// Facts extracted from one span, one list per section of [`SECTIONS`].
+/// Facts extracted from one span, one list per section of [`SECTIONS`], then the paths the
+/// conversation names ([`MENTIONED`], added to the files section after the ledger's are).
 #[derive(Default)]
 struct Facts {
-    items: [Vec<String>; 10],
+    items: [Vec<String>; 11],
 }
 
 /// A summary as headed sections.
@@ -229,7 +237,7 @@ impl Doc {
                 .position(|s| s == h)
                 .unwrap_or(SECTIONS.len())
         });
-        for (i, new) in facts.items.into_iter().enumerate() {
+        for (i, new) in facts.items.into_iter().enumerate().take(SECTIONS.len()) {
             let lines = self.section_mut(SECTIONS[i]);
             if new.is_empty() {
                 continue;
@@ -350,19 +358,24 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
     let mut call_index: HashMap<String, usize> = HashMap::new();
     let mut actions: Vec<String> = Vec::new();
     let mut last_reply: Option<String> = None;
+    // Paths the conversation itself names (not only tool arguments), most named first.
+    let mut mentioned: Vec<(String, usize)> = Vec::new();
     for m in messages {
         if marker::classify(m).is_some() {
             continue;
         }
         match m.role() {
             Role::User => {
-                if let Some(t) = users_own(&m.text()) {
+                let text = without_media(&m.text());
+                mentioned_paths(&text, &mut mentioned);
+                if let Some(t) = users_own(&text) {
                     requests.push(t);
                 }
             }
             Role::Assistant => {
-                if m.has_visible_text() {
-                    let text = m.text();
+                let text = without_media(&m.text());
+                mentioned_paths(&text, &mut mentioned);
+                if !text.trim().is_empty() && m.has_visible_text() {
                     for d in decisions_in(&text) {
                         push_unique(&mut f.items[DECISIONS], format!("- {}", clip(&d, 240)));
                     }
@@ -388,7 +401,7 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
                 }
             }
             Role::Tool => {
-                let text = m.text();
+                let text = without_media(&m.text());
                 let outcome = outcome_of(&text);
                 if let Some(err) = first_error_line(&text) {
                     push_unique(&mut f.items[BLOCKERS], format!("- {}", clip(err, 200)));
@@ -401,6 +414,14 @@ fn facts_from_messages(messages: &[Message], max_request_chars: usize) -> Facts 
         }
     }
     fill_requests(&mut f, &requests, max_request_chars);
+    // The 12 most named, the most named last (a bound drops a section's first lines first).
+    mentioned.sort_by_key(|m| std::cmp::Reverse(m.1));
+    mentioned.truncate(12);
+    f.items[MENTIONED] = mentioned
+        .into_iter()
+        .rev()
+        .map(|(p, _)| format!("- {p}"))
+        .collect();
     f.items[COMPLETED] = actions
         .into_iter()
         .enumerate()
@@ -619,6 +640,37 @@ fn is_users_own(t: &str) -> bool {
     }
     // A message made only of tagged blocks is the harness's.
     !(TAG_OPEN.is_match(t) && t.ends_with('>'))
+}
+
+/// `text` without `MEDIA:<path>` directive lines (Hermes Agent's attachment convention: the
+/// platform delivers the file; the line is no conversation).
+fn without_media(text: &str) -> String {
+    if !text.contains("MEDIA:") {
+        return text.to_owned();
+    }
+    text.lines()
+        .filter(|l| {
+            l.trim()
+                .strip_prefix("MEDIA:")
+                .is_none_or(|target| target.trim().is_empty())
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Counts the paths `text` names into `seen` (first-seen order kept for ties).
+fn mentioned_paths(text: &str, seen: &mut Vec<(String, usize)>) {
+    let mut here: HashSet<&str> = HashSet::new();
+    for m in PATH.find_iter(text) {
+        let p = m.as_str().trim_end_matches(['.', ',', ':', ';']);
+        if !here.insert(p) {
+            continue;
+        }
+        match seen.iter_mut().find(|(q, _)| q == p) {
+            Some((_, n)) => *n += 1,
+            None => seen.push((p.to_owned(), 1)),
+        }
+    }
 }
 
 /// Sentences of an assistant reply that state a choice (`I'll use …`, `instead`, `decided`).

@@ -373,11 +373,10 @@ fn over_the_fixtures_the_goal_is_the_sessions_task() {
                 }
             })
             .find(|t| {
-                let bare_command = t.starts_with('/') && !t.contains(' ');
                 !t.is_empty()
                     && !t.starts_with('<')
                     && !t.starts_with("[Request interrupted")
-                    && !bare_command
+                    && (!t.starts_with('/') || t.contains(' '))
             });
         let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 2_000, "2026-01-01")
             .with_messages(messages);
@@ -395,5 +394,43 @@ fn over_the_fixtures_the_goal_is_the_sessions_task() {
             }
             None => assert!(!goal.is_empty(), "{}", path.display()),
         }
+    }
+}
+
+/// Issue 33, item 9 (Hermes' own compressor tests): `MEDIA:` delivery lines never reach the
+/// summary, and a summary that must fit a small budget still says what the middle was about
+/// (a path every middle message names, though neither the last request nor the last reply
+/// does).
+#[test]
+fn media_lines_stay_out_and_the_middles_subject_stays_in() {
+    let path = "crates/parser/src/lexer.rs";
+    let mut msgs = vec![Message::user("Set up the project.")];
+    for i in 0..30 {
+        msgs.push(Message::user(format!(
+            "step {i}: look again at {path}, the tokens are wrong"
+        )));
+        msgs.push(Message::assistant(format!(
+            "Looked at {path}: fixed case {i}.\nMEDIA:/tmp/hermes/shot-{i}.png"
+        )));
+    }
+    msgs.push(Message::user("now run the tests"));
+    msgs.push(Message::assistant_tool_calls(
+        "",
+        vec![ToolCall::function(
+            "c1",
+            "bash",
+            r#"{"command":"cargo test"}"#,
+        )],
+    ));
+    msgs.push(Message::tool_result("c1", "ok\nMEDIA:/tmp/hermes/out.ogg"));
+    msgs.push(Message::assistant("All done.\nMEDIA:/tmp/hermes/final.png"));
+    for ledger in [false, true] {
+        let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 300, "2026-01-01")
+            .with_messages(msgs.clone())
+            .with_ledger_kept(ledger);
+        let text = run(&req);
+        assert!(!text.contains("MEDIA:"), "{text}");
+        assert!(!text.contains("/tmp/hermes"), "{text}");
+        assert!(text.contains(path), "ledger {ledger}: {text}");
     }
 }

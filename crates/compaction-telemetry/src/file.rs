@@ -153,7 +153,11 @@ impl CheckedFile {
             f.write_all(&lines)?;
             self.file = Some(f);
         }
-        let synced = self.file.as_ref().map_or(Ok(()), File::sync_all);
+        // A device or a FIFO (`/dev/null`) has nothing to sync, and refuses to (EINVAL).
+        let synced = match &self.file {
+            Some(f) if f.metadata().is_ok_and(|m| m.is_file()) => f.sync_all(),
+            _ => Ok(()),
+        };
         self.error.take().map_or(synced, Err)
     }
 }

@@ -111,6 +111,26 @@ fn a_character_device_output_is_written_through_not_replaced() {
         .map(|e| e.unwrap().file_name())
         .collect();
     assert_eq!(names.len(), 3, "{names:?}");
+    // The telemetry lines go through it too (a device has nothing to sync).
+    let input = dir.path().join("in.jsonl");
+    let o = crate::common::run(&[
+        "compact",
+        "--input",
+        crate::common::s(&input),
+        "--output",
+        crate::common::s(&dir.path().join("ok.jsonl")),
+        "--mode",
+        "prune",
+        "--telemetry",
+        crate::common::s(&null),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", crate::common::texts(&o));
+    assert!(
+        std::fs::symlink_metadata(&null)
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
 }
 
 #[cfg(unix)]

@@ -31,8 +31,11 @@ use rig_core::memory::ConversationMemory;
 use rig_core::message::{Reasoning, ToolCall, ToolName, ToolResultContent};
 use serde_json::json;
 
-/// The model's window, in tokens.
+/// The model's window, in tokens ([`run`]; [`run_at`] takes another, the test runs 16K too).
 pub const CONTEXT: u64 = 24_000;
+/// The tool definitions the host sends with every request (rig sends each tool's name,
+/// description and JSON schema), counted in every request's size.
+const TOOLS: &str = r#"[{"name":"run_tests","description":"Run the test suite of one crate of the workspace and return its log: every test's name and result, then a summary line. Use verbose for the full output of failing tests.","input_schema":{"type":"object","properties":{"crate":{"type":"string","description":"The crate whose tests to run, by its directory name."},"verbose":{"type":"boolean","description":"Print the output of every test, not only the failing ones."}},"required":["crate"]}}]"#;
 /// Prompts per process.
 pub const PROMPTS: usize = 10;
 /// Tool rounds per prompt.
@@ -58,8 +61,13 @@ pub struct Summary {
 
 /// The compaction settings: a small window, so the conversation outgrows it quickly.
 pub fn config() -> Config {
+    config_at(CONTEXT)
+}
+
+/// The defaults at a window of `context` tokens.
+pub fn config_at(context: u64) -> Config {
     let mut config = Config::default();
-    config.model.context_length = CONTEXT;
+    config.model.context_length = context;
     config
 }
 
@@ -112,24 +120,57 @@ fn run_tool(call: &ToolCall, prompt: usize) -> Message {
     Message::tool_results(vec![call.result(vec![ToolResultContent::text(log)])])
 }
 
-/// The size of a request in the library's estimate (what the compressor plans with).
+/// The host's system preamble, the size of a real coding agent's (about 900 tokens): who it
+/// is and its working rules.
+fn preamble() -> String {
+    let mut text = String::from("You are a careful coding agent working in a Rust workspace.\n");
+    for (i, rule) in [
+        "read a file before you change it, and keep each change small",
+        "run the tests of the crate you changed before you say it works",
+        "never commit a secret, a key or a token; redact what a log shows",
+        "explain a failing test by its first error, then fix that error",
+        "prefer the standard library to a new dependency",
+        "keep public items documented and examples compiling",
+    ]
+    .iter()
+    .cycle()
+    .take(36)
+    .enumerate()
+    {
+        text.push_str(&format!(
+            "Rule {}: {rule}; say so when you cannot.\n",
+            i + 1
+        ));
+    }
+    text
+}
+
+/// The size of a request in the library's estimate (what the compressor plans with): its
+/// messages and the tool definitions sent beside them.
 fn tokens(request: &[Message], counter: &dyn TokenCounter) -> u64 {
     from_rig(request)
         .expect("a request converts")
         .iter()
         .map(|m| counter.count_message(m))
-        .sum()
+        .sum::<u64>()
+        + counter.count_text(TOOLS)
 }
 
 /// Runs prompts `first..first + PROMPTS` of the conversation with the store at `url`, through
 /// a memory of its own (a new store handle: what a new process has).
 pub async fn run(url: &str, first: usize) -> Summary {
-    let memory = CompactingMemory::connect(url, config())
+    run_with(url, first, config()).await
+}
+
+/// [`run`] under `config` (its window is the one no request may exceed).
+pub async fn run_with(url: &str, first: usize, config: Config) -> Summary {
+    let context = config.model.context_length;
+    let memory = CompactingMemory::connect(url, config)
         .await
         .expect("the store connects");
     let id = CONVERSATION.into();
     let counter = Estimator::default();
-    let preamble = Message::system("You are a careful coding agent.");
+    let preamble = Message::system(preamble());
     let mut summary = Summary::default();
     // The signed blocks the model sent, to check what comes back.
     let mut sent: HashMap<String, String> = HashMap::new();
@@ -166,8 +207,8 @@ pub async fn run(url: &str, first: usize) -> Summary {
                 .collect();
             let size = tokens(&request, &counter);
             assert!(
-                size <= CONTEXT,
-                "prompt {prompt}: a request of {size} tokens"
+                size <= context,
+                "prompt {prompt}: a request of {size} tokens in a window of {context}"
             );
             summary.largest_request = summary.largest_request.max(size);
             summary.requests += 1;

@@ -21,6 +21,24 @@ async fn run_and_resume(url: &str) {
     );
 }
 
+/// Issue 33, item 7: at a 16K window with the defaults, no request of the tool loop (its
+/// preamble and tool definitions counted) is over the window, over 40 prompts.
+#[tokio::test]
+async fn a_16k_window_at_the_defaults_never_overflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("rig16.db").display());
+    let mut largest = 0;
+    for first in (0..40).step_by(rig_agent::PROMPTS) {
+        let s = rig_agent::run_with(&url, first, rig_agent::config_at(16_000)).await;
+        assert!(s.largest_request <= 16_000, "{s:?}");
+        largest = largest.max(s.largest_request);
+    }
+    assert!(
+        largest > 11_200,
+        "the loop went past the threshold: {largest}"
+    );
+}
+
 #[tokio::test]
 async fn the_example_resumes_from_sqlite() {
     let dir = tempfile::tempdir().unwrap();

@@ -73,6 +73,10 @@ pub struct ModelConfig {
     pub context_length: u64,
     /// Tokens reserved for output.
     pub output_reserve_tokens: u64,
+    /// Tokens of what the host sends beside the transcript: its system preamble and tool
+    /// definitions (counted nowhere else). Subtracted from the window with
+    /// `output_reserve_tokens`.
+    pub host_reserve_tokens: u64,
     /// Model name: telemetry, and the main-model fallback of the `openai` summarizer when
     /// `auxiliary.compression.model` names another model.
     pub name: String,
@@ -83,6 +87,7 @@ impl Default for ModelConfig {
         ModelConfig {
             context_length: defaults::CONTEXT_LENGTH,
             output_reserve_tokens: 0,
+            host_reserve_tokens: 0,
             name: String::new(),
         }
     }
@@ -651,6 +656,7 @@ impl Config {
         WindowConfig {
             context_length: self.model.context_length,
             output_reserve_tokens: self.model.output_reserve_tokens,
+            host_reserve_tokens: self.model.host_reserve_tokens,
             threshold: c.threshold,
             small_window_tokens: c.small_window_tokens,
             small_window_min_threshold: c.small_window_min_threshold,

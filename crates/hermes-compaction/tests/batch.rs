@@ -404,9 +404,10 @@ fn a_known_cache_profile_raises_the_prune_runway() {
 #[test]
 fn real_usage_over_the_threshold_compacts_at_once() {
     let rt = rt();
-    // A 64K floor in a 64K window: the threshold is the floor cap, 85% (54,400).
+    // A 64K floor in a 64K window: the threshold is the floor cap, here 85% (54,400).
     let mut cfg = config(64_000);
     cfg.compression.threshold_floor_tokens = 64_000;
+    cfg.compression.floor_cap = 0.85;
     // No proactive prune: only the usage may trigger a pass here.
     cfg.compression.proactive_prune_tokens = 0;
     let (mut c, _s) = scripted(cfg);

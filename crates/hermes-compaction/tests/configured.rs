@@ -195,6 +195,28 @@ async fn a_402_that_resets_falls_back_and_a_plain_402_aborts() {
     assert_eq!(models_asked(&server).await, ["aux-model"]);
 }
 
+/// Issue 33, item 9: a 400 "out of extra usage" (Anthropic's terminal quota) leaves the
+/// transcript unchanged for a later retry, with no extractive fallback.
+#[tokio::test]
+async fn a_400_out_of_extra_usage_leaves_the_transcript_unchanged() {
+    let body = json!({"type": "error", "error": {"type": "invalid_request_error", "message": "You're out of extra usage. Add more at claude.ai/settings/usage and keep going."}});
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        "main-model",
+        ResponseTemplate::new(400).set_body_json(&body),
+    )
+    .await;
+    let (r, before, after) = pass(configured(&server, "", "main-model", true)).await;
+    assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
+    assert_eq!(
+        r.failure_kind(),
+        Some(FailureKind::Summarizer(compaction_llm::ErrorClass::Quota))
+    );
+    assert!(!r.fallback_used);
+    assert_eq!(after, before);
+}
+
 /// Item 6, end to end: a session whose earlier summary holds 320K characters, plus 480K
 /// characters of turns since. The request the configured summarizer sends stays within the
 /// material bound (200K characters, previous summary included, plus the prompt), and when the

@@ -283,15 +283,16 @@ fn stripped_image_payloads_are_archived() {
                     .contains("[image removed after compaction: image/jpeg")
             })
             .count();
-        // Twelve screenshots: the newest three keep their payload, and so do the two in the
-        // head, which stays verbatim until the first compaction (spec section 1, "Head").
-        assert_eq!(placeholders, 7);
+        // Twelve screenshots: only the newest user message's keeps its payload (as Hermes
+        // Agent does; issue 33, item 9), and so do the two in the head, which stays verbatim
+        // until the first compaction (spec section 1, "Head").
+        assert_eq!(placeholders, 9);
         let images = t
             .messages()
             .iter()
             .map(|m| m.content().map_or(0, Content::image_count))
             .sum::<usize>();
-        assert_eq!(images, 5);
+        assert_eq!(images, 3);
         let all: Vec<String> = store
             .load_all("img")
             .await
@@ -411,4 +412,50 @@ fn micro_makes_progress_or_says_why_not() {
         note.contains("--mode batch") || note.contains("batch"),
         "{note}"
     );
+}
+
+/// Issue 33, item 9 (Hermes' compressor tests): the latest actionable ask, followed by a blank
+/// platform echo and a tool run, stays exactly one verbatim message, with exactly one summary,
+/// across two compactions.
+#[test]
+fn the_ask_before_a_blank_echo_and_a_tool_run_survives_two_compactions_once() {
+    let mut msgs = tools(80, 600);
+    let ask = Message::user("now add a regression test for module 3");
+    msgs.push(ask.clone());
+    msgs.push(Message::user("  "));
+    msgs.push(Message::assistant_tool_calls(
+        "",
+        vec![ToolCall::function(
+            "run",
+            "bash",
+            r#"{"command":"cargo test -p module_3"}"#,
+        )],
+    ));
+    msgs.push(Message::tool_result("run", "test result: ok\n".repeat(40)));
+    let mut c = extractive(config(20_000));
+    let mut t = c.transcript(msgs);
+    for pass in 0..2 {
+        let r = rt().block_on(c.compress(&mut t, None));
+        assert!(
+            matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
+            "pass {pass}: {r:?}"
+        );
+        let copies = t.messages().iter().filter(|m| **m == ask).count();
+        assert_eq!(copies, 1, "pass {pass}");
+        let named = t
+            .messages()
+            .iter()
+            .filter(|m| m.text().contains("regression test for module 3"))
+            .count();
+        assert_eq!(named, 1, "pass {pass}: the ask is also quoted elsewhere");
+        assert_eq!(summaries(t.messages()), 1, "pass {pass}");
+        // More work after the run, then the second pass.
+        if pass == 0 {
+            for m in tools(40, 600).into_iter().skip(1) {
+                if *m.role() != compaction_core::Role::User {
+                    t.push(m, c.counter());
+                }
+            }
+        }
+    }
 }

@@ -13,9 +13,9 @@ use crate::regions::Regions;
 use crate::tokens::TokenCounter;
 use crate::transcript::Transcript;
 
-/// Adds to the prune plan the replacement of old image payloads in `ranges` (all but the
-/// transcript's newest [`BatchConfig::keep_recent_images`]; the last visible reply is left
-/// verbatim), merged with a prune rewrite of the same message.
+/// Adds to the prune plan the replacement of old image payloads in `ranges` (all but those of
+/// the newest user message with an image and after it, [`images_to_keep`]; the last visible
+/// reply is left verbatim), merged with a prune rewrite of the same message.
 pub(super) fn strip_old_images(
     t: &Transcript,
     r: &Regions,
@@ -26,7 +26,7 @@ pub(super) fn strip_old_images(
 ) {
     let skip: Vec<usize> = r.reply.into_iter().collect();
     let msgs = t.messages();
-    let strips = crate::images::strip_old_images(msgs, ranges, cfg.keep_recent_images, &skip);
+    let strips = crate::images::strip_old_images(msgs, ranges, images_to_keep(msgs, cfg), &skip);
     if strips.is_empty() {
         return;
     }
@@ -59,6 +59,22 @@ pub(super) fn strip_old_images(
         }
     }
     prune.edit.splices.sort_by_key(|s| s.range.start);
+}
+
+/// How many of the transcript's newest image parts keep their payload: those of the newest
+/// user message with an image and of what follows it (as Hermes Agent keeps images only in
+/// the newest user message; issue 33, item 9), or, when no user message holds an image,
+/// [`BatchConfig::keep_recent_images`].
+fn images_to_keep(msgs: &[Message], cfg: &BatchConfig) -> usize {
+    use crate::message::{Content, Role};
+    let count = |m: &Message| m.content().map_or(0, Content::image_count);
+    match msgs
+        .iter()
+        .rposition(|m| *m.role() == Role::User && count(m) > 0)
+    {
+        Some(u) => msgs[u..].iter().map(count).sum(),
+        None => cfg.keep_recent_images,
+    }
 }
 
 /// Demotes the protected messages' largest tool outputs and tool-call arguments (largest

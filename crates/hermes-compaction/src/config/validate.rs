@@ -87,6 +87,17 @@ impl Config {
                 "less than model.context_length",
             );
         }
+        let reserved = self
+            .model
+            .output_reserve_tokens
+            .saturating_add(self.model.host_reserve_tokens);
+        if reserved >= self.model.context_length {
+            return invalid(
+                "model.host_reserve_tokens",
+                self.model.host_reserve_tokens,
+                "less than model.context_length - model.output_reserve_tokens",
+            );
+        }
         let p = self.auxiliary.compression.provider.as_str();
         if !matches!(p, "extractive" | "openai") {
             return invalid(
