@@ -209,3 +209,42 @@ fn a_replays_own_trace_scored_as_a_foreign_one_gives_its_figures() {
     let e = score_foreign(&foreign, &inputs[..1], 24_000, "prices").unwrap_err();
     assert!(e.to_string().contains("not among the inputs"), "{e}");
 }
+
+/// Issue 31, item 1: the forgetful configuration (`summary_max_tokens = 100`,
+/// `protect_last_n = 1`) keeps less content than the defaults on the fixtures at 64K, and
+/// re-reads more of it. (It is not dearer by effective cost: docs/ECONOMICS.md says why.)
+#[test]
+fn the_forgetful_configuration_keeps_less_content_on_the_fixtures_at_64k() {
+    let Some(files) = test_support::fixture_files() else {
+        return;
+    };
+    let inputs: Vec<(String, Vec<Message>)> = files
+        .iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            (
+                test_support::file_name(p),
+                hermes_compaction::core::parse::parse_jsonl(&text).unwrap(),
+            )
+        })
+        .collect();
+    let mut config = Config::default();
+    config.model.context_length = 64_000;
+    let mut forgetful = config.clone();
+    forgetful.compression.summary_max_tokens = 100;
+    forgetful.compression.protect_last_n = 1;
+    let mut variants = vec![Policy::Batch.variant(&config, 2_000)];
+    let mut f = Policy::Batch.variant(&forgetful, 2_000);
+    f.name = "forgetful".into();
+    variants.push(f);
+    let sim = run(&inputs, &variants, &Options::default());
+    let (defaults, forgetful) = (&sim.totals[0], &sim.totals[1]);
+    assert_eq!(defaults.far_identifiers, forgetful.far_identifiers);
+    assert!(
+        forgetful.far_held_content + 200 < defaults.far_held_content,
+        "{} vs {}",
+        forgetful.far_held_content,
+        defaults.far_held_content
+    );
+    assert!(forgetful.reread_tokens > defaults.reread_tokens);
+}
