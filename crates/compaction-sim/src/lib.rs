@@ -10,6 +10,9 @@
 //!   the totals ([`Simulation`]).
 //! - [`render`]: the side-by-side table, the cost-by-profile summary and the JSON.
 //! - [`plot`]: occupancy over requests as SVG (drawn with `compaction-telemetry`'s `svg`).
+//! - [`score`]: the one scorer of a prompt sequence (cost in the issue units, far and
+//!   content recall, the [re-read](mod@reread) model, retention), used by the replay and by
+//!   [`score::score_foreign`] for another compressor's trace.
 //! - [`tune`]: searches the policy space, returns the Pareto front (cost, retention, summary
 //!   calls) and writes a configuration file.
 //!
@@ -28,9 +31,11 @@ pub mod pricing;
 pub mod recall;
 pub mod render;
 pub mod replay;
+pub mod reread;
 pub mod retention;
 pub mod row;
 pub mod run;
+pub mod score;
 pub mod time;
 pub mod tune;
 

@@ -26,8 +26,8 @@
 //! are kept as counts, updated from the first message that changed since the previous request,
 //! so a request costs its new messages and its far identifiers, not the whole prompt.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry as MapEntry;
+use std::collections::{HashMap, HashSet};
 
 use hermes_compaction::core::{MarkerKind, ledger, marker};
 use serde_json::Value;
@@ -216,6 +216,10 @@ pub struct RequestRecall {
     pub held_verbatim: u64,
     /// Of those, in the prompt outside the library's names indexes (summaries included).
     pub held_unindexed: u64,
+    /// Of those, in an unchanged original message of the prompt (its wire JSON identical to
+    /// a recorded message's): content, not a name in a summary, a ledger, an index or a
+    /// pruned one-liner.
+    pub held_content: u64,
 }
 
 /// The far-recall state of one replay.
@@ -231,6 +235,18 @@ pub struct Recall {
     present: HashMap<u64, u32>,
     present_verbatim: HashMap<u64, u32>,
     present_unindexed: HashMap<u64, u32>,
+    /// Identifiers of the prompt's unchanged original messages.
+    present_content: HashMap<u64, u32>,
+    /// Wire digests of the recorded messages observed so far (their original forms).
+    originals: HashSet<u64>,
+    /// Per recorded message observed: its wire digest and its size in the issue units.
+    observed_messages: Vec<(u64, u64)>,
+    /// Identifiers of the content re-read since the last rewrite (see [`reread`](crate::reread)).
+    carried: HashSet<u64>,
+    /// The recorded messages re-read since the last rewrite.
+    carried_sources: HashSet<usize>,
+    /// Their size in the issue units.
+    carried_units: u64,
 }
 
 impl Recall {
@@ -243,6 +259,9 @@ impl Recall {
     pub fn observe(&mut self, original: &Wire) {
         let index = self.observed;
         self.observed += 1;
+        self.originals.insert(original.hash);
+        self.observed_messages
+            .push((original.hash, original.units()));
         let ids = self.parsed(original).all.clone();
         for id in ids.iter() {
             self.last_seen.insert(*id, index);
@@ -272,8 +291,55 @@ impl Recall {
             r.held += u64::from(self.present.get(id).is_some_and(|&n| n > 0));
             r.held_verbatim += u64::from(self.present_verbatim.get(id).is_some_and(|&n| n > 0));
             r.held_unindexed += u64::from(self.present_unindexed.get(id).is_some_and(|&n| n > 0));
+            r.held_content += u64::from(self.present_content.contains_key(id));
         }
         r
+    }
+
+    /// After [`request`](Self::request) with the same `answer`: the recorded messages the
+    /// agent has to fetch again to write it (see [`reread`](crate::reread)), in order. An
+    /// identifier of the answer that occurs in an earlier recorded message is *needed*; it
+    /// is missing when neither an unchanged original message of the prompt nor the content
+    /// re-read since the last rewrite holds it; its source is the latest recorded message
+    /// holding it. Sources already re-read since the last rewrite are not fetched again.
+    pub fn missing_sources(&mut self, answer: &Wire) -> Vec<usize> {
+        let used = self.parsed(answer).used.clone();
+        let mut sources: Vec<usize> = used
+            .iter()
+            .filter(|id| !self.present_content.contains_key(id) && !self.carried.contains(id))
+            .filter_map(|id| self.last_seen.get(id).copied())
+            .filter(|i| !self.carried_sources.contains(i))
+            .collect();
+        sources.sort_unstable();
+        sources.dedup();
+        sources
+    }
+
+    /// Re-reads `sources` (indexes of recorded messages): their identifiers count as held
+    /// for later re-read decisions until the next rewrite. Returns their size in the issue
+    /// units.
+    pub fn fetch(&mut self, sources: &[usize]) -> u64 {
+        let mut units = 0;
+        for &i in sources {
+            let Some(&(hash, size)) = self.observed_messages.get(i) else {
+                continue;
+            };
+            if !self.carried_sources.insert(i) {
+                continue;
+            }
+            units += size;
+            if let Some(p) = self.parsed.get(&hash) {
+                self.carried.extend(p.all.iter().copied());
+            }
+        }
+        self.carried_units += units;
+        units
+    }
+
+    /// The size of the content re-read since the last rewrite, in the issue units: what
+    /// the next prompt carries beside the policy's own.
+    pub fn carried_units(&self) -> u64 {
+        self.carried_units
     }
 
     /// Brings the prompt counts in step with `prompt`, from its first changed message.
@@ -285,8 +351,20 @@ impl Recall {
             .take_while(|(a, b)| **a == b.hash)
             .count();
         let removed: Vec<u64> = self.prompt.drain(common..).collect();
+        if !removed.is_empty() {
+            // A rewrite: what was re-read before it is gone with the messages around it.
+            self.carried.clear();
+            self.carried_sources.clear();
+            self.carried_units = 0;
+        }
         for hash in removed {
+            let original = self.originals.contains(&hash);
             if let Some(p) = self.parsed.get(&hash) {
+                if original {
+                    for id in p.all.iter() {
+                        decrement(&mut self.present_content, *id);
+                    }
+                }
                 let verbatim = !p.marker;
                 for id in p.all.iter() {
                     decrement(&mut self.present, *id);
@@ -302,6 +380,11 @@ impl Recall {
         for w in &prompt[common..] {
             self.parsed.entry(w.hash).or_insert_with(|| parse(&w.json));
             let p = &self.parsed[&w.hash];
+            if self.originals.contains(&w.hash) {
+                for id in p.all.iter() {
+                    *self.present_content.entry(*id).or_default() += 1;
+                }
+            }
             for id in p.all.iter() {
                 *self.present.entry(*id).or_default() += 1;
                 if !p.marker {

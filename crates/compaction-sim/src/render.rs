@@ -215,6 +215,9 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     add("far recall pooled without names indexes", &|_, d| {
         format!("{:.1}%", d.far_recall_unindexed * 100.0)
     });
+    add("content recall pooled (unchanged originals)", &|_, d| {
+        format!("{:.1}%", d.far_recall_content * 100.0)
+    });
     add("far recall session mean (sessions)", &|r, d| {
         format!(
             "{:.1}% ({})",
@@ -276,6 +279,15 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     add("estimated cost", &|r, _| format!("${:.2}", r.cost_usd));
     add("cost in issue units (M)", &|r, _| {
         format!("{:.2}M", r.unit_cost / 1e6)
+    });
+    add("re-read rounds / tokens fetched", &|r, _| {
+        format!("{} / {}", r.reread_rounds, r.reread_tokens)
+    });
+    add("re-read cost in issue units (M)", &|r, _| {
+        format!("{:.2}M", r.reread_cost / 1e6)
+    });
+    add("effective cost in issue units (M)", &|r, _| {
+        format!("{:.2}M", r.effective_cost / 1e6)
     });
     add("prompt input-token equivalents", &|r, _| {
         format!("{:.0}", r.prompt_token_equivalents)

@@ -26,9 +26,9 @@ use crate::clock::SimClock;
 use crate::counting::CountingSummarizer;
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
-use crate::recall::Recall;
-use crate::retention::{Retention, Wire};
-use crate::row::{Row, unit_cost};
+use crate::retention::Wire;
+use crate::row::Row;
+use crate::score::Scorer;
 use crate::{Result, time};
 
 /// The assumed gap between requests without timestamps, seconds.
@@ -95,18 +95,17 @@ pub struct Replay {
 }
 
 /// The mutable state of one replay: the prompt's wire forms (kept in step with the
-/// transcript), the facts and the row.
+/// transcript) and the scorer.
 struct Prompt {
     wires: Vec<Wire>,
-    retention: Retention,
-    recall: Recall,
+    scorer: Scorer,
 }
 
 impl Prompt {
     fn rewrite(&mut self, t: &Transcript) {
         self.wires.clear();
         self.wires.extend(t.messages().iter().map(Wire::of));
-        self.retention.rewritten();
+        self.scorer.rewritten();
     }
 }
 
@@ -175,10 +174,8 @@ pub async fn replay(
     let mut t = c.transcript(Vec::new());
     let mut prompt = Prompt {
         wires: Vec::with_capacity(msgs.len()),
-        retention: Retention::default(),
-        recall: Recall::default(),
+        scorer: Scorer::default(),
     };
-    let mut previous: Vec<u64> = Vec::new();
     let mut in_turn = false;
     for m in msgs {
         let original = Wire::of(m);
@@ -216,11 +213,7 @@ pub async fn replay(
                 prompt.rewrite(&t);
             }
             let tokens = t.current_tokens();
-            let common = previous
-                .iter()
-                .zip(&prompt.wires)
-                .take_while(|(a, b)| **a == b.hash)
-                .count();
+            let common = prompt.scorer.request(&mut row, &original, &prompt.wires);
             let reused = t.tokens_in(0..common).min(tokens);
             let output = counter.count_message(m);
             requests.push(RequestShape {
@@ -256,18 +249,6 @@ pub async fn replay(
             row.requests += 1;
             row.prompt_tokens += tokens;
             row.reused_prefix_tokens += reused;
-            let units: u64 = prompt.wires.iter().map(Wire::units).sum();
-            row.unit_prompt_tokens += units;
-            row.unit_hit_tokens += prompt.wires[..common].iter().map(Wire::units).sum::<u64>();
-            row.unit_peak_tokens = row.unit_peak_tokens.max(units);
-            if units > context_length {
-                row.unit_overflows += 1;
-            }
-            let far = prompt.recall.request(&original, &prompt.wires);
-            row.record_recall(far);
-            let share = prompt.retention.share(&prompt.wires);
-            row.retention_sum += share;
-            row.retention_min = row.retention_min.min(share);
             let occ = tokens as f64 / threshold as f64;
             row.occupancy_sum += occ;
             row.peak_occupancy = row.peak_occupancy.max(occ);
@@ -275,13 +256,10 @@ pub async fn replay(
             if tokens > context_length {
                 row.overflows += 1;
             }
-            previous.clear();
-            previous.extend(prompt.wires.iter().map(|w| w.hash));
             c.after_response(&mut t, ticket, tokens);
             row.output_tokens += output;
         }
-        prompt.retention.observe(m);
-        prompt.recall.observe(&original);
+        prompt.scorer.observe(m, &original);
         let mut m = m.clone();
         let mut wire = original;
         if m.is_tool() && trims {
@@ -310,18 +288,12 @@ pub async fn replay(
     if in_turn {
         finalize(&mut c, &mut t, &mut row, &mut prompt).await;
     }
-    row.close_session_recall();
     let usage = counting.usage();
     row.summary_calls = usage.calls;
     row.summary_calls_estimated = usage.estimated_calls;
     row.summary_prompt_tokens = usage.prompt_tokens;
     row.summary_output_tokens = usage.output_tokens;
-    row.unit_cost = unit_cost(
-        row.unit_prompt_tokens,
-        row.unit_hit_tokens,
-        row.summary_prompt_tokens,
-        row.summary_output_tokens,
-    );
+    Scorer::finish(&mut row);
     price(&mut row, &options.pricing, &requests);
     Ok(Replay { row, trace, texts })
 }

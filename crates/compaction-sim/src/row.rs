@@ -118,6 +118,30 @@ pub struct Row {
     /// the content holds, not only an index that names it.
     #[serde(default)]
     pub far_held_unindexed: u64,
+    /// Of those, in an unchanged original message of the prompt: *content recall* (see
+    /// [`reread`](crate::reread)).
+    #[serde(default)]
+    pub far_held_content: u64,
+    /// Requests that needed one more round to fetch content again (see
+    /// [`reread`](crate::reread)).
+    #[serde(default)]
+    pub reread_rounds: u64,
+    /// Tokens fetched again by those rounds (issue units, at the miss price).
+    #[serde(default)]
+    pub reread_tokens: u64,
+    /// Prompt tokens re-sent by those rounds (issue units, at the hit price).
+    #[serde(default)]
+    pub reread_resent_tokens: u64,
+    /// Re-read content carried in later prompts until the next rewrite, summed over requests
+    /// (issue units, at the hit price).
+    #[serde(default)]
+    pub reread_carried_tokens: u64,
+    /// The re-read cost in the issue units ([`reread_cost`](crate::reread::reread_cost)).
+    #[serde(default)]
+    pub reread_cost: f64,
+    /// Effective cost in the issue units: [`unit_cost`](Self::unit_cost) + re-read cost.
+    #[serde(default)]
+    pub effective_cost: f64,
     /// Requests with at least one far identifier.
     pub far_requests: u64,
     /// Transcripts with at least one far identifier.
@@ -163,6 +187,8 @@ pub struct Derived {
     pub far_recall_verbatim: f64,
     /// Far recall with summaries but without the library's names indexes, pooled.
     pub far_recall_unindexed: f64,
+    /// Content recall, pooled: far identifiers held by unchanged original messages.
+    pub far_recall_content: f64,
     /// Far recall with summaries, the mean of the transcripts' pooled figures (1 without any).
     pub far_recall_session_mean: f64,
     /// Far recall with summaries, the mean of the per-request shares (1 without any).
@@ -216,6 +242,7 @@ impl Row {
             far_recall: per(self.far_held, self.far_identifiers).unwrap_or(1.0),
             far_recall_verbatim: per(self.far_held_verbatim, self.far_identifiers).unwrap_or(1.0),
             far_recall_unindexed: per(self.far_held_unindexed, self.far_identifiers).unwrap_or(1.0),
+            far_recall_content: per(self.far_held_content, self.far_identifiers).unwrap_or(1.0),
             far_recall_session_mean: if self.far_sessions > 0 {
                 self.far_session_share_sum / self.far_sessions as f64
             } else {
@@ -288,6 +315,13 @@ impl Row {
             t.far_held += r.far_held;
             t.far_held_verbatim += r.far_held_verbatim;
             t.far_held_unindexed += r.far_held_unindexed;
+            t.far_held_content += r.far_held_content;
+            t.reread_rounds += r.reread_rounds;
+            t.reread_tokens += r.reread_tokens;
+            t.reread_resent_tokens += r.reread_resent_tokens;
+            t.reread_carried_tokens += r.reread_carried_tokens;
+            t.reread_cost += r.reread_cost;
+            t.effective_cost += r.effective_cost;
             t.far_requests += r.far_requests;
             t.far_sessions += r.far_sessions;
             t.far_session_share_sum += r.far_session_share_sum;
@@ -318,6 +352,7 @@ impl Row {
         self.far_held += r.held;
         self.far_held_verbatim += r.held_verbatim;
         self.far_held_unindexed += r.held_unindexed;
+        self.far_held_content += r.held_content;
         self.far_requests += 1;
         self.far_share_sum += r.held as f64 / r.far as f64;
         self.far_share_verbatim_sum += r.held_verbatim as f64 / r.far as f64;

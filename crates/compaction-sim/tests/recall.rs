@@ -116,6 +116,7 @@ fn the_far_identifiers_of_a_hand_built_session_are_the_hand_count() {
             held: 2,
             held_verbatim: 2,
             held_unindexed: 2,
+            held_content: 2,
         }
     );
     // The last 10 messages only: neither is there.

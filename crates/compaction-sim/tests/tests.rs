@@ -3,5 +3,6 @@
 mod common;
 mod overflow;
 mod recall;
+mod reread;
 mod trace;
 mod tune;

@@ -245,6 +245,20 @@ pub struct SimulateArgs {
     /// (one pricing only; works with or without --trace).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace_text: Option<PathBuf>,
+    /// Also score another compressor's trace of the same inputs (JSON lines in the format
+    /// of --trace, e.g. ../shared/anchors/hermes-replay/, uncompressed) with the same
+    /// scorer as the policies: its cost in the issue units, far and content recall and
+    /// re-reads appear as one more column. Needs --score-text; one pricing only.
+    #[arg(long, value_name = "FILE.jsonl", requires = "score_text")]
+    pub score_trace: Option<PathBuf>,
+    /// The text of the scored trace's messages, in the format of --trace-text.
+    #[arg(long, value_name = "FILE.jsonl", requires = "score_trace")]
+    pub score_text: Option<PathBuf>,
+    /// The scored trace's summary calls and tokens:
+    /// {"totals": [{"summary_calls", "summary_prompt_tokens", "summary_output_tokens"}]},
+    /// added to its totals.
+    #[arg(long, value_name = "FILE.json", requires = "score_trace")]
+    pub score_totals: Option<PathBuf>,
     /// Print one table per transcript as well as the totals.
     #[arg(long)]
     pub per_transcript: bool,

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use compaction_sim::render::{progress_bar, to_json};
 use compaction_sim::run::Progress;
+use compaction_sim::score::ForeignTrace;
 use compaction_sim::{Options, Policy, Pricing, Simulation, Variant};
 use hermes_compaction::Config;
 use hermes_compaction::core::Message;
@@ -61,13 +62,28 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
     options.check()?;
     let inputs = read_inputs(&args.input, args.input_format.format)?;
     let variants = Policy::variants(&args.policies, &config, args.insert_trim_tokens)?;
-    let sim = simulate(
+    if args.score_trace.is_some() && options.pricings.len() > 1 {
+        return Err(crate::Error::Config(
+            "--score-trace takes one pricing (not --cache-profile all)".into(),
+        ));
+    }
+    let mut sim = simulate(
         &inputs,
         &variants,
         &config,
         args.engine.summarizer,
         &options,
     )?;
+    if let (Some(trace), Some(text)) = (&args.score_trace, &args.score_text) {
+        score_foreign(
+            &mut sim,
+            &inputs,
+            &config,
+            trace,
+            text,
+            args.score_totals.as_deref(),
+        )?;
+    }
     if let Some(path) = &args.json {
         write_json(path, "--json", &to_json(&sim))?;
     }
@@ -86,6 +102,51 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
     }
     let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
     write_out(out, &sim.report(&names, args.per_transcript))
+}
+
+/// Scores another compressor's trace over `inputs` with the simulator's scorer and adds it
+/// to `sim` as one more policy.
+fn score_foreign(
+    sim: &mut Simulation,
+    inputs: &[(String, Vec<Message>)],
+    config: &Config,
+    trace: &Path,
+    text: &Path,
+    totals: Option<&Path>,
+) -> Result<()> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|source| crate::Error::Io {
+            what: format!("reading {}", p.display()),
+            source,
+        })
+    };
+    let totals_text = totals.map(read).transpose()?;
+    let names = [
+        trace.display().to_string(),
+        text.display().to_string(),
+        totals.map(|p| p.display().to_string()).unwrap_or_default(),
+    ];
+    let foreign = ForeignTrace::parse(
+        &read(trace)?,
+        &read(text)?,
+        totals_text.as_deref(),
+        [&names[0], &names[1], &names[2]],
+    )?;
+    let profile = sim
+        .pricings
+        .first()
+        .map_or("prices", Pricing::name)
+        .to_owned();
+    let (rows, total) = compaction_sim::score::score_foreign(
+        &foreign,
+        inputs,
+        config.model.context_length,
+        &profile,
+    )?;
+    sim.policies.push(total.policy.clone());
+    sim.rows.extend(rows);
+    sim.totals.push(total);
+    Ok(())
 }
 
 /// Reads the transcripts, each named by its file name.

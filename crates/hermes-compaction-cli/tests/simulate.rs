@@ -559,3 +559,95 @@ fn simulate_and_tune_apply_the_profile() {
         assert!(stderr.contains("profile `missing`"), "{cmd}: {stderr}");
     }
 }
+
+/// Issue 31, item 2: a trace scored with --score-trace goes through the policies' scorer, so
+/// the library's own trace scored that way gives its own figures, as one more column.
+#[test]
+fn a_scored_trace_gets_the_figures_of_the_replay_it_came_from() {
+    let dir = tempfile::tempdir().unwrap();
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let trace = dir.path().join("trace.jsonl");
+    let trace_text = dir.path().join("trace-text.jsonl");
+    let first = simulate_json(
+        &[s(&example)],
+        16_000,
+        &[
+            "--trace",
+            s(&trace),
+            "--trace-text",
+            s(&trace_text),
+            "--policies",
+            "batch",
+        ],
+    );
+    let totals = dir.path().join("totals.json");
+    let batch = &first["totals"][0];
+    std::fs::write(
+        &totals,
+        serde_json::json!({"totals": [{
+            "summary_calls": u(batch, "summary_calls"),
+            "summary_prompt_tokens": u(batch, "summary_prompt_tokens"),
+            "summary_output_tokens": u(batch, "summary_output_tokens"),
+        }]})
+        .to_string(),
+    )
+    .unwrap();
+    let scored = simulate_json(
+        &[s(&example)],
+        16_000,
+        &[
+            "--policies",
+            "batch",
+            "--score-trace",
+            s(&trace),
+            "--score-text",
+            s(&trace_text),
+            "--score-totals",
+            s(&totals),
+        ],
+    );
+    assert_eq!(scored["policies"], serde_json::json!(["batch", "batch"]));
+    let (mine, theirs) = (&scored["totals"][0], &scored["totals"][1]);
+    for k in [
+        "requests",
+        "unit_prompt_tokens",
+        "unit_hit_tokens",
+        "far_identifiers",
+        "far_held",
+        "far_held_content",
+        "reread_rounds",
+        "reread_tokens",
+        "summary_output_tokens",
+    ] {
+        assert_eq!(u(mine, k), u(theirs, k), "{k}");
+    }
+    for k in ["unit_cost", "effective_cost"] {
+        assert!((f(mine, k) - f(theirs, k)).abs() < 1e-6, "{k}");
+    }
+    assert!(f(mine, "effective_cost") >= f(mine, "unit_cost"));
+    // The text file is required, and a missing message is named.
+    let o = run(&[
+        "simulate",
+        "--score-trace",
+        s(&trace),
+        "--input",
+        s(&example),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", texts(&o).1);
+    std::fs::write(&trace_text, "").unwrap();
+    let o = run(&[
+        "simulate",
+        "--score-trace",
+        s(&trace),
+        "--score-text",
+        s(&trace_text),
+        "--input",
+        s(&example),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        texts(&o).1.contains("is not in the text file"),
+        "{}",
+        texts(&o).1
+    );
+}

@@ -59,6 +59,15 @@ pub struct Point {
     pub far_recall: f64,
     /// Far recall, pooled, verbatim only.
     pub far_recall_verbatim: f64,
+    /// Content recall, pooled: far identifiers held by unchanged original messages.
+    pub content_recall: f64,
+    /// Effective cost in the issue units: the cost plus the re-read cost
+    /// ([`reread`](crate::reread)).
+    pub effective_cost: f64,
+    /// Requests that needed a re-read round.
+    pub reread_rounds: u64,
+    /// Tokens those rounds fetched again.
+    pub reread_tokens: u64,
     /// Mean share of ledger facts (paths, commands, latest ask) in the prompt over requests.
     pub mean_retention: f64,
     /// Smallest share of facts in a prompt.
@@ -83,6 +92,10 @@ impl Point {
             cost_usd: total.cost_usd,
             far_recall: d.far_recall,
             far_recall_verbatim: d.far_recall_verbatim,
+            content_recall: d.far_recall_content,
+            effective_cost: total.effective_cost,
+            reread_rounds: total.reread_rounds,
+            reread_tokens: total.reread_tokens,
             mean_retention: d.mean_retention,
             min_retention: total.retention_min,
             summary_calls: total.summary_calls,

@@ -16,25 +16,27 @@ impl Tuning {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "{} candidates, {} feasible, {} on the front (cost: lower is better; far recall: pooled, with summaries / verbatim; ledger-fact retention: mean / min)",
+            "{} candidates, {} feasible, {} on the front (cost: lower is better; far recall: pooled, with summaries / verbatim; content: far recall by unchanged originals; effective: issue units + re-reads; ledger-fact retention: mean / min)",
             self.evaluated,
             self.points.len(),
             self.front.len()
         );
         let _ = writeln!(
             s,
-            "{:>16}  {:>10}  {:>15}  {:>15}  {:>7}  name",
-            "cost", "units (M)", "far recall", "retention", "summary"
+            "{:>16}  {:>10}  {:>15}  {:>7}  {:>13}  {:>15}  {:>7}  name",
+            "cost", "units (M)", "far recall", "content", "effective (M)", "retention", "summary"
         );
         let unit = self.cost_unit;
         let line = |s: &mut String, p: &Point, mark: &str| {
             let _ = writeln!(
                 s,
-                "{:>16}  {:>10.3}  {:>6.1}% / {:>5.1}%  {:>6.1}% / {:>5.1}%  {:>7}  {}{mark}",
+                "{:>16}  {:>10.3}  {:>6.1}% / {:>5.1}%  {:>6.1}%  {:>13.3}  {:>6.1}% / {:>5.1}%  {:>7}  {}{mark}",
                 unit.format(p.cost),
                 p.unit_cost / 1e6,
                 p.far_recall * 100.0,
                 p.far_recall_verbatim * 100.0,
+                p.content_recall * 100.0,
+                p.effective_cost / 1e6,
                 p.mean_retention * 100.0,
                 p.min_retention * 100.0,
                 p.summary_calls,
