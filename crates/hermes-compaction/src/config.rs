@@ -76,6 +76,10 @@ pub struct ModelConfig {
     /// Model name: telemetry, and the main-model fallback of the `openai` summarizer when
     /// `auxiliary.compression.model` names another model.
     pub name: String,
+    /// The agent's endpoint base URL, when known (empty: not stated). Read by
+    /// `auxiliary.compression.warm_cache = "auto"`: the summarizer is the agent's own model
+    /// only when it is `name` at this endpoint.
+    pub base_url: String,
 }
 
 impl Default for ModelConfig {
@@ -84,6 +88,7 @@ impl Default for ModelConfig {
             context_length: defaults::CONTEXT_LENGTH,
             output_reserve_tokens: 0,
             name: String::new(),
+            base_url: String::new(),
         }
     }
 }
@@ -372,6 +377,44 @@ pub struct SummarizerConfig {
     /// Seconds the open breaker waits before one call probes the summarizer again, counted
     /// from the end of the call that failed.
     pub breaker_probe_secs: u64,
+    /// Whether a batch summary request is the agent's last request plus one instruction, so
+    /// the provider's prompt cache serves its input (see [`WarmCache`]).
+    pub warm_cache: WarmCache,
+}
+
+/// `auxiliary.compression.warm_cache`: when a batch summary request reuses the agent's last
+/// request as its prefix (docs/ECONOMICS.md, "The warm-cache summary request").
+///
+/// ```
+/// use hermes_compaction::Config;
+/// use hermes_compaction::config::WarmCache;
+///
+/// let mut c = Config::default();
+/// assert_eq!(c.auxiliary.compression.warm_cache, WarmCache::Auto);
+/// assert!(!c.warm_cache_on(), "the extractive summarizer is not the agent's model");
+/// c.auxiliary.compression.provider = "openai".into();
+/// c.model.name = "main".into();
+/// c.model.base_url = "https://api.openai.com/v1/".into();
+/// assert!(c.warm_cache_on(), "same model, same endpoint");
+/// c.auxiliary.compression.model = "small".into();
+/// assert!(!c.warm_cache_on(), "another model: standalone");
+/// c.auxiliary.compression.warm_cache = WarmCache::On;
+/// assert!(c.warm_cache_on());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmCache {
+    /// On when the summarizer is the agent's own model: provider `openai`, the summary model
+    /// is `model.name` (`auxiliary.compression.model` empty or equal to it), and
+    /// `model.base_url` is set and equal to `auxiliary.compression.base_url` (a trailing `/`
+    /// aside). An unstated agent endpoint counts as another one: a warm request sent where
+    /// the agent's prefix is not cached costs more than a standalone one.
+    #[default]
+    Auto,
+    /// Always (for a summarizer you bring that serves the agent's model).
+    On,
+    /// Never: standalone requests.
+    Off,
 }
 
 impl Default for SummarizerConfig {
@@ -387,6 +430,7 @@ impl Default for SummarizerConfig {
             temperature: 0.2,
             breaker_failures: 3,
             breaker_probe_secs: 120,
+            warm_cache: WarmCache::Auto,
         }
     }
 }
@@ -667,6 +711,29 @@ impl Config {
             head_chars: c.insert_trim_head_chars,
             tail_chars: c.insert_trim_tail_chars,
             protected_tools: c.protected_tools.clone(),
+        }
+    }
+
+    /// Whether batch summary requests are warm-cache ones
+    /// (`auxiliary.compression.warm_cache`, [`WarmCache`]).
+    pub fn warm_cache_on(&self) -> bool {
+        let aux = &self.auxiliary.compression;
+        match aux.warm_cache {
+            WarmCache::On => true,
+            WarmCache::Off => false,
+            WarmCache::Auto => {
+                let main = self.model.name.trim();
+                let summary = match aux.model.trim() {
+                    "" => main,
+                    m => m,
+                };
+                let endpoint = |u: &str| u.trim().trim_end_matches('/').to_owned();
+                aux.provider == "openai"
+                    && !main.is_empty()
+                    && summary == main
+                    && !self.model.base_url.trim().is_empty()
+                    && endpoint(&self.model.base_url) == endpoint(&aux.base_url)
+            }
         }
     }
 

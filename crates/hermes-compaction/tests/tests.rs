@@ -16,3 +16,4 @@ mod replay;
 mod resume;
 mod trim_telemetry;
 mod undo;
+mod warm;

@@ -154,6 +154,7 @@ impl CompressorBuilder {
             window_tokens: (config.window().effective_window() as f64 * NEAR_WINDOW_RATIO) as u64,
             call: crate::breaker::CallPolicy::from_config(&config.auxiliary.compression),
             one_shot: self.one_shot.unwrap_or(OneShot::Batch),
+            warm_cache: config.warm_cache_on(),
             config: Arc::new(config),
         };
         let fallback: Option<Arc<dyn Summarizer>> = settings

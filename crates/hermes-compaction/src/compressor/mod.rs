@@ -41,7 +41,7 @@ mod store;
 
 pub use builder::{CompressorBuilder, OneShot};
 
-pub(crate) use runtime::{LastPass, Requested, Runtime};
+pub(crate) use runtime::{LastPass, Requested, Runtime, SentRequest};
 
 /// The share of the effective window over which an automatic pass is made even during a
 /// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be
@@ -134,6 +134,8 @@ struct Settings {
     call: crate::breaker::CallPolicy,
     /// The run [`Compressor::one_shot`] makes.
     one_shot: OneShot,
+    /// Batch summary requests reuse the agent's last request (`Config::warm_cache_on`).
+    warm_cache: bool,
 }
 
 impl std::fmt::Debug for Compressor {
@@ -218,6 +220,21 @@ impl Compressor {
         return false;
     }
 
+    /// Whether batch summary requests reuse the agent's last request as their prefix
+    /// (`auxiliary.compression.warm_cache`).
+    pub fn warm_cache(&self) -> bool {
+        self.settings.warm_cache
+    }
+
+    /// The agent's last request as the prefix of a warm-cache summary request: the first
+    /// messages of `t` that [`before_request`](Self::before_request) last saw sent, when
+    /// warm-cache requests are on and `t` has only grown since (same lineage).
+    pub(crate) fn warm_prefix(&self, t: &Transcript) -> Option<Arc<[Message]>> {
+        let sent = self.rt.last_sent.filter(|_| self.settings.warm_cache)?;
+        (sent.lineage == t.lineage() && sent.len <= t.len() && sent.len > 0)
+            .then(|| Arc::from(&t.messages()[..sent.len]))
+    }
+
     /// The summarizer.
     pub fn summarizer(&self) -> &dyn Summarizer {
         self.summarizer.as_ref()
@@ -268,6 +285,12 @@ impl Compressor {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
         self.rt.last_request_ms = Some(self.now_ms());
+        // What the agent sends now: its first `len` messages, known by the transcript's
+        // lineage (two integers, no copy; a pass copies them once if it reuses them).
+        self.rt.last_sent = Some(SentRequest {
+            lineage: t.lineage(),
+            len: t.len(),
+        });
         (
             RequestTicket {
                 epoch: self.rt.epoch,
