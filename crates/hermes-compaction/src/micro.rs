@@ -60,6 +60,10 @@ impl Compressor {
 
     async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         let started = Instant::now();
+        if crate::report::Resume::at(t).is_some_and(|r| !r.results_complete) {
+            // Never between a tool call and its result: the host still owes results.
+            return None;
+        }
         let mut cfg = self.micro_settings().clone();
         if self.config().compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
             cfg.min_reclaim_tokens = self.cache_gate(t);
@@ -126,6 +130,7 @@ impl Compressor {
             duration: Duration::ZERO,
             regions: plan.regions.clone(),
             strict_alternation: cfg.strict_alternation,
+            in_turn: crate::report::Resume::at(t),
         };
         match &plan.step {
             MicroStep::Noop(_) => {
@@ -163,6 +168,10 @@ impl Compressor {
         };
         let changed = matches!(result, Ok(Applied::Changed { .. }));
         report.settle(result, used, assembled, defrag, t);
+        if changed && report.in_turn.is_some() {
+            // Where the turn stands in the transcript the pass produced.
+            report.in_turn = crate::report::Resume::at(t).or(report.in_turn.take());
+        }
         if !changed {
             return Some(self.micro_finish(report, started));
         }

@@ -29,7 +29,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 #[cfg(feature = "store")]
 pub use crate::persist::Persistence;
-use crate::report::{BatchReport, Outcome, Trigger};
+use crate::report::{BatchReport, Outcome, Resume, Trigger};
 #[cfg(feature = "store")]
 pub use crate::thrash::THRASH_STATE_KEY;
 pub use crate::thrash::ThrashState;
@@ -398,7 +398,13 @@ impl Compressor {
             regions: None,
             applied_unpersisted: false,
             strict_alternation: self.settings.batch.strict_alternation,
+            in_turn: Resume::at(t),
         };
+        if report.in_turn.as_ref().is_some_and(|r| !r.results_complete) {
+            // Never between a tool call and its result: the host still owes results.
+            report.outcome = Outcome::Skipped;
+            return self.finish(report, started, None);
+        }
         let manual = matches!(trigger, Trigger::Manual);
         // The provider refused the request: waiting is no option, so an overflow pass ignores
         // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
@@ -473,6 +479,10 @@ impl Compressor {
         };
         let result = self.run_pass(t, &mut job, &mut used).await;
         report.settle(planned, result, used, t);
+        if report.in_turn.is_some() {
+            // Where the turn stands in the transcript the pass produced.
+            report.in_turn = Resume::at(t).or(report.in_turn.take());
+        }
         self.finish(report, started, Some(&plan))
     }
 
