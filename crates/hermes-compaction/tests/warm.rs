@@ -44,10 +44,13 @@ fn wire(m: &[Message]) -> Vec<String> {
     m.iter().map(Message::to_wire_json).collect()
 }
 
+/// A summary request and the request the agent had sent last before it.
+type Seen = (SummaryRequest, Option<Vec<Message>>);
+
 /// An agent loop over a long tool session: `before_request` before each model call (after
 /// the user's message and after each tool result), the request sent kept as the test's own
 /// copy. Returns, for each summary request, the request and what the agent had sent last.
-fn run_agent(cfg: Config) -> (Vec<(SummaryRequest, Option<Vec<Message>>)>, Transcript) {
+fn run_agent(cfg: Config) -> (Vec<Seen>, Transcript) {
     let s = Arc::new(ScriptedSummarizer::new());
     let mut c: Compressor = builder_with(cfg, s.clone()).build().unwrap();
     let session = chat(40);
