@@ -98,6 +98,8 @@ impl Default for ModelConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct CompressionConfig {
     pub enabled: bool,
+    /// When automatic passes may run ([`Timing`]).
+    pub timing: Timing,
     pub threshold: f64,
     pub small_window_tokens: u64,
     pub small_window_min_threshold: f64,
@@ -149,6 +151,7 @@ impl Default for CompressionConfig {
     fn default() -> Self {
         CompressionConfig {
             enabled: true,
+            timing: Timing::Eager,
             threshold: defaults::THRESHOLD,
             small_window_tokens: defaults::SMALL_WINDOW_TOKENS,
             small_window_min_threshold: defaults::SMALL_WINDOW_MIN_THRESHOLD,
@@ -380,6 +383,35 @@ pub struct SummarizerConfig {
     /// Whether a batch summary request is the agent's last request plus one instruction, so
     /// the provider's prompt cache serves its input (see [`WarmCache`]).
     pub warm_cache: WarmCache,
+}
+
+/// `compression.timing`: when automatic passes may run. Explicit passes
+/// ([`Compressor::compress`](crate::Compressor::compress), a model's `compact_context`
+/// request) and [`Compressor::on_context_overflow`](crate::Compressor::on_context_overflow)
+/// run whatever it says.
+///
+/// ```
+/// use hermes_compaction::Config;
+/// use hermes_compaction::config::Timing;
+///
+/// let c = Config::from_toml_str("[compression]\ntiming = \"between_turns\"\n").unwrap();
+/// assert_eq!(c.compression.timing, Timing::BetweenTurns);
+/// assert!(Config::from_toml_str("[compression]\ntiming = \"sometimes\"\n").is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timing {
+    /// Every hook: before each request and after each response (also inside a tool loop, so
+    /// a long loop cannot overflow), after each tool round and at the end of each turn.
+    #[default]
+    Eager,
+    /// Only where no tool loop is under way: at the end of a turn and before the first
+    /// request of a turn (the ask is the last message); inside a tool loop only when the
+    /// prompt is over 90% of the effective window (`NEAR_WINDOW_RATIO`), where the request
+    /// would be refused otherwise. `after_tool_round` makes no pass.
+    BetweenTurns,
+    /// No automatic pass: only explicit ones and context-overflow passes.
+    Manual,
 }
 
 /// `auxiliary.compression.warm_cache`: when a batch summary request reuses the agent's last

@@ -15,7 +15,7 @@ use compaction_core::micro::{self, MicroStep};
 use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
 use crate::compressor::pass::Job;
-use crate::config::ReclaimGate;
+use crate::config::{ReclaimGate, Timing};
 use crate::report::MicroReport;
 use crate::report::{Applied, SummaryUse};
 use compaction_core::micro::MicroOutcomeKind;
@@ -50,6 +50,12 @@ impl Compressor {
     async fn micro_hook(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         if !self.config().compression.micro_compact {
             return None;
+        }
+        // `compression.timing`: `between_turns` makes no pass inside a tool loop, `manual` none.
+        match self.config().compression.timing {
+            Timing::Eager => {}
+            Timing::BetweenTurns if hook == Hook::Turn => {}
+            Timing::BetweenTurns | Timing::Manual => return None,
         }
         let every = self.micro_every_n_turns();
         if !self.rt.micro_tick(hook == Hook::ToolRound, every) {

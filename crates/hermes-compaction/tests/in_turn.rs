@@ -107,3 +107,52 @@ fn a_pass_between_turns_reports_no_turn() {
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert_eq!(report.in_turn, None);
 }
+
+fn timed(timing: hermes_compaction::config::Timing) -> Compressor {
+    let mut cfg = config(48_000);
+    cfg.compression.timing = timing;
+    extractive(cfg)
+}
+
+#[test]
+fn between_turns_waits_for_the_end_of_the_tool_loop() {
+    use hermes_compaction::config::Timing;
+    let mut c = timed(Timing::BetweenTurns);
+    let mut t = mid_tool_loop(&c, 6);
+    assert!(
+        t.current_tokens() >= c.threshold_tokens(),
+        "{} over {}",
+        t.current_tokens(),
+        c.threshold_tokens()
+    );
+    let stamp = t.stamp();
+    let (_, report) = rt().block_on(c.before_request(&mut t));
+    assert!(report.is_none(), "no pass inside the tool loop");
+    assert_eq!(t.stamp(), stamp);
+    assert!(rt().block_on(c.after_tool_round(&mut t)).is_none());
+    // The turn ends; the next turn's first request gets the pass.
+    t.push(Message::assistant("ported"), c.counter());
+    t.push(Message::user("now the lexer"), c.counter());
+    let (_, report) = rt().block_on(c.before_request(&mut t));
+    let report = report.expect("a pass before the turn's first request");
+    assert!(changed(report.outcome), "{:?}", report.outcome);
+    // Eager makes it inside the loop.
+    let mut eager = timed(Timing::Eager);
+    let mut t = mid_tool_loop(&eager, 6);
+    let (_, report) = rt().block_on(eager.before_request(&mut t));
+    assert!(report.is_some_and(|r| changed(r.outcome)));
+}
+
+#[test]
+fn manual_makes_no_automatic_pass_but_compress_and_overflow_work() {
+    let mut c = timed(hermes_compaction::config::Timing::Manual);
+    let mut t = mid_tool_loop(&c, 6);
+    t.push(Message::assistant("ported"), c.counter());
+    t.push(Message::user("now the lexer"), c.counter());
+    let (_, report) = rt().block_on(c.before_request(&mut t));
+    assert!(report.is_none());
+    assert!(rt().block_on(c.finalize_turn(&mut t)).is_none());
+    let report = rt().block_on(c.compress(&mut t, None));
+    assert!(changed(report.outcome), "{:?}", report.outcome);
+    assert!(rt().block_on(c.on_context_overflow(&mut t)).is_some());
+}

@@ -277,11 +277,9 @@ impl Compressor {
                 self.run(t, Trigger::BeforeRequest, true, requested.focus)
                     .await,
             );
-        } else if self.settings.config.compression.enabled
-            && t.current_tokens() >= self.settings.threshold
-        {
+        } else if self.automatic_allowed(t) && t.current_tokens() >= self.settings.threshold {
             report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
-        } else if self.settings.config.compression.enabled && self.proactive_due(t) {
+        } else if self.automatic_allowed(t) && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
         self.rt.last_request_ms = Some(self.now_ms());
@@ -337,7 +335,7 @@ impl Compressor {
     /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
     /// instead of waiting for the next request. Returns `None` when no pass was needed.
     pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if !self.settings.config.compression.enabled
+        if !self.automatic_allowed(t)
             || t.calibration().is_none()
             || t.current_tokens() < self.settings.threshold
         {
@@ -515,6 +513,21 @@ impl Compressor {
         self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
     }
 
+    /// Whether an automatic batch pass may run now: compaction is enabled and
+    /// `compression.timing` allows it here (`between_turns`: not inside a tool loop unless
+    /// the prompt is over [`NEAR_WINDOW_RATIO`] of the window; `manual`: never).
+    fn automatic_allowed(&self, t: &Transcript) -> bool {
+        let c = &self.settings.config.compression;
+        c.enabled
+            && match c.timing {
+                crate::config::Timing::Eager => true,
+                crate::config::Timing::BetweenTurns => {
+                    !in_tool_loop(t) || t.current_tokens() > self.settings.window_tokens
+                }
+                crate::config::Timing::Manual => false,
+            }
+    }
+
     fn proactive_due(&self, t: &Transcript) -> bool {
         let c = &self.settings.config.compression;
         let now = t.current_tokens();
@@ -543,6 +556,12 @@ impl Compressor {
         let _ = plan;
         report
     }
+}
+
+/// Whether `t` stands inside a tool loop: the current turn has made tool calls and not yet
+/// answered.
+pub(crate) fn in_tool_loop(t: &Transcript) -> bool {
+    Resume::at(t).is_some_and(|r| r.tool_calls_index.is_some())
 }
 
 /// Core micro configuration from the facade configuration.
