@@ -104,6 +104,19 @@ fn ci_steps() -> Result<TestSummary, String> {
             "agent_loop",
         ],
     )?;
+    // The resume example asserts the laws on every pass and that the interrupted turn finished.
+    step(
+        "example resume_turn",
+        &[
+            "run",
+            "-q",
+            "-p",
+            "hermes-compaction",
+            "--all-features",
+            "--example",
+            "resume_turn",
+        ],
+    )?;
     let mut doc = Command::new(cargo());
     doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings");

@@ -157,8 +157,10 @@ impl Transcript {
     /// Identifies a history of appends: unchanged while [`push`](Self::push) is the only
     /// mutation, so two observations with the same lineage see the same first `len` messages
     /// (the shorter one's length). Every other mutation, and every clone, starts a new one.
-    /// Planners use it to resume a scan of an append-only transcript instead of redoing it.
-    pub(crate) fn lineage(&self) -> u64 {
+    /// Planners use it to resume a scan of an append-only transcript instead of redoing it;
+    /// a host (the facade's warm-cache summary request) uses it to know that the first `len`
+    /// messages it saw earlier are still the transcript's first `len` messages.
+    pub fn lineage(&self) -> u64 {
         self.lineage
     }
 

@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::guard;
-use crate::prompts::{self, Prompt};
-use crate::summarizer::{SummaryRequest, SummaryResponse, Usage};
+use crate::prompts;
+use crate::summarizer::{SummaryRequest, SummaryResponse, Usage, WarmPrefix};
 
 /// Bounded retries.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +138,8 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
             budget_tokens: req.budget_tokens,
             current_date: req.current_date.clone(),
             ledger_kept: req.ledger_kept,
+            // Shared, not copied: the agent's last request as it sent it.
+            warm: req.warm.clone(),
         };
         let material = redact(&req.material);
         let chain = self.params.model_chain();
@@ -176,14 +178,39 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
         let mut shrunk = false;
         let mut regenerated = false;
         let mut usage: Option<Usage> = None;
+        // A warm-cache request (the agent's last request plus one instruction) until the
+        // provider finds it too long; then the standalone request, shrunk as usual.
+        let mut warm = req.warm.as_ref().zip(prompts::build_warm(req));
         loop {
             let current = shrunk_req.as_ref().unwrap_or(req);
-            let prompt = prompts::build(current, &material);
+            let mut prompt = prompts::build(current, &material);
+            let messages = match &warm {
+                Some((prefix, instruction)) => {
+                    let messages = warm_messages(prefix, instruction);
+                    // The output guard judges the answer against everything the standalone
+                    // request would have held, and the instruction besides.
+                    prompt.system.push_str("\n\n");
+                    prompt.system.push_str(instruction);
+                    messages
+                }
+                None => json!([
+                    {"role": "system", "content": prompt.system},
+                    {"role": "user", "content": prompt.user},
+                ]),
+            };
             let completion = match self
-                .complete_with_retries(model, &prompt, req.budget_tokens)
+                .complete_with_retries(model, messages, req.budget_tokens)
                 .await
             {
                 Ok(c) => c,
+                Err(Error::ContextLengthExceeded { .. }) if warm.is_some() => {
+                    tracing::warn!(
+                        model,
+                        "warm-cache summary request too long; sending the standalone request"
+                    );
+                    warm = None;
+                    continue;
+                }
                 Err(Error::ContextLengthExceeded { status }) if !shrunk => {
                     // Halve what is sent, the previous summary included: the larger part
                     // gives up the most.
@@ -245,10 +272,10 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
     async fn complete_with_retries(
         &self,
         model: &str,
-        prompt: &Prompt,
+        messages: Value,
         budget_tokens: u32,
     ) -> Result<Completion> {
-        let body = self.body(model, prompt, budget_tokens);
+        let body = self.body(model, messages, budget_tokens);
         let retry = &self.params.retry;
         let started = std::time::Instant::now();
         let mut attempt: u32 = 0;
@@ -291,20 +318,14 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
         }
     }
 
-    fn body(&self, model: &str, prompt: &Prompt, budget_tokens: u32) -> Value {
+    fn body(&self, model: &str, messages: Value, budget_tokens: u32) -> Value {
         let max_tokens = self
             .params
             .max_output_tokens
             .unwrap_or_else(|| budget_tokens.saturating_mul(2).max(256));
         let mut body = Map::new();
         body.insert("model".into(), Value::String(model.to_owned()));
-        body.insert(
-            "messages".into(),
-            json!([
-                {"role": "system", "content": prompt.system},
-                {"role": "user", "content": prompt.user},
-            ]),
-        );
+        body.insert("messages".into(), messages);
         body.insert(self.params.max_tokens_field.clone(), json!(max_tokens));
         if let Some(t) = self.params.temperature {
             body.insert("temperature".into(), json!(t));
@@ -317,6 +338,15 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
         }
         Value::Object(body)
     }
+}
+
+/// The messages of a warm-cache request: the agent's last request, each message in its wire
+/// form (what [`Message::to_wire_value`](compaction_core::Message::to_wire_value) writes, the
+/// library's metadata left out), then the instruction as one user message.
+pub(crate) fn warm_messages(prefix: &WarmPrefix, instruction: &str) -> Value {
+    let mut out: Vec<Value> = prefix.messages.iter().map(|m| m.to_wire_value()).collect();
+    out.push(json!({"role": "user", "content": instruction}));
+    Value::Array(out)
 }
 
 /// The characters the material and the previous summary keep when a request of `material`

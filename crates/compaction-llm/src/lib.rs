@@ -62,5 +62,5 @@ pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer};
 pub use scripted::ScriptedSummarizer;
 pub use summarizer::{
     FallbackSummarizer, Summarizer, SummaryFuture, SummaryKind, SummaryRequest, SummaryResponse,
-    Usage,
+    Usage, WarmPrefix,
 };

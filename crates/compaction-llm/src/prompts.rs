@@ -129,7 +129,118 @@ pub fn build(req: &SummaryRequest, material: &str) -> Prompt {
     Prompt { system, user }
 }
 
+/// Renders the one instruction message of a warm-cache request ([`SummaryRequest::warm`]):
+/// the agent's last request is sent unchanged before it, so the span is not sent again; the
+/// instruction names it by number (messages counted from 1 over the whole request, system
+/// message included) and by the first words of its first and last messages. The rules and
+/// sections are those of [`build`]. `None` when the request has no warm prefix.
+///
+/// ```
+/// use std::sync::Arc;
+/// use compaction_core::Message;
+/// use compaction_llm::{SummaryKind, SummaryRequest, WarmPrefix, prompts};
+///
+/// let sent: Arc<[Message]> = vec![
+///     Message::system("You are a coding agent."),
+///     Message::user("please fix the failing build in crate foo"),
+///     Message::assistant("fixed: a missing import"),
+///     Message::user("now run the tests"),
+/// ]
+/// .into();
+/// let req = SummaryRequest::new(SummaryKind::BatchFirst, "", 400, "2026-01-02")
+///     .with_warm(WarmPrefix::new(sent, 1..3));
+/// let text = prompts::build_warm(&req).unwrap();
+/// assert!(text.contains("messages 2 to 3"));
+/// assert!(text.contains("\"please fix the failing build"));
+/// ```
+pub fn build_warm(req: &SummaryRequest) -> Option<String> {
+    let warm = req.warm.as_ref()?;
+    let span = &warm.messages[warm.span.clone()];
+    let (first, last) = (warm.span.start + 1, warm.span.end);
+    let mut out = String::with_capacity(4096);
+    out.push_str(WARM_ROLE);
+    out.push_str("\n\n");
+    out.push_str(&format!(
+        "The part to summarize is messages {first} to {last} of this conversation, counting \
+         every message from 1 (the system message included). Message {first} begins {}",
+        opening(&span[0])
+    ));
+    if span.len() > 1 {
+        out.push_str(&format!(
+            " and message {last} begins {}",
+            opening(&span[span.len() - 1])
+        ));
+    }
+    out.push_str(&format!(
+        ". Messages after {last} stay in the context as they are: leave them out of the summary."
+    ));
+    out.push_str("\n\n");
+    out.push_str(match req.kind {
+        SummaryKind::BatchUpdate => WARM_TASK_UPDATE,
+        SummaryKind::TurnProgress => TASK_TURN_PROGRESS,
+        _ => WARM_TASK_FIRST,
+    });
+    out.push_str("\n\n");
+    out.push_str(RULES);
+    if req.ledger_kept {
+        out.push_str(LEDGER_RULE);
+    }
+    out.push_str("\n\nUse exactly these section headings, in this order; write \"- none\" under a heading with nothing to record:\n");
+    for (i, (heading, what)) in SECTIONS.iter().zip(SECTION_GUIDE).enumerate() {
+        out.push_str(&format!("{}. `{heading}`: {what}\n", i + 1));
+    }
+    out.push_str(&format!(
+        "\nToday's date is {}. Keep the summary within about {} tokens.",
+        req.current_date, req.budget_tokens
+    ));
+    if let Some(focus) = req.focus.as_deref().filter(|f| !f.trim().is_empty()) {
+        out.push_str(&format!(
+            "\nFocus topic: {focus}. Keep everything related to it in full detail and compress other topics harder."
+        ));
+    }
+    out.push_str(
+        "\n\nWrite the summary now: the section headings and their content, nothing else.",
+    );
+    Some(out)
+}
+
+/// The words a message begins with, quoted (at most [`OPENING_WORDS`], redacted), or what it
+/// holds when it has no text (tool calls, an image).
+fn opening(m: &compaction_core::Message) -> String {
+    let text = m.text();
+    let words: Vec<&str> = text.split_whitespace().take(OPENING_WORDS).collect();
+    if !words.is_empty() {
+        let quoted = compaction_core::redact::redact(&words.join(" ")).into_owned();
+        return format!("\"{quoted}\"");
+    }
+    let names: Vec<&str> = m
+        .tool_calls()
+        .iter()
+        .map(|c| c.function.name.as_str())
+        .collect();
+    if !names.is_empty() {
+        return format!("with tool calls ({})", names.join(", "));
+    }
+    "without text".to_owned()
+}
+
+/// How many words of a span's first and last messages a warm-cache instruction quotes.
+const OPENING_WORDS: usize = 12;
+
 // ---------------------------------------------------------------------------------------------
+
+const WARM_ROLE: &str = "Pause the work above. You write summaries of an AI agent's earlier \
+conversation so that the conversation can continue in a smaller context window; here, a part \
+of the conversation above is to be replaced by your summary. Another model will read it as \
+background facts. Do not answer questions from the conversation, do not continue its work, \
+do not call tools, and do not greet or address anyone.";
+
+const WARM_TASK_FIRST: &str = "Task: summarize that part of the conversation from scratch.";
+
+const WARM_TASK_UPDATE: &str = "Task: that part begins with or contains an earlier summary: \
+update it with the rest of the part. Keep every fact of the earlier summary that still holds, \
+add what is new, move items that the newer messages finished from pending to completed, and \
+remove what they made obsolete. Produce one complete summary, not a list of changes.";
 
 const ROLE: &str = "You write summaries of an AI agent's earlier conversation so that the \
 conversation can continue in a smaller context window. Another model will read your summary \

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -135,6 +136,40 @@ pub struct SummaryRequest {
     /// The caller appends a [ledger](compaction_core::ledger) of the span's file paths and
     /// commands to the summary, so the summarizer need not enumerate them.
     pub ledger_kept: bool,
+    /// The agent's last request as sent, when the summarizer is the agent's own model: an
+    /// adapter that honours it sends those messages unchanged followed by one instruction
+    /// naming the span, so the provider's prompt cache serves the prefix
+    /// ([`prompts::build_warm`](crate::prompts::build_warm)). `None`: a standalone request.
+    pub warm: Option<WarmPrefix>,
+}
+
+/// The agent's last request, reused as the prefix of a warm-cache summary request.
+///
+/// `messages` are shared (`Arc`), never copied per attempt; `span` is the range of them the
+/// summary replaces (within `messages`). Its `Debug` shows sizes, never text.
+#[derive(Clone, PartialEq)]
+pub struct WarmPrefix {
+    /// The messages of the agent's last request, in order, as it sent them.
+    pub messages: Arc<[Message]>,
+    /// The messages the summary replaces (indices into `messages`).
+    pub span: Range<usize>,
+}
+
+impl WarmPrefix {
+    /// A prefix whose span lies within its messages and is not empty; `None` otherwise.
+    pub fn new(messages: Arc<[Message]>, span: Range<usize>) -> Option<WarmPrefix> {
+        (span.start < span.end && span.end <= messages.len())
+            .then_some(WarmPrefix { messages, span })
+    }
+}
+
+impl fmt::Debug for WarmPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WarmPrefix")
+            .field("messages", &self.messages.len())
+            .field("span", &self.span)
+            .finish()
+    }
 }
 
 impl SummaryRequest {
@@ -154,7 +189,14 @@ impl SummaryRequest {
             budget_tokens,
             current_date: current_date.into(),
             ledger_kept: false,
+            warm: None,
         }
+    }
+
+    /// Makes the request a warm-cache one over `prefix` (see [`SummaryRequest::warm`]).
+    pub fn with_warm(mut self, prefix: Option<WarmPrefix>) -> SummaryRequest {
+        self.warm = prefix;
+        self
     }
 
     /// Says whether the caller appends a ledger of the span's files and commands.
@@ -196,6 +238,7 @@ impl fmt::Debug for SummaryRequest {
             .field("budget_tokens", &self.budget_tokens)
             .field("current_date", &self.current_date)
             .field("ledger_kept", &self.ledger_kept)
+            .field("warm", &self.warm)
             .finish()
     }
 }

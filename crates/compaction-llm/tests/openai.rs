@@ -961,3 +961,125 @@ async fn a_summary_within_one_and_a_half_budgets_is_accepted() {
     assert!(compaction_core::tokens::estimate_text(&r.text) <= 750);
     assert_eq!(bodies(&server).await.len(), 1);
 }
+
+/// The agent's last request (system, an ask, a tool round, an answer, a new ask).
+fn sent() -> std::sync::Arc<[compaction_core::Message]> {
+    use compaction_core::{Message, ToolCall};
+    vec![
+        Message::system("You are a coding agent."),
+        Message::user("please migrate the billing service to the new queue"),
+        Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function("c1", "shell", r#"{"cmd":"ls"}"#)],
+        ),
+        Message::tool_result("c1", "billing/\nqueue/\n"),
+        Message::assistant("The billing service now uses the new queue."),
+        Message::user("now the invoices"),
+    ]
+    .into()
+}
+
+#[tokio::test]
+async fn a_warm_request_is_the_last_request_byte_for_byte_plus_one_instruction() {
+    let server = MockServer::start().await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")),
+        None,
+    )
+    .await;
+    let s = summarizer(config(&server));
+    let prefix = sent();
+    let req = SummaryRequest::new(
+        SummaryKind::BatchFirst,
+        "[user] migrate billing",
+        500,
+        "2026-03-04",
+    )
+    .with_warm(compaction_llm::WarmPrefix::new(prefix.clone(), 1..5));
+    let out = s.summarize(&req).await.expect("summary");
+    assert_eq!(out.text, GOOD);
+    let body = &bodies(&server).await[0];
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(
+        messages.len(),
+        prefix.len() + 1,
+        "the prefix and one instruction"
+    );
+    for (i, m) in prefix.iter().enumerate() {
+        // The same bytes the agent sends for each message.
+        assert_eq!(
+            serde_json::to_string(&messages[i]).unwrap(),
+            m.to_wire_json(),
+            "message {i}"
+        );
+    }
+    let last = &messages[prefix.len()];
+    assert_eq!(last["role"], "user");
+    let instruction = last["content"].as_str().unwrap();
+    assert!(instruction.contains("messages 2 to 5"), "{instruction}");
+    assert!(
+        instruction.contains("\"please migrate the billing service"),
+        "{instruction}"
+    );
+    // The span is not sent again.
+    assert!(!instruction.contains("<conversation>"));
+    assert!(!instruction.contains("[user] migrate billing"));
+}
+
+#[tokio::test]
+async fn a_warm_request_the_provider_finds_too_long_is_sent_standalone() {
+    let server = MockServer::start().await;
+    let too_long =
+        json!({"error": {"code": "context_length_exceeded", "message": "maximum context length"}});
+    mount(
+        &server,
+        ResponseTemplate::new(400).set_body_json(too_long),
+        Some(1),
+    )
+    .await;
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(GOOD, "stop")),
+        None,
+    )
+    .await;
+    let s = summarizer(config(&server));
+    let req = SummaryRequest::new(
+        SummaryKind::BatchFirst,
+        "[user] migrate billing",
+        500,
+        "2026-03-04",
+    )
+    .with_warm(compaction_llm::WarmPrefix::new(sent(), 1..5));
+    assert_eq!(s.summarize(&req).await.expect("summary").text, GOOD);
+    let bodies = bodies(&server).await;
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(bodies[0]["messages"].as_array().unwrap().len(), 7);
+    let standalone = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(standalone.len(), 2);
+    assert!(user_content(&bodies[1]).contains("[user] migrate billing"));
+}
+
+#[tokio::test]
+async fn a_warm_answer_that_echoes_the_instruction_is_refused_as_before() {
+    let server = MockServer::start().await;
+    let echo = "Pause the work above. You write summaries of an AI agent's earlier conversation";
+    mount(
+        &server,
+        ResponseTemplate::new(200).set_body_json(completion(echo, "stop")),
+        None,
+    )
+    .await;
+    let s = summarizer(config(&server));
+    let req = SummaryRequest::new(
+        SummaryKind::BatchFirst,
+        "[user] migrate billing",
+        500,
+        "2026-03-04",
+    )
+    .with_warm(compaction_llm::WarmPrefix::new(sent(), 1..5));
+    assert_eq!(s.summarize(&req).await.unwrap_err(), Error::EchoedPrompt);
+    // Regenerated once, as a standalone request would be.
+    assert_eq!(bodies(&server).await.len(), 2);
+}

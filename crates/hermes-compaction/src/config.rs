@@ -80,6 +80,10 @@ pub struct ModelConfig {
     /// Model name: telemetry, and the main-model fallback of the `openai` summarizer when
     /// `auxiliary.compression.model` names another model.
     pub name: String,
+    /// The agent's endpoint base URL, when known (empty: not stated). Read by
+    /// `auxiliary.compression.warm_cache = "auto"`: the summarizer is the agent's own model
+    /// only when it is `name` at this endpoint.
+    pub base_url: String,
 }
 
 impl Default for ModelConfig {
@@ -89,6 +93,7 @@ impl Default for ModelConfig {
             output_reserve_tokens: 0,
             host_reserve_tokens: 0,
             name: String::new(),
+            base_url: String::new(),
         }
     }
 }
@@ -98,6 +103,8 @@ impl Default for ModelConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct CompressionConfig {
     pub enabled: bool,
+    /// When automatic passes may run ([`Timing`]).
+    pub timing: Timing,
     pub threshold: f64,
     pub small_window_tokens: u64,
     pub small_window_min_threshold: f64,
@@ -152,6 +159,7 @@ impl Default for CompressionConfig {
     fn default() -> Self {
         CompressionConfig {
             enabled: true,
+            timing: Timing::Eager,
             threshold: defaults::THRESHOLD,
             small_window_tokens: defaults::SMALL_WINDOW_TOKENS,
             small_window_min_threshold: defaults::SMALL_WINDOW_MIN_THRESHOLD,
@@ -381,6 +389,73 @@ pub struct SummarizerConfig {
     /// Seconds the open breaker waits before one call probes the summarizer again, counted
     /// from the end of the call that failed.
     pub breaker_probe_secs: u64,
+    /// Whether a batch summary request is the agent's last request plus one instruction, so
+    /// the provider's prompt cache serves its input (see [`WarmCache`]).
+    pub warm_cache: WarmCache,
+}
+
+/// `compression.timing`: when automatic passes may run. Explicit passes
+/// ([`Compressor::compress`](crate::Compressor::compress), a model's `compact_context`
+/// request) and [`Compressor::on_context_overflow`](crate::Compressor::on_context_overflow)
+/// run whatever it says.
+///
+/// ```
+/// use hermes_compaction::Config;
+/// use hermes_compaction::config::Timing;
+///
+/// let c = Config::from_toml_str("[compression]\ntiming = \"between_turns\"\n").unwrap();
+/// assert_eq!(c.compression.timing, Timing::BetweenTurns);
+/// assert!(Config::from_toml_str("[compression]\ntiming = \"sometimes\"\n").is_err());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Timing {
+    /// Every hook: before each request and after each response (also inside a tool loop, so
+    /// a long loop cannot overflow), after each tool round and at the end of each turn.
+    #[default]
+    Eager,
+    /// Only where no tool loop is under way: at the end of a turn and before the first
+    /// request of a turn (the ask is the last message); inside a tool loop only when the
+    /// prompt is over 90% of the effective window (`NEAR_WINDOW_RATIO`), where the request
+    /// would be refused otherwise. `after_tool_round` makes no pass.
+    BetweenTurns,
+    /// No automatic pass: only explicit ones and context-overflow passes.
+    Manual,
+}
+
+/// `auxiliary.compression.warm_cache`: when a batch summary request reuses the agent's last
+/// request as its prefix (docs/ECONOMICS.md, "The warm-cache summary request").
+///
+/// ```
+/// use hermes_compaction::Config;
+/// use hermes_compaction::config::WarmCache;
+///
+/// let mut c = Config::default();
+/// assert_eq!(c.auxiliary.compression.warm_cache, WarmCache::Auto);
+/// assert!(!c.warm_cache_on(), "the extractive summarizer is not the agent's model");
+/// c.auxiliary.compression.provider = "openai".into();
+/// c.model.name = "main".into();
+/// c.model.base_url = "https://api.openai.com/v1/".into();
+/// assert!(c.warm_cache_on(), "same model, same endpoint");
+/// c.auxiliary.compression.model = "small".into();
+/// assert!(!c.warm_cache_on(), "another model: standalone");
+/// c.auxiliary.compression.warm_cache = WarmCache::On;
+/// assert!(c.warm_cache_on());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WarmCache {
+    /// On when the summarizer is the agent's own model: provider `openai`, the summary model
+    /// is `model.name` (`auxiliary.compression.model` empty or equal to it), and
+    /// `model.base_url` is set and equal to `auxiliary.compression.base_url` (a trailing `/`
+    /// aside). An unstated agent endpoint counts as another one: a warm request sent where
+    /// the agent's prefix is not cached costs more than a standalone one.
+    #[default]
+    Auto,
+    /// Always (for a summarizer you bring that serves the agent's model).
+    On,
+    /// Never: standalone requests.
+    Off,
 }
 
 impl Default for SummarizerConfig {
@@ -396,6 +471,7 @@ impl Default for SummarizerConfig {
             temperature: 0.2,
             breaker_failures: 3,
             breaker_probe_secs: 120,
+            warm_cache: WarmCache::Auto,
         }
     }
 }
@@ -687,6 +763,29 @@ impl Config {
             head_chars: c.insert_trim_head_chars,
             tail_chars: c.insert_trim_tail_chars,
             protected_tools: c.protected_tools.clone(),
+        }
+    }
+
+    /// Whether batch summary requests are warm-cache ones
+    /// (`auxiliary.compression.warm_cache`, [`WarmCache`]).
+    pub fn warm_cache_on(&self) -> bool {
+        let aux = &self.auxiliary.compression;
+        match aux.warm_cache {
+            WarmCache::On => true,
+            WarmCache::Off => false,
+            WarmCache::Auto => {
+                let main = self.model.name.trim();
+                let summary = match aux.model.trim() {
+                    "" => main,
+                    m => m,
+                };
+                let endpoint = |u: &str| u.trim().trim_end_matches('/').to_owned();
+                aux.provider == "openai"
+                    && !main.is_empty()
+                    && summary == main
+                    && !self.model.base_url.trim().is_empty()
+                    && endpoint(&self.model.base_url) == endpoint(&aux.base_url)
+            }
         }
     }
 

@@ -96,7 +96,7 @@ pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
-pub use report::{BatchReport, MicroReport, Outcome, Trigger};
+pub use report::{BatchReport, MicroReport, Outcome, Resume, Trigger};
 #[cfg(feature = "llm")]
 pub use report::{FailureKind, PassFailure, StoreGeneration};
 #[cfg(feature = "llm")]

@@ -15,7 +15,7 @@ use compaction_core::micro::{self, MicroStep};
 use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
 use crate::compressor::pass::Job;
-use crate::config::ReclaimGate;
+use crate::config::{ReclaimGate, Timing};
 use crate::report::MicroReport;
 use crate::report::{Applied, SummaryUse};
 use compaction_core::micro::MicroOutcomeKind;
@@ -51,6 +51,12 @@ impl Compressor {
         if !self.config().compression.micro_compact {
             return None;
         }
+        // `compression.timing`: `between_turns` makes no pass inside a tool loop, `manual` none.
+        match self.config().compression.timing {
+            Timing::Eager => {}
+            Timing::BetweenTurns if hook == Hook::Turn => {}
+            Timing::BetweenTurns | Timing::Manual => return None,
+        }
         let every = self.micro_every_n_turns();
         if !self.rt.micro_tick(hook == Hook::ToolRound, every) {
             return None;
@@ -60,6 +66,10 @@ impl Compressor {
 
     async fn micro_pass(&mut self, t: &mut Transcript, hook: Hook) -> Option<MicroReport> {
         let started = Instant::now();
+        if crate::report::Resume::at(t).is_some_and(|r| !r.results_complete) {
+            // Never between a tool call and its result: the host still owes results.
+            return None;
+        }
         let mut cfg = self.micro_settings().clone();
         if self.config().compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
             cfg.min_reclaim_tokens = self.cache_gate(t);
@@ -126,6 +136,7 @@ impl Compressor {
             duration: Duration::ZERO,
             regions: plan.regions.clone(),
             strict_alternation: cfg.strict_alternation,
+            in_turn: crate::report::Resume::at(t),
         };
         match &plan.step {
             MicroStep::Noop(_) => {
@@ -163,6 +174,10 @@ impl Compressor {
         };
         let changed = matches!(result, Ok(Applied::Changed { .. }));
         report.settle(result, used, assembled, defrag, t);
+        if changed && report.in_turn.is_some() {
+            // Where the turn stands in the transcript the pass produced.
+            report.in_turn = crate::report::Resume::at(t).or(report.in_turn.take());
+        }
         if !changed {
             return Some(self.micro_finish(report, started));
         }

@@ -185,6 +185,94 @@ impl std::fmt::Display for PassFailure {
     }
 }
 
+/// Where a pass landed inside a turn: after the user's ask and before the model's final
+/// answer (the last message is the ask, a tool result, or tool calls). What the host needs to
+/// resume the interrupted turn, as indices into the transcript after the pass and call ids
+/// (no text: read the ask with [`Resume::ask`]).
+///
+/// A pass never lands between a tool call and its result: when the last tool calls lack a
+/// result, every hook skips its pass ([`Outcome::Skipped`], `results_complete: false`).
+///
+/// ```
+/// use hermes_compaction::Resume;
+/// use hermes_compaction::core::{Estimator, Message, ToolCall, Transcript};
+///
+/// let e = Estimator::default();
+/// let mut t = Transcript::new(vec![Message::system("sys"), Message::user("fix the build")], &e);
+/// let at_ask = Resume::at(&t).unwrap();
+/// assert_eq!(at_ask.ask(&t).unwrap().text(), "fix the build");
+/// t.push(Message::assistant_tool_calls("", vec![ToolCall::function("c1", "shell", "{}")]), &e);
+/// let r = Resume::at(&t).unwrap();
+/// assert_eq!((r.tool_calls_index, r.results_complete), (Some(2), false));
+/// t.push(Message::tool_result("c1", "ok"), &e);
+/// let r = Resume::at(&t).unwrap();
+/// assert_eq!(r.pending_calls, vec!["c1".to_owned()]);
+/// assert!(r.results_complete, "all results are in: the next step is a model call");
+/// t.push(Message::assistant("fixed"), &e);
+/// assert_eq!(Resume::at(&t), None, "between turns");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resume {
+    /// Index of the ask being worked on (the last real user message), `None` if the
+    /// transcript holds none (e.g. it was folded into a summary).
+    pub ask_index: Option<usize>,
+    /// Index of the last assistant message with tool calls in this turn, if any.
+    pub tool_calls_index: Option<usize>,
+    /// The ids of those tool calls, in order.
+    pub pending_calls: Vec<String>,
+    /// Whether every one of them has its result after it: the turn resumes with a model
+    /// call. `false`: the host still owes results (no pass runs then).
+    pub results_complete: bool,
+}
+
+impl Resume {
+    /// Where `t` stands inside a turn, `None` between turns (the last message is the model's
+    /// answer, or there is none).
+    pub fn at(t: &Transcript) -> Option<Resume> {
+        let msgs = t.messages();
+        let last = msgs.last()?;
+        if last.is_assistant() && !last.has_tool_calls() {
+            return None;
+        }
+        if !(last.is_user() || last.is_tool() || last.is_assistant()) {
+            return None;
+        }
+        let ask_index = t.last_real_user();
+        let floor = ask_index.unwrap_or(0);
+        let tool_calls_index = (floor..msgs.len())
+            .rev()
+            .find(|&i| msgs[i].is_assistant() && msgs[i].has_tool_calls());
+        let (pending_calls, results_complete) = match tool_calls_index {
+            None => (Vec::new(), true),
+            Some(i) => {
+                let ids: Vec<String> = msgs[i]
+                    .tool_calls()
+                    .iter()
+                    .map(|c| c.call_id().to_owned())
+                    .collect();
+                let answered = |id: &String| {
+                    msgs[i + 1..]
+                        .iter()
+                        .any(|m| m.is_tool() && m.tool_call_id() == Some(id.as_str()))
+                };
+                let complete = ids.iter().all(answered);
+                (ids, complete)
+            }
+        };
+        Some(Resume {
+            ask_index,
+            tool_calls_index,
+            pending_calls,
+            results_complete,
+        })
+    }
+
+    /// The ask being worked on, read from `t` (the transcript after the pass).
+    pub fn ask<'t>(&self, t: &'t Transcript) -> Option<&'t compaction_core::Message> {
+        self.ask_index.and_then(|i| t.messages().get(i))
+    }
+}
+
 /// What a pass that did not fail did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Applied {
@@ -262,6 +350,10 @@ pub struct BatchReport {
     pub applied_unpersisted: bool,
     /// The strict-alternation option the pass ran with (what law 3 demands of it).
     pub strict_alternation: bool,
+    /// The pass landed inside a turn (after a tool result or an unanswered ask): where the
+    /// turn stands in the transcript after the pass, so the host resumes it. `None` between
+    /// turns.
+    pub in_turn: Option<Resume>,
 }
 
 impl BatchReport {
@@ -418,6 +510,8 @@ pub struct MicroReport {
     pub regions: compaction_core::regions::Regions,
     /// The strict-alternation option the pass ran with (what laws 3 and 4 demand of it).
     pub strict_alternation: bool,
+    /// The pass landed inside a turn (see [`BatchReport::in_turn`]).
+    pub in_turn: Option<Resume>,
 }
 
 impl MicroReport {

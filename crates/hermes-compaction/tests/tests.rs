@@ -7,6 +7,7 @@ mod common;
 mod compact_tool;
 #[cfg(feature = "openai")]
 mod configured;
+mod in_turn;
 mod micro;
 mod parity;
 mod pass;
@@ -16,3 +17,4 @@ mod replay;
 mod resume;
 mod trim_telemetry;
 mod undo;
+mod warm;

@@ -154,6 +154,7 @@ impl CompressorBuilder {
             window_tokens: (config.window().effective_window() as f64 * NEAR_WINDOW_RATIO) as u64,
             call: crate::breaker::CallPolicy::from_config(&config.auxiliary.compression),
             one_shot: self.one_shot.unwrap_or(OneShot::Batch),
+            warm_cache: config.warm_cache_on(),
             config: Arc::new(config),
         };
         let fallback: Option<Arc<dyn Summarizer>> = settings
@@ -215,13 +216,15 @@ impl OneShot {
     }
 
     /// `config` as this run needs it: micro runs turn `compression.micro_compact` on and run
-    /// every turn (the command line's micro mode is micro whatever the file says). Applied by
+    /// every turn at every hook (`compression.timing = "eager"`: the command line's micro mode
+    /// is micro whatever the file says). Applied by
     /// [`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot) before
     /// validation.
     pub(crate) fn configure(self, config: &mut Config) {
         if let OneShot::Micro { .. } = self {
             config.compression.micro_compact = true;
             config.compression.micro_compact_every_n_turns = 1;
+            config.compression.timing = crate::config::Timing::Eager;
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 #[cfg(feature = "store")]
 pub use crate::persist::Persistence;
-use crate::report::{BatchReport, Outcome, Trigger};
+use crate::report::{BatchReport, Outcome, Resume, Trigger};
 #[cfg(feature = "store")]
 pub use crate::thrash::THRASH_STATE_KEY;
 pub use crate::thrash::ThrashState;
@@ -41,7 +41,7 @@ mod store;
 
 pub use builder::{CompressorBuilder, OneShot};
 
-pub(crate) use runtime::{LastPass, Requested, Runtime};
+pub(crate) use runtime::{LastPass, Requested, Runtime, SentRequest};
 
 /// The share of the effective window over which an automatic pass is made even during a
 /// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be
@@ -134,6 +134,8 @@ struct Settings {
     call: crate::breaker::CallPolicy,
     /// The run [`Compressor::one_shot`] makes.
     one_shot: OneShot,
+    /// Batch summary requests reuse the agent's last request (`Config::warm_cache_on`).
+    warm_cache: bool,
 }
 
 impl std::fmt::Debug for Compressor {
@@ -218,6 +220,21 @@ impl Compressor {
         return false;
     }
 
+    /// Whether batch summary requests reuse the agent's last request as their prefix
+    /// (`auxiliary.compression.warm_cache`).
+    pub fn warm_cache(&self) -> bool {
+        self.settings.warm_cache
+    }
+
+    /// The agent's last request as the prefix of a warm-cache summary request: the first
+    /// messages of `t` that [`before_request`](Self::before_request) last saw sent, when
+    /// warm-cache requests are on and `t` has only grown since (same lineage).
+    pub(crate) fn warm_prefix(&self, t: &Transcript) -> Option<Arc<[Message]>> {
+        let sent = self.rt.last_sent.filter(|_| self.settings.warm_cache)?;
+        (sent.lineage == t.lineage() && sent.len <= t.len() && sent.len > 0)
+            .then(|| Arc::from(&t.messages()[..sent.len]))
+    }
+
     /// The summarizer.
     pub fn summarizer(&self) -> &dyn Summarizer {
         self.summarizer.as_ref()
@@ -260,14 +277,18 @@ impl Compressor {
                 self.run(t, Trigger::BeforeRequest, true, requested.focus)
                     .await,
             );
-        } else if self.settings.config.compression.enabled
-            && t.current_tokens() >= self.settings.threshold
-        {
+        } else if self.automatic_allowed(t) && t.current_tokens() >= self.settings.threshold {
             report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
-        } else if self.settings.config.compression.enabled && self.proactive_due(t) {
+        } else if self.automatic_allowed(t) && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
         self.rt.last_request_ms = Some(self.now_ms());
+        // What the agent sends now: its first `len` messages, known by the transcript's
+        // lineage (two integers, no copy; a pass copies them once if it reuses them).
+        self.rt.last_sent = Some(SentRequest {
+            lineage: t.lineage(),
+            len: t.len(),
+        });
         (
             RequestTicket {
                 epoch: self.rt.epoch,
@@ -314,7 +335,7 @@ impl Compressor {
     /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
     /// instead of waiting for the next request. Returns `None` when no pass was needed.
     pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if !self.settings.config.compression.enabled
+        if !self.automatic_allowed(t)
             || t.calibration().is_none()
             || t.current_tokens() < self.settings.threshold
         {
@@ -375,7 +396,13 @@ impl Compressor {
             regions: None,
             applied_unpersisted: false,
             strict_alternation: self.settings.batch.strict_alternation,
+            in_turn: Resume::at(t),
         };
+        if report.in_turn.as_ref().is_some_and(|r| !r.results_complete) {
+            // Never between a tool call and its result: the host still owes results.
+            report.outcome = Outcome::Skipped;
+            return self.finish(report, started, None);
+        }
         let manual = matches!(trigger, Trigger::Manual);
         // The provider refused the request: waiting is no option, so an overflow pass ignores
         // the cooldown and the anti-thrash pause (`max_attempts` bounds it instead).
@@ -450,6 +477,10 @@ impl Compressor {
         };
         let result = self.run_pass(t, &mut job, &mut used).await;
         report.settle(planned, result, used, t);
+        if report.in_turn.is_some() {
+            // Where the turn stands in the transcript the pass produced.
+            report.in_turn = Resume::at(t).or(report.in_turn.take());
+        }
         self.finish(report, started, Some(&plan))
     }
 
@@ -482,6 +513,21 @@ impl Compressor {
         self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
     }
 
+    /// Whether an automatic batch pass may run now: compaction is enabled and
+    /// `compression.timing` allows it here (`between_turns`: not inside a tool loop unless
+    /// the prompt is over [`NEAR_WINDOW_RATIO`] of the window; `manual`: never).
+    fn automatic_allowed(&self, t: &Transcript) -> bool {
+        let c = &self.settings.config.compression;
+        c.enabled
+            && match c.timing {
+                crate::config::Timing::Eager => true,
+                crate::config::Timing::BetweenTurns => {
+                    !in_tool_loop(t) || t.current_tokens() > self.settings.window_tokens
+                }
+                crate::config::Timing::Manual => false,
+            }
+    }
+
     fn proactive_due(&self, t: &Transcript) -> bool {
         let c = &self.settings.config.compression;
         let now = t.current_tokens();
@@ -510,6 +556,12 @@ impl Compressor {
         let _ = plan;
         report
     }
+}
+
+/// Whether `t` stands inside a tool loop: the current turn has made tool calls and not yet
+/// answered.
+pub(crate) fn in_tool_loop(t: &Transcript) -> bool {
+    Resume::at(t).is_some_and(|r| r.tool_calls_index.is_some())
 }
 
 /// Core micro configuration from the facade configuration.

@@ -21,7 +21,7 @@
 use compaction_core::batch::{self, BatchPlan, SummaryJob};
 use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroPlan, MicroStep};
 use compaction_core::{Edit, MarkerKind, Transcript};
-use compaction_llm::{ErrorClass, SummaryKind, SummaryRequest};
+use compaction_llm::{ErrorClass, SummaryKind, SummaryRequest, WarmPrefix};
 
 use super::Compressor;
 use crate::report::{Applied, FailureKind, PassFailure, SummaryUse};
@@ -73,7 +73,7 @@ impl Compressor {
     ) -> Result<Applied, PassFailure> {
         let tokens_before = t.current_tokens();
         // 1. Summarize.
-        let requests = self.requests(job);
+        let requests = self.requests(job, t);
         let mut summaries = Vec::with_capacity(requests.len());
         // One deadline over every summarizer call of the pass (`auxiliary.compression.deadline_secs`).
         let deadline = self.settings.call.pass_deadline();
@@ -155,12 +155,22 @@ impl Compressor {
         })
     }
 
-    /// The summary requests of a job, in order.
-    fn requests(&self, job: &Job<'_>) -> Vec<SummaryRequest> {
+    /// The summary requests of a job, in order. A batch job whose span lies within the
+    /// agent's last request is a warm-cache request over it, when those are on
+    /// ([`Compressor::warm_prefix`]); micro passes stay standalone (their spans are small).
+    fn requests(&self, job: &Job<'_>, t: &Transcript) -> Vec<SummaryRequest> {
         match job {
             Job::Batch { plan, .. } => match &plan.step {
                 batch::BatchStep::Summarize(jobs) => {
-                    jobs.iter().map(|j| self.batch_request(j)).collect()
+                    let prefix = self.warm_prefix(t);
+                    jobs.iter()
+                        .map(|j| {
+                            let warm = prefix
+                                .clone()
+                                .and_then(|p| WarmPrefix::new(p, j.range.clone()));
+                            self.batch_request(j).with_warm(warm)
+                        })
+                        .collect()
                 }
                 _ => Vec::new(),
             },

@@ -20,6 +20,8 @@ pub(crate) struct Runtime {
     pub(super) proactive_rearm_at: Option<u64>,
     /// When the last model request was made (unix ms), for the cache time-to-live rule.
     pub(super) last_request_ms: Option<u64>,
+    /// What the last model request held, for a warm-cache summary request.
+    pub(super) last_sent: Option<SentRequest>,
     /// A pass was applied in memory after its commit failed: the store's active rows no longer
     /// match the transcript until the next store write resynchronises them.
     #[cfg(feature = "store")]
@@ -56,6 +58,15 @@ pub(crate) struct LastPass {
     pub(crate) written: Vec<Vec<String>>,
     pub(crate) thrash: ThrashState,
     pub(crate) micro: MicroState,
+}
+
+/// The agent's last request, as the transcript's first `len` messages in its `lineage`
+/// ([`Transcript::lineage`](compaction_core::Transcript::lineage)): unchanged while the
+/// transcript only grows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SentRequest {
+    pub(crate) lineage: u64,
+    pub(crate) len: usize,
 }
 
 /// A request waiting for the next `before_request`.
