@@ -286,6 +286,8 @@ impl Ruleset {
         self.prefilter = (!words.is_empty()).then(|| {
             AhoCorasick::builder()
                 .ascii_case_insensitive(true)
+                // A few hundred short keywords: a full DFA is small and the fastest scan.
+                .kind(Some(aho_corasick::AhoCorasickKind::DFA))
                 .build(&words)
                 .expect("literal keywords form an automaton")
         });
