@@ -459,3 +459,66 @@ fn the_ask_before_a_blank_echo_and_a_tool_run_survives_two_compactions_once() {
         }
     }
 }
+
+/// Issue 33, item 9 (Hermes' compressor tests): a visible assistant reply, then an oversized
+/// tool output, then the user's next ask: after a pass the ask is a verbatim message (never
+/// only inside the summary), and so is the reply the user saw.
+#[test]
+fn the_next_ask_after_an_oversized_output_stays_verbatim() {
+    for shape in 0..2 {
+        let mut msgs = tools(60, 600);
+        let reply = Message::assistant("Found it: the lexer drops tabs. Shall I fix it?");
+        let ask = Message::user("yes, fix the lexer and add a test");
+        if shape == 0 {
+            // The reply, a tool run with a huge output, then the ask.
+            msgs.push(Message::user("look at the lexer"));
+            msgs.push(reply.clone());
+            msgs.push(Message::assistant_tool_calls(
+                "",
+                vec![ToolCall::function(
+                    "big",
+                    "bash",
+                    r#"{"command":"cat lexer.log"}"#,
+                )],
+            ));
+        } else {
+            // The reply carries the call itself.
+            msgs.push(Message::user("look at the lexer"));
+            msgs.push(Message::assistant_tool_calls(
+                reply.text(),
+                vec![ToolCall::function(
+                    "big",
+                    "bash",
+                    r#"{"command":"cat lexer.log"}"#,
+                )],
+            ));
+        }
+        msgs.push(Message::tool_result(
+            "big",
+            "token tab dropped at col 4\n".repeat(3_000),
+        ));
+        msgs.push(ask.clone());
+        let mut c = extractive(config(20_000));
+        let mut t = c.transcript(msgs);
+        let r = rt().block_on(c.compress(&mut t, None));
+        assert!(
+            matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
+            "shape {shape}: {r:?}"
+        );
+        assert_eq!(
+            t.messages().iter().filter(|m| **m == ask).count(),
+            1,
+            "shape {shape}: the ask is not verbatim"
+        );
+        assert!(
+            t.messages()
+                .iter()
+                .any(|m| marker::classify(m).is_none() && m.text().contains("the lexer drops tabs")),
+            "shape {shape}: the visible reply is only in the summary"
+        );
+        assert!(
+            r.tokens_after <= c.threshold_tokens(),
+            "shape {shape}: {r:?}"
+        );
+    }
+}
