@@ -66,7 +66,7 @@ pub const PROACTIVE_PRUNE_TOKENS: u64 = 16_000;
 /// Tools whose outputs are never pruned or trimmed.
 const PROTECTED_TOOLS: [&str; 5] = ["read_file", "memory", "clarify", "skill_view", "todo"];
 /// Bound of a summary, tokens (the batch planner's estimate of one summary's size).
-pub const SUMMARY_MAX_TOKENS: u32 = 2_000;
+pub const SUMMARY_MAX_TOKENS: u32 = 1_000;
 /// Bound of the ledger section a summary carries, tokens (0: no ledger).
 pub const LEDGER_MAX_TOKENS: u64 = 3_000;
 /// Image parts older than the newest this-many become placeholders.

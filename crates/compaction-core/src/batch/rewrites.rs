@@ -265,7 +265,11 @@ mod tests {
     fn a_tail_that_leaves_no_room_for_the_summary_is_demoted() {
         let e = Estimator::default();
         let threshold = 13_600;
-        let cfg = BatchConfig::default();
+        // The scenario is sized for a 2,000-token summary budget (the default before issue 31).
+        let cfg = BatchConfig {
+            summary_max_tokens: 2_000,
+            ..BatchConfig::default()
+        };
         let mut msgs = session(40, 2_000);
         // Three tool rounds in the protected tail, together under the threshold but over
         // threshold - summary_max_tokens.
