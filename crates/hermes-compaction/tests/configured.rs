@@ -288,3 +288,53 @@ async fn the_request_is_bounded_with_its_previous_summary() {
     assert!(sizes[0] <= 215_000, "{sizes:?}");
     assert!(sizes[1] <= 115_000, "{sizes:?}");
 }
+
+/// The agent's own model at the agent's endpoint (`warm_cache = "auto"`): the summary request
+/// on the wire is the agent's last request, byte for byte, then one instruction; with another
+/// summary model it is the standalone system + user pair.
+#[tokio::test]
+async fn the_agents_own_model_gets_the_warm_request_on_the_wire() {
+    for (aux, warm) in [("", true), ("small", false)] {
+        let server = MockServer::start().await;
+        let body = ResponseTemplate::new(200).set_body_json(completion(MAIN_SUMMARY));
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(body)
+            .mount(&server)
+            .await;
+        let mut cfg = configured(&server, aux, "main", false);
+        cfg.model.base_url = format!("{}/v1/", server.uri());
+        assert_eq!(cfg.warm_cache_on(), warm);
+        let s = summarizer_from_config(&cfg).unwrap();
+        let mut c = Compressor::builder(cfg)
+            .summarizer(s)
+            .session("warm")
+            .build()
+            .unwrap();
+        let msgs = crate::common::tool_session(40, 50);
+        let split = msgs.len() - 8;
+        let mut t = c.transcript(msgs[..split].to_vec());
+        // The agent's last request: all but the last two turns (under the threshold: no pass).
+        let (_, none) = c.before_request(&mut t).await;
+        assert!(none.is_none());
+        let sent: Vec<String> = t.messages().iter().map(|m| m.to_wire_json()).collect();
+        for m in &msgs[split..] {
+            t.push(m.clone(), c.counter());
+        }
+        let report = c.compress(&mut t, None).await;
+        assert_eq!(report.outcome, Outcome::Summarized, "{aux:?}");
+        let requests = server.received_requests().await.unwrap();
+        let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
+        let wire = body["messages"].as_array().unwrap();
+        if warm {
+            assert_eq!(wire.len(), sent.len() + 1);
+            for (i, m) in sent.iter().enumerate() {
+                assert_eq!(&serde_json::to_string(&wire[i]).unwrap(), m, "message {i}");
+            }
+            assert_eq!(wire[sent.len()]["role"], "user");
+        } else {
+            assert_eq!(wire.len(), 2);
+            assert_eq!(wire[0]["role"], "system");
+        }
+    }
+}
