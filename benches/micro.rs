@@ -51,6 +51,14 @@ fn tool_heavy(messages: usize) -> Vec<Message> {
         i += 1;
     }
     msgs.truncate(messages);
+    // End on a whole round: a transcript cut between a tool call and its results is one a
+    // pass must leave alone (no hook compacts there), which is not what these benches time.
+    while msgs
+        .last()
+        .is_some_and(|m| !m.is_assistant() || !m.tool_calls().is_empty())
+    {
+        msgs.pop();
+    }
     msgs
 }
 
