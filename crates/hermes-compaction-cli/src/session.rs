@@ -169,9 +169,52 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     write_out(
         out,
         &format!(
-            "\nreplay of the example session:\n{}",
-            table("coding-agent.jsonl", &rows)
+            "\nreplay of the example session:\n{}\n{}\n",
+            table("coding-agent.jsonl", &rows),
+            demo_verdict(&rows)
         ),
+    )
+}
+
+/// The demo's last word: what the table says and which policy to pick, read off its rows
+/// (the cheapest by effective cost among the policies that never overflowed the window).
+fn demo_verdict(rows: &[&compaction_sim::Row]) -> String {
+    let none = rows.iter().find(|r| r.policy == "none");
+    let pick = rows
+        .iter()
+        .filter(|r| r.policy != "none" && r.overflows == 0 && r.unit_overflows == 0)
+        .min_by(|a, b| a.effective_cost.total_cmp(&b.effective_cost));
+    let Some(pick) = pick else {
+        return "What this says: every compacting policy overflowed this window at least once;                 raise --context-length or lower the threshold."
+            .into();
+    };
+    let recall = |r: &compaction_sim::Row| {
+        if r.far_identifiers == 0 {
+            "no far identifiers to keep".to_owned()
+        } else {
+            format!(
+                "keeps {:.1}% of the far identifiers in unchanged messages",
+                100.0 * r.far_held_content as f64 / r.far_identifiers as f64
+            )
+        }
+    };
+    let against = none
+        .filter(|n| n.effective_cost > 0.0)
+        .map_or(String::new(), |n| {
+            format!(
+                " ({:.0}% of what never compacting costs, which {})",
+                100.0 * pick.effective_cost / n.effective_cost,
+                recall(n)
+            )
+        });
+    format!(
+        "What this says: each column replays the same requests under one policy; effective cost \
+         is the prompt cost plus the re-reads forgetting forces (docs/ECONOMICS.md). Pick the \
+         cheapest policy that never overflows: here `{}`, {:.2}M issue units{against}; it {}. \
+         `batch` is the library's default; `micro` pays in smaller, more frequent passes.",
+        pick.policy,
+        pick.effective_cost / 1e6,
+        recall(pick),
     )
 }
 

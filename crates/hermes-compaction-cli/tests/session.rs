@@ -264,6 +264,17 @@ fn the_demo_runs_on_the_embedded_defaults() {
             "{stdout}"
         );
     }
+    // It ends by saying which policy to pick, named from the table.
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("What this says:") && last.contains("Pick the cheapest policy"),
+        "{stdout}"
+    );
+    let picked = last.split('`').nth(1).unwrap_or_default();
+    assert!(
+        ["batch", "batch-naive", "micro"].contains(&picked),
+        "{last}"
+    );
 }
 
 /// One user message and many tool rounds: micro mode absorbs inside the turn and commits
