@@ -237,7 +237,12 @@ pub(super) fn header_spans(t: &str, out: &mut Spans) {
             && v.bytes().all(|x| x.is_ascii_alphanumeric() || x == b'-')
             && let Some(next) = scheme_credential(t, m.end())
         {
-            out.push(next);
+            // Already redacted after an unnamed scheme (`Authorization: Negotiate
+            // [REDACTED]`): nothing left to find, and the scheme word is no credential.
+            let cred = &t[next.0..next.1];
+            if !(cred.starts_with('[') || is_placeholder(cred)) {
+                out.push(next);
+            }
             continue;
         }
         out.push((m.start(), m.end()));
