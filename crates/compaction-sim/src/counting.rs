@@ -14,6 +14,7 @@ pub struct CountingSummarizer {
     inner: Arc<dyn Summarizer>,
     calls: AtomicU64,
     prompt_tokens: AtomicU64,
+    prompt_hit_tokens: AtomicU64,
     output_tokens: AtomicU64,
     estimated: AtomicU64,
 }
@@ -25,6 +26,9 @@ pub struct SummaryUsage {
     pub calls: u64,
     /// Prompt tokens (reported or estimated).
     pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those of warm-cache requests' prefixes (the agent's last request,
+    /// which the provider's cache serves): priced at the hit price.
+    pub prompt_hit_tokens: u64,
     /// Output tokens (reported or estimated).
     pub output_tokens: u64,
     /// Calls whose tokens were estimated because the summarizer reported no usage.
@@ -47,6 +51,7 @@ impl CountingSummarizer {
             inner,
             calls: AtomicU64::new(0),
             prompt_tokens: AtomicU64::new(0),
+            prompt_hit_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
             estimated: AtomicU64::new(0),
         }
@@ -57,6 +62,7 @@ impl CountingSummarizer {
         SummaryUsage {
             calls: self.calls.load(Ordering::Relaxed),
             prompt_tokens: self.prompt_tokens.load(Ordering::Relaxed),
+            prompt_hit_tokens: self.prompt_hit_tokens.load(Ordering::Relaxed),
             output_tokens: self.output_tokens.load(Ordering::Relaxed),
             estimated_calls: self.estimated.load(Ordering::Relaxed),
         }
@@ -73,14 +79,16 @@ impl Summarizer for CountingSummarizer {
             self.calls.fetch_add(1, Ordering::Relaxed);
             let out = self.inner.summarize(req).await;
             if let Ok(resp) = &out {
-                let (p, o) = match resp.usage {
-                    Some(u) => (u.prompt_tokens, u.completion_tokens),
+                let (p, hit, o) = match resp.usage {
+                    Some(u) => (u.prompt_tokens, 0, u.completion_tokens),
                     None => {
                         self.estimated.fetch_add(1, Ordering::Relaxed);
-                        (estimate_prompt(req), estimate_text(&resp.text))
+                        let (p, hit) = estimate_prompt(req);
+                        (p, hit, estimate_text(&resp.text))
                     }
                 };
                 self.prompt_tokens.fetch_add(p, Ordering::Relaxed);
+                self.prompt_hit_tokens.fetch_add(hit, Ordering::Relaxed);
                 self.output_tokens.fetch_add(o, Ordering::Relaxed);
             }
             out
@@ -88,7 +96,24 @@ impl Summarizer for CountingSummarizer {
     }
 }
 
-fn estimate_prompt(req: &SummaryRequest) -> u64 {
+/// The estimated prompt of `req` and, for a warm-cache request, the part of it its prefix
+/// holds. A warm request is the agent's last request as sent (every message of it, the span
+/// to summarize among them: the cache's hit) plus one instruction
+/// ([`build_warm`](hermes_compaction::llm::prompts::build_warm)), so its prompt is the prefix
+/// plus that instruction; a standalone one is the material, the previous summary and the
+/// focus, all at the miss price.
+fn estimate_prompt(req: &SummaryRequest) -> (u64, u64) {
+    if let (Some(warm), Some(instruction)) = (
+        req.warm.as_ref(),
+        hermes_compaction::llm::prompts::build_warm(req),
+    ) {
+        let prefix: u64 = warm
+            .messages
+            .iter()
+            .map(|m| estimate_text(&m.to_wire_json()))
+            .sum();
+        return (prefix + estimate_text(&instruction), prefix);
+    }
     let body = if req.material.is_empty() {
         req.messages
             .iter()
@@ -97,6 +122,8 @@ fn estimate_prompt(req: &SummaryRequest) -> u64 {
     } else {
         estimate_text(&req.material)
     };
-    body + req.previous_summary.as_deref().map_or(0, estimate_text)
-        + req.focus.as_deref().map_or(0, estimate_text)
+    let total = body
+        + req.previous_summary.as_deref().map_or(0, estimate_text)
+        + req.focus.as_deref().map_or(0, estimate_text);
+    (total, 0)
 }

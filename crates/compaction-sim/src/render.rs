@@ -276,6 +276,9 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
             r.summary_prompt_tokens, r.summary_output_tokens
         )
     });
+    add("  of the input, cached (warm request)", &|r, _| {
+        r.summary_prompt_hit_tokens.to_string()
+    });
     add("estimated cost", &|r, _| format!("${:.2}", r.cost_usd));
     add("cost in issue units (M)", &|r, _| {
         format!("{:.2}M", r.unit_cost / 1e6)

@@ -292,6 +292,7 @@ pub async fn replay(
     row.summary_calls = usage.calls;
     row.summary_calls_estimated = usage.estimated_calls;
     row.summary_prompt_tokens = usage.prompt_tokens;
+    row.summary_prompt_hit_tokens = usage.prompt_hit_tokens;
     row.summary_output_tokens = usage.output_tokens;
     Scorer::finish(&mut row);
     price(&mut row, &options.pricing, &requests);
@@ -310,6 +311,9 @@ async fn finalize(c: &mut Compressor, t: &mut Transcript, row: &mut Row, prompt:
 pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
     let mtok = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
     let (summary_in, summary_out) = (row.summary_prompt_tokens, row.summary_output_tokens);
+    // A warm-cache summary request's prefix is a cache hit of the agent's own model.
+    let summary_hit = row.summary_prompt_hit_tokens.min(summary_in);
+    let summary_in = summary_in - summary_hit;
     match pricing {
         Pricing::Table(p) => {
             let hit: u64 = requests.iter().map(|r| r.reused_prefix_tokens).sum();
@@ -329,6 +333,7 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
             row.cost_cache_write_usd = 0.0;
             row.cost_output_usd = mtok(row.output_tokens, p.output_per_mtok);
             row.cost_summary_usd = mtok(summary_in, p.summary_input_per_mtok)
+                + mtok(summary_hit, p.cached_input_per_mtok)
                 + mtok(summary_out, p.summary_output_per_mtok);
         }
         Pricing::Profile(p) => {
@@ -351,6 +356,7 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
                 * (p.cache_write_price_ratio - 1.0);
             row.cost_output_usd = mtok(total.output_tokens, p.output_price_per_mtok);
             row.cost_summary_usd = mtok(summary_in, p.input_price_per_mtok)
+                + mtok(summary_hit, p.cached_input_price_per_mtok)
                 + mtok(summary_out, p.output_price_per_mtok);
         }
     }

@@ -69,6 +69,9 @@ pub struct Row {
     pub output_tokens: u64,
     /// Prompt tokens of summary calls.
     pub summary_prompt_tokens: u64,
+    /// Of `summary_prompt_tokens`, those a warm-cache summary request's prefix held (the
+    /// agent's last request, served by the provider's cache): priced at the hit price.
+    pub summary_prompt_hit_tokens: u64,
     /// Output tokens of summary calls.
     pub summary_output_tokens: u64,
     /// Estimated cost in dollars: the sum of the five parts below.
@@ -296,6 +299,7 @@ impl Row {
             t.trim_saved_tokens += r.trim_saved_tokens;
             t.output_tokens += r.output_tokens;
             t.summary_prompt_tokens += r.summary_prompt_tokens;
+            t.summary_prompt_hit_tokens += r.summary_prompt_hit_tokens;
             t.summary_output_tokens += r.summary_output_tokens;
             t.cost_usd += r.cost_usd;
             t.cost_input_usd += r.cost_input_usd;

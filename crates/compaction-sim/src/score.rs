@@ -80,12 +80,14 @@ impl Scorer {
     /// recall share, the cost in the issue units, the re-read cost and the effective cost.
     pub fn finish(row: &mut Row) {
         row.close_session_recall();
+        // A warm-cache summary request's prefix is priced as the hit it is.
+        let summary_hit = row.summary_prompt_hit_tokens.min(row.summary_prompt_tokens);
         row.unit_cost = unit_cost(
             row.unit_prompt_tokens,
             row.unit_hit_tokens,
             row.summary_prompt_tokens,
             row.summary_output_tokens,
-        );
+        ) - (1.0 - crate::row::UNIT_HIT_PRICE) * summary_hit as f64;
         row.reread_cost = reread_cost(row);
         row.effective_cost = row.unit_cost + row.reread_cost;
     }

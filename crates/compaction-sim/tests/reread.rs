@@ -248,3 +248,50 @@ fn the_forgetful_configuration_keeps_less_content_on_the_fixtures_at_64k() {
     );
     assert!(forgetful.reread_tokens > defaults.reread_tokens);
 }
+
+/// Issue 34 item 1: with `auxiliary.compression.warm_cache = "on"` a batch summary request is
+/// the agent's last request plus one instruction, and its prefix is priced at the hit price:
+/// the summaries' input costs far less than the standalone requests', everything else alike.
+#[test]
+fn a_warm_summary_request_prices_its_prefix_as_a_hit() {
+    let inputs = vec![example()];
+    let mut config = Config::default();
+    config.model.context_length = 32_000;
+    let mut warm = config.clone();
+    warm.auxiliary.compression.warm_cache = hermes_compaction::config::WarmCache::On;
+    let standalone = run(
+        &inputs,
+        &[Policy::Batch.variant(&config, 2_000)],
+        &Options::default(),
+    );
+    let warmed = run(
+        &inputs,
+        &[Policy::Batch.variant(&warm, 2_000)],
+        &Options::default(),
+    );
+    let (s, w) = (&standalone.totals[0], &warmed.totals[0]);
+    assert!(s.summary_calls > 0, "the session compacts");
+    assert_eq!(s.summary_prompt_hit_tokens, 0, "standalone: no prefix");
+    assert!(w.summary_prompt_hit_tokens > 0, "warm: a prefix");
+    assert!(w.summary_prompt_hit_tokens <= w.summary_prompt_tokens);
+    // The summaries' input in issue units: hits at UNIT_HIT_PRICE, the rest at 1.0.
+    let input = |r: &Row| {
+        let hit = r.summary_prompt_hit_tokens as f64;
+        UNIT_HIT_PRICE * hit + (r.summary_prompt_tokens as f64 - hit)
+    };
+    assert!(
+        input(w) < 0.5 * input(s),
+        "warm {} against standalone {}",
+        input(w),
+        input(s)
+    );
+    // The unit cost prices exactly that difference.
+    let expected = w.unit_cost + (1.0 - UNIT_HIT_PRICE) * w.summary_prompt_hit_tokens as f64;
+    let plain = compaction_sim::row::unit_cost(
+        w.unit_prompt_tokens,
+        w.unit_hit_tokens,
+        w.summary_prompt_tokens,
+        w.summary_output_tokens,
+    );
+    assert!((expected - plain).abs() < 1e-6);
+}
