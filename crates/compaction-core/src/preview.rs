@@ -263,14 +263,21 @@ pub fn of_batch(
             &ledger,
         ));
         let estimated = scaffold + cfg.summary_max_tokens;
-        for i in job.range.clone() {
-            removed += t.tokens_of(i);
-            out[i].fate = Fate::Summarized { summary: k };
-        }
-        added += estimated;
-        if role.is_none() && next.is_some() {
-            // The summary joins the next message, which grows by the summary's size.
-            out[job.range.end].fate = Fate::Merged { summary: k };
+        // As the assembly decides: a summary that would have to join a pinned message or
+        // the protected tail is not applied, and its span (with what prune would have
+        // rewritten inside it) stays as it is.
+        let stays =
+            role.is_none() && next.is_some_and(|n| n.is_pinned() || job.range.end >= r.tail.start);
+        if !stays {
+            for i in job.range.clone() {
+                removed += t.tokens_of(i);
+                out[i].fate = Fate::Summarized { summary: k };
+            }
+            added += estimated;
+            if role.is_none() && next.is_some() {
+                // The summary joins the next message, which grows by the summary's size.
+                out[job.range.end].fate = Fate::Merged { summary: k };
+            }
         }
         summaries.push(PlannedSummary {
             kind: job.kind,
