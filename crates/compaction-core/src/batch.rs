@@ -30,7 +30,7 @@ mod jobs;
 mod rewrites;
 
 use assembly::assemble_from;
-pub(crate) use assembly::{marker_role, progress_role};
+pub(crate) use assembly::{marker_role, merge_refused, progress_role};
 use continuation::ContinuationNeed;
 pub(crate) use continuation::continuation_plan;
 use jobs::{

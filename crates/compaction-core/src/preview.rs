@@ -266,8 +266,8 @@ pub fn of_batch(
         // As the assembly decides: a summary that would have to join a pinned message or
         // the protected tail is not applied, and its span (with what prune would have
         // rewritten inside it) stays as it is.
-        let stays =
-            role.is_none() && next.is_some_and(|n| n.is_pinned() || job.range.end >= r.tail.start);
+        let stays = role.is_none()
+            && next.is_some_and(|n| crate::batch::merge_refused(n, job.range.end, r.tail.start));
         if !stays {
             for i in job.range.clone() {
                 removed += t.tokens_of(i);

@@ -88,6 +88,14 @@ pub(crate) fn progress_role(
     }
 }
 
+/// Whether a summary that no role fits beside (it would be merged into `next`, the message
+/// after its span ending at `span_end`) must instead leave its span as it is: `next` is pinned
+/// or lies in the protected tail starting at `tail_start`, and both stay byte-identical (law
+/// 1). The assembly and the preview both decide with it.
+pub(crate) fn merge_refused(next: &Message, span_end: usize, tail_start: usize) -> bool {
+    next.is_pinned() || span_end >= tail_start
+}
+
 fn summary_splices(
     msgs: &[Message],
     job: &SummaryJob,
@@ -123,7 +131,7 @@ fn summary_splices(
         // A pinned message and the protected tail stay byte-identical (law 1): no summary is
         // merged into them. The span then stays as it is (no role fits beside it under strict
         // alternation), and the rest of the pass goes on.
-        (None, Some(next)) if next.is_pinned() || job.range.end >= tail_start => Vec::new(),
+        (None, Some(next)) if merge_refused(next, job.range.end, tail_start) => Vec::new(),
         (None, Some(next)) => {
             // Merge the summary into the following message, which keeps every other field.
             let mut merged = next.clone();
