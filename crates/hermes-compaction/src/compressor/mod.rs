@@ -36,6 +36,7 @@ pub use crate::thrash::ThrashState;
 
 mod builder;
 pub(crate) mod pass;
+mod prepare;
 mod runtime;
 mod store;
 
@@ -282,6 +283,10 @@ impl Compressor {
         } else if self.automatic_allowed(t) && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
+        if report.is_none() {
+            // Past `prepare_at` of the threshold: start the next pass's summary off the path.
+            self.maybe_prepare(t);
+        }
         self.rt.last_request_ms = Some(self.now_ms());
         // What the agent sends now: its first `len` messages, known by the transcript's
         // lineage (two integers, no copy; a pass copies them once if it reuses them).
@@ -339,6 +344,7 @@ impl Compressor {
             || t.calibration().is_none()
             || t.current_tokens() < self.settings.threshold
         {
+            self.maybe_prepare(t);
             return None;
         }
         Some(self.run(t, Trigger::Usage, false, None).await)
@@ -397,6 +403,7 @@ impl Compressor {
             applied_unpersisted: false,
             strict_alternation: self.settings.batch.strict_alternation,
             in_turn: Resume::at(t),
+            prepared: None,
         };
         if report.in_turn.as_ref().is_some_and(|r| !r.results_complete) {
             // Never between a tool call and its result: the host still owes results.
@@ -469,11 +476,35 @@ impl Compressor {
                 Outcome::Summarized
             }
         };
+        if planned == Outcome::Summarized {
+            match self.take_prepared(t, &req).await {
+                Some(Ok(ready)) => match self.run_prepared(t, ready, overflow).await {
+                    Ok((result, used, mut prepared_plan, prepared)) => {
+                        report.prepared = Some(prepared);
+                        report.demoted_tail_outputs = prepared_plan.demoted_tail_outputs;
+                        report.fell_through = !prepared_plan.prune.edit.is_empty();
+                        report.settle(planned, result, used, t);
+                        // The prepared plan's tail ended with the messages it saw; the ones
+                        // appended since stay verbatim after it.
+                        prepared_plan.regions.tail.end = report.messages_before;
+                        if report.in_turn.is_some() {
+                            report.in_turn = Resume::at(t).or(report.in_turn.take());
+                        }
+                        return self.finish(report, started, Some(&prepared_plan));
+                    }
+                    // Not applied (not enough gain, or not assembled): the pass runs as usual.
+                    Err(prepared) => report.prepared = Some(prepared),
+                },
+                Some(Err(prepared)) => report.prepared = Some(prepared),
+                None => {}
+            }
+        }
         let mut used = crate::report::SummaryUse::default();
         let mut job = pass::Job::Batch {
             plan: &mut plan,
             summarize: planned == Outcome::Summarized,
             overflow,
+            prepared: None,
         };
         let result = self.run_pass(t, &mut job, &mut used).await;
         report.settle(planned, result, used, t);

@@ -1,0 +1,415 @@
+//! A summary prepared ahead (`compression.prepare_at`, issue 34 item 2).
+//!
+//! Past `prepare_at` of the threshold (and below it), [`Compressor::before_request`] and
+//! [`Compressor::check_usage`] start the summary of the span the next pass will compact, in a
+//! task spawned on the caller's tokio runtime, and return at once. The task makes the same
+//! calls a pass would make, through the one call policy (`breaker`): the same pass deadline
+//! (counted from the start of the task), the same circuit breaker (shared with every pass),
+//! the same output guard and fallback rule. Its result waits in the compressor.
+//!
+//! At the trigger the pass runner is fed the candidate instead of calling the summarizer,
+//! when it still describes the pass:
+//!
+//! - the **generation** matches: no pass, undo or reload since it was started (the
+//!   compressor's epoch), and the store generation the compressor knows is the same;
+//! - the **span's digest** matches: the transcript's first `len` messages (the candidate's
+//!   transcript) are re-planned as they are now, and the summary jobs of that plan (ranges,
+//!   kinds, material, earlier summaries, budgets) hash to what the candidate summarized;
+//! - the pass at the trigger summarizes (not prune-only, no focus topic).
+//!
+//! The candidate's plan is then assembled against those first `len` messages; its edit only
+//! touches messages before them, so it applies to the transcript as it is now, the messages
+//! appended since staying verbatim after the summary. It is applied only when that lands
+//! under the threshold; otherwise, or when any check fails, it is discarded and the pass runs
+//! as it would have without it. The store's optimistic concurrency covers a candidate that
+//! lost a race: its commit names the generation the compressor holds, so another writer's
+//! pass makes it fail with `StaleGeneration` like any pass.
+//!
+//! Nothing here can fail or delay a turn: starting a candidate plans in memory and spawns; a
+//! candidate that failed is discarded; one still running at the trigger is waited for (it
+//! is the very call the pass would make, begun earlier, under a deadline that began
+//! earlier); one discarded while running is aborted. Without a tokio runtime nothing is
+//! prepared.
+
+use std::hash::{Hash, Hasher};
+use std::time::{Duration, Instant};
+
+use compaction_core::batch::{self, BatchPlan, BatchRequest, BatchStep};
+use compaction_core::{Message, Transcript};
+use compaction_llm::{SummaryRequest, SummaryResponse};
+use tokio::sync::oneshot;
+
+use super::Compressor;
+use super::pass::{Job, Prepared};
+use crate::breaker::{CallFailure, Route};
+use crate::report::{
+    Applied, DiscardReason, FailureKind, PassFailure, PreparedOutcome, PreparedTotals, PreparedUse,
+    SummaryUse,
+};
+
+/// What the task hands back: every summary of the plan, or the failure that stopped it.
+type TaskOutput = Result<Vec<(SummaryResponse, Route)>, CallFailure>;
+
+/// A summary being prepared (or ready) for the next pass.
+#[derive(Debug)]
+pub(crate) struct Candidate {
+    /// The transcript's first `len` messages are what it was planned on.
+    len: usize,
+    /// The hash of its summary jobs.
+    digest: u64,
+    /// The compressor's epoch and store generation when it started.
+    epoch: u64,
+    generation: Option<u64>,
+    /// The session counted as compacted when it started (the plan depends on it).
+    compacted: bool,
+    result: oneshot::Receiver<TaskOutput>,
+    task: tokio::task::AbortHandle,
+}
+
+/// A candidate that still describes the pass: its plan over the transcript's first messages
+/// (`base`), and its summaries.
+pub(crate) struct Ready {
+    pub(crate) base: Transcript,
+    pub(crate) plan: BatchPlan,
+    pub(crate) summaries: Vec<String>,
+    pub(crate) used: SummaryUse,
+    pub(crate) waited: Duration,
+}
+
+impl Ready {
+    /// The report of this candidate with `outcome`.
+    pub(crate) fn report(&self, outcome: PreparedOutcome) -> PreparedUse {
+        PreparedUse {
+            outcome,
+            summary_tokens: self.used.summary_tokens,
+            waited: self.waited,
+        }
+    }
+}
+
+impl Compressor {
+    /// Running totals of the summaries prepared ahead in this session: started, used,
+    /// discarded, and the summarizer tokens of the discarded ones.
+    pub fn prepared_totals(&self) -> PreparedTotals {
+        self.rt.prepared_totals
+    }
+
+    /// Whether a summary prepared ahead waits for the next pass (running or ready).
+    pub fn has_prepared(&self) -> bool {
+        self.rt.prepared.is_some()
+    }
+
+    /// After a hook made no pass: drops a candidate the session has moved past, and starts
+    /// one when the transcript is past `prepare_at` of the threshold and none is waiting.
+    pub(crate) fn maybe_prepare(&mut self, t: &Transcript) {
+        let c = &self.settings.config.compression;
+        if c.prepare_at <= 0.0 {
+            return;
+        }
+        let soft = (self.settings.threshold as f64 * c.prepare_at) as u64;
+        if let Some(cand) = &self.rt.prepared {
+            if cand.epoch == self.rt.epoch && cand.generation == self.generation_now() {
+                if t.len() >= cand.len {
+                    return;
+                }
+                self.discard_waiting(DiscardReason::SpanChanged);
+            } else {
+                self.discard_waiting(DiscardReason::GenerationChanged);
+            }
+        }
+        let tokens = t.current_tokens();
+        if tokens < soft || tokens >= self.settings.threshold || !self.automatic_allowed(t) {
+            return;
+        }
+        let now = self.now_ms();
+        let blocked = self.rt.state.cooldown_until_ms.is_some_and(|u| now < u)
+            || self.rt.state.paused_until_ms.is_some_and(|u| now < u);
+        if blocked
+            || self.rt.prune_only_once
+            || self.rt.requested.is_some()
+            || crate::report::Resume::at(t).is_some_and(|r| !r.results_complete)
+        {
+            return;
+        }
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let compacted = self.rt.state.compacted;
+        let (base, mut plan) = self.plan_prepared(t.messages(), compacted);
+        let Some(digest) = digest(&plan, base.len()) else {
+            return;
+        };
+        let job = Job::Batch {
+            plan: &mut plan,
+            summarize: true,
+            overflow: false,
+            prepared: None,
+        };
+        // The same requests the pass would make now (a warm-cache one over the agent's last
+        // request when those are on).
+        let requests = self.requests(&job, t);
+        let (tx, rx) = oneshot::channel();
+        let primary = self.summarizer.clone();
+        let fallback = self.fallback.clone();
+        let breaker = self.rt.breaker.clone();
+        let policy = self.settings.call;
+        let clock = self.clock.clone();
+        let deadline = policy.pass_deadline();
+        let task = handle.spawn(async move {
+            let out = summarize_all(
+                &requests,
+                primary.as_ref(),
+                fallback.as_deref(),
+                &breaker,
+                &policy,
+                clock.as_ref(),
+                deadline,
+            )
+            .await;
+            let _ = tx.send(out);
+        });
+        self.rt.prepared_totals.started += 1;
+        self.rt.prepared = Some(Candidate {
+            len: base.len(),
+            digest,
+            epoch: self.rt.epoch,
+            generation: self.generation_now(),
+            compacted,
+            result: rx,
+            task: task.abort_handle(),
+        });
+        tracing::debug!(
+            session = %self.session_id,
+            messages = base.len(),
+            "summary prepared ahead: started"
+        );
+    }
+
+    /// At a trigger whose plan summarizes: the waiting candidate, when it still describes the
+    /// pass (`Ok`), or what became of it (`Err`, discarded); `None` when none waits.
+    pub(crate) async fn take_prepared(
+        &mut self,
+        t: &Transcript,
+        req: &BatchRequest,
+    ) -> Option<Result<Ready, PreparedUse>> {
+        let cand = self.rt.prepared.take()?;
+        let reason = if req.focus.is_some() || req.prune_only {
+            Some(DiscardReason::Superseded)
+        } else if cand.epoch != self.rt.epoch || cand.generation != self.generation_now() {
+            Some(DiscardReason::GenerationChanged)
+        } else if t.len() < cand.len {
+            Some(DiscardReason::SpanChanged)
+        } else {
+            None
+        };
+        if let Some(reason) = reason {
+            return Some(Err(self.discard(cand, reason)));
+        }
+        let (base, plan) = self.plan_prepared(&t.messages()[..cand.len], cand.compacted);
+        if digest(&plan, base.len()) != Some(cand.digest) {
+            return Some(Err(self.discard(cand, DiscardReason::SpanChanged)));
+        }
+        let Candidate { result, task, .. } = cand;
+        let started = Instant::now();
+        // Ready already, or the call this pass would make, begun earlier under a deadline
+        // that began earlier: waiting for it is never longer than calling again.
+        let out = result.await;
+        let waited = started.elapsed();
+        task.abort();
+        let mut used = SummaryUse::default();
+        let out = match out {
+            Ok(Ok(out)) => out,
+            // Its call failed (the breaker counted it), or the task was cancelled by its
+            // runtime: the pass calls as it would have.
+            Ok(Err(_)) | Err(_) => {
+                return Some(Err(self.settled(PreparedUse {
+                    outcome: PreparedOutcome::Discarded(DiscardReason::Failed),
+                    summary_tokens: 0,
+                    waited,
+                })));
+            }
+        };
+        let summaries = out
+            .into_iter()
+            .map(|(resp, route)| self.tally(resp, route, &mut used))
+            .collect();
+        Some(Ok(Ready {
+            base,
+            plan,
+            summaries,
+            used,
+            waited,
+        }))
+    }
+
+    /// Runs the pass from a ready candidate through the pass runner. `Err` when it was not
+    /// applied and the pass should run as usual (it would not gain enough, or its plan did
+    /// not assemble); otherwise the runner's result, the summary use, the plan (for the
+    /// report) and what became of the candidate (used; discarded as a lost race when the
+    /// store refused the commit).
+    pub(crate) async fn run_prepared(
+        &mut self,
+        t: &mut Transcript,
+        mut ready: Ready,
+        overflow: bool,
+    ) -> Result<
+        (
+            Result<Applied, PassFailure>,
+            SummaryUse,
+            BatchPlan,
+            PreparedUse,
+        ),
+        PreparedUse,
+    > {
+        let mut used = ready.used;
+        let summaries = std::mem::take(&mut ready.summaries);
+        let mut job = Job::Batch {
+            plan: &mut ready.plan,
+            summarize: true,
+            overflow,
+            prepared: Some(Prepared {
+                base: &ready.base,
+                summaries,
+            }),
+        };
+        let result = self.run_pass(t, &mut job, &mut used).await;
+        let outcome = match &result {
+            Ok(Applied::NoGain) => {
+                return Err(self.settled(
+                    ready.report(PreparedOutcome::Discarded(DiscardReason::Insufficient)),
+                ));
+            }
+            // Not assembled (an apply failure after the commit carries a cause): nothing was
+            // committed and no cooldown started.
+            Err(f) if f.kind == FailureKind::Plan && f.cause.is_none() => {
+                return Err(
+                    self.settled(ready.report(PreparedOutcome::Discarded(DiscardReason::Failed)))
+                );
+            }
+            Err(f) if f.kind == FailureKind::StaleGeneration => {
+                PreparedOutcome::Discarded(DiscardReason::LostRace)
+            }
+            Err(_) => PreparedOutcome::Discarded(DiscardReason::Failed),
+            Ok(Applied::Changed { .. }) => PreparedOutcome::Used,
+        };
+        let prepared = self.settled(ready.report(outcome));
+        Ok((result, used, ready.plan, prepared))
+    }
+
+    /// Records what became of a candidate (used, or discarded at a trigger) in the totals.
+    pub(crate) fn settled(&mut self, u: PreparedUse) -> PreparedUse {
+        match u.outcome {
+            PreparedOutcome::Used => self.rt.prepared_totals.used += 1,
+            PreparedOutcome::Discarded(reason) => {
+                self.rt.prepared_totals.discarded += 1;
+                self.rt.prepared_totals.wasted_tokens += u.summary_tokens;
+                tracing::debug!(
+                    session = %self.session_id,
+                    reason = reason.as_str(),
+                    wasted_tokens = u.summary_tokens,
+                    "summary prepared ahead: discarded"
+                );
+            }
+        }
+        u
+    }
+
+    /// Discards the waiting candidate, if any (an undo or a reload makes it stale).
+    pub(crate) fn discard_waiting(&mut self, reason: DiscardReason) {
+        if let Some(cand) = self.rt.prepared.take() {
+            self.discard(cand, reason);
+        }
+    }
+
+    /// Discards `cand`: aborts its task, and counts what it cost when it had finished.
+    fn discard(&mut self, mut cand: Candidate, reason: DiscardReason) -> PreparedUse {
+        cand.task.abort();
+        let summary_tokens = match cand.result.try_recv() {
+            Ok(Ok(out)) => out
+                .iter()
+                .filter_map(|(r, _)| r.usage)
+                .map(|u| u.prompt_tokens + u.completion_tokens)
+                .sum(),
+            _ => 0,
+        };
+        self.settled(PreparedUse {
+            outcome: PreparedOutcome::Discarded(reason),
+            summary_tokens,
+            waited: Duration::ZERO,
+        })
+    }
+
+    /// The plan a candidate is made from (and checked against at the trigger): a forced
+    /// summary plan of `messages` alone, uncalibrated, so the same messages give the same
+    /// plan whatever the provider reported meanwhile.
+    fn plan_prepared(&self, messages: &[Message], compacted: bool) -> (Transcript, BatchPlan) {
+        let base = Transcript::new(messages.to_vec(), self.counter.as_ref());
+        let req = BatchRequest {
+            force: true,
+            prune_only: false,
+            focus: None,
+            compacted,
+        };
+        let plan = batch::plan_batch(
+            &base,
+            self.settings.threshold,
+            &self.settings.batch,
+            &req,
+            self.counter.as_ref(),
+        );
+        (base, plan)
+    }
+
+    /// The store generation the compressor holds (`None` without a store).
+    fn generation_now(&self) -> Option<u64> {
+        #[cfg(feature = "store")]
+        return self.store_generation();
+        #[cfg(not(feature = "store"))]
+        return None;
+    }
+}
+
+/// The hash of a plan's summary jobs (what the summaries were written from), or `None` when
+/// the plan does not summarize, or a job reaches the end of the `len` planned-against
+/// messages (its summary would then border messages appended later, which the plan did not
+/// see).
+fn digest(plan: &BatchPlan, len: usize) -> Option<u64> {
+    let BatchStep::Summarize(jobs) = &plan.step else {
+        return None;
+    };
+    if jobs.is_empty() || jobs.iter().any(|j| j.range.end >= len) {
+        return None;
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for j in jobs {
+        format!("{:?}", j.kind).hash(&mut h);
+        j.range.hash(&mut h);
+        j.material.hash(&mut h);
+        j.previous_summary.hash(&mut h);
+        j.focus.hash(&mut h);
+        j.budget_tokens.hash(&mut h);
+        j.ledger_max_tokens.hash(&mut h);
+    }
+    Some(h.finish())
+}
+
+/// Every request in order under the one call policy, as a pass makes them; the first failure
+/// stops it.
+async fn summarize_all(
+    requests: &[SummaryRequest],
+    primary: &dyn compaction_llm::Summarizer,
+    fallback: Option<&dyn compaction_llm::Summarizer>,
+    breaker: &std::sync::Mutex<crate::breaker::Breaker>,
+    policy: &crate::breaker::CallPolicy,
+    clock: &dyn crate::clock::Clock,
+    deadline: Option<Instant>,
+) -> TaskOutput {
+    let mut out = Vec::with_capacity(requests.len());
+    for req in requests {
+        out.push(
+            crate::breaker::summarize(primary, fallback, breaker, policy, clock, deadline, req)
+                .await?,
+        );
+    }
+    Ok(out)
+}
