@@ -66,6 +66,13 @@ pub(crate) struct Candidate {
     task: tokio::task::AbortHandle,
 }
 
+/// A candidate dropped unsettled (the compressor went away) stops its task.
+impl Drop for Candidate {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 /// A candidate that still describes the pass: its plan over the transcript's first messages
 /// (`base`), and its summaries.
 pub(crate) struct Ready {
@@ -209,13 +216,13 @@ impl Compressor {
         if digest(&plan, base.len()) != Some(cand.digest) {
             return Some(Err(self.discard(cand, DiscardReason::SpanChanged)));
         }
-        let Candidate { result, task, .. } = cand;
+        let mut cand = cand;
         let started = Instant::now();
         // Ready already, or the call this pass would make, begun earlier under a deadline
         // that began earlier: waiting for it is never longer than calling again.
-        let out = result.await;
+        let out = (&mut cand.result).await;
         let waited = started.elapsed();
-        task.abort();
+        drop(cand);
         let mut used = SummaryUse::default();
         let out = match out {
             Ok(Ok(out)) => out,
@@ -324,6 +331,7 @@ impl Compressor {
     /// Discards `cand`: aborts its task, and counts what it cost when it had finished.
     fn discard(&mut self, mut cand: Candidate, reason: DiscardReason) -> PreparedUse {
         cand.task.abort();
+        // A call that had finished was paid for; one cut short is not known.
         let summary_tokens = match cand.result.try_recv() {
             Ok(Ok(out)) => out
                 .iter()
