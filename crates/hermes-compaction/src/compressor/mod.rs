@@ -439,6 +439,15 @@ impl Compressor {
             focus,
             compacted: self.rt.state.compacted,
         };
+        // A summary prepared ahead for a transcript only appended to since is the pass the
+        // plan would make: offered first, it spares the plan too.
+        if req.focus.is_none()
+            && !req.prune_only
+            && self.prepared_current(t)
+            && let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await
+        {
+            return self.finish(report, started, Some(&p));
+        }
         let mut plan = batch::plan_batch(
             t,
             self.settings.threshold,
@@ -476,28 +485,10 @@ impl Compressor {
                 Outcome::Summarized
             }
         };
-        if planned == Outcome::Summarized {
-            match self.take_prepared(t, &req).await {
-                Some(Ok(ready)) => match self.run_prepared(t, ready, overflow).await {
-                    Ok((result, used, mut prepared_plan, prepared)) => {
-                        report.prepared = Some(prepared);
-                        report.demoted_tail_outputs = prepared_plan.demoted_tail_outputs;
-                        report.fell_through = !prepared_plan.prune.edit.is_empty();
-                        report.settle(planned, result, used, t);
-                        // The prepared plan's tail ended with the messages it saw; the ones
-                        // appended since stay verbatim after it.
-                        prepared_plan.regions.tail.end = report.messages_before;
-                        if report.in_turn.is_some() {
-                            report.in_turn = Resume::at(t).or(report.in_turn.take());
-                        }
-                        return self.finish(report, started, Some(&prepared_plan));
-                    }
-                    // Not applied (not enough gain, or not assembled): the pass runs as usual.
-                    Err(prepared) => report.prepared = Some(prepared),
-                },
-                Some(Err(prepared)) => report.prepared = Some(prepared),
-                None => {}
-            }
+        if planned == Outcome::Summarized
+            && let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await
+        {
+            return self.finish(report, started, Some(&p));
         }
         let mut used = crate::report::SummaryUse::default();
         let mut job = pass::Job::Batch {
@@ -513,6 +504,46 @@ impl Compressor {
             report.in_turn = Resume::at(t).or(report.in_turn.take());
         }
         self.finish(report, started, Some(&plan))
+    }
+
+    /// The pass from the summary prepared ahead, when there is one that still describes it:
+    /// `Some(plan)` when it ran (the report settled; `plan` is what it was planned with),
+    /// `None` when the pass should plan and run as usual (`report.prepared` then says what
+    /// became of the candidate, if one waited).
+    async fn try_prepared(
+        &mut self,
+        t: &mut Transcript,
+        req: &BatchRequest,
+        overflow: bool,
+        report: &mut BatchReport,
+    ) -> Option<BatchPlan> {
+        let ready = match self.take_prepared(t, req).await? {
+            Ok(ready) => ready,
+            Err(prepared) => {
+                report.prepared = Some(prepared);
+                return None;
+            }
+        };
+        match self.run_prepared(t, ready, overflow).await {
+            Ok((result, used, mut plan, prepared)) => {
+                report.prepared = Some(prepared);
+                report.demoted_tail_outputs = plan.demoted_tail_outputs;
+                report.fell_through = !plan.prune.edit.is_empty();
+                report.settle(Outcome::Summarized, result, used, t);
+                // The prepared plan's tail ended with the messages it saw; the ones appended
+                // since stay verbatim after it.
+                plan.regions.tail.end = report.messages_before;
+                if report.in_turn.is_some() {
+                    report.in_turn = Resume::at(t).or(report.in_turn.take());
+                }
+                Some(plan)
+            }
+            // Not applied (not enough gain, or not assembled): the pass runs as usual.
+            Err(prepared) => {
+                report.prepared = Some(prepared);
+                None
+            }
+        }
     }
 
     /// One summary under the policy every pass shares (`breaker`): the fallback rule, the

@@ -62,6 +62,11 @@ pub(crate) struct Candidate {
     generation: Option<u64>,
     /// The session counted as compacted when it started (the plan depends on it).
     compacted: bool,
+    /// The transcript's lineage when it started: while it is the same, the transcript has
+    /// only been appended to, and `snapshot` still describes its first `len` messages.
+    lineage: u64,
+    /// Those messages as a transcript of their own, and the plan made over them.
+    snapshot: Option<(Transcript, BatchPlan)>,
     result: oneshot::Receiver<TaskOutput>,
     task: tokio::task::AbortHandle,
 }
@@ -155,6 +160,8 @@ impl Compressor {
         // The same requests the pass would make now (a warm-cache one over the agent's last
         // request when those are on).
         let requests = self.requests(&job, t);
+        drop(job);
+        let len = base.len();
         let (tx, rx) = oneshot::channel();
         let primary = self.summarizer.clone();
         let fallback = self.fallback.clone();
@@ -177,22 +184,37 @@ impl Compressor {
         });
         self.rt.prepared_totals.started += 1;
         self.rt.prepared = Some(Candidate {
-            len: base.len(),
+            len,
             digest,
             epoch: self.rt.epoch,
             generation: self.generation_now(),
             compacted,
+            lineage: t.lineage(),
+            snapshot: Some((base, plan)),
             result: rx,
             task: task.abort_handle(),
         });
         tracing::debug!(
             session = %self.session_id,
-            messages = base.len(),
+            messages = len,
             "summary prepared ahead: started"
         );
     }
 
-    /// At a trigger whose plan summarizes: the waiting candidate, when it still describes the
+    /// Whether the waiting candidate belongs to the session as it is and the transcript has
+    /// only been appended to since it started: it can be offered to the pass before the pass
+    /// plans (its plan is the one the pass would re-make for those messages).
+    pub(crate) fn prepared_current(&self, t: &Transcript) -> bool {
+        self.rt.prepared.as_ref().is_some_and(|c| {
+            c.epoch == self.rt.epoch
+                && c.generation == self.generation_now()
+                && c.lineage == t.lineage()
+                && t.len() >= c.len
+        })
+    }
+
+    /// At a trigger whose plan summarizes (or before planning, when
+    /// [`prepared_current`](Self::prepared_current)): the waiting candidate, when it still describes the
     /// pass (`Ok`), or what became of it (`Err`, discarded); `None` when none waits.
     pub(crate) async fn take_prepared(
         &mut self,
@@ -212,11 +234,30 @@ impl Compressor {
         if let Some(reason) = reason {
             return Some(Err(self.discard(cand, reason)));
         }
-        let (base, plan) = self.plan_prepared(&t.messages()[..cand.len], cand.compacted);
-        if digest(&plan, base.len()) != Some(cand.digest) {
-            return Some(Err(self.discard(cand, DiscardReason::SpanChanged)));
-        }
         let mut cand = cand;
+        let (base, plan) = match cand.snapshot.take() {
+            // Only appended to since: its first messages are the candidate's own, save the
+            // row ids a flush has stamped since (which keep a plan valid).
+            Some((mut base, plan)) if cand.lineage == t.lineage() => {
+                for (i, m) in t.messages()[..cand.len].iter().enumerate() {
+                    if let Some(id) = m.row_id()
+                        && base.messages()[i].row_id() != Some(id)
+                    {
+                        base.set_row_id(i, id);
+                    }
+                }
+                (base, plan)
+            }
+            // Changed otherwise (a pin, a rewrite): re-planned as they are now, it must
+            // summarize the same span from the same material.
+            _ => {
+                let (base, plan) = self.plan_prepared(&t.messages()[..cand.len], cand.compacted);
+                if digest(&plan, base.len()) != Some(cand.digest) {
+                    return Some(Err(self.discard(cand, DiscardReason::SpanChanged)));
+                }
+                (base, plan)
+            }
+        };
         let started = Instant::now();
         // Ready already, or the call this pass would make, begun earlier under a deadline
         // that began earlier: waiting for it is never longer than calling again.
