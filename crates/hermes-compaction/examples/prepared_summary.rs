@@ -10,7 +10,8 @@
 //! and appends its answer. The wall time of every `before_request` that ran a summarizing
 //! pass is the added wait at the trigger; after `--passes` passes (5) each side prints its
 //! p50 / p95 / max, with what became of the prepared candidates (used, discarded, wasted
-//! summary tokens) and the requests the endpoint saw.
+//! summary tokens), the requests the endpoint saw and how many summaries the extractive
+//! fallback wrote (none: each answer passes the output guard).
 //!
 //! ```sh
 //! nice cargo run --release -p hermes-compaction --features openai --example prepared_summary
@@ -87,8 +88,17 @@ fn main() {
         args.passes
     );
     println!(
-        "{:<22} {:>6} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>9}",
-        "side", "passes", "p50_ms", "p95_ms", "max_ms", "used", "discarded", "wasted", "requests"
+        "{:<22} {:>6} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>9} {:>10}",
+        "side",
+        "passes",
+        "p50_ms",
+        "p95_ms",
+        "max_ms",
+        "used",
+        "discarded",
+        "wasted",
+        "requests",
+        "fallbacks"
     );
     let (without, with) = rt.block_on(async {
         tokio::join!(
@@ -118,13 +128,14 @@ struct Side {
     waits: Vec<Duration>,
     totals: PreparedTotals,
     requests: usize,
+    fallbacks: usize,
 }
 
 impl Side {
     fn print(&self) {
         let ms = |q: f64| percentile(&self.waits, q).as_secs_f64() * 1_000.0;
         println!(
-            "{:<22} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>5} {:>10} {:>7} {:>9}",
+            "{:<22} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>5} {:>10} {:>7} {:>9} {:>10}",
             self.label,
             self.waits.len(),
             ms(0.5),
@@ -133,7 +144,8 @@ impl Side {
             self.totals.used,
             self.totals.discarded,
             self.totals.wasted_tokens,
-            self.requests
+            self.requests,
+            self.fallbacks
         );
     }
 }
@@ -143,7 +155,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
     let server = Server::start(args.latency);
     let mut c = compressor(&server.base_url(), prepare_at);
     let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
-    let mut waits = Vec::new();
+    let (mut waits, mut fallbacks) = (Vec::new(), 0);
     for i in 0..10_000 {
         if waits.len() >= args.passes {
             break;
@@ -162,6 +174,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
             && r.outcome == Outcome::Summarized
         {
             waits.push(waited);
+            fallbacks += usize::from(r.fallback_used);
         }
         // The agent's own model call.
         tokio::time::sleep(args.model).await;
@@ -178,6 +191,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
         waits,
         totals: c.prepared_totals(),
         requests: server.requests(),
+        fallbacks,
     }
 }
 
@@ -226,8 +240,9 @@ impl Server {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 counter.fetch_add(1, Ordering::SeqCst);
+                let n = counter.load(Ordering::SeqCst);
                 std::thread::spawn(move || {
-                    let _ = answer(latency, stream);
+                    let _ = answer(latency, n, stream);
                 });
             }
         });
@@ -243,11 +258,15 @@ impl Server {
     }
 }
 
-/// Reads one request and answers it after `latency` (one request per connection).
-fn answer(latency: Duration, mut stream: TcpStream) -> std::io::Result<()> {
+/// Reads one request and answers it after `latency` (one request per connection), with the
+/// `n`-th summary: each one worded afresh, so the output guard does not take an update for an
+/// echo of the summary it updates.
+fn answer(latency: Duration, n: usize, mut stream: TcpStream) -> std::io::Result<()> {
     let body = read_request(&mut stream)?;
     std::thread::sleep(latency);
-    let summary = "## Goal\n- review every module of the crate\n## Progress\n- the modules asked about so far look fine\n## Next\n- go on with the next module\n";
+    let summary = format!(
+        "## Goal\n- review every module of the crate (summary {n})\n## Progress\n- as of summary {n} the modules asked about look fine\n## Next\n- after summary {n}, go on with the next module\n"
+    );
     let completion = serde_json::json!({
         "model": "fake-model",
         "choices": [{"index": 0, "finish_reason": "stop",
