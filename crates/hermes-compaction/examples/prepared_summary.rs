@@ -9,7 +9,8 @@
 //! over the threshold) and then "calls the model" (a `--model-ms` sleep, 1000 by default)
 //! and appends its answer. The wall time of every `before_request` that ran a summarizing
 //! pass is the added wait at the trigger; after `--passes` passes (5) each side prints its
-//! p50 / p95 / max, with what became of the prepared candidates (used, discarded, wasted
+//! p50 / p95 / max, and the longest `before_request` of a turn without a pass (the turn that
+//! starts a candidate among them), with what became of the prepared candidates (used, discarded, wasted
 //! summary tokens), the requests the endpoint saw and how many summaries the extractive
 //! fallback wrote (none: each answer passes the output guard).
 //!
@@ -90,13 +91,14 @@ fn main() {
         args.passes
     );
     println!(
-        "{:<22} {:>6} {:>6} {:>9} {:>9} {:>9} {:>5} {:>10} {:>7} {:>9} {:>10}",
+        "{:<22} {:>6} {:>6} {:>9} {:>9} {:>9} {:>12} {:>5} {:>10} {:>7} {:>9} {:>10}",
         "side",
         "turns",
         "passes",
         "p50_ms",
         "p95_ms",
         "max_ms",
+        "other_max_ms",
         "used",
         "discarded",
         "wasted",
@@ -132,6 +134,9 @@ struct Side {
     label: String,
     turns: usize,
     waits: Vec<Duration>,
+    /// The longest `before_request` of a turn that ran no pass (one that started a
+    /// candidate included).
+    other_max: Duration,
     totals: PreparedTotals,
     requests: usize,
     fallbacks: usize,
@@ -141,13 +146,14 @@ impl Side {
     fn print(&self) {
         let ms = |q: f64| percentile(&self.waits, q).as_secs_f64() * 1_000.0;
         println!(
-            "{:<22} {:>6} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>5} {:>10} {:>7} {:>9} {:>10}",
+            "{:<22} {:>6} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>12.1} {:>5} {:>10} {:>7} {:>9} {:>10}",
             self.label,
             self.turns,
             self.waits.len(),
             ms(0.5),
             ms(0.95),
             ms(1.0),
+            self.other_max.as_secs_f64() * 1_000.0,
             self.totals.used,
             self.totals.discarded,
             self.totals.wasted_tokens,
@@ -163,6 +169,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
     let mut c = compressor(&server.base_url(), prepare_at);
     let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
     let (mut waits, mut fallbacks, mut turns) = (Vec::new(), 0, 0);
+    let mut other_max = Duration::ZERO;
     for i in 0..10_000 {
         if waits.len() >= args.passes {
             break;
@@ -183,6 +190,8 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
         {
             waits.push(waited);
             fallbacks += usize::from(r.fallback_used);
+        } else {
+            other_max = other_max.max(waited);
         }
         // The agent's own model call.
         tokio::time::sleep(args.model).await;
@@ -198,6 +207,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
         label: label.to_owned(),
         turns,
         waits,
+        other_max,
         totals: c.prepared_totals(),
         requests: server.requests(),
         fallbacks,

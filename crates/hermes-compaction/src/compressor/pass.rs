@@ -196,34 +196,11 @@ impl Compressor {
     }
 
     fn batch_request(&self, job: &SummaryJob) -> SummaryRequest {
-        let kind = match (job.kind, &job.previous_summary) {
-            (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
-            (_, Some(_)) => SummaryKind::BatchUpdate,
-            (_, None) => SummaryKind::BatchFirst,
-        };
-        // The job's budget: `summary_max_tokens`, or less when the window leaves less room
-        // (core sizes it so the pass lands under the threshold); a job that folds older
-        // summaries up to `FOLD_BUDGET_FACTOR` times that, to keep what they held.
-        let factor = match kind {
-            SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
-            _ => 1,
-        };
-        let budget = u32::try_from(job.budget_tokens).unwrap_or(u32::MAX).min(
-            self.config()
-                .compression
-                .summary_max_tokens
-                .max(1)
-                .saturating_mul(factor),
-        );
-        let mut req = SummaryRequest::new(kind, job.material.clone(), budget, self.today())
-            .with_messages(job.messages.clone())
-            .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
-        req.previous_summary = job
-            .previous_summary
-            .as_deref()
-            .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
-        req.focus = job.focus.clone();
-        req
+        batch_request(
+            job,
+            self.config().compression.summary_max_tokens,
+            self.today(),
+        )
     }
 
     /// The one request of a micro plan that summarizes (absorb or defrag).
@@ -364,6 +341,39 @@ impl Compressor {
             }
         }
     }
+}
+
+/// The summary request of a batch job, `summary_max_tokens` its configured budget and `today`
+/// the date for the prompt.
+pub(crate) fn batch_request(
+    job: &SummaryJob,
+    summary_max_tokens: u32,
+    today: String,
+) -> SummaryRequest {
+    let kind = match (job.kind, &job.previous_summary) {
+        (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
+        (_, Some(_)) => SummaryKind::BatchUpdate,
+        (_, None) => SummaryKind::BatchFirst,
+    };
+    // The job's budget: `summary_max_tokens`, or less when the window leaves less room (core
+    // sizes it so the pass lands under the threshold); a job that folds older summaries up to
+    // `FOLD_BUDGET_FACTOR` times that, to keep what they held.
+    let factor = match kind {
+        SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
+        _ => 1,
+    };
+    let budget = u32::try_from(job.budget_tokens)
+        .unwrap_or(u32::MAX)
+        .min(summary_max_tokens.max(1).saturating_mul(factor));
+    let mut req = SummaryRequest::new(kind, job.material.clone(), budget, today)
+        .with_messages(job.messages.clone())
+        .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
+    req.previous_summary = job
+        .previous_summary
+        .as_deref()
+        .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
+    req.focus = job.focus.clone();
+    req
 }
 
 /// The gain check: whether committing `edit` is worth it. A batch pass must shrink the

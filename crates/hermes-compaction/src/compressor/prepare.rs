@@ -47,26 +47,49 @@ use crate::report::{
     SummaryUse,
 };
 
-/// What the task hands back: every summary of the plan, or the failure that stopped it.
-type TaskOutput = Result<Vec<(SummaryResponse, Route)>, CallFailure>;
+/// What the task hands back: its plan and summaries, or `None` when the plan summarizes
+/// nothing (nothing to prepare).
+type TaskOutput = Option<Planned>;
+
+/// What a candidate's task planned and what its calls returned.
+#[derive(Debug)]
+struct Planned {
+    /// The transcript's first `len` messages as a transcript of their own, and the plan made
+    /// over them.
+    base: Transcript,
+    plan: BatchPlan,
+    /// The hash of the plan's summary jobs.
+    digest: u64,
+    /// Every summary of the plan, or the failure that stopped them.
+    calls: Result<Vec<(SummaryResponse, Route)>, CallFailure>,
+}
+
+impl Planned {
+    /// The summarizer tokens its calls reported.
+    fn tokens(&self) -> u64 {
+        self.calls.as_ref().map_or(0, |calls| {
+            calls
+                .iter()
+                .filter_map(|(r, _)| r.usage)
+                .map(|u| u.prompt_tokens + u.completion_tokens)
+                .sum()
+        })
+    }
+}
 
 /// A summary being prepared (or ready) for the next pass.
 #[derive(Debug)]
 pub(crate) struct Candidate {
-    /// The transcript's first `len` messages are what it was planned on.
+    /// The transcript's first `len` messages are what it is planned on.
     len: usize,
-    /// The hash of its summary jobs.
-    digest: u64,
     /// The compressor's epoch and store generation when it started.
     epoch: u64,
     generation: Option<u64>,
     /// The session counted as compacted when it started (the plan depends on it).
     compacted: bool,
     /// The transcript's lineage when it started: while it is the same, the transcript has
-    /// only been appended to, and `snapshot` still describes its first `len` messages.
+    /// only been appended to, and the task's plan still describes its first `len` messages.
     lineage: u64,
-    /// Those messages as a transcript of their own, and the plan made over them.
-    snapshot: Option<(Transcript, BatchPlan)>,
     result: oneshot::Receiver<TaskOutput>,
     task: tokio::task::AbortHandle,
 }
@@ -147,21 +170,17 @@ impl Compressor {
             return;
         };
         let compacted = self.rt.state.compacted;
-        let (base, mut plan) = self.plan_prepared(t.messages(), compacted);
-        let Some(digest) = digest(&plan, base.len()) else {
-            return;
-        };
-        let job = Job::Batch {
-            plan: &mut plan,
-            summarize: true,
-            overflow: false,
-            prepared: None,
-        };
-        // The same requests the pass would make now (a warm-cache one over the agent's last
-        // request when those are on).
-        let requests = self.requests(&job, t);
-        drop(job);
-        let len = base.len();
+        // The task plans (a forced summary plan, as the pass would make over these messages)
+        // and writes the summaries; the hook only copies the messages and spawns.
+        let messages = t.messages().to_vec();
+        let len = messages.len();
+        let counter = self.counter_arc();
+        let threshold = self.settings.threshold;
+        let batch_cfg = self.settings.batch.clone();
+        // A warm-cache request over the agent's last request, when those are on.
+        let warm = self.warm_prefix(t);
+        let summary_max = self.settings.config.compression.summary_max_tokens;
+        let today = self.today();
         let (tx, rx) = oneshot::channel();
         let primary = self.summarizer.clone();
         let fallback = self.fallback.clone();
@@ -170,7 +189,25 @@ impl Compressor {
         let clock = self.clock.clone();
         let deadline = policy.pass_deadline();
         let task = handle.spawn(async move {
-            let out = summarize_all(
+            let (base, plan) =
+                plan_prepared(messages, compacted, counter.as_ref(), threshold, &batch_cfg);
+            let Some(digest) = digest(&plan, base.len()) else {
+                let _ = tx.send(None);
+                return;
+            };
+            let requests: Vec<SummaryRequest> = match &plan.step {
+                BatchStep::Summarize(jobs) => jobs
+                    .iter()
+                    .map(|j| {
+                        let w = warm
+                            .clone()
+                            .and_then(|p| compaction_llm::WarmPrefix::new(p, j.range.clone()));
+                        super::pass::batch_request(j, summary_max, today.clone()).with_warm(w)
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let calls = summarize_all(
                 &requests,
                 primary.as_ref(),
                 fallback.as_deref(),
@@ -180,17 +217,20 @@ impl Compressor {
                 deadline,
             )
             .await;
-            let _ = tx.send(out);
+            let _ = tx.send(Some(Planned {
+                base,
+                plan,
+                digest,
+                calls,
+            }));
         });
         self.rt.prepared_totals.started += 1;
         self.rt.prepared = Some(Candidate {
             len,
-            digest,
             epoch: self.rt.epoch,
             generation: self.generation_now(),
             compacted,
             lineage: t.lineage(),
-            snapshot: Some((base, plan)),
             result: rx,
             task: task.abort_handle(),
         });
@@ -235,49 +275,77 @@ impl Compressor {
             return Some(Err(self.discard(cand, reason)));
         }
         let mut cand = cand;
-        let (base, plan) = match cand.snapshot.take() {
-            // Only appended to since: its first messages are the candidate's own, save the
-            // row ids a flush has stamped since (which keep a plan valid).
-            Some((mut base, plan)) if cand.lineage == t.lineage() => {
-                for (i, m) in t.messages()[..cand.len].iter().enumerate() {
-                    if let Some(id) = m.row_id()
-                        && base.messages()[i].row_id() != Some(id)
-                    {
-                        base.set_row_id(i, id);
-                    }
-                }
-                (base, plan)
-            }
-            // Changed otherwise (a pin, a rewrite): re-planned as they are now, it must
-            // summarize the same span from the same material.
-            _ => {
-                let (base, plan) = self.plan_prepared(&t.messages()[..cand.len], cand.compacted);
-                if digest(&plan, base.len()) != Some(cand.digest) {
+        let appended_only = cand.lineage == t.lineage();
+        let started = Instant::now();
+        let received = if appended_only {
+            // Ready already, or the call this pass would make, begun earlier under a deadline
+            // that began earlier: waiting for it is never longer than calling again.
+            (&mut cand.result).await.ok()
+        } else {
+            // Changed otherwise (a pin, a rewrite): only a finished candidate can be checked.
+            match cand.result.try_recv() {
+                Ok(out) => Some(out),
+                Err(oneshot::error::TryRecvError::Empty) => {
                     return Some(Err(self.discard(cand, DiscardReason::SpanChanged)));
                 }
-                (base, plan)
+                Err(oneshot::error::TryRecvError::Closed) => None,
             }
         };
-        let started = Instant::now();
-        // Ready already, or the call this pass would make, begun earlier under a deadline
-        // that began earlier: waiting for it is never longer than calling again.
-        let out = (&mut cand.result).await;
         let waited = started.elapsed();
+        let compacted = cand.compacted;
         drop(cand);
-        let mut used = SummaryUse::default();
-        let out = match out {
-            Ok(Ok(out)) => out,
-            // Its call failed (the breaker counted it), or the task was cancelled by its
-            // runtime: the pass calls as it would have.
-            Ok(Err(_)) | Err(_) => {
-                return Some(Err(self.settled(PreparedUse {
-                    outcome: PreparedOutcome::Discarded(DiscardReason::Failed),
-                    summary_tokens: 0,
-                    waited,
-                })));
-            }
+        let settle = |c: &mut Self, reason, tokens| {
+            c.settled(PreparedUse {
+                outcome: PreparedOutcome::Discarded(reason),
+                summary_tokens: tokens,
+                waited,
+            })
         };
-        let summaries = out
+        let out = match received {
+            Some(Some(out)) => out,
+            // The plan needed no summary.
+            Some(None) => return Some(Err(settle(self, DiscardReason::Superseded, 0))),
+            // The task was cancelled by its runtime (shut down): as if it failed.
+            None => return Some(Err(settle(self, DiscardReason::Failed, 0))),
+        };
+        let tokens = out.tokens();
+        let Planned {
+            base: mut snapshot,
+            plan,
+            digest: prepared_digest,
+            calls,
+        } = out;
+        let (base, plan) = if appended_only {
+            // Its first messages are the candidate's own, save the row ids a flush has
+            // stamped since (which keep a plan valid).
+            for (i, m) in t.messages()[..snapshot.len()].iter().enumerate() {
+                if let Some(id) = m.row_id()
+                    && snapshot.messages()[i].row_id() != Some(id)
+                {
+                    snapshot.set_row_id(i, id);
+                }
+            }
+            (snapshot, plan)
+        } else {
+            // Re-planned as they are now, they must give the same summary jobs.
+            let (base, plan) = plan_prepared(
+                t.messages()[..snapshot.len()].to_vec(),
+                compacted,
+                self.counter.as_ref(),
+                self.settings.threshold,
+                &self.settings.batch,
+            );
+            if digest(&plan, base.len()) != Some(prepared_digest) {
+                return Some(Err(settle(self, DiscardReason::SpanChanged, tokens)));
+            }
+            (base, plan)
+        };
+        // Its call failed (the breaker counted it): the pass calls as it would have.
+        let Ok(calls) = calls else {
+            return Some(Err(settle(self, DiscardReason::Failed, 0)));
+        };
+        let mut used = SummaryUse::default();
+        let summaries = calls
             .into_iter()
             .map(|(resp, route)| self.tally(resp, route, &mut used))
             .collect();
@@ -374,11 +442,7 @@ impl Compressor {
         cand.task.abort();
         // A call that had finished was paid for; one cut short is not known.
         let summary_tokens = match cand.result.try_recv() {
-            Ok(Ok(out)) => out
-                .iter()
-                .filter_map(|(r, _)| r.usage)
-                .map(|u| u.prompt_tokens + u.completion_tokens)
-                .sum(),
+            Ok(Some(out)) => out.tokens(),
             _ => 0,
         };
         self.settled(PreparedUse {
@@ -388,27 +452,6 @@ impl Compressor {
         })
     }
 
-    /// The plan a candidate is made from (and checked against at the trigger): a forced
-    /// summary plan of `messages` alone, uncalibrated, so the same messages give the same
-    /// plan whatever the provider reported meanwhile.
-    fn plan_prepared(&self, messages: &[Message], compacted: bool) -> (Transcript, BatchPlan) {
-        let base = Transcript::new(messages.to_vec(), self.counter.as_ref());
-        let req = BatchRequest {
-            force: true,
-            prune_only: false,
-            focus: None,
-            compacted,
-        };
-        let plan = batch::plan_batch(
-            &base,
-            self.settings.threshold,
-            &self.settings.batch,
-            &req,
-            self.counter.as_ref(),
-        );
-        (base, plan)
-    }
-
     /// The store generation the compressor holds (`None` without a store).
     fn generation_now(&self) -> Option<u64> {
         #[cfg(feature = "store")]
@@ -416,6 +459,27 @@ impl Compressor {
         #[cfg(not(feature = "store"))]
         return None;
     }
+}
+
+/// The plan a candidate is made from (and checked against at the trigger): a forced summary
+/// plan of `messages` alone, uncalibrated, so the same messages give the same plan whatever the
+/// provider reported meanwhile.
+fn plan_prepared(
+    messages: Vec<Message>,
+    compacted: bool,
+    counter: &dyn compaction_core::TokenCounter,
+    threshold: u64,
+    cfg: &batch::BatchConfig,
+) -> (Transcript, BatchPlan) {
+    let base = Transcript::new(messages, counter);
+    let req = BatchRequest {
+        force: true,
+        prune_only: false,
+        focus: None,
+        compacted,
+    };
+    let plan = batch::plan_batch(&base, threshold, cfg, &req, counter);
+    (base, plan)
 }
 
 /// The hash of a plan's summary jobs (what the summaries were written from), or `None` when
@@ -452,7 +516,7 @@ async fn summarize_all(
     policy: &crate::breaker::CallPolicy,
     clock: &dyn crate::clock::Clock,
     deadline: Option<Instant>,
-) -> TaskOutput {
+) -> Result<Vec<(SummaryResponse, Route)>, CallFailure> {
     let mut out = Vec::with_capacity(requests.len());
     for req in requests {
         out.push(
