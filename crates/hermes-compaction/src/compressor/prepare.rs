@@ -1,33 +1,36 @@
 //! A summary prepared ahead (`compression.prepare_at`, issue 34 item 2).
 //!
 //! Past `prepare_at` of the threshold (and below it), [`Compressor::before_request`] and
-//! [`Compressor::check_usage`] start the summary of the span the next pass will compact, in a
-//! task spawned on the caller's tokio runtime, and return at once. The task makes the same
-//! calls a pass would make, through the one call policy (`breaker`): the same pass deadline
+//! [`Compressor::check_usage`] copy the transcript's messages and spawn a task on the
+//! caller's tokio runtime, then return at once. The task plans the pass those messages would
+//! get (a forced summary plan, uncalibrated, so the same messages give the same plan) and
+//! makes its summary calls through the one call policy (`breaker`): the same pass deadline
 //! (counted from the start of the task), the same circuit breaker (shared with every pass),
-//! the same output guard and fallback rule. Its result waits in the compressor.
+//! the same output guard and fallback rule. Its plan and summaries wait in the compressor.
 //!
-//! At the trigger the pass runner is fed the candidate instead of calling the summarizer,
-//! when it still describes the pass:
+//! At a trigger the pass runner is fed the candidate instead of calling the summarizer, when
+//! it still describes the pass:
 //!
 //! - the **generation** matches: no pass, undo or reload since it was started (the
 //!   compressor's epoch), and the store generation the compressor knows is the same;
-//! - the **span's digest** matches: the transcript's first `len` messages (the candidate's
-//!   transcript) are re-planned as they are now, and the summary jobs of that plan (ranges,
-//!   kinds, material, earlier summaries, budgets) hash to what the candidate summarized;
-//! - the pass at the trigger summarizes (not prune-only, no focus topic).
+//! - the transcript has only been **appended to** since (its lineage): the task's plan is the
+//!   one the pass would make over those messages, and is offered before the pass plans;
+//!   otherwise the **span's digest** must match: the first `len` messages re-planned as they
+//!   are now must give summary jobs (ranges, kinds, material, earlier summaries, budgets) that
+//!   hash to what the candidate summarized (a candidate not finished yet cannot be checked);
+//! - the pass has no focus topic and is not prune-only.
 //!
-//! The candidate's plan is then assembled against those first `len` messages; its edit only
-//! touches messages before them, so it applies to the transcript as it is now, the messages
-//! appended since staying verbatim after the summary. It is applied only when that lands
-//! under the threshold; otherwise, or when any check fails, it is discarded and the pass runs
-//! as it would have without it. The store's optimistic concurrency covers a candidate that
-//! lost a race: its commit names the generation the compressor holds, so another writer's
-//! pass makes it fail with `StaleGeneration` like any pass.
+//! The plan is assembled against those first `len` messages; its edit only touches messages
+//! before them, so it applies to the transcript as it is now, the messages appended since
+//! staying verbatim after the summary. It is applied only when that lands under the
+//! threshold; otherwise, or when any check fails, it is discarded and the pass runs as it
+//! would have without it. The store's optimistic concurrency covers a candidate that lost a
+//! race: its commit names the generation the compressor holds, so another writer's pass makes
+//! it fail with `StaleGeneration` like any pass.
 //!
-//! Nothing here can fail or delay a turn: starting a candidate plans in memory and spawns; a
-//! candidate that failed is discarded; one still running at the trigger is waited for (it
-//! is the very call the pass would make, begun earlier, under a deadline that began
+//! Nothing here can fail or delay a turn: starting a candidate copies the messages and
+//! spawns; a candidate that failed is discarded; one still running when offered is waited for
+//! (it is the very call the pass would make, begun earlier, under a deadline that began
 //! earlier); one discarded while running is aborted. Without a tokio runtime nothing is
 //! prepared.
 
