@@ -403,13 +403,14 @@ fn plan_unindexed(
     let mut kept = plan.tokens_after_prune;
     let need = ContinuationNeed::of(t.messages());
     let mut span = batch_range(t, &r, true, &need);
-    // The last reply the user saw stays in place (spec section 1). It yields only to the
-    // window: when keeping it leaves the pass over the threshold and summarizing it with the
-    // rest lands the pass at or under it, the reply is summarized too (a reply far back,
-    // followed by a long tool loop, would otherwise leave that loop unsummarizable). A pass
-    // that lands under the threshold with the reply kept, or over it either way (an oversized
-    // output in the protected tail), keeps the reply: summarizing it would buy no room that
-    // matters (issue 33, item 9).
+    // The last reply the user saw stays in place (spec section 1) unless keeping it is what
+    // stands between the pass and its landing: when summarizing it with the rest lands the
+    // pass at or under the low-water mark (or under the threshold) and keeping it does not,
+    // the reply is summarized too, as the window comes first (a reply far back, followed by a
+    // long tool loop, would otherwise leave that loop unsummarizable). A pass that misses the
+    // same marks either way (an oversized output in the protected tail) keeps the reply:
+    // summarizing it would only get closer, at the cost of what the user last read (issue
+    // 33, item 9).
     if r.rewritable_middle() != r.middle {
         let estimate = |span: &Option<Range<usize>>| {
             let rewritten = span.as_ref().map_or(0, |m| {
@@ -418,9 +419,14 @@ fn plan_unindexed(
             kept.saturating_sub(rewritten)
                 .saturating_add(cfg.summary_max_tokens)
         };
-        if estimate(&span) > threshold_tokens {
+        if estimate(&span) > low_water {
             let whole = batch_range(t, &r, false, &need);
-            if estimate(&whole) <= threshold_tokens {
+            let (kept_reply, summarized) = (estimate(&span), estimate(&whole));
+            // Summarizing the reply must reach a mark keeping it misses: the low-water mark,
+            // or at least the threshold.
+            if summarized <= low_water
+                || (kept_reply > threshold_tokens && summarized <= threshold_tokens)
+            {
                 span = whole;
             }
         }
