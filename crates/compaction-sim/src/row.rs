@@ -161,6 +161,9 @@ pub struct Row {
     /// Prompt / threshold at each request (for the plot).
     #[serde(skip)]
     pub occupancy: Vec<f32>,
+    /// The waits compaction adds and the summaries prepared ahead (see
+    /// [`latency`](crate::latency)).
+    pub latency: crate::latency::Waits,
 }
 
 /// Means and ratios of a [`Row`], computed from its sums.
@@ -331,6 +334,7 @@ impl Row {
             t.far_session_share_sum += r.far_session_share_sum;
             t.far_share_sum += r.far_share_sum;
             t.far_share_verbatim_sum += r.far_share_verbatim_sum;
+            t.latency.add(&r.latency);
             if r.requests > 0 {
                 t.retention_min = t.retention_min.min(r.retention_min);
             }
