@@ -147,6 +147,10 @@ pub struct Waits {
     /// Added wait of each micro pass that called the summarizer, milliseconds.
     #[serde(skip)]
     pub micro_ms: Vec<u64>,
+    /// Of the micro passes, those after a turn (the others ran after a tool round).
+    pub micro_between_turns: u64,
+    /// Of those, the ones the next request still had to wait for.
+    pub micro_between_turns_waited: u64,
     /// Summaries prepared ahead.
     pub prepared: u64,
     /// Of those, applied at the trigger.
@@ -240,6 +244,8 @@ impl Waits {
     pub fn add(&mut self, other: &Waits) {
         self.trigger_ms.extend(&other.trigger_ms);
         self.micro_ms.extend(&other.micro_ms);
+        self.micro_between_turns += other.micro_between_turns;
+        self.micro_between_turns_waited += other.micro_between_turns_waited;
         self.prepared += other.prepared;
         self.prepared_used += other.prepared_used;
         self.prepared_wasted += other.prepared_wasted;
@@ -326,7 +332,7 @@ impl Tracker {
     /// A request is sent at `now`: it waits for what is left of a between-turns pass.
     pub(crate) fn request_at(&mut self, now: u64) {
         if let Some(end) = self.between_turns_end.take() {
-            self.waits.micro_ms.push(end.saturating_sub(now));
+            self.between_turns_wait(end.saturating_sub(now));
         }
     }
 
@@ -340,7 +346,7 @@ impl Tracker {
         // A pass still running when the next one starts delays it (no request in between).
         let start = match self.between_turns_end.take() {
             Some(end) => {
-                self.waits.micro_ms.push(0);
+                self.between_turns_wait(0);
                 end.max(start)
             }
             None => start,
@@ -454,7 +460,7 @@ impl Tracker {
             self.waste(Waste::Unused);
         }
         if self.between_turns_end.take().is_some() {
-            self.waits.micro_ms.push(0);
+            self.between_turns_wait(0);
         }
         let w = &mut self.waits;
         w.wasted_output_tokens = match (row.summary_output_tokens, row.summary_calls) {
@@ -483,6 +489,12 @@ impl Tracker {
         row.unit_cost += w.wasted_unit_cost;
         row.effective_cost += w.wasted_unit_cost;
         row.latency = self.waits;
+    }
+
+    fn between_turns_wait(&mut self, ms: u64) {
+        self.waits.micro_ms.push(ms);
+        self.waits.micro_between_turns += 1;
+        self.waits.micro_between_turns_waited += u64::from(ms > 0);
     }
 
     /// The latency of the calls between `before` and `after`; `None` without a call.
@@ -573,6 +585,13 @@ mod tests {
         w.in_turn(usage(2, 200), usage(3, 300));
         w.in_turn(usage(3, 300), usage(3, 300));
         assert_eq!(w.waits.micro_ms, [3_000, 0, 5_000]);
+        assert_eq!(
+            (
+                w.waits.micro_between_turns,
+                w.waits.micro_between_turns_waited
+            ),
+            (2, 1)
+        );
     }
 
     #[test]

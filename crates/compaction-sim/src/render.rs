@@ -296,6 +296,13 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     add("micro passes' wait p50 / p95 / max (passes)", &|r, _| {
         r.latency.micro().cell()
     });
+    add("  after a turn (of them, waited for)", &|r, _| {
+        let w = &r.latency;
+        format!(
+            "{} ({})",
+            w.micro_between_turns, w.micro_between_turns_waited
+        )
+    });
     add("summaries prepared ahead: used / wasted", &|r, _| {
         let w = &r.latency;
         format!("{} / {}", w.prepared_used, w.prepared_wasted)

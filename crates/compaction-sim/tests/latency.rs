@@ -5,7 +5,7 @@ use compaction_sim::{Options, Policy, Row, Variant};
 use hermes_compaction::Config;
 use hermes_compaction::core::{Message, parse};
 
-use crate::common::{example, run, tool_session};
+use crate::common::{example, run};
 
 const FIVE_SECONDS: LatencyModel = LatencyModel {
     fixed_ms: 5_000,
@@ -23,6 +23,22 @@ fn options(model: LatencyModel, prepare_at: Option<f64>) -> Options {
         latency: LatencyOptions { model, prepare_at },
         ..Options::default()
     }
+}
+
+/// A conversation of `turns` turns of plain text (nothing to prune: every pass summarizes).
+fn chat(turns: usize) -> Vec<Message> {
+    let mut msgs = vec![Message::system("You are a coding agent.")];
+    for i in 0..turns {
+        msgs.push(Message::user(format!(
+            "request {i}: {}",
+            format!("detail {i} ").repeat(120)
+        )));
+        msgs.push(Message::assistant(format!(
+            "answer {i}: {}",
+            format!("done {i} ").repeat(120)
+        )));
+    }
+    msgs
 }
 
 fn totals(inputs: &[(String, Vec<Message>)], v: &[Variant], o: &Options) -> Vec<Row> {
@@ -50,7 +66,7 @@ fn a_policy_without_passes_waits_nothing() {
 /// the fixed part per call plus the part per output token, summed over the session.
 #[test]
 fn without_preparation_each_trigger_waits_the_latency_of_its_pass() {
-    let inputs = [("tools".to_owned(), tool_session(40, 6_000))];
+    let inputs = [("chat".to_owned(), chat(120))];
     let model = LatencyModel {
         fixed_ms: 5_000,
         per_output_token_ms: 2.0,
@@ -90,7 +106,7 @@ fn without_preparation_each_trigger_waits_the_latency_of_its_pass() {
 /// the trigger waits the whole latency.
 #[test]
 fn a_candidate_whose_span_changed_is_wasted() {
-    let inputs = [("tools".to_owned(), tool_session(40, 6_000))];
+    let inputs = [("chat".to_owned(), chat(120))];
     let v = variants(16_000, &[Policy::Batch]);
     let off = &totals(&inputs, &v, &options(FIVE_SECONDS, None))[0];
     let on = &totals(&inputs, &v, &options(FIVE_SECONDS, Some(0.3)))[0];
@@ -146,5 +162,9 @@ fn on_the_fixtures_a_prepared_summary_only_shortens_waits() {
         assert_eq!(wb.prepared, wb.prepared_used + wb.prepared_wasted);
         assert!((b.cost_usd - a.cost_usd - wb.wasted_cost_usd).abs() < 1e-9);
     }
-    assert!(on.totals[0].latency.prepared > 0);
+    let (off, on) = (&off.totals[0].latency, &on.totals[0].latency);
+    assert!(on.prepared > 0);
+    if on.prepared_used > 0 {
+        assert!(on.trigger().total_ms < off.trigger().total_ms);
+    }
 }
