@@ -27,11 +27,11 @@
 //!   wasted when a pass changes the transcript before the trigger (the session's
 //!   generation moved) or when the session ends before the trigger.
 //!
-//! A wasted candidate's tokens: its input the summarized messages of the preview (at the
-//! miss price) for a standalone request, or the whole prompt just sent (at the hit price)
-//! for a warm-cache request; its output, per summary the preview plans, the mean output of
-//! the replay's summary calls (the preview's estimate from `summary_max_tokens` when the
-//! replay made none). Simulated time is not shifted by the waits: request times come
+//! A wasted candidate's tokens, per summary the preview plans: the mean input and output of
+//! the replay's summary calls (the input's warm-cache prefix at the hit price), or, when
+//! the replay made none, the preview's summarized messages as input (the whole prompt just
+//! sent, at the hit price, for a warm-cache request) and its estimate of the output (from
+//! `summary_max_tokens`). Simulated time is not shifted by the waits: request times come
 //! from the messages' timestamps or the assumed gap between requests, as for pricing.
 
 use serde::Serialize;
@@ -463,10 +463,15 @@ impl Tracker {
             self.between_turns_wait(0);
         }
         let w = &mut self.waits;
-        w.wasted_output_tokens = match (row.summary_output_tokens, row.summary_calls) {
-            (out, calls) if calls > 0 => self.wasted_calls * out / calls,
-            _ => self.wasted_estimated_output_tokens,
-        };
+        let calls = row.summary_calls;
+        if calls > 0 {
+            let per_call = |tokens: u64| self.wasted_calls * tokens / calls;
+            w.wasted_prompt_tokens = per_call(row.summary_prompt_tokens);
+            w.wasted_prompt_hit_tokens = per_call(row.summary_prompt_hit_tokens);
+            w.wasted_output_tokens = per_call(row.summary_output_tokens);
+        } else {
+            w.wasted_output_tokens = self.wasted_estimated_output_tokens;
+        }
         let hit = w.wasted_prompt_hit_tokens.min(w.wasted_prompt_tokens);
         let miss = w.wasted_prompt_tokens - hit;
         let out = w.wasted_output_tokens;
@@ -592,6 +597,59 @@ mod tests {
             ),
             (2, 1)
         );
+    }
+
+    fn candidate(started_ms: u64, hashes: Vec<u64>) -> Candidate {
+        Candidate {
+            started_ms,
+            passes: 0,
+            span: Span { hashes },
+            prompt_tokens: 900,
+            prompt_hit_tokens: 0,
+            calls: 1,
+            estimated_output_tokens: 100,
+        }
+    }
+
+    /// The same span: the trigger waits what is left of its pass after the time the
+    /// candidate had. Another span: the whole pass, and the candidate is wasted.
+    #[test]
+    fn a_candidate_is_used_for_the_same_span_only() {
+        let mut w = tracker();
+        w.candidate = Some(candidate(10_000, vec![1, 2, 3]));
+        w.trigger_span = Some(Span {
+            hashes: vec![1, 2, 3],
+        });
+        w.trigger(usage(0, 0), usage(1, 100), 12_000);
+        w.candidate = Some(candidate(20_000, vec![1, 2, 3]));
+        w.trigger_span = Some(Span {
+            hashes: vec![1, 2, 3, 4],
+        });
+        w.trigger(usage(1, 100), usage(2, 200), 40_000);
+        w.candidate = Some(candidate(50_000, vec![1, 2, 3]));
+        w.trigger_span = Some(Span { hashes: vec![2, 3] });
+        w.trigger(usage(2, 200), usage(3, 300), 90_000);
+        assert_eq!(w.waits.trigger_ms, [3_000, 5_000, 5_000]);
+        assert_eq!((w.waits.prepared_used, w.waits.prepared_wasted), (1, 2));
+        assert_eq!(
+            (w.waits.wasted_span_changed, w.waits.wasted_span_grew),
+            (2, 1)
+        );
+        let mut row = Row {
+            summary_calls: 3,
+            summary_prompt_tokens: 3_000,
+            summary_output_tokens: 300,
+            ..Row::default()
+        };
+        w.finish(&mut row, &Pricing::Table(crate::pricing::Prices::default()));
+        let l = &row.latency;
+        // Two wasted candidates of one summary each, at the replay's mean call.
+        assert_eq!(
+            (l.wasted_prompt_tokens, l.wasted_output_tokens),
+            (2_000, 200)
+        );
+        assert_eq!(l.wasted_unit_cost, 2_000.0 + 5.0 * 200.0);
+        assert_eq!(row.unit_cost, l.wasted_unit_cost);
     }
 
     #[test]
