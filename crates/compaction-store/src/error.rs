@@ -26,8 +26,19 @@ pub enum StoreError {
     /// The URL names a backend whose cargo feature is off.
     #[error("the {backend} backend is not compiled in (enable the `{backend}` feature)")]
     BackendDisabled {
-        /// `sqlite` or `postgres`.
+        /// The backend's name, which for this crate's is its feature: `sqlite` or `postgres`.
         backend: &'static str,
+    },
+    /// [`Backend::register`](crate::Backend::register) was given a backend whose name or one
+    /// of whose URL schemes another backend of the table already has.
+    #[error(
+        "backend {backend} cannot join the backend table: backend {taken_by} has its name or a scheme"
+    )]
+    BackendConflict {
+        /// The backend being registered.
+        backend: &'static str,
+        /// The backend already in the table.
+        taken_by: &'static str,
     },
     /// A PostgreSQL schema name that is not a plain lower-case identifier.
     #[error(

@@ -12,9 +12,9 @@ use sqlx::Database;
 
 use crate::dialect::{Dialect, sealed};
 use crate::engine::SqlStore;
-use crate::options::{Inner, StoreOptions};
+use crate::options::StoreOptions;
 use crate::rows::{Doc, Faults, Term};
-use crate::{Backend, BoxFuture, FaultPoint, Result, StoreError};
+use crate::{Backend, BoxFuture, Result, StoreError};
 
 /// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process
 /// loses nothing; a power loss may lose the last commits but never corrupts), a busy timeout
@@ -110,10 +110,16 @@ async fn open_pool(
     }
 }
 
-impl Inner for SqliteStore {
-    fn inject_fault(&self, point: FaultPoint) {
-        self.faults.arm(point)
-    }
+/// The backend table's [`Connect`](crate::Connect) for this backend.
+pub(crate) fn connect<'a>(
+    url: &'a str,
+    options: &'a StoreOptions,
+) -> BoxFuture<'a, Result<crate::Store>> {
+    Box::pin(async move {
+        Ok(crate::Store::new(
+            SqliteStore::connect_with(url, options).await?,
+        ))
+    })
 }
 
 /// Runs the embedded migrations, tolerating other processes migrating the same file at the
@@ -286,7 +292,7 @@ impl sealed::Sealed for SqliteDialect {}
 
 impl Dialect for SqliteDialect {
     type Db = sqlx::Sqlite;
-    const BACKEND: Backend = Backend::Sqlite;
+    const BACKEND: Backend = Backend::SQLITE;
     /// Take the write lock at the start, so two writers never deadlock on a lock upgrade.
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     /// A read transaction in WAL mode reads one snapshot from its first statement on.
@@ -300,7 +306,8 @@ impl Dialect for SqliteDialect {
     const SQL_COUNT_ACTIVE_BETWEEN: &'static str = "SELECT COUNT(*) FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
-    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, kind, body, meta FROM hermes_messages \
+    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, pos, kind, body, meta, active, compacted, generation, created_at, \
+     archived_at, archived_generation, pass_generation FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos WHERE session_id = $1 AND active ORDER BY pos";
 
     /// Whether the session has archived rows, and trimmed originals, not in the search index yet.

@@ -1,7 +1,7 @@
 //! Bad input: clear errors, nothing changed.
 
 use compaction_core::{Edit, Message};
-use compaction_store::{Commit, CommitSplice, CompactionState, Store, StoreError, TranscriptStore};
+use compaction_store::{Commit, CommitSplice, CompactionState, Store, StoreError};
 
 use crate::common::{conversation, snapshot};
 

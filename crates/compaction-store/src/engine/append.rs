@@ -8,7 +8,7 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type}
 use super::{Conn, SqlStore, Tx, unknown};
 use crate::dialect::Dialect;
 use crate::rows::{INSERT_CHUNK, Prepared, STRIDE, check_session_id, insert_sql, now_ms, prepare};
-use crate::{FaultPoint, Result, RowId, StoreError};
+use crate::{CompactionState, FaultPoint, Result, RowId, StoreError};
 
 impl<D: Dialect> SqlStore<D>
 where
@@ -173,5 +173,29 @@ where
             ids.extend(returned.into_iter().map(|(id, _)| id));
         }
         Ok(ids)
+    }
+
+    /// Replaces the session's compaction state (one statement).
+    pub(super) async fn set_state(&self, session: &str, state: &CompactionState) -> Result<()> {
+        check_session_id(session)?;
+        let extra = match &state.extra {
+            serde_json::Value::Null => None,
+            v => Some(serde_json::to_string(v).map_err(StoreError::Meta)?),
+        };
+        let done = sqlx::query(
+            "UPDATE hermes_sessions SET cooldown_until_ms = $2, ineffective_count = $3, \
+             state_extra = $4, updated_at = $5 WHERE id = $1",
+        )
+        .bind(session)
+        .bind(state.cooldown_until_ms)
+        .bind(i64::from(state.ineffective_count))
+        .bind(extra)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        if D::rows_affected(&done) == 0 {
+            return Err(unknown(session));
+        }
+        Ok(())
     }
 }

@@ -111,8 +111,8 @@ where
             .fetch_all(&self.pool)
             .await?;
         let row_ids: Vec<RowId> = refs.iter().filter_map(|(id, _)| *id).collect();
-        let mut rows: HashMap<RowId, StoredRow> = self
-            .rows_by_id(session, &row_ids)
+        let mut conn = self.pool.acquire().await?;
+        let mut rows: HashMap<RowId, StoredRow> = Self::rows_by_id(&mut conn, session, &row_ids)
             .await?
             .into_iter()
             .map(|r| (r.id, r))
@@ -134,7 +134,7 @@ where
                     )
                     .bind(session)
                     .bind(&handle)
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&mut *conn)
                     .await?;
                     if let Some((body,)) = body {
                         hits.push(SearchHit {
