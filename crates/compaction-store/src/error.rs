@@ -323,7 +323,7 @@ impl std::fmt::Display for DatabaseFailure {
     }
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         if let sqlx::Error::Migrate(m) = e {
@@ -334,7 +334,7 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 impl From<sqlx::migrate::MigrateError> for StoreError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         use sqlx::migrate::MigrateError as M;
@@ -363,21 +363,35 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
     }
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+/// A database's own error code, classified by the backend whose driver raised it (each
+/// backend keeps its code table: `sqlite.rs`, `postgres.rs`).
+#[cfg(feature = "engine")]
+fn backend_failure(db: &dyn sqlx::error::DatabaseError, code: &str) -> DatabaseFailure {
+    #[cfg(feature = "sqlite")]
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return crate::sqlite::failure(code);
+    }
+    #[cfg(feature = "postgres")]
+    if db
+        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some()
+    {
+        return crate::postgres::failure(code);
+    }
+    let _ = (db, code);
+    DatabaseFailure::Other
+}
+
+#[cfg(feature = "engine")]
 /// The class and code of a sqlx error, from codes and error kinds only.
 pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
     use sqlx::Error as E;
     let failure = match e {
         E::Database(db) => {
             let code = db.code().map(|c| c.into_owned());
-            let failure = match code.as_deref() {
-                #[cfg(feature = "sqlite")]
-                Some(c) if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() => {
-                    sqlite_failure(c.parse().unwrap_or(0))
-                }
-                Some(c) => sqlstate_failure(c),
-                None => DatabaseFailure::Other,
-            };
+            let failure = code
+                .as_deref()
+                .map_or(DatabaseFailure::Other, |c| backend_failure(db.as_ref(), c));
             return (failure, code.filter(|c| c.len() <= 16));
         }
         E::Io(io) => io_failure(io.kind()),
@@ -391,44 +405,6 @@ pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
         _ => DatabaseFailure::Other,
     };
     (failure, None)
-}
-
-/// A PostgreSQL SQLSTATE.
-pub(crate) fn sqlstate_failure(code: &str) -> DatabaseFailure {
-    use DatabaseFailure as F;
-    match code {
-        "28P01" | "28000" => F::Authentication,
-        "3D000" => F::MissingDatabase,
-        "25006" => F::ReadOnly,
-        "53100" => F::DiskFull,
-        "53300" => F::TooManyConnections,
-        "42501" => F::PermissionDenied,
-        "40001" | "40P01" | "55P03" => F::Busy,
-        "57P01" | "57P02" | "57P03" => F::Unreachable,
-        "42P01" | "42703" | "3F000" => F::Schema,
-        c if c.starts_with("08") => F::Unreachable,
-        c if c.starts_with("23") => F::Constraint,
-        c if c.starts_with("58") => F::Io,
-        _ => F::Other,
-    }
-}
-
-/// An SQLite (extended) result code: the low byte is the primary code.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-pub(crate) fn sqlite_failure(code: i64) -> DatabaseFailure {
-    use DatabaseFailure as F;
-    match code & 0xff {
-        3 => F::PermissionDenied, // SQLITE_PERM
-        5 | 6 => F::Busy,         // SQLITE_BUSY, SQLITE_LOCKED
-        8 => F::ReadOnly,         // SQLITE_READONLY
-        10 => F::Io,              // SQLITE_IOERR
-        11 | 26 => F::Corrupt,    // SQLITE_CORRUPT, SQLITE_NOTADB
-        13 => F::DiskFull,        // SQLITE_FULL
-        14 => F::CannotOpen,      // SQLITE_CANTOPEN
-        19 => F::Constraint,      // SQLITE_CONSTRAINT
-        23 => F::Authentication,  // SQLITE_AUTH
-        _ => F::Other,
-    }
 }
 
 fn io_failure(kind: std::io::ErrorKind) -> DatabaseFailure {
@@ -462,36 +438,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_map_to_their_class() {
+    fn io_kinds_map_to_their_class() {
         use DatabaseFailure as F;
-        for (code, want) in [
-            ("28P01", F::Authentication),
-            ("28000", F::Authentication),
-            ("3D000", F::MissingDatabase),
-            ("25006", F::ReadOnly),
-            ("53100", F::DiskFull),
-            ("53300", F::TooManyConnections),
-            ("40001", F::Busy),
-            ("08006", F::Unreachable),
-            ("23505", F::Constraint),
-            ("42601", F::Other),
-        ] {
-            assert_eq!(sqlstate_failure(code), want, "{code}");
-        }
-        for (code, want) in [
-            (5, F::Busy),
-            (517, F::Busy), // SQLITE_BUSY_SNAPSHOT
-            (6, F::Busy),
-            (8, F::ReadOnly),
-            (1032, F::ReadOnly), // SQLITE_READONLY_DBMOVED
-            (13, F::DiskFull),
-            (14, F::CannotOpen),
-            (26, F::Corrupt),
-            (1, F::Other),
-        ] {
-            assert_eq!(sqlite_failure(code), want, "{code}");
-        }
-        #[cfg(any(feature = "sqlite", feature = "postgres"))]
+        #[cfg(feature = "engine")]
         for (kind, want) in [
             (std::io::ErrorKind::ConnectionRefused, F::ConnectionRefused),
             (std::io::ErrorKind::TimedOut, F::Unreachable),
@@ -515,7 +464,7 @@ mod tests {
         assert_eq!(e.database_failure(), Some(DatabaseFailure::DiskFull));
     }
 
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    #[cfg(feature = "engine")]
     #[test]
     fn driver_errors_keep_no_message() {
         let e = StoreError::from(sqlx::Error::Protocol("secret row text".into()));

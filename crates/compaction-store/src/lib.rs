@@ -65,10 +65,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Without a backend only the extension point (the trait, `Session`, the value types, `Commit`,
 // the backend table) and `Store::connect`'s error remain.
-#![cfg_attr(
-    not(any(feature = "sqlite", feature = "postgres")),
-    allow(dead_code, unused_imports)
-)]
+#![cfg_attr(not(feature = "engine"), allow(dead_code, unused_imports))]
 
 use std::fmt;
 use std::future::Future;
@@ -79,9 +76,9 @@ use compaction_core::{MarkerKind, Message};
 mod backend;
 mod change;
 mod commit;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 mod dialect;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 mod engine;
 mod error;
 mod export;
@@ -98,9 +95,9 @@ mod store;
 pub use backend::{Backend, Connect};
 pub use change::{Change, Rows, Snapshot, Written};
 pub use commit::{Commit, CommitSplice, GenerationKind, PassLabel, stamp_edit};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 pub use dialect::Dialect;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 pub use engine::SqlStore;
 pub use error::{DatabaseFailure, Result, StoreError};
 pub use export::{ExportForm, export_jsonl};

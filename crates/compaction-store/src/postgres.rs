@@ -10,7 +10,7 @@ use crate::dialect::{Dialect, sealed};
 use crate::engine::SqlStore;
 use crate::options::StoreOptions;
 use crate::rows::{Doc, Faults, Term};
-use crate::{Backend, BoxFuture, Result, StoreError};
+use crate::{Backend, BoxFuture, DatabaseFailure, Result, StoreError};
 
 /// A PostgreSQL session store over a connection pool. Migrations run under PostgreSQL's
 /// advisory lock, so many processes may start at once. The message body is stored as BYTEA
@@ -257,4 +257,48 @@ async fn index_docs(conn: &mut sqlx::PgConnection, session: &str, docs: &[Doc]) 
     }
     q.execute(&mut *conn).await?;
     Ok(())
+}
+
+/// The class of a PostgreSQL SQLSTATE (this backend's share of error classification).
+pub(crate) fn failure(code: &str) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    match code {
+        "28P01" | "28000" => F::Authentication,
+        "3D000" => F::MissingDatabase,
+        "25006" => F::ReadOnly,
+        "53100" => F::DiskFull,
+        "53300" => F::TooManyConnections,
+        "42501" => F::PermissionDenied,
+        "40001" | "40P01" | "55P03" => F::Busy,
+        "57P01" | "57P02" | "57P03" => F::Unreachable,
+        "42P01" | "42703" | "3F000" => F::Schema,
+        c if c.starts_with("08") => F::Unreachable,
+        c if c.starts_with("23") => F::Constraint,
+        c if c.starts_with("58") => F::Io,
+        _ => F::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_map_to_their_class() {
+        use DatabaseFailure as F;
+        for (code, want) in [
+            ("28P01", F::Authentication),
+            ("28000", F::Authentication),
+            ("3D000", F::MissingDatabase),
+            ("25006", F::ReadOnly),
+            ("53100", F::DiskFull),
+            ("53300", F::TooManyConnections),
+            ("40001", F::Busy),
+            ("08006", F::Unreachable),
+            ("23505", F::Constraint),
+            ("42601", F::Other),
+        ] {
+            assert_eq!(failure(code), want, "{code}");
+        }
+    }
 }

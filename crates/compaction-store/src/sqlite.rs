@@ -14,7 +14,7 @@ use crate::dialect::{Dialect, sealed};
 use crate::engine::SqlStore;
 use crate::options::StoreOptions;
 use crate::rows::{Doc, Faults, Term};
-use crate::{Backend, BoxFuture, Result, StoreError};
+use crate::{Backend, BoxFuture, DatabaseFailure, Result, StoreError};
 
 /// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process
 /// loses nothing; a power loss may lose the last commits but never corrupts), a busy timeout
@@ -74,7 +74,7 @@ impl SqliteStore {
                 // read it only as immutable, which is exact when no `-wal` file holds commits
                 // that are not in the database file yet.
                 Err(StoreError::Database {
-                    failure: crate::DatabaseFailure::CannotOpen,
+                    failure: DatabaseFailure::CannotOpen,
                     ..
                 }) if read_only && !immutable && wal_merged(connect.get_filename()) => {
                     immutable = true;
@@ -391,4 +391,45 @@ async fn index_docs(conn: &mut sqlx::SqliteConnection, session: &str, docs: &[Do
     }
     q.execute(&mut *conn).await?;
     Ok(())
+}
+
+/// The class of an SQLite (extended) result code, given as text: the low byte is the primary
+/// code (this backend's share of error classification).
+pub(crate) fn failure(code: &str) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    match code.parse::<i64>().unwrap_or(0) & 0xff {
+        3 => F::PermissionDenied, // SQLITE_PERM
+        5 | 6 => F::Busy,         // SQLITE_BUSY, SQLITE_LOCKED
+        8 => F::ReadOnly,         // SQLITE_READONLY
+        10 => F::Io,              // SQLITE_IOERR
+        11 | 26 => F::Corrupt,    // SQLITE_CORRUPT, SQLITE_NOTADB
+        13 => F::DiskFull,        // SQLITE_FULL
+        14 => F::CannotOpen,      // SQLITE_CANTOPEN
+        19 => F::Constraint,      // SQLITE_CONSTRAINT
+        23 => F::Authentication,  // SQLITE_AUTH
+        _ => F::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_codes_map_to_their_class() {
+        use DatabaseFailure as F;
+        for (code, want) in [
+            ("5", F::Busy),
+            ("517", F::Busy), // SQLITE_BUSY_SNAPSHOT
+            ("6", F::Busy),
+            ("8", F::ReadOnly),
+            ("1032", F::ReadOnly), // SQLITE_READONLY_DBMOVED
+            ("13", F::DiskFull),
+            ("14", F::CannotOpen),
+            ("26", F::Corrupt),
+            ("1", F::Other),
+        ] {
+            assert_eq!(failure(code), want, "{code}");
+        }
+    }
 }

@@ -201,9 +201,7 @@ async fn read_only_sqlite_says_read_only() {
     let url = format!("sqlite:{}", file.display());
     let store = Store::connect(&url).await.unwrap();
     store.create_session("s").await.unwrap();
-    if let crate::common::Engine::Sqlite(sq) = crate::common::engine(&store) {
-        sq.close().await;
-    }
+    store.close().await;
     let e = match Store::connect(&format!("{url}?mode=ro")).await {
         Ok(ro) => {
             assert_eq!(
@@ -282,9 +280,9 @@ async fn full_sqlite_database_says_disk_full_and_import_leaves_nothing() {
         ..StoreOptions::default()
     };
     let store = Store::connect_with(&url, &options).await.unwrap();
-    let crate::common::Engine::Sqlite(sq) = crate::common::engine(&store) else {
-        unreachable!("a sqlite: URL")
-    };
+    let sq = store
+        .downcast_ref::<compaction_store::SqliteStore>()
+        .expect("a sqlite: URL");
     let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
         .fetch_one(sq.pool())
         .await
