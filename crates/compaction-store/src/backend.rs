@@ -1,14 +1,15 @@
 //! The backend table: each backend's name, the URL schemes it answers to and how to connect
-//! to it. The one place a scheme is named: [`Store::connect`] opens a URL by this table, and a
-//! command line asks [`Backend::for_url`] whether a string is a store URL at all. The two
-//! backends of this crate are its first rows; a store of one's own joins it with
-//! [`Backend::register`].
+//! to it, and [`Store::open`] / [`Store::connect`], which open a URL by it. The one place a
+//! scheme is looked up: a command line asks [`Backend::for_url`] whether a string is a store URL
+//! at all. This crate's two backends are its first rows (declared in `lib.rs`, beside their
+//! modules); a store of one's own joins it with [`Backend::register`].
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::RwLock;
 
-use crate::{BoxFuture, Result, Store, StoreError, StoreOptions};
+use crate::store::Access;
+use crate::{BoxFuture, DatabaseFailure, Result, Store, StoreError, StoreOptions};
 
 /// How a backend connects: a URL that carries one of its schemes and the connection
 /// settings, to a [`Store`] (wrap the backend's own store with [`Store::new`]).
@@ -41,26 +42,18 @@ pub struct Backend {
 static REGISTERED: RwLock<Vec<Backend>> = RwLock::new(Vec::new());
 
 impl Backend {
-    /// SQLite (file or in-memory): `sqlite:<path>`, `sqlite://<path>`, `sqlite::memory:`.
-    /// Compiled with the `sqlite` feature.
-    pub const SQLITE: Backend = Backend {
-        name: "sqlite",
-        schemes: &["sqlite"],
-        #[cfg(feature = "sqlite")]
-        connect: Some(crate::sqlite::connect),
-        #[cfg(not(feature = "sqlite"))]
-        connect: None,
-    };
-
-    /// PostgreSQL: `postgres://…`, `postgresql://…`. Compiled with the `postgres` feature.
-    pub const POSTGRES: Backend = Backend {
-        name: "postgres",
-        schemes: &["postgres", "postgresql"],
-        #[cfg(feature = "postgres")]
-        connect: Some(crate::postgres::connect),
-        #[cfg(not(feature = "postgres"))]
-        connect: None,
-    };
+    /// A row of this crate's (in `lib.rs`): `connect` is `None` when its feature is off.
+    pub(crate) const fn built_in(
+        name: &'static str,
+        schemes: &'static [&'static str],
+        connect: Option<Connect>,
+    ) -> Backend {
+        Backend {
+            name,
+            schemes,
+            connect,
+        }
+    }
 
     /// A backend of one's own: its name, the URL schemes it answers to (the text before a
     /// URL's first `:`, compared exactly) and how it connects. Add it to the table with
@@ -145,6 +138,85 @@ impl Backend {
     }
 }
 
+impl Store {
+    /// Opens the store a location names: a URL with a scheme a backend declares
+    /// ([`Backend::for_url`]: `sqlite:`, `postgres://`, `postgresql://`), or a plain path (a
+    /// SQLite file), used as `access` allows. Any other `scheme://` is
+    /// [`StoreError::UnsupportedUrl`] before any connection.
+    ///
+    /// ```
+    /// # #[cfg(feature = "sqlite")]
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// use compaction_store::{Access, Store, StoreError};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("store-open-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("s.db").display().to_string();
+    /// let missing = Store::open(&path, Access::Existing).await.unwrap_err();
+    /// assert!(matches!(missing, StoreError::NoDatabase { .. }));
+    /// let store = Store::open(&path, Access::Create).await.unwrap();
+    /// store.close().await;
+    /// let read = Store::open(&path, Access::Read).await.unwrap();
+    /// read.close().await;
+    /// let other = Store::open("mysql://host/db", Access::Read).await.unwrap_err();
+    /// assert!(matches!(other, StoreError::UnsupportedUrl { .. }));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # });
+    /// ```
+    pub async fn open(location: &str, access: Access) -> Result<Store> {
+        let url = if Backend::for_url(location).is_some() {
+            location.to_owned()
+        } else if let Some((scheme, _)) = location.split_once("://") {
+            // The scheme only: the rest may hold credentials.
+            return Err(unsupported(scheme));
+        } else {
+            format!("{}:{location}", Backend::SQLITE.schemes()[0])
+        };
+        if access != Access::Create
+            && let Some(path) = sqlite_file(&url)
+            && !std::path::Path::new(path).exists()
+        {
+            return Err(StoreError::NoDatabase {
+                path: path.to_owned(),
+            });
+        }
+        let options = StoreOptions {
+            create_if_missing: access == Access::Create,
+            ..StoreOptions::default()
+        };
+        match Store::connect_with(&url, &options).await {
+            // Opened for writing, the database refused (read-only file or mount, or a schema
+            // migration it could not write): a read needs no write access.
+            Err(StoreError::Database {
+                failure: DatabaseFailure::ReadOnly | DatabaseFailure::CannotOpen,
+                ..
+            }) if access == Access::Read && sqlite_file(&url).is_some() => {
+                let read_only = StoreOptions {
+                    read_only: true,
+                    ..options
+                };
+                Store::connect_with(&url, &read_only).await
+            }
+            other => other,
+        }
+    }
+
+    /// Connects with default [`StoreOptions`] and runs the embedded migrations.
+    pub async fn connect(url: &str) -> Result<Store> {
+        Store::connect_with(url, &StoreOptions::default()).await
+    }
+
+    /// Connects through the backend table (each backend runs its own migrations).
+    pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
+        let Some(backend) = Backend::for_url(url) else {
+            // The scheme only: the rest of the URL may hold credentials.
+            let scheme = scheme(url).unwrap_or("");
+            return Err(unsupported(scheme));
+        };
+        backend.connect(url, options).await
+    }
+}
+
 /// This crate's rows of the table.
 const BUILT_IN: [Backend; 2] = [Backend::SQLITE, Backend::POSTGRES];
 
@@ -184,13 +256,33 @@ pub(crate) fn scheme(url: &str) -> Option<&str> {
 }
 
 /// Every scheme of the table, for messages: `sqlite:, postgres:, postgresql:`.
-pub(crate) fn expected_schemes() -> String {
+fn expected_schemes() -> String {
     Backend::all()
         .iter()
         .flat_map(|b| b.schemes)
         .map(|s| format!("{s}:"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The file of a `sqlite:` URL (`None` for an in-memory database or another backend).
+fn sqlite_file(url: &str) -> Option<&str> {
+    if Backend::for_url(url) != Some(Backend::SQLITE) {
+        return None;
+    }
+    let rest = url.split_once(':')?.1;
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let path = rest.split_once('?').map_or(rest, |(p, _)| p);
+    (!path.is_empty() && path != ":memory:" && !url.contains("mode=memory")).then_some(path)
+}
+
+/// [`StoreError::UnsupportedUrl`] for `scheme` (cut to 32 characters), with the schemes the
+/// table knows now.
+fn unsupported(scheme: &str) -> StoreError {
+    StoreError::UnsupportedUrl {
+        scheme: scheme.chars().take(32).collect(),
+        expected: expected_schemes(),
+    }
 }
 
 #[cfg(test)]

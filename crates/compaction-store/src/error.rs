@@ -8,13 +8,12 @@ use crate::RowId;
 #[non_exhaustive]
 pub enum StoreError {
     /// The URL names no backend this build supports.
-    #[error(
-        "unsupported store URL scheme `{scheme}` (expected {})",
-        crate::backend::expected_schemes()
-    )]
+    #[error("unsupported store URL scheme `{scheme}` (expected {expected})")]
     UnsupportedUrl {
         /// The scheme part of the URL (never the rest, which may hold credentials).
         scheme: String,
+        /// The schemes the backend table knew, as `sqlite:, postgres:, postgresql:`.
+        expected: String,
     },
     /// [`Store::open`](crate::Store::open) without [`Access::Create`](crate::Access::Create)
     /// was given a SQLite file that does not exist (nothing was created).
@@ -363,25 +362,6 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
     }
 }
 
-/// A database's own error code, classified by the backend whose driver raised it (each
-/// backend keeps its code table: `sqlite.rs`, `postgres.rs`).
-#[cfg(feature = "engine")]
-fn backend_failure(db: &dyn sqlx::error::DatabaseError, code: &str) -> DatabaseFailure {
-    #[cfg(feature = "sqlite")]
-    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
-        return crate::sqlite::failure(code);
-    }
-    #[cfg(feature = "postgres")]
-    if db
-        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
-        .is_some()
-    {
-        return crate::postgres::failure(code);
-    }
-    let _ = (db, code);
-    DatabaseFailure::Other
-}
-
 #[cfg(feature = "engine")]
 /// The class and code of a sqlx error, from codes and error kinds only.
 pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
@@ -389,9 +369,9 @@ pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
     let failure = match e {
         E::Database(db) => {
             let code = db.code().map(|c| c.into_owned());
-            let failure = code
-                .as_deref()
-                .map_or(DatabaseFailure::Other, |c| backend_failure(db.as_ref(), c));
+            let failure = code.as_deref().map_or(DatabaseFailure::Other, |c| {
+                crate::backend_failure(db.as_ref(), c)
+            });
             return (failure, code.filter(|c| c.len() <= 16));
         }
         E::Io(io) => io_failure(io.kind()),

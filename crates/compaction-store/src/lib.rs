@@ -111,6 +111,47 @@ pub use session::{PinnedAt, Session, Undone};
 pub use sqlite::{SqliteDialect, SqliteStore};
 pub use store::{Access, Store};
 
+// Each backend of this crate is wired in here and nowhere else: its module and exports above,
+// its row of the backend table and its share of error classification below.
+
+impl Backend {
+    /// SQLite (file or in-memory): `sqlite:<path>`, `sqlite://<path>`, `sqlite::memory:`.
+    /// Compiled with the `sqlite` feature.
+    pub const SQLITE: Backend = Backend::built_in("sqlite", &["sqlite"], SQLITE_CONNECT);
+
+    /// PostgreSQL: `postgres://…`, `postgresql://…`. Compiled with the `postgres` feature.
+    pub const POSTGRES: Backend =
+        Backend::built_in("postgres", &["postgres", "postgresql"], POSTGRES_CONNECT);
+}
+
+#[cfg(feature = "sqlite")]
+const SQLITE_CONNECT: Option<Connect> = Some(sqlite::connect);
+#[cfg(not(feature = "sqlite"))]
+const SQLITE_CONNECT: Option<Connect> = None;
+#[cfg(feature = "postgres")]
+const POSTGRES_CONNECT: Option<Connect> = Some(postgres::connect);
+#[cfg(not(feature = "postgres"))]
+const POSTGRES_CONNECT: Option<Connect> = None;
+
+/// A database's own error code, classified by the backend whose driver raised it (each backend
+/// keeps its code table: `sqlite::failure`, `postgres::failure`).
+#[cfg(feature = "engine")]
+fn backend_failure(db: &dyn sqlx::error::DatabaseError, code: &str) -> DatabaseFailure {
+    #[cfg(feature = "sqlite")]
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return sqlite::failure(code);
+    }
+    #[cfg(feature = "postgres")]
+    if db
+        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some()
+    {
+        return postgres::failure(code);
+    }
+    let _ = (db, code);
+    DatabaseFailure::Other
+}
+
 /// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
 pub type RowId = i64;
 
