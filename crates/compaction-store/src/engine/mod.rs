@@ -9,19 +9,62 @@
 //! the only writes that change the generation) and `recall.rs` (trimmed originals, the
 //! full-text search and its index catch-up).
 
+/// `engine_impl! { SqlStore { .. } }` is `impl<D: Dialect> SqlStore<D> { .. }`, and
+/// `engine_impl! { TranscriptStore for SqlStore { .. } }` the trait's impl, under the bounds the
+/// engine asks of a driver: executors, arguments, and the column types it binds and decodes.
+/// Rust does not carry where-clauses on other types (`i64: Encode<..>`) from a trait to its
+/// users, so every impl block needs them; this is the one place they are written (this file's
+/// `TranscriptStore` impl and the `SqlStore` block of each part use it). Both drivers satisfy
+/// them. (rustfmt leaves a macro's body as written: keep it formatted by hand.)
+macro_rules! engine_impl {
+    (SqlStore { $($body:tt)* }) => {
+        engine_impl!(@impl [] $($body)*);
+    };
+    (TranscriptStore for SqlStore { $($body:tt)* }) => {
+        engine_impl!(@impl [$crate::TranscriptStore for] $($body)*);
+    };
+    (@impl [$($head:tt)*] $($body:tt)*) => {
+        impl<D: $crate::dialect::Dialect> $($head)* SqlStore<D>
+        where
+            for<'c> &'c mut $crate::engine::Conn<D>: ::sqlx::Executor<'c, Database = D::Db>,
+            <D::Db as ::sqlx::Database>::Arguments: ::sqlx::IntoArguments<D::Db>,
+            usize: ::sqlx::ColumnIndex<<D::Db as ::sqlx::Database>::Row>,
+            i64: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            bool: for<'r> ::sqlx::Decode<'r, D::Db> + ::sqlx::Type<D::Db>,
+            String: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            for<'q> &'q str: ::sqlx::Encode<'q, D::Db> + ::sqlx::Type<D::Db>,
+            for<'q> &'q [u8]: ::sqlx::Encode<'q, D::Db> + ::sqlx::Type<D::Db>,
+            Vec<u8>: for<'r> ::sqlx::Decode<'r, D::Db> + ::sqlx::Type<D::Db>,
+            Option<i64>: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            Option<String>: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            for<'q> Option<&'q str>: ::sqlx::Encode<'q, D::Db> + ::sqlx::Type<D::Db>,
+        {
+            $($body)*
+        }
+    };
+}
+
 mod append;
 mod compact;
 mod read;
 mod recall;
 
 use compaction_core::Message;
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
+use sqlx::Database;
 
 use crate::dialect::Dialect;
 use crate::rows::{Faults, check_handle, check_session_id, decode};
 use crate::{
     Backend, BoxFuture, Change, CompactionState, FaultPoint, GenerationInfo, Result, Rows,
-    SearchHit, SessionInfo, Snapshot, StoreError, StoredRow, TranscriptStore, Written,
+    SearchHit, SessionInfo, Snapshot, StoreError, StoredRow, Written,
 };
 
 type Tx<D> = sqlx::Transaction<'static, <D as Dialect>::Db>;
@@ -73,26 +116,7 @@ impl<D: Dialect> SqlStore<D> {
     }
 }
 
-// The bounds below are what the engine asks of a driver: executors, arguments, and the column
-// types it binds and decodes. Rust does not carry where-clauses on other types (`i64: Encode<..>`)
-// from a trait to its users, so they are written on each impl block that needs them, the same
-// list on this one and on the `SqlStore` block of each part (`read.rs`, `append.rs`,
-// `compact.rs`, `recall.rs`); both drivers satisfy them.
-impl<D: Dialect> TranscriptStore for SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
+engine_impl! { TranscriptStore for SqlStore {
     fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
         Box::pin(async move {
             self.faults.check(FaultPoint::GenerationRead)?;
@@ -226,7 +250,7 @@ where
     fn inject_fault(&self, point: FaultPoint) {
         self.faults.arm(point)
     }
-}
+} }
 
 fn unknown(session: &str) -> StoreError {
     StoreError::UnknownSession {

@@ -3,33 +3,16 @@
 
 use std::collections::HashMap;
 
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
-
 use super::{
     Conn, FullRow, ID_CHUNK, ROW_COLUMNS, SqlStore, Tx, session_info, stored_row, unknown,
 };
-use crate::dialect::Dialect;
 use crate::rows::{check_session_id, placeholders};
 use crate::{
     GenerationInfo, GenerationKind, PassLabel, Result, RowId, Rows, SessionInfo, Snapshot,
     StoredRow,
 };
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
+engine_impl! { SqlStore {
     pub(super) async fn open_session(&self, session: &str) -> Result<SessionInfo> {
         check_session_id(session)?;
         let row: Option<(String, i64, i64)> =
@@ -163,4 +146,4 @@ where
         out.dedup_by_key(|r| r.id);
         Ok(out)
     }
-}
+} }
