@@ -45,8 +45,9 @@ pub fn output_target(path: &Path, flag: &str) -> Result<OutputTarget> {
 /// journal beside it (`/dev/null-journal` in `/dev`). A missing file, a `postgres://` URL or
 /// an in-memory database pass.
 pub fn database_file(db: &str) -> Result<()> {
-    let path = match hermes_compaction::store::Backend::for_url(db) {
-        Some(hermes_compaction::store::Backend::Sqlite) => {
+    use hermes_compaction::store::Backend;
+    let path = match Backend::for_url(db) {
+        Some(b) if b == Backend::SQLITE => {
             let rest = db.split_once(':').map_or("", |(_, r)| r);
             let rest = rest.strip_prefix("//").unwrap_or(rest);
             rest.split_once('?').map_or(rest, |(p, _)| p)

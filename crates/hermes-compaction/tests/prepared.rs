@@ -306,7 +306,7 @@ fn a_failing_or_slow_prepared_call_never_fails_or_holds_up_a_turn() {
 fn a_prepared_summary_that_lost_a_race_is_refused_by_the_store() {
     rt().block_on(async {
         let store = Store::connect("sqlite::memory:").await.unwrap();
-        let dyn_store: Arc<dyn TranscriptStore> = Arc::new(store.clone());
+        let dyn_store: Arc<dyn TranscriptStore> = store.clone().into_dyn();
         dyn_store.create_session("s").await.unwrap();
         let (persistence, messages) = Persistence::load(dyn_store.clone(), "s").await.unwrap();
         let s = Arc::new(Gated::default());
