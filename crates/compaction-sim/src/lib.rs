@@ -41,6 +41,7 @@ pub mod run;
 pub mod score;
 pub mod time;
 pub mod tune;
+pub mod waits;
 
 pub use counting::{CountingSummarizer, SummaryUsage};
 pub use policy::{Policy, Variant};

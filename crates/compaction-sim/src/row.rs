@@ -75,7 +75,7 @@ pub struct Row {
     /// Output tokens of summary calls.
     pub summary_output_tokens: u64,
     /// Estimated cost in dollars: the sum of the five parts below, plus the wasted prepared
-    /// summaries ([`Waits::wasted_cost_usd`](crate::latency::Waits::wasted_cost_usd)) when
+    /// summaries ([`Waits::wasted_cost_usd`](crate::waits::Waits::wasted_cost_usd)) when
     /// summaries are prepared ahead.
     pub cost_usd: f64,
     /// Uncached prompt tokens at the input price.
@@ -166,7 +166,7 @@ pub struct Row {
     pub occupancy: Vec<f32>,
     /// The waits compaction adds and the summaries prepared ahead (see
     /// [`latency`](crate::latency)).
-    pub latency: crate::latency::Waits,
+    pub latency: crate::waits::Waits,
 }
 
 /// Means and ratios of a [`Row`], computed from its sums.
