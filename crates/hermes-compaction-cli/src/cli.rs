@@ -221,6 +221,12 @@ pub struct SimulateArgs {
     /// profile's time-to-live gets no cache hits.
     #[arg(long, value_name = "SECS", default_value_t = compaction_sim::replay::DEFAULT_REQUEST_GAP_SECS)]
     pub request_gap_secs: u64,
+    /// Also replay each policy with the time-to-live rule off
+    /// (compression.cold_cache_rewrites = false), as POLICY-nottl beside POLICY: the cost
+    /// difference is what rewriting once the cache had gone cold saved (price with a cache
+    /// profile: the price table has no time-to-live).
+    #[arg(long)]
+    pub ttl_compare: bool,
     /// Trim limit of the batch+trim and micro+trim policies, tokens: larger tool results are
     /// trimmed as they are appended (head and tail kept, the original in an in-memory store).
     /// The other policies never trim [default: compression.insert_trim_tokens when set, else

@@ -214,7 +214,8 @@ impl Compressor {
     /// (`cache_profile = "auto"` with an unrecognised model) is assumed to price cached reads
     /// at [`ASSUMED_CACHED_READ_RATIO`] of the input price, as most providers now do. The gate
     /// is 0 with `cache_profile = "none"`, with `cache_aware` off, or for a profile without a
-    /// cache; once the cache has expired it covers the summary's cost alone.
+    /// cache; once the cache has gone cold (the time-to-live rule, `cold_cache_rewrites`:
+    /// `Compressor::cache_cold`) it covers the summary's cost alone.
     pub(crate) fn cache_gate(&self, t: &Transcript) -> u64 {
         let c = &self.config().compression;
         if !c.cache_aware || c.cache_profile == "none" {
@@ -227,9 +228,7 @@ impl Compressor {
         // The prefix a pass invalidates runs from the cursor (or the start) to the end; once
         // the cache has expired the next request re-writes it anyway, and only the summary
         // is left to pay for.
-        let expired = self
-            .secs_since_last_request()
-            .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s));
+        let expired = self.cache_cold();
         let from = self.rt.micro_state().cursor.unwrap_or(0).min(t.len());
         let prefix = if expired {
             0
@@ -284,7 +283,7 @@ const MIN_SUMMARY_TOKENS: u64 = 256;
 
 /// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
 /// at 5x input (the issue 13 cost model's prices).
-fn assumed_profile() -> compaction_core::cache::CacheProfile {
+pub(crate) fn assumed_profile() -> compaction_core::cache::CacheProfile {
     compaction_core::cache::CacheProfile {
         name: "assumed".into(),
         cached_input_price_ratio: ASSUMED_CACHED_READ_RATIO,

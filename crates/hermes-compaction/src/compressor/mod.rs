@@ -212,6 +212,23 @@ impl Compressor {
             .map(|at| self.now_ms().saturating_sub(at) / 1_000)
     }
 
+    /// The time-to-live rule (`compression.cold_cache_rewrites`): whether the provider's cache
+    /// has gone cold, so that a rewrite now costs nothing extra. True when nothing has been sent
+    /// yet or the gap since the last request (on the compressor's clock) has reached the cache
+    /// profile's time-to-live (an unknown provider's is assumed, as for the micro gate); false
+    /// with `cold_cache_rewrites` or `cache_aware` off or `cache_profile = "none"`.
+    pub(crate) fn cache_cold(&self) -> bool {
+        let c = &self.config().compression;
+        if !c.cold_cache_rewrites || !c.cache_aware || c.cache_profile == "none" {
+            return false;
+        }
+        let profile = self
+            .config()
+            .cache_profile()
+            .unwrap_or_else(crate::micro::assumed_profile);
+        compaction_core::cache::rewrite_is_free(&profile, self.secs_since_last_request())
+    }
+
     /// Whether passes are persisted (summaries then say that detail can be recalled).
     pub(crate) fn has_store(&self) -> bool {
         #[cfg(feature = "store")]
@@ -454,9 +471,13 @@ impl Compressor {
                     .config
                     .compression
                     .proactive_prune_min_reclaim_tokens;
-                if matches!(trigger, Trigger::Proactive) && plan.prune.reclaimed_tokens < min {
+                if matches!(trigger, Trigger::Proactive)
+                    && plan.prune.reclaimed_tokens < min
+                    && !self.cache_cold()
+                {
                     // Not worth a cache break yet: wait until the transcript has grown by
-                    // what is still missing.
+                    // what is still missing. Once the cache has gone cold the break is free,
+                    // so whatever the prune reclaims is taken.
                     self.rt.proactive_rearm_at =
                         Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
                     report.outcome = Outcome::NotNeeded;
@@ -528,12 +549,14 @@ impl Compressor {
             }
     }
 
+    /// Whether a proactive prune is due: over `proactive_prune_tokens`, and past the re-arm
+    /// point of the last one that was not worth a cache break, unless the cache has gone cold.
     fn proactive_due(&self, t: &Transcript) -> bool {
         let c = &self.settings.config.compression;
         let now = t.current_tokens();
         c.proactive_prune_tokens > 0
             && now >= c.proactive_prune_tokens
-            && self.rt.proactive_rearm_at.is_none_or(|at| now >= at)
+            && (self.rt.proactive_rearm_at.is_none_or(|at| now >= at) || self.cache_cold())
     }
 
     fn finish(
