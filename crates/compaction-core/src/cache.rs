@@ -267,9 +267,9 @@ pub fn cache_expired(profile: &CacheProfile, secs_since_last_request: u64) -> bo
 }
 
 /// Whether a rewrite now costs nothing extra for the cache's sake: nothing has been sent yet
-/// (`None`), or the cache has expired ([`cache_expired`]) since the last request. The gates
-/// that hold a rewrite back to spare the cache (the micro reclaim gate, the proactive prune's
-/// minimum reclaim) let it through then: the next request re-writes the whole prompt anyway.
+/// (`None`), or the cache has expired ([`cache_expired`]) since the last request: the next
+/// request re-writes the whole prompt anyway. The facade's proactive prune waives its minimum
+/// reclaim then (`compression.cold_cache_rewrites`).
 /// The caller measures the gap on its own clock; this is arithmetic on the value.
 pub fn rewrite_is_free(profile: &CacheProfile, secs_since_last_request: Option<u64>) -> bool {
     secs_since_last_request.is_none_or(|s| cache_expired(profile, s))
