@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use compaction_core::prune::ToolInfo;
 use compaction_core::trim::{TrimConfig, plan_trim};
 use compaction_core::{Edit, Estimator, MarkerKind, Message, Role, marker};
-use compaction_store::{Commit, Store, TranscriptStore};
+use compaction_store::{Commit, Store};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn trim_plan(c: &mut Criterion) {

@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use compaction_core::{MarkerKind, Message, Role, ToolCall, marker};
-use compaction_store::{Commit, CommitSplice, Store, StoreOptions, TranscriptStore};
+use compaction_store::{Commit, CommitSplice, Store, StoreOptions};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 const SESSION: &str = "bench";
@@ -73,8 +73,7 @@ async fn backends(tag: &str) -> Vec<Backend> {
 
 async fn finish(backends: Vec<Backend>) {
     for b in backends {
-        #[allow(irrefutable_let_patterns)]
-        if let Store::Postgres(pg) = &b.store {
+        if let Some(pg) = b.store.downcast_ref::<compaction_store::PostgresStore>() {
             pg.drop_schema().await.unwrap();
         }
     }

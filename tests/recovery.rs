@@ -141,8 +141,7 @@ fn cursor_recovery_across_backends() {
             let reloaded = dyn_store.load_active("moved").await.unwrap();
             assert_eq!(wire(&reloaded), wire(t.messages()), "{backend}");
             drop(dyn_store);
-            #[allow(irrefutable_let_patterns)]
-            if let Store::Postgres(pg) = &store {
+            if let Some(pg) = store.downcast_ref::<hermes_compaction::store::PostgresStore>() {
                 pg.drop_schema().await.unwrap();
             }
         }

@@ -117,6 +117,29 @@ fn ci_steps() -> Result<TestSummary, String> {
             "resume_turn",
         ],
     )?;
+    // The prepared-summary example checks that every pass used its candidate (short latencies,
+    // a lenient wait target: the 5 s measurement is in docs/PERFORMANCE.md).
+    step(
+        "example prepared_summary",
+        &[
+            "run",
+            "-q",
+            "-p",
+            "hermes-compaction",
+            "--all-features",
+            "--example",
+            "prepared_summary",
+            "--",
+            "--latency-ms",
+            "50",
+            "--model-ms",
+            "25",
+            "--passes",
+            "3",
+            "--target-ms",
+            "1000",
+        ],
+    )?;
     let mut doc = Command::new(cargo());
     doc.args(["doc", "--workspace", "--no-deps", "--all-features"])
         .env("RUSTDOCFLAGS", "-D warnings");

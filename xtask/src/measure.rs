@@ -73,7 +73,61 @@ pub fn measure(root: &Path) -> Result<(), String> {
         println!("  {name}: {}", scc.join(" <-> "));
     }
     println!("  {} cycle(s)", cycles.len());
+    let lib = root.join("crates/compaction-store/src/lib.rs");
+    let text =
+        std::fs::read_to_string(&lib).map_err(|e| format!("measure: {}: {e}", lib.display()))?;
+    let required = required_methods(&text, "TranscriptStore").ok_or_else(|| {
+        format!(
+            "measure: no `pub trait TranscriptStore` in {}",
+            lib.display()
+        )
+    })?;
+    println!("required TranscriptStore methods: {required} (at most {MAX_REQUIRED_STORE_METHODS})");
+    if required > MAX_REQUIRED_STORE_METHODS {
+        return Err(format!(
+            "measure: TranscriptStore has {required} required methods, more than \
+             {MAX_REQUIRED_STORE_METHODS}: provide the new one on top of the others"
+        ));
+    }
     Ok(())
+}
+
+/// What a store of one's own must implement, at most (issue 32).
+const MAX_REQUIRED_STORE_METHODS: usize = 8;
+
+/// The required methods of `pub trait {name}` in `text`: the `fn` declarations directly in the
+/// trait body (comment lines skipped) that end in `;` rather than a body.
+fn required_methods(text: &str, name: &str) -> Option<usize> {
+    let code = code(text);
+    let start = code.find(&format!("pub trait {name}"))?;
+    let body = start + code[start..].find('{')? + 1;
+    let (mut depth, mut count, mut in_fn) = (1usize, 0, false);
+    let bytes = code.as_bytes();
+    let mut i = body;
+    while i < bytes.len() && depth > 0 {
+        match bytes[i] {
+            b'{' => {
+                if depth == 1 {
+                    in_fn = false;
+                }
+                depth += 1;
+            }
+            b'}' => depth -= 1,
+            b';' if depth == 1 && in_fn => {
+                count += 1;
+                in_fn = false;
+            }
+            b'f' if depth == 1
+                && code[i..].starts_with("fn ")
+                && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric()) =>
+            {
+                in_fn = true;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Some(count)
 }
 
 /// The import cycles of every workspace crate: `(package name, the modules of one strongly
@@ -406,6 +460,17 @@ fn sccs(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_required_trait_methods_only() {
+        let text = "pub trait T: Send {\n    /// fn in_a_doc();\n    fn a(&self) -> u8;\n    \
+                    fn b<'a>(&'a self, x: &'a str)\n    -> Box<dyn Fn() + 'a>;\n    \
+                    fn c(&self) -> u8 {\n        let f = |x: u8| { x };\n        f(1)\n    }\n}\n\
+                    pub trait U {\n    fn d(&self);\n}\n";
+        assert_eq!(required_methods(text, "T"), Some(2));
+        assert_eq!(required_methods(text, "U"), Some(1));
+        assert_eq!(required_methods(text, "V"), None);
+    }
 
     #[test]
     fn counts_public_declarations_only() {

@@ -34,8 +34,8 @@ pub(crate) use assembly::{marker_role, merge_refused, progress_role};
 use continuation::ContinuationNeed;
 pub(crate) use continuation::continuation_plan;
 use jobs::{
-    MAX_FOCUS_CHARS, SUMMARY_LANDING_RATIO, batch_range, derive_focus, job, pruned_tokens,
-    size_jobs,
+    MAX_FOCUS_CHARS, SUMMARY_LANDING_RATIO, batch_range, derive_focus, has_substance, job,
+    pruned_tokens, size_jobs,
 };
 use rewrites::{demote_tail, strip_old_images};
 
@@ -404,10 +404,14 @@ fn plan_unindexed(
     let mut kept = plan.tokens_after_prune;
     let need = ContinuationNeed::of(t.messages());
     let mut span = batch_range(t, &r, true, &need);
-    // The last reply the user saw stays in place (spec section 1) unless that keeps the pass
-    // over the low-water mark: when the span before it cannot get there and the whole middle
-    // gets closer, the reply is summarized with the rest, as the window comes first (a reply
-    // far back, followed by a long tool loop, would otherwise leave that loop unsummarizable).
+    // The last reply the user saw stays in place (spec section 1) unless keeping it is what
+    // stands between the pass and its landing: when summarizing it with the rest lands the
+    // pass at or under the low-water mark (or under the threshold) and keeping it does not,
+    // the reply is summarized too, as the window comes first (a reply far back, followed by a
+    // long tool loop, would otherwise leave that loop unsummarizable). A pass that misses the
+    // same marks either way (an oversized output in the protected tail) keeps the reply:
+    // summarizing it would only get closer, at the cost of what the user last read (issue
+    // 33, item 9).
     if r.rewritable_middle() != r.middle {
         let estimate = |span: &Option<Range<usize>>| {
             let rewritten = span.as_ref().map_or(0, |m| {
@@ -418,7 +422,12 @@ fn plan_unindexed(
         };
         if estimate(&span) > low_water {
             let whole = batch_range(t, &r, false, &need);
-            if estimate(&whole) < estimate(&span) {
+            let (kept_reply, summarized) = (estimate(&span), estimate(&whole));
+            // Summarizing the reply must reach a mark keeping it misses: the low-water mark,
+            // or at least the threshold.
+            if summarized <= low_water
+                || (kept_reply > threshold_tokens && summarized <= threshold_tokens)
+            {
                 span = whole;
             }
         }
@@ -454,11 +463,10 @@ fn plan_unindexed(
         // Under strict alternation the summary is merged into the message after it, which
         // must not belong to a pinned group.
         .filter(|f| !cfg.strict_alternation || f.end == rewritable.end)
-        // Nothing new to fold (only an existing progress summary): no summary call.
-        .filter(|f| {
-            f.clone()
-                .any(|i| marker::classify(&t.messages()[i]).is_none())
-        });
+        // Nothing new to fold (only an existing progress summary, or a blank platform echo
+        // between the ask and the reply that works from it): no summary call, no second
+        // summary.
+        .filter(|f| f.clone().any(|i| has_substance(&t.messages()[i])));
     if let Some(turn_middle) = turn_middle
         && (jobs.is_empty() || estimate_full > low_water)
     {

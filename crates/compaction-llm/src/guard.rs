@@ -83,7 +83,9 @@ fn within(text: &str, budget_tokens: u32) -> Result<()> {
 /// own, or one of [`prompts::ECHO_MARKERS`], fixed sentences of the instructions), or at least
 /// [`ECHO_MIN_LINES`] lines of [`ECHO_MIN_LINE_CHARS`] or more characters that are lines of the
 /// prompt verbatim and make up at least half of its text. A summary quotes a request or an
-/// error inside its own sentences and bullets, so it never meets either rule.
+/// error inside its own sentences and bullets, so it never meets either rule. Lines of the
+/// summary the prompt asks to update (or shorten) are not counted as copied, since an update
+/// keeps what still holds; the previous summary handed back unchanged is an echo.
 pub fn is_echo(text: &str, prompt: &Prompt) -> bool {
     if prompts::ECHO_MARKERS
         .iter()
@@ -97,11 +99,20 @@ pub fn is_echo(text: &str, prompt: &Prompt) -> bool {
         .map(str::trim)
         .filter(|l| is_tag_line(l))
         .collect();
-    let prompt_lines: std::collections::HashSet<&str> = prompt
-        .user
+    // The summary being updated is the one part of the prompt an answer should keep: its
+    // lines do not count as copied, but handing it back unchanged is no update.
+    let (previous, rest) = split_previous(&prompt.user);
+    let answer: Vec<&str> = text
         .lines()
-        .chain(prompt.system.lines())
         .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if !previous.is_empty() && answer == previous {
+        return true;
+    }
+    let prompt_lines: std::collections::HashSet<&str> = rest
+        .into_iter()
+        .chain(prompt.system.lines().map(str::trim))
         .filter(|l| l.chars().count() >= ECHO_MIN_LINE_CHARS)
         .collect();
     let (mut copied_lines, mut copied_chars, mut total_chars) = (0usize, 0usize, 0usize);
@@ -117,6 +128,23 @@ pub fn is_echo(text: &str, prompt: &Prompt) -> bool {
         }
     }
     copied_lines >= ECHO_MIN_LINES && copied_chars * 2 >= total_chars
+}
+
+/// The trimmed, non-blank lines of a prompt's user message inside its `<previous-summary>` or
+/// `<summary-to-shorten>` block, and the others (the tag lines themselves in neither).
+fn split_previous(user: &str) -> (Vec<&str>, Vec<&str>) {
+    let (mut previous, mut rest) = (Vec::new(), Vec::new());
+    let mut inside = false;
+    for line in user.lines().map(str::trim) {
+        match line {
+            "<previous-summary>" | "<summary-to-shorten>" => inside = true,
+            "</previous-summary>" | "</summary-to-shorten>" => inside = false,
+            "" => {}
+            l if inside => previous.push(l),
+            l => rest.push(l),
+        }
+    }
+    (previous, rest)
 }
 
 /// Lines of a prompt copied verbatim that make an answer an echo (with half of its text).
@@ -306,6 +334,45 @@ mod tests {
             "2026-01-02",
         )
         .with_previous("## Goal\n- keep the build green")
+    }
+
+    /// An update keeps the previous summary's lines that still hold, verbatim: that is not an
+    /// echo (found by the prepared-summary example, whose fake model kept its earlier bullets);
+    /// the previous summary handed back unchanged is, and so is the new material copied out.
+    #[test]
+    fn an_update_may_keep_the_previous_summary_but_not_only_repeat_it() {
+        let previous = "## Goal\n- keep the build green across the whole workspace\n\
+            ## Completed actions\n1. Renamed the config loader to ConfigLoader in src/config.rs\n\
+            2. Updated the three call sites in src/main.rs and src/cli.rs\n\
+            ## Critical context\n- cargo test passed with 214 tests before the rename";
+        for kind in [
+            crate::SummaryKind::MicroMerge,
+            crate::SummaryKind::BatchUpdate,
+            crate::SummaryKind::TurnProgress,
+        ] {
+            let req = SummaryRequest::new(kind, micro_request().material, 1_000, "2026-01-02")
+                .with_previous(previous);
+            let update = previous.replace(
+                "## Critical context",
+                "3. Ran cargo test after the rename: 214 passed\n## Critical context",
+            );
+            assert_eq!(check_summary(&update, &req), Ok(()), "{kind:?}");
+            assert_eq!(
+                check_summary(previous, &req),
+                Err(Error::EchoedPrompt),
+                "{kind:?}"
+            );
+            assert_eq!(
+                check_summary(&format!("\n{previous}\n\n"), &req),
+                Err(Error::EchoedPrompt),
+                "{kind:?}"
+            );
+            assert_eq!(
+                check_summary(&req.material, &req),
+                Err(Error::EchoedPrompt),
+                "{kind:?}"
+            );
+        }
     }
 
     #[test]

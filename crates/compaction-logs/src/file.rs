@@ -162,20 +162,48 @@ impl TranscriptFile {
             reason,
         };
         let text = std::str::from_utf8(bytes).ok();
+        // An agent's log saved as one JSON array of its records (as some exporters write a
+        // Claude Code session): read as the same records one per line, positions given as
+        // record indexes.
+        let records = match format {
+            TranscriptFormat::Auto | TranscriptFormat::Log(_) => text.and_then(records_as_lines),
+            _ => None,
+        };
         let anthropic = match format {
             TranscriptFormat::Anthropic => true,
-            TranscriptFormat::Auto => {
-                text.is_some_and(|t| crate::detect(t).is_none() && anthropic::looks_like(t))
-            }
+            TranscriptFormat::Auto => text.is_some_and(|t| {
+                crate::detect(t).is_none()
+                    && records.as_deref().and_then(crate::detect).is_none()
+                    && anthropic::looks_like(t)
+            }),
             _ => false,
         };
         let log_format = match format {
             TranscriptFormat::Openai | TranscriptFormat::Anthropic => None,
-            TranscriptFormat::Auto => text.and_then(crate::detect),
+            TranscriptFormat::Auto => match &records {
+                Some(r) => crate::detect(r),
+                None => text.and_then(crate::detect),
+            },
             TranscriptFormat::Log(f) => Some(f),
         };
-        let (messages, layout, lines) = match log_format {
-            Some(f) => {
+        let (messages, layout, lines) = match (log_format, &records) {
+            (Some(f), Some(records)) => {
+                let at = |line: usize| TranscriptPosition::Index(line.saturating_sub(1));
+                crate::check_single(records, f).map_err(|m| err(at(m.line), m.to_string()))?;
+                let log = crate::read(f, records, crate::Options::default()).map_err(|e| {
+                    let position = match e.position {
+                        crate::Position::Line(n) => at(n),
+                        crate::Position::Record(i) => TranscriptPosition::Index(i),
+                        crate::Position::File => TranscriptPosition::File,
+                    };
+                    err(
+                        position,
+                        format!("{} log (JSON array): {}", f.name(), e.reason),
+                    )
+                })?;
+                (log.messages, Layout::JsonArray, Vec::new())
+            }
+            (Some(f), None) => {
                 let text = std::str::from_utf8(bytes).map_err(|e| {
                     let offset = e.valid_up_to();
                     let line = bytes[..offset].iter().filter(|&&b| b == b'\n').count() + 1;
@@ -199,7 +227,7 @@ impl TranscriptFile {
                 })?;
                 (log.messages, Layout::Jsonl, log.lines)
             }
-            None if anthropic => {
+            (None, _) if anthropic => {
                 let text = text.ok_or_else(|| {
                     parse::parse_transcript(bytes)
                         .err()
@@ -223,7 +251,7 @@ impl TranscriptFile {
                 };
                 (messages, layout, lines)
             }
-            None => {
+            (None, _) => {
                 let (messages, layout) =
                     parse::parse_transcript(bytes).map_err(|e| parse_error(path, &e))?;
                 let lines = match layout {
@@ -277,6 +305,25 @@ impl TranscriptFile {
             Layout::JsonArray => TranscriptPosition::Index(index),
         }
     }
+}
+
+/// `text` as JSONL when it is one JSON array whose elements are all objects (a log's records
+/// saved as one document): each record re-serialized on its own line, in order.
+fn records_as_lines(text: &str) -> Option<String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if !text.trim_start().starts_with('[') {
+        return None;
+    }
+    let records: Vec<serde_json::Value> = serde_json::from_str(text).ok()?;
+    if records.is_empty() || !records.iter().all(serde_json::Value::is_object) {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    for r in &records {
+        out.push_str(&r.to_string());
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// The `FILE:LINE: reason` of a parse error.

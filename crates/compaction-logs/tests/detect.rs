@@ -156,3 +156,61 @@ fn the_raw_logs_are_single_logs() {
         }
     }
 }
+
+/// An agent's log saved as one JSON array of its records (compact or pretty-printed) reads as
+/// the same messages as its JSONL, under `auto` and under its own format; a mixed array is
+/// refused at the other record's index; an OpenAI chat array still reads as chat.
+#[test]
+fn a_log_saved_as_a_json_array_reads_like_its_jsonl() {
+    use compaction_logs::TranscriptFormat;
+    let as_array = |log: &str, pretty: bool| {
+        let records: Vec<serde_json::Value> = log
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if pretty {
+            serde_json::to_string_pretty(&records).unwrap()
+        } else {
+            serde_json::to_string(&records).unwrap()
+        }
+    };
+    let messages = |text: &str, format| {
+        compaction_logs::TranscriptFile::parse(
+            "log.json".as_ref(),
+            text.as_bytes(),
+            format,
+            compaction_logs::Strictness::COMPACTION,
+        )
+        .map(|f| f.messages)
+        .map_err(|e| e.to_string())
+    };
+    for (format, log) in [
+        (Format::ClaudeCode, CLAUDE.to_owned()),
+        (Format::Codex, sample("codex-rollout.jsonl")),
+        (Format::Pi, sample("pi-tree.jsonl")),
+    ] {
+        let want = messages(&log, TranscriptFormat::Auto).unwrap();
+        assert!(!want.is_empty());
+        for pretty in [false, true] {
+            let array = as_array(&log, pretty);
+            for as_format in [TranscriptFormat::Auto, TranscriptFormat::Log(format)] {
+                let got = messages(&array, as_format)
+                    .unwrap_or_else(|e| panic!("{format:?} pretty={pretty}: {e}"));
+                assert_eq!(got, want, "{format:?} pretty={pretty} as {as_format:?}");
+            }
+        }
+        // A chat message among the records is refused at its record index.
+        let mut mixed = as_array(&log, false);
+        mixed.pop();
+        mixed.push_str(r#",{"role":"user","content":"hello"}]"#);
+        let n = log.lines().filter(|l| !l.trim().is_empty()).count();
+        let e = messages(&mixed, TranscriptFormat::Auto).unwrap_err();
+        assert!(
+            e.starts_with(&format!("log.json:[{n}]: ")) && e.contains("a chat message"),
+            "{format:?}: {e}"
+        );
+    }
+    let chat = as_array(CHAT, false);
+    assert_eq!(messages(&chat, TranscriptFormat::Auto).unwrap().len(), 2);
+}

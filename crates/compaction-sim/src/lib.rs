@@ -13,6 +13,8 @@
 //! - [`score`]: the one scorer of a prompt sequence (cost in the issue units, far and
 //!   content recall, the [re-read](mod@reread) model, retention), used by the replay and by
 //!   [`score::score_foreign`] for another compressor's trace.
+//! - [`latency`]: the summarizer's latency model, the added wait at the trigger and a
+//!   summary prepared ahead, with the cost of wasted candidates.
 //! - [`tune`]: searches the policy space, returns the Pareto front (cost, retention, summary
 //!   calls) and writes a configuration file.
 //!
@@ -25,6 +27,7 @@
 pub mod clock;
 pub mod counting;
 pub mod example;
+pub mod latency;
 pub mod plot;
 pub mod policy;
 pub mod pricing;

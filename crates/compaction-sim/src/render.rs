@@ -122,13 +122,23 @@ pub fn cost_by_profile(sim: &Simulation) -> String {
     s
 }
 
-/// The simulation as JSON: rows and totals (each with its derived metrics and its `profile`),
+/// The simulation as JSON: rows and totals (each with its derived metrics, the waits at the
+/// trigger and of micro passes among them, and its `profile`),
 /// `prices` (the price table when one was used, else null), and `profiles`: per pricing its
 /// name, its settings, its totals and the cheapest policy.
 pub fn to_json(sim: &Simulation) -> serde_json::Value {
     let row = |r: &Row| {
         let mut v = serde_json::to_value(r).unwrap_or_default();
-        if let (Some(obj), Ok(d)) = (v.as_object_mut(), serde_json::to_value(r.derived())) {
+        if let (Some(obj), Ok(mut d)) = (v.as_object_mut(), serde_json::to_value(r.derived())) {
+            if let Some(d) = d.as_object_mut() {
+                let waits = [
+                    ("trigger_wait", r.latency.trigger()),
+                    ("micro_wait", r.latency.micro()),
+                ];
+                for (key, w) in waits {
+                    d.insert(key.into(), serde_json::to_value(w).unwrap_or_default());
+                }
+            }
             obj.insert("derived".into(), d);
         }
         v
@@ -280,6 +290,30 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
         r.summary_prompt_hit_tokens.to_string()
     });
     add("estimated cost", &|r, _| format!("${:.2}", r.cost_usd));
+    add("added wait at trigger p50 / p95 / max (passes)", &|r, _| {
+        r.latency.trigger().cell()
+    });
+    add("micro passes' wait p50 / p95 / max (passes)", &|r, _| {
+        r.latency.micro().cell()
+    });
+    add("  after a turn (of them, waited for)", &|r, _| {
+        let w = &r.latency;
+        format!(
+            "{} ({})",
+            w.micro_between_turns, w.micro_between_turns_waited
+        )
+    });
+    add("summaries prepared ahead: used / wasted", &|r, _| {
+        let w = &r.latency;
+        format!("{} / {}", w.prepared_used, w.prepared_wasted)
+    });
+    add("  wasted: tokens in / out, cost", &|r, _| {
+        let w = &r.latency;
+        format!(
+            "{} / {}, ${:.2}",
+            w.wasted_prompt_tokens, w.wasted_output_tokens, w.wasted_cost_usd
+        )
+    });
     add("cost in issue units (M)", &|r, _| {
         format!("{:.2}M", r.unit_cost / 1e6)
     });

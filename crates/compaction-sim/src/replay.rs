@@ -24,6 +24,7 @@ use hermes_compaction::{Compressor, Persistence};
 
 use crate::clock::SimClock;
 use crate::counting::CountingSummarizer;
+use crate::latency::{LatencyOptions, Tracker};
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
 use crate::retention::Wire;
@@ -45,6 +46,8 @@ pub struct ReplayOptions {
     pub trace: bool,
     /// Record every distinct message of the traced prompts once ([`TraceText`]).
     pub trace_text: bool,
+    /// The summarizer's latency and the summary prepared ahead.
+    pub latency: LatencyOptions,
 }
 
 impl Default for ReplayOptions {
@@ -54,6 +57,7 @@ impl Default for ReplayOptions {
             request_gap_secs: DEFAULT_REQUEST_GAP_SECS,
             trace: false,
             trace_text: false,
+            latency: LatencyOptions::default(),
         }
     }
 }
@@ -177,6 +181,12 @@ pub async fn replay(
         scorer: Scorer::default(),
     };
     let mut in_turn = false;
+    let mut latency = options.latency;
+    if !c.config().compression.enabled {
+        // No pass will come: nothing to prepare for.
+        latency.prepare_at = None;
+    }
+    let mut waits = Tracker::new(latency, threshold, c.warm_cache());
     for m in msgs {
         let original = Wire::of(m);
         if let Some(ts) = time::timestamp_ms(m) {
@@ -184,7 +194,9 @@ pub async fn replay(
         }
         if m.is_user() {
             if in_turn {
+                let before = counting.usage();
                 finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+                waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
             }
             in_turn = true;
             row.turns += 1;
@@ -197,13 +209,19 @@ pub async fn replay(
                 (None, None) => 0,
             };
             sim_clock.set(now);
+            waits.request_at(now);
+            let before = counting.usage();
             if t.messages().last().is_some_and(Message::is_tool)
                 && let Some(r) = c.after_tool_round(&mut t).await
                 && (row.record_micro(&r) || r.messages_after != r.messages_before)
             {
                 prompt.rewrite(&t);
             }
+            waits.in_turn(before, counting.usage());
+            waits.before_trigger(&c, &t, row.events);
+            let before = counting.usage();
             let (ticket, report) = c.before_request(&mut t).await;
+            waits.trigger(before, counting.usage(), now);
             if let Some(r) = report
                 && (row.record_batch(&r) || r.messages_after != r.messages_before)
             {
@@ -257,6 +275,7 @@ pub async fn replay(
                 row.overflows += 1;
             }
             c.after_response(&mut t, ticket, tokens);
+            waits.after_request(&c, &t, now, row.events);
             row.output_tokens += output;
         }
         prompt.scorer.observe(m, &original);
@@ -286,7 +305,9 @@ pub async fn replay(
         t.push(m, c.counter());
     }
     if in_turn {
+        let before = counting.usage();
         finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+        waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
     }
     let usage = counting.usage();
     row.summary_calls = usage.calls;
@@ -296,6 +317,7 @@ pub async fn replay(
     row.summary_output_tokens = usage.output_tokens;
     Scorer::finish(&mut row);
     price(&mut row, &options.pricing, &requests);
+    waits.finish(&mut row, &options.pricing);
     Ok(Replay { row, trace, texts })
 }
 

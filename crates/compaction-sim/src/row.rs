@@ -74,7 +74,9 @@ pub struct Row {
     pub summary_prompt_hit_tokens: u64,
     /// Output tokens of summary calls.
     pub summary_output_tokens: u64,
-    /// Estimated cost in dollars: the sum of the five parts below.
+    /// Estimated cost in dollars: the sum of the five parts below, plus the wasted prepared
+    /// summaries ([`Waits::wasted_cost_usd`](crate::latency::Waits::wasted_cost_usd)) when
+    /// summaries are prepared ahead.
     pub cost_usd: f64,
     /// Uncached prompt tokens at the input price.
     pub cost_input_usd: f64,
@@ -103,7 +105,8 @@ pub struct Row {
     pub unit_peak_tokens: u64,
     /// Requests whose prompt in the issue units exceeded the context length.
     pub unit_overflows: u64,
-    /// Cost in the issue units: 0.1 x hit + miss + summary prompt + 5 x summary output.
+    /// Cost in the issue units: 0.1 x hit + miss + summary prompt + 5 x summary output (plus
+    /// the wasted prepared summaries, when summaries are prepared ahead).
     pub unit_cost: f64,
     /// Sum over requests of the share of the session's facts still in the prompt (see
     /// [`retention`](crate::retention)).
@@ -161,6 +164,9 @@ pub struct Row {
     /// Prompt / threshold at each request (for the plot).
     #[serde(skip)]
     pub occupancy: Vec<f32>,
+    /// The waits compaction adds and the summaries prepared ahead (see
+    /// [`latency`](crate::latency)).
+    pub latency: crate::latency::Waits,
 }
 
 /// Means and ratios of a [`Row`], computed from its sums.
@@ -331,6 +337,7 @@ impl Row {
             t.far_session_share_sum += r.far_session_share_sum;
             t.far_share_sum += r.far_share_sum;
             t.far_share_verbatim_sum += r.far_share_verbatim_sum;
+            t.latency.add(&r.latency);
             if r.requests > 0 {
                 t.retention_min = t.retention_min.min(r.retention_min);
             }

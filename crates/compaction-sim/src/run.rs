@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use hermes_compaction::core::Message;
 
+use crate::latency::LatencyOptions;
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
 use crate::replay::{
@@ -59,10 +60,13 @@ pub struct Options {
     pub trace_text: bool,
     /// Worker threads (0: the available cores).
     pub threads: usize,
+    /// The summarizer's latency and the summary prepared ahead.
+    pub latency: LatencyOptions,
 }
 
 impl Default for Options {
-    /// The price table, 30 s between requests, no trace, every core.
+    /// The price table, 30 s between requests, no trace, every core, the default latency
+    /// model without a summary prepared ahead.
     fn default() -> Self {
         Options {
             pricings: vec![Pricing::Table(Prices::default())],
@@ -70,6 +74,7 @@ impl Default for Options {
             trace: false,
             trace_text: false,
             threads: 0,
+            latency: LatencyOptions::default(),
         }
     }
 }
@@ -91,8 +96,10 @@ impl Options {
     ///
     /// # Errors
     ///
-    /// [`trace`](Self::trace) or [`trace_text`](Self::trace_text) with several pricings.
+    /// [`trace`](Self::trace) or [`trace_text`](Self::trace_text) with several pricings;
+    /// invalid [`latency`](Self::latency) options ([`LatencyOptions::check`]).
     pub fn check(&self) -> Result<()> {
+        self.latency.check()?;
         if (self.trace || self.trace_text) && self.pricings.len() > 1 {
             return Err(Error::Config(
                 "--trace and --trace-text take one pricing (not --cache-profile all)".into(),
@@ -160,6 +167,7 @@ pub fn simulate(
                         request_gap_secs: options.request_gap_secs,
                         trace: options.trace,
                         trace_text: options.trace_text,
+                        latency: options.latency,
                     };
                     let out = summarizer().and_then(|inner| {
                         rt.block_on(replay(name, msgs, &variants[v], inner, &replay_options))

@@ -1,6 +1,8 @@
-//! compaction-sim's tests: the trace re-prices to the totals, retention, the tuner's front.
+//! compaction-sim's tests: the trace re-prices to the totals, retention, the tuner's front,
+//! the waits compaction adds.
 
 mod common;
+mod latency;
 mod overflow;
 mod recall;
 mod reread;

@@ -40,7 +40,7 @@ pub trait Dialect: sealed::Sealed + Clone + fmt::Debug + Send + Sync + 'static {
     /// How many active rows of session `$1` lie strictly between keys `$2` and `$3`.
     #[doc(hidden)]
     const SQL_COUNT_ACTIVE_BETWEEN: &'static str;
-    /// `id, kind, body, meta` of the active rows of session `$1`, in order.
+    /// The full rows (the engine's `ROW_COLUMNS`) of the active rows of session `$1`, in order.
     #[doc(hidden)]
     const SQL_LOAD_ACTIVE: &'static str;
     /// Whether session `$1` has archived rows, and trimmed originals, not indexed yet.

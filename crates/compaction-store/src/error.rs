@@ -8,13 +8,12 @@ use crate::RowId;
 #[non_exhaustive]
 pub enum StoreError {
     /// The URL names no backend this build supports.
-    #[error(
-        "unsupported store URL scheme `{scheme}` (expected {})",
-        crate::backend::expected_schemes()
-    )]
+    #[error("unsupported store URL scheme `{scheme}` (expected {expected})")]
     UnsupportedUrl {
         /// The scheme part of the URL (never the rest, which may hold credentials).
         scheme: String,
+        /// The schemes the backend table knew, as `sqlite:, postgres:, postgresql:`.
+        expected: String,
     },
     /// [`Store::open`](crate::Store::open) without [`Access::Create`](crate::Access::Create)
     /// was given a SQLite file that does not exist (nothing was created).
@@ -26,8 +25,19 @@ pub enum StoreError {
     /// The URL names a backend whose cargo feature is off.
     #[error("the {backend} backend is not compiled in (enable the `{backend}` feature)")]
     BackendDisabled {
-        /// `sqlite` or `postgres`.
+        /// The backend's name, which for this crate's is its feature: `sqlite` or `postgres`.
         backend: &'static str,
+    },
+    /// [`Backend::register`](crate::Backend::register) was given a backend whose name or one
+    /// of whose URL schemes another backend of the table already has.
+    #[error(
+        "backend {backend} cannot join the backend table: backend {taken_by} has its name or a scheme"
+    )]
+    BackendConflict {
+        /// The backend being registered.
+        backend: &'static str,
+        /// The backend already in the table.
+        taken_by: &'static str,
     },
     /// A PostgreSQL schema name that is not a plain lower-case identifier.
     #[error(
@@ -312,7 +322,7 @@ impl std::fmt::Display for DatabaseFailure {
     }
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
         if let sqlx::Error::Migrate(m) = e {
@@ -323,7 +333,7 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 impl From<sqlx::migrate::MigrateError> for StoreError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         use sqlx::migrate::MigrateError as M;
@@ -352,21 +362,16 @@ impl From<sqlx::migrate::MigrateError> for StoreError {
     }
 }
 
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 /// The class and code of a sqlx error, from codes and error kinds only.
 pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
     use sqlx::Error as E;
     let failure = match e {
         E::Database(db) => {
             let code = db.code().map(|c| c.into_owned());
-            let failure = match code.as_deref() {
-                #[cfg(feature = "sqlite")]
-                Some(c) if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() => {
-                    sqlite_failure(c.parse().unwrap_or(0))
-                }
-                Some(c) => sqlstate_failure(c),
-                None => DatabaseFailure::Other,
-            };
+            let failure = code.as_deref().map_or(DatabaseFailure::Other, |c| {
+                crate::backend_failure(db.as_ref(), c)
+            });
             return (failure, code.filter(|c| c.len() <= 16));
         }
         E::Io(io) => io_failure(io.kind()),
@@ -380,44 +385,6 @@ pub(crate) fn classify(e: &sqlx::Error) -> (DatabaseFailure, Option<String>) {
         _ => DatabaseFailure::Other,
     };
     (failure, None)
-}
-
-/// A PostgreSQL SQLSTATE.
-pub(crate) fn sqlstate_failure(code: &str) -> DatabaseFailure {
-    use DatabaseFailure as F;
-    match code {
-        "28P01" | "28000" => F::Authentication,
-        "3D000" => F::MissingDatabase,
-        "25006" => F::ReadOnly,
-        "53100" => F::DiskFull,
-        "53300" => F::TooManyConnections,
-        "42501" => F::PermissionDenied,
-        "40001" | "40P01" | "55P03" => F::Busy,
-        "57P01" | "57P02" | "57P03" => F::Unreachable,
-        "42P01" | "42703" | "3F000" => F::Schema,
-        c if c.starts_with("08") => F::Unreachable,
-        c if c.starts_with("23") => F::Constraint,
-        c if c.starts_with("58") => F::Io,
-        _ => F::Other,
-    }
-}
-
-/// An SQLite (extended) result code: the low byte is the primary code.
-#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
-pub(crate) fn sqlite_failure(code: i64) -> DatabaseFailure {
-    use DatabaseFailure as F;
-    match code & 0xff {
-        3 => F::PermissionDenied, // SQLITE_PERM
-        5 | 6 => F::Busy,         // SQLITE_BUSY, SQLITE_LOCKED
-        8 => F::ReadOnly,         // SQLITE_READONLY
-        10 => F::Io,              // SQLITE_IOERR
-        11 | 26 => F::Corrupt,    // SQLITE_CORRUPT, SQLITE_NOTADB
-        13 => F::DiskFull,        // SQLITE_FULL
-        14 => F::CannotOpen,      // SQLITE_CANTOPEN
-        19 => F::Constraint,      // SQLITE_CONSTRAINT
-        23 => F::Authentication,  // SQLITE_AUTH
-        _ => F::Other,
-    }
 }
 
 fn io_failure(kind: std::io::ErrorKind) -> DatabaseFailure {
@@ -451,36 +418,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn codes_map_to_their_class() {
+    fn io_kinds_map_to_their_class() {
         use DatabaseFailure as F;
-        for (code, want) in [
-            ("28P01", F::Authentication),
-            ("28000", F::Authentication),
-            ("3D000", F::MissingDatabase),
-            ("25006", F::ReadOnly),
-            ("53100", F::DiskFull),
-            ("53300", F::TooManyConnections),
-            ("40001", F::Busy),
-            ("08006", F::Unreachable),
-            ("23505", F::Constraint),
-            ("42601", F::Other),
-        ] {
-            assert_eq!(sqlstate_failure(code), want, "{code}");
-        }
-        for (code, want) in [
-            (5, F::Busy),
-            (517, F::Busy), // SQLITE_BUSY_SNAPSHOT
-            (6, F::Busy),
-            (8, F::ReadOnly),
-            (1032, F::ReadOnly), // SQLITE_READONLY_DBMOVED
-            (13, F::DiskFull),
-            (14, F::CannotOpen),
-            (26, F::Corrupt),
-            (1, F::Other),
-        ] {
-            assert_eq!(sqlite_failure(code), want, "{code}");
-        }
-        #[cfg(any(feature = "sqlite", feature = "postgres"))]
+        #[cfg(feature = "engine")]
         for (kind, want) in [
             (std::io::ErrorKind::ConnectionRefused, F::ConnectionRefused),
             (std::io::ErrorKind::TimedOut, F::Unreachable),
@@ -504,7 +444,7 @@ mod tests {
         assert_eq!(e.database_failure(), Some(DatabaseFailure::DiskFull));
     }
 
-    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    #[cfg(feature = "engine")]
     #[test]
     fn driver_errors_keep_no_message() {
         let e = StoreError::from(sqlx::Error::Protocol("secret row text".into()));

@@ -33,9 +33,9 @@ pub enum ExportForm {
 /// let store = Store::connect("sqlite::memory:").await.unwrap();
 /// let mut messages = vec![Message::user("hello")];
 /// store.import_session("s1", &mut messages).await.unwrap();
-/// let wire = export_jsonl(&store, "s1", ExportForm::Wire).await.unwrap();
+/// let wire = export_jsonl(&*store, "s1", ExportForm::Wire).await.unwrap();
 /// assert_eq!(wire, "{\"role\":\"user\",\"content\":\"hello\"}\n");
-/// let all = export_jsonl(&store, "s1", ExportForm::All).await.unwrap();
+/// let all = export_jsonl(&*store, "s1", ExportForm::All).await.unwrap();
 /// assert!(all.contains("\"active\":true") && all.contains("\"generation\":0"));
 /// # });
 /// ```

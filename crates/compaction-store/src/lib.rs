@@ -65,10 +65,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 // Without a backend only the extension point (the trait, `Session`, the value types, `Commit`,
 // the backend table) and `Store::connect`'s error remain.
-#![cfg_attr(
-    not(any(feature = "sqlite", feature = "postgres")),
-    allow(dead_code, unused_imports)
-)]
+#![cfg_attr(not(feature = "engine"), allow(dead_code, unused_imports))]
 
 use std::fmt;
 use std::future::Future;
@@ -77,10 +74,11 @@ use std::pin::Pin;
 use compaction_core::{MarkerKind, Message};
 
 mod backend;
+mod change;
 mod commit;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 mod dialect;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 mod engine;
 mod error;
 mod export;
@@ -94,11 +92,12 @@ mod session;
 mod sqlite;
 mod store;
 
-pub use backend::Backend;
+pub use backend::{Backend, Connect};
+pub use change::{Change, Rows, Snapshot, Written};
 pub use commit::{Commit, CommitSplice, GenerationKind, PassLabel, stamp_edit};
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 pub use dialect::Dialect;
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 pub use engine::SqlStore;
 pub use error::{DatabaseFailure, Result, StoreError};
 pub use export::{ExportForm, export_jsonl};
@@ -112,6 +111,47 @@ pub use session::{PinnedAt, Session, Undone};
 pub use sqlite::{SqliteDialect, SqliteStore};
 pub use store::{Access, Store};
 
+// Each backend of this crate is wired in here and nowhere else: its module and exports above,
+// its row of the backend table and its share of error classification below.
+
+impl Backend {
+    /// SQLite (file or in-memory): `sqlite:<path>`, `sqlite://<path>`, `sqlite::memory:`.
+    /// Compiled with the `sqlite` feature.
+    pub const SQLITE: Backend = Backend::built_in("sqlite", &["sqlite"], SQLITE_CONNECT);
+
+    /// PostgreSQL: `postgres://…`, `postgresql://…`. Compiled with the `postgres` feature.
+    pub const POSTGRES: Backend =
+        Backend::built_in("postgres", &["postgres", "postgresql"], POSTGRES_CONNECT);
+}
+
+#[cfg(feature = "sqlite")]
+const SQLITE_CONNECT: Option<Connect> = Some(sqlite::connect);
+#[cfg(not(feature = "sqlite"))]
+const SQLITE_CONNECT: Option<Connect> = None;
+#[cfg(feature = "postgres")]
+const POSTGRES_CONNECT: Option<Connect> = Some(postgres::connect);
+#[cfg(not(feature = "postgres"))]
+const POSTGRES_CONNECT: Option<Connect> = None;
+
+/// A database's own error code, classified by the backend whose driver raised it (each backend
+/// keeps its code table: `sqlite::failure`, `postgres::failure`).
+#[cfg(feature = "engine")]
+fn backend_failure(db: &dyn sqlx::error::DatabaseError, code: &str) -> DatabaseFailure {
+    #[cfg(feature = "sqlite")]
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return sqlite::failure(code);
+    }
+    #[cfg(feature = "postgres")]
+    if db
+        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .is_some()
+    {
+        return postgres::failure(code);
+    }
+    let _ = (db, code);
+    DatabaseFailure::Other
+}
+
 /// The id of a stored message row (what [`compaction_core::Meta::row_id`] holds).
 pub type RowId = i64;
 
@@ -120,6 +160,15 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// The session store an agent resumes from. Implementations must behave alike; the two in
 /// this crate pass the same tests.
+///
+/// A store implements eight methods: [`open`](Self::open) and
+/// [`list_sessions`](Self::list_sessions) (sessions), [`load`](Self::load) (rows and their
+/// generation from one snapshot), [`write`](Self::write) (one atomic [`Change`]),
+/// [`history`](Self::history), [`compaction_state`](Self::compaction_state),
+/// [`load_original`](Self::load_original) and [`search_archived`](Self::search_archived).
+/// Every other method is provided on top of them, so each named write (an append, an import,
+/// a compaction pass, a restore...) is exactly one [`write`](Self::write), one transaction
+/// with its generation check inside.
 ///
 /// Session ids are 1-256 bytes without control characters. Every method on an unknown
 /// session fails with [`StoreError::UnknownSession`].
@@ -130,111 +179,24 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 ///
 /// The trait and its value types need no backend: with `default-features = false` this crate
 /// compiles neither sqlx nor tokio, so a store of its own (in memory, on another database)
-/// implements the trait without them.
+/// implements the trait without them, and joins [`Store::connect`] with a [`Backend`] row
+/// ([`Backend::register`]).
 pub trait TranscriptStore: Send + Sync + fmt::Debug {
-    /// Which of this crate's backends this is; `None` (the default) for a store implemented
-    /// elsewhere.
-    fn backend(&self) -> Option<Backend> {
-        None
-    }
-
-    /// Creates an empty session at generation 0; fails with [`StoreError::SessionExists`]
-    /// when the id is taken.
-    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>>;
+    // ---- Required: the primitives. ----
 
     /// Opens an existing session.
     fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>>;
 
-    /// Opens the session, creating it first when it does not exist.
-    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>>;
-
     /// Every session, ordered by id.
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>>>;
 
-    /// The session's current generation: 0 when created, plus one per successful
-    /// [`archive_and_compact`](Self::archive_and_compact) or [`restore`](Self::restore) that
-    /// changed something. Appends do not change it.
-    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>>;
+    /// The session's `rows` and its generation, read from one snapshot: the generation is the
+    /// one the rows belong to.
+    fn load<'a>(&'a self, session: &'a str, rows: Rows<'a>) -> BoxFuture<'a, Result<Snapshot>>;
 
-    /// The agent's append-only flush: stores every message that carries no row id, after all
-    /// active rows, in one transaction, and stamps each with its new row id. Messages already
-    /// stamped are skipped, so flushing after a compaction writes only what is new. Returns
-    /// the ids of the rows written, in order (empty when every message was stamped).
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>>;
-
-    /// [`append`](Self::append) for a writer whose view of the session reflects generation
-    /// `expected`: refused with [`StoreError::StaleGeneration`], nothing written and nothing
-    /// stamped, when the session is at another generation (another writer compacted or
-    /// restored it since that view was loaded). The check and the append are one transaction
-    /// on both backends in this crate; the default implementation (for other stores) reads
-    /// the generation first, which a concurrent commit can race.
-    fn append_at<'a>(
-        &'a self,
-        session: &'a str,
-        expected: u64,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        Box::pin(async move {
-            let actual = self.generation(session).await?;
-            if actual != expected {
-                return Err(StoreError::StaleGeneration {
-                    session: session.to_owned(),
-                    expected,
-                    actual,
-                });
-            }
-            self.append(session, messages).await
-        })
-    }
-
-    /// Imports a whole transcript as a new session: creates the session and stores every
-    /// message in order, in one transaction, and stamps each with its new row id (row ids the
-    /// messages carried are replaced). It commits whole or not at all: on any error (the id is
-    /// taken: [`StoreError::SessionExists`]; a full disk, a lost connection, a killed process)
-    /// no session is left behind, so the same import can simply be retried. Returns the ids of
-    /// the rows written, in order.
-    fn import_session<'a>(
-        &'a self,
-        session: &'a str,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>>;
-
-    /// What a resumed agent loads: the active messages in order, each stamped with its row id
-    /// and (for markers) its marker kind.
-    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>>;
-
-    /// [`load_active`](Self::load_active) and [`generation`](Self::generation) read from one
-    /// snapshot, in one transaction: the generation is the one the messages belong to. Plan a
-    /// compaction from these, and a commit that lost a race to another writer fails with
-    /// [`StoreError::StaleGeneration`] (two separate reads can pair a newer generation with
-    /// older messages, and the commit then names rows that are gone).
-    fn load_active_with_generation<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>>;
-
-    /// Active and archived rows, for audit and recovery, in ordering-key order (an archived
-    /// row sorts before the row that took its position).
-    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>>;
-
-    /// Writes one compaction pass in one transaction: checks the commit's generation, archives
-    /// the named rows (active = false, compacted = true), inserts the new rows at their
-    /// positions, bumps the generation and stamps the inserted messages of `commit` with their
-    /// row ids, which it also returns in order. Work is proportional to the rows changed.
-    ///
-    /// On any error nothing changes: [`StoreError::StaleGeneration`] when the session moved
-    /// on, [`StoreError::EmptyCommit`], [`StoreError::RowNotInSession`],
-    /// [`StoreError::RowNotActive`], [`StoreError::NotContiguous`],
-    /// [`StoreError::SplicesOutOfOrder`].
-    fn archive_and_compact<'a>(
-        &'a self,
-        session: &'a str,
-        commit: &'a mut Commit,
-    ) -> BoxFuture<'a, Result<Vec<RowId>>>;
+    /// Applies one [`Change`] atomically: in one transaction, with the change's generation
+    /// check inside it, all of it or (on any error) nothing, and nothing stamped.
+    fn write<'a>(&'a self, session: &'a str, change: Change<'a>) -> BoxFuture<'a, Result<Written>>;
 
     /// The session's generations, oldest first, from 0 (its creation) to the current one:
     /// when each was written, what made it ([`PassLabel`] of its commit), how many rows it
@@ -243,105 +205,8 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
     /// [`GenerationKind::Unknown`] and no time, and only the newest of them is restorable.
     fn history<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<GenerationInfo>>>;
 
-    /// Undo: makes the active rows exactly the rows that were active at generation `target`
-    /// (their bodies, metadata, kinds and order), as a new generation committed in one
-    /// transaction. The rows active now that were not active then are archived; the rows
-    /// active then that are archived now come back as new rows (copies that name their
-    /// origin) at their old places; rows active in both stay as they are. The archive is never
-    /// rewritten, so a restore can itself be undone by restoring the generation before it.
-    /// "Active at `target`" includes what was appended while the session was at `target`,
-    /// and excludes what was appended since.
-    ///
-    /// `expected` is the generation the caller's view of the session reflects: when the
-    /// session has moved on the restore is refused with [`StoreError::StaleGeneration`].
-    /// [`StoreError::UnknownGeneration`] when `target` is newer than the session,
-    /// [`StoreError::HistoryUnavailable`] when it is older than the session's recorded
-    /// history. On any error nothing changes. Restoring the current generation changes
-    /// nothing and writes no generation.
-    fn restore<'a>(
-        &'a self,
-        session: &'a str,
-        expected: u64,
-        target: u64,
-    ) -> BoxFuture<'a, Result<Restored>>;
-
-    /// Pins or unpins the active row `row` ([`compaction_core::Meta::pinned`]: no pass
-    /// prunes, trims, summarizes or reorders it), as a generation of its own
-    /// ([`GenerationKind::Pin`], so [`restore`](Self::restore) undoes it): the row is archived
-    /// and a copy with the new flag takes its place. Returns the copy's row id and the new
-    /// generation; when the flag is already as asked, nothing is written and the row and
-    /// generation are returned as they are. Refused like a commit, with nothing changed:
-    /// [`StoreError::StaleGeneration`] when the session is not at `expected`,
-    /// [`StoreError::RowNotInSession`] or [`StoreError::RowNotActive`] for another row.
-    /// (Messages appended or committed with the flag set keep it too: it is stored with the
-    /// rest of their metadata.)
-    fn set_pinned<'a>(
-        &'a self,
-        session: &'a str,
-        expected: u64,
-        row: RowId,
-        pinned: bool,
-    ) -> BoxFuture<'a, Result<(RowId, u64)>> {
-        Box::pin(async move {
-            let found = self.load_rows(session, &[row]).await?;
-            let Some(stored) = found.into_iter().next() else {
-                return Err(StoreError::RowNotInSession { splice: 0, row });
-            };
-            if !stored.active {
-                return Err(StoreError::RowNotActive { splice: 0, row });
-            }
-            if stored.message.is_pinned() == pinned {
-                let generation = self.generation(session).await?;
-                if generation != expected {
-                    return Err(StoreError::StaleGeneration {
-                        session: session.to_owned(),
-                        expected,
-                        actual: generation,
-                    });
-                }
-                return Ok((row, generation));
-            }
-            let mut copy = stored.message;
-            copy.set_pinned(pinned);
-            let mut commit = Commit {
-                generation: expected,
-                splices: vec![CommitSplice {
-                    archive: vec![row],
-                    insert_after: None,
-                    insert: vec![copy],
-                }],
-                label: PassLabel::new(GenerationKind::Pin),
-            };
-            let ids = self.archive_and_compact(session, &mut commit).await?;
-            let id = ids.first().copied().ok_or(StoreError::OutOfRange {
-                what: "row ids returned",
-            })?;
-            Ok((id, expected + 1))
-        })
-    }
-
     /// The session's durable compaction state.
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>>;
-
-    /// Replaces the session's durable compaction state.
-    fn set_compaction_state<'a>(
-        &'a self,
-        session: &'a str,
-        state: &'a CompactionState,
-    ) -> BoxFuture<'a, Result<()>>;
-
-    /// Keeps the full original of a message trimmed at insertion time, under `handle`
-    /// (1-128 bytes, no control characters), as its exact wire bytes, and adds it to the
-    /// session's search index, in one transaction. Storing the same original under the same
-    /// handle again changes nothing; a different one fails with
-    /// [`StoreError::HandleConflict`] and keeps the first. Call it, and see it succeed, before
-    /// the compact form replaces the original in the transcript.
-    fn store_original<'a>(
-        &'a self,
-        session: &'a str,
-        handle: &'a str,
-        original: &'a Message,
-    ) -> BoxFuture<'a, Result<()>>;
 
     /// The original stored under `handle` in this session (byte-identical wire body, no
     /// metadata), or `None`.
@@ -350,14 +215,6 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         session: &'a str,
         handle: &'a str,
     ) -> BoxFuture<'a, Result<Option<Message>>>;
-
-    /// The rows of this session among `ids` (active or archived), in transcript order. Ids of
-    /// other sessions or of no row are left out.
-    fn load_rows<'a>(
-        &'a self,
-        session: &'a str,
-        ids: &'a [RowId],
-    ) -> BoxFuture<'a, Result<Vec<StoredRow>>>;
 
     /// Full-text search over what compaction removed from this session: its archived rows and
     /// its trimmed originals, best match first, at most `limit` hits. Every word of `query`
@@ -379,6 +236,288 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
         query: &'a str,
         limit: usize,
     ) -> BoxFuture<'a, Result<Vec<SearchHit>>>;
+
+    // ---- Provided: the store's own details, overridable. ----
+
+    /// Which backend this is, when it has a row in the backend table; `None` (the default)
+    /// for a store that has none.
+    fn backend(&self) -> Option<Backend> {
+        None
+    }
+
+    /// Closes the store's connections (the default does nothing). See [`Store::close`].
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    /// Arms a one-shot fault (tests only; the default ignores it).
+    #[doc(hidden)]
+    fn inject_fault(&self, point: FaultPoint) {
+        let _ = point;
+    }
+
+    // ---- Provided: every named operation, one primitive call each (two reads at most). ----
+
+    /// Creates an empty session at generation 0 ([`Change::Create`] with no messages); fails
+    /// with [`StoreError::SessionExists`] when the id is taken.
+    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        Box::pin(async move {
+            self.write(session, Change::Create { messages: &mut [] })
+                .await?;
+            self.open(session).await
+        })
+    }
+
+    /// Opens the session, creating it first when it does not exist (a concurrent creator
+    /// winning the race is fine: the session is then opened).
+    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
+        Box::pin(async move {
+            match self.open(session).await {
+                Err(StoreError::UnknownSession { .. }) => {
+                    match self.create_session(session).await {
+                        Err(StoreError::SessionExists { .. }) => self.open(session).await,
+                        other => other,
+                    }
+                }
+                other => other,
+            }
+        })
+    }
+
+    /// The session's current generation: 0 when created, plus one per successful
+    /// [`archive_and_compact`](Self::archive_and_compact) or [`restore`](Self::restore) that
+    /// changed something. Appends do not change it.
+    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>> {
+        Box::pin(async move { Ok(self.open(session).await?.generation) })
+    }
+
+    /// The agent's append-only flush: stores every message that carries no row id, after all
+    /// active rows, in one transaction, and stamps each with its new row id. Messages already
+    /// stamped are skipped, so flushing after a compaction writes only what is new. Returns
+    /// the ids of the rows written, in order (empty when every message was stamped).
+    fn append<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(async move {
+            let change = Change::Append {
+                expected: None,
+                messages,
+            };
+            Ok(self.write(session, change).await?.ids)
+        })
+    }
+
+    /// [`append`](Self::append) for a writer whose view of the session reflects generation
+    /// `expected`: refused with [`StoreError::StaleGeneration`], nothing written and nothing
+    /// stamped, when the session is at another generation (another writer compacted or
+    /// restored it since that view was loaded). The check and the append are one transaction.
+    fn append_at<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(async move {
+            let change = Change::Append {
+                expected: Some(expected),
+                messages,
+            };
+            Ok(self.write(session, change).await?.ids)
+        })
+    }
+
+    /// Imports a whole transcript as a new session: creates the session and stores every
+    /// message in order, in one transaction, and stamps each with its new row id (row ids the
+    /// messages carried are replaced). It commits whole or not at all: on any error (the id is
+    /// taken: [`StoreError::SessionExists`]; a full disk, a lost connection, a killed process)
+    /// no session is left behind, so the same import can simply be retried. Returns the ids of
+    /// the rows written, in order.
+    fn import_session<'a>(
+        &'a self,
+        session: &'a str,
+        messages: &'a mut [Message],
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(async move { Ok(self.write(session, Change::Create { messages }).await?.ids) })
+    }
+
+    /// What a resumed agent loads: the active messages in order, each stamped with its row id
+    /// and (for markers) its marker kind.
+    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
+        Box::pin(async move { Ok(self.load(session, Rows::Active).await?.into_messages()) })
+    }
+
+    /// [`load_active`](Self::load_active) and [`generation`](Self::generation) read from one
+    /// snapshot: the generation is the one the messages belong to. Plan a compaction from
+    /// these, and a commit that lost a race to another writer fails with
+    /// [`StoreError::StaleGeneration`] (two separate reads can pair a newer generation with
+    /// older messages, and the commit then names rows that are gone).
+    fn load_active_with_generation<'a>(
+        &'a self,
+        session: &'a str,
+    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>> {
+        Box::pin(async move {
+            let read = self.load(session, Rows::Active).await?;
+            let generation = read.generation;
+            Ok((read.into_messages(), generation))
+        })
+    }
+
+    /// Active and archived rows, for audit and recovery, in ordering-key order (an archived
+    /// row sorts before the row that took its position).
+    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
+        Box::pin(async move { Ok(self.load(session, Rows::All).await?.rows) })
+    }
+
+    /// The rows of this session among `ids` (active or archived), in transcript order. Ids of
+    /// other sessions or of no row are left out.
+    fn load_rows<'a>(
+        &'a self,
+        session: &'a str,
+        ids: &'a [RowId],
+    ) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
+        Box::pin(async move { Ok(self.load(session, Rows::Ids(ids)).await?.rows) })
+    }
+
+    /// Writes one compaction pass in one transaction: checks the commit's generation, archives
+    /// the named rows (active = false, compacted = true), inserts the new rows at their
+    /// positions, bumps the generation and stamps the inserted messages of `commit` with their
+    /// row ids, which it also returns in order. Work is proportional to the rows changed.
+    ///
+    /// On any error nothing changes: [`StoreError::StaleGeneration`] when the session moved
+    /// on, [`StoreError::EmptyCommit`], [`StoreError::RowNotInSession`],
+    /// [`StoreError::RowNotActive`], [`StoreError::NotContiguous`],
+    /// [`StoreError::SplicesOutOfOrder`].
+    fn archive_and_compact<'a>(
+        &'a self,
+        session: &'a str,
+        commit: &'a mut Commit,
+    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
+        Box::pin(async move { Ok(self.write(session, Change::Commit(commit)).await?.ids) })
+    }
+
+    /// Undo: makes the active rows exactly the rows that were active at generation `target`
+    /// (their bodies, metadata, kinds and order), as a new generation committed in one
+    /// transaction. The rows active now that were not active then are archived; the rows
+    /// active then that are archived now come back as new rows (copies that name their
+    /// origin) at their old places; rows active in both stay as they are. The archive is never
+    /// rewritten, so a restore can itself be undone by restoring the generation before it.
+    /// "Active at `target`" includes what was appended while the session was at `target`,
+    /// and excludes what was appended since.
+    ///
+    /// `expected` is the generation the caller's view of the session reflects: when the
+    /// session has moved on the restore is refused with [`StoreError::StaleGeneration`].
+    /// [`StoreError::UnknownGeneration`] when `target` is newer than the session,
+    /// [`StoreError::HistoryUnavailable`] when it is older than the session's recorded
+    /// history. On any error nothing changes. Restoring the current generation changes
+    /// nothing and writes no generation.
+    fn restore<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        target: u64,
+    ) -> BoxFuture<'a, Result<Restored>> {
+        Box::pin(async move {
+            let done = self
+                .write(session, Change::Restore { expected, target })
+                .await?;
+            Ok(Restored {
+                generation: done.generation.unwrap_or(expected),
+                archived: done.archived,
+                reactivated: done.reactivated,
+            })
+        })
+    }
+
+    /// Pins or unpins the active row `row` ([`compaction_core::Meta::pinned`]: no pass
+    /// prunes, trims, summarizes or reorders it), as a generation of its own
+    /// ([`GenerationKind::Pin`], so [`restore`](Self::restore) undoes it): the row is archived
+    /// and a copy with the new flag takes its place. Returns the copy's row id and the new
+    /// generation; when the flag is already as asked, nothing is written and the row and
+    /// generation are returned as they are. Refused like a commit, with nothing changed:
+    /// [`StoreError::StaleGeneration`] when the session is not at `expected`,
+    /// [`StoreError::RowNotInSession`] or [`StoreError::RowNotActive`] for another row.
+    /// (Messages appended or committed with the flag set keep it too: it is stored with the
+    /// rest of their metadata.)
+    fn set_pinned<'a>(
+        &'a self,
+        session: &'a str,
+        expected: u64,
+        row: RowId,
+        pinned: bool,
+    ) -> BoxFuture<'a, Result<(RowId, u64)>> {
+        Box::pin(async move {
+            let read = self.load(session, Rows::Ids(&[row])).await?;
+            let Some(stored) = read.rows.into_iter().next() else {
+                return Err(StoreError::RowNotInSession { splice: 0, row });
+            };
+            if !stored.active {
+                return Err(StoreError::RowNotActive { splice: 0, row });
+            }
+            if stored.message.is_pinned() == pinned {
+                if read.generation != expected {
+                    return Err(StoreError::StaleGeneration {
+                        session: session.to_owned(),
+                        expected,
+                        actual: read.generation,
+                    });
+                }
+                return Ok((row, read.generation));
+            }
+            let mut copy = stored.message;
+            copy.set_pinned(pinned);
+            let mut commit = Commit {
+                generation: expected,
+                splices: vec![CommitSplice {
+                    archive: vec![row],
+                    insert_after: None,
+                    insert: vec![copy],
+                }],
+                label: PassLabel::new(GenerationKind::Pin),
+            };
+            // The commit checks `expected` again, in its own transaction.
+            let ids = self.archive_and_compact(session, &mut commit).await?;
+            let id = ids.first().copied().ok_or(StoreError::OutOfRange {
+                what: "row ids returned",
+            })?;
+            Ok((id, expected + 1))
+        })
+    }
+
+    /// Replaces the session's durable compaction state ([`Change::State`]).
+    fn set_compaction_state<'a>(
+        &'a self,
+        session: &'a str,
+        state: &'a CompactionState,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            self.write(session, Change::State(state)).await?;
+            Ok(())
+        })
+    }
+
+    /// Keeps the full original of a message trimmed at insertion time, under `handle`
+    /// (1-128 bytes, no control characters), as its exact wire bytes, and adds it to the
+    /// session's search index, in one transaction. Storing the same original under the same
+    /// handle again changes nothing; a different one fails with
+    /// [`StoreError::HandleConflict`] and keeps the first. Call it, and see it succeed, before
+    /// the compact form replaces the original in the transcript.
+    fn store_original<'a>(
+        &'a self,
+        session: &'a str,
+        handle: &'a str,
+        original: &'a Message,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async move {
+            let change = Change::Original {
+                handle,
+                message: original,
+            };
+            self.write(session, change).await?;
+            Ok(())
+        })
+    }
 }
 
 /// Where a search hit comes from.

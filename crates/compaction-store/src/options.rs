@@ -1,10 +1,6 @@
-//! What both backends and [`Store`](crate::Store) share: connection settings and the one
-//! method `Store` delegates to besides the trait. Its own module so the backends import
-//! nothing from `store` (which imports them).
+//! The connection settings every backend's `connect` takes.
 
 use std::time::Duration;
-
-use crate::{FaultPoint, TranscriptStore};
 
 /// Connection settings shared by both backends.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,9 +36,4 @@ impl Default for StoreOptions {
             read_only: false,
         }
     }
-}
-
-/// What `Store` delegates to besides the trait.
-pub(crate) trait Inner: TranscriptStore {
-    fn inject_fault(&self, point: FaultPoint);
 }

@@ -8,9 +8,9 @@ use sqlx::Database;
 
 use crate::dialect::{Dialect, sealed};
 use crate::engine::SqlStore;
-use crate::options::{Inner, StoreOptions};
+use crate::options::StoreOptions;
 use crate::rows::{Doc, Faults, Term};
-use crate::{Backend, BoxFuture, FaultPoint, Result, StoreError};
+use crate::{Backend, BoxFuture, DatabaseFailure, Result, StoreError};
 
 /// A PostgreSQL session store over a connection pool. Migrations run under PostgreSQL's
 /// advisory lock, so many processes may start at once. The message body is stored as BYTEA
@@ -76,7 +76,10 @@ impl PostgresStore {
             tx.commit().await?;
         }
         let mut conn = pool.acquire().await?;
-        if let Err(e) = migrator().run(&mut *conn).await {
+        // `run_direct` is `run` on a connection already acquired; `run(&mut *conn)` would make
+        // this future fail to be `Send` for the backend table ("`Acquire` is not general
+        // enough", as sqlx's own comment on `run_direct` says).
+        if let Err(e) = migrator().run_direct(None, &mut *conn, false).await {
             // The migrator holds a session-level advisory lock; never return that connection
             // to the pool.
             conn.close_on_drop();
@@ -108,10 +111,16 @@ impl PostgresStore {
     }
 }
 
-impl Inner for PostgresStore {
-    fn inject_fault(&self, point: FaultPoint) {
-        self.faults.arm(point)
-    }
+/// The backend table's [`Connect`](crate::Connect) for this backend.
+pub(crate) fn connect<'a>(
+    url: &'a str,
+    options: &'a StoreOptions,
+) -> BoxFuture<'a, Result<crate::Store>> {
+    Box::pin(async move {
+        Ok(crate::Store::new(
+            PostgresStore::connect_with(url, options).await?,
+        ))
+    })
 }
 
 /// A plain lower-case identifier, safe to splice into DDL.
@@ -157,7 +166,7 @@ impl sealed::Sealed for PostgresDialect {}
 
 impl Dialect for PostgresDialect {
     type Db = sqlx::Postgres;
-    const BACKEND: Backend = Backend::Postgres;
+    const BACKEND: Backend = Backend::POSTGRES;
     /// READ COMMITTED: the session row's lock (taken by the first UPDATE) serializes writers of
     /// one session; writers of different sessions do not wait for each other.
     const BEGIN_WRITE: &'static str = "BEGIN";
@@ -169,7 +178,8 @@ impl Dialect for PostgresDialect {
      WHERE session_id = $1 AND active AND pos > $2 ORDER BY pos LIMIT 1";
     const SQL_COUNT_ACTIVE_BETWEEN: &'static str = "SELECT COUNT(*) FROM hermes_messages \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
-    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, kind, body, meta FROM hermes_messages \
+    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, pos, kind, body, meta, active, compacted, generation, created_at, \
+     archived_at, archived_generation, pass_generation FROM hermes_messages \
      WHERE session_id = $1 AND active ORDER BY pos";
 
     /// Whether the session has archived rows, and trimmed originals, not in the search index yet.
@@ -247,4 +257,48 @@ async fn index_docs(conn: &mut sqlx::PgConnection, session: &str, docs: &[Doc]) 
     }
     q.execute(&mut *conn).await?;
     Ok(())
+}
+
+/// The class of a PostgreSQL SQLSTATE (this backend's share of error classification).
+pub(crate) fn failure(code: &str) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    match code {
+        "28P01" | "28000" => F::Authentication,
+        "3D000" => F::MissingDatabase,
+        "25006" => F::ReadOnly,
+        "53100" => F::DiskFull,
+        "53300" => F::TooManyConnections,
+        "42501" => F::PermissionDenied,
+        "40001" | "40P01" | "55P03" => F::Busy,
+        "57P01" | "57P02" | "57P03" => F::Unreachable,
+        "42P01" | "42703" | "3F000" => F::Schema,
+        c if c.starts_with("08") => F::Unreachable,
+        c if c.starts_with("23") => F::Constraint,
+        c if c.starts_with("58") => F::Io,
+        _ => F::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlstates_map_to_their_class() {
+        use DatabaseFailure as F;
+        for (code, want) in [
+            ("28P01", F::Authentication),
+            ("28000", F::Authentication),
+            ("3D000", F::MissingDatabase),
+            ("25006", F::ReadOnly),
+            ("53100", F::DiskFull),
+            ("53300", F::TooManyConnections),
+            ("40001", F::Busy),
+            ("08006", F::Unreachable),
+            ("23505", F::Constraint),
+            ("42601", F::Other),
+        ] {
+            assert_eq!(failure(code), want, "{code}");
+        }
+    }
 }

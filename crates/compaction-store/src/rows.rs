@@ -185,7 +185,7 @@ pub(crate) fn insert_sql(n: usize) -> String {
 /// The embedded migrations of one backend, `(version, description, sql)` in order. The
 /// bookkeeping table has its own name so it never collides with a host application's own sqlx
 /// migrations in the same database.
-#[cfg(any(feature = "sqlite", feature = "postgres"))]
+#[cfg(feature = "engine")]
 pub(crate) fn migrator(steps: &[(i64, &'static str, &'static str)]) -> sqlx::migrate::Migrator {
     use sqlx::SqlSafeStr;
     use sqlx::migrate::{Migration, MigrationType, Migrator};

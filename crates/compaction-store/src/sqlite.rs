@@ -12,9 +12,9 @@ use sqlx::Database;
 
 use crate::dialect::{Dialect, sealed};
 use crate::engine::SqlStore;
-use crate::options::{Inner, StoreOptions};
+use crate::options::StoreOptions;
 use crate::rows::{Doc, Faults, Term};
-use crate::{Backend, BoxFuture, FaultPoint, Result, StoreError};
+use crate::{Backend, BoxFuture, DatabaseFailure, Result, StoreError};
 
 /// A SQLite session store. Files use WAL with `synchronous = NORMAL` (a crash of the process
 /// loses nothing; a power loss may lose the last commits but never corrupts), a busy timeout
@@ -74,7 +74,7 @@ impl SqliteStore {
                 // read it only as immutable, which is exact when no `-wal` file holds commits
                 // that are not in the database file yet.
                 Err(StoreError::Database {
-                    failure: crate::DatabaseFailure::CannotOpen,
+                    failure: DatabaseFailure::CannotOpen,
                     ..
                 }) if read_only && !immutable && wal_merged(connect.get_filename()) => {
                     immutable = true;
@@ -110,10 +110,16 @@ async fn open_pool(
     }
 }
 
-impl Inner for SqliteStore {
-    fn inject_fault(&self, point: FaultPoint) {
-        self.faults.arm(point)
-    }
+/// The backend table's [`Connect`](crate::Connect) for this backend.
+pub(crate) fn connect<'a>(
+    url: &'a str,
+    options: &'a StoreOptions,
+) -> BoxFuture<'a, Result<crate::Store>> {
+    Box::pin(async move {
+        Ok(crate::Store::new(
+            SqliteStore::connect_with(url, options).await?,
+        ))
+    })
 }
 
 /// Runs the embedded migrations, tolerating other processes migrating the same file at the
@@ -286,7 +292,7 @@ impl sealed::Sealed for SqliteDialect {}
 
 impl Dialect for SqliteDialect {
     type Db = sqlx::Sqlite;
-    const BACKEND: Backend = Backend::Sqlite;
+    const BACKEND: Backend = Backend::SQLITE;
     /// Take the write lock at the start, so two writers never deadlock on a lock upgrade.
     const BEGIN_WRITE: &'static str = "BEGIN IMMEDIATE";
     /// A read transaction in WAL mode reads one snapshot from its first statement on.
@@ -300,7 +306,8 @@ impl Dialect for SqliteDialect {
     const SQL_COUNT_ACTIVE_BETWEEN: &'static str = "SELECT COUNT(*) FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos \
      WHERE session_id = $1 AND active AND pos > $2 AND pos < $3";
-    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, kind, body, meta FROM hermes_messages \
+    const SQL_LOAD_ACTIVE: &'static str = "SELECT id, pos, kind, body, meta, active, compacted, generation, created_at, \
+     archived_at, archived_generation, pass_generation FROM hermes_messages \
      INDEXED BY hermes_messages_active_pos WHERE session_id = $1 AND active ORDER BY pos";
 
     /// Whether the session has archived rows, and trimmed originals, not in the search index yet.
@@ -384,4 +391,45 @@ async fn index_docs(conn: &mut sqlx::SqliteConnection, session: &str, docs: &[Do
     }
     q.execute(&mut *conn).await?;
     Ok(())
+}
+
+/// The class of an SQLite (extended) result code, given as text: the low byte is the primary
+/// code (this backend's share of error classification).
+pub(crate) fn failure(code: &str) -> DatabaseFailure {
+    use DatabaseFailure as F;
+    match code.parse::<i64>().unwrap_or(0) & 0xff {
+        3 => F::PermissionDenied, // SQLITE_PERM
+        5 | 6 => F::Busy,         // SQLITE_BUSY, SQLITE_LOCKED
+        8 => F::ReadOnly,         // SQLITE_READONLY
+        10 => F::Io,              // SQLITE_IOERR
+        11 | 26 => F::Corrupt,    // SQLITE_CORRUPT, SQLITE_NOTADB
+        13 => F::DiskFull,        // SQLITE_FULL
+        14 => F::CannotOpen,      // SQLITE_CANTOPEN
+        19 => F::Constraint,      // SQLITE_CONSTRAINT
+        23 => F::Authentication,  // SQLITE_AUTH
+        _ => F::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_codes_map_to_their_class() {
+        use DatabaseFailure as F;
+        for (code, want) in [
+            ("5", F::Busy),
+            ("517", F::Busy), // SQLITE_BUSY_SNAPSHOT
+            ("6", F::Busy),
+            ("8", F::ReadOnly),
+            ("1032", F::ReadOnly), // SQLITE_READONLY_DBMOVED
+            ("13", F::DiskFull),
+            ("14", F::CannotOpen),
+            ("26", F::Corrupt),
+            ("1", F::Other),
+        ] {
+            assert_eq!(failure(code), want, "{code}");
+        }
+    }
 }

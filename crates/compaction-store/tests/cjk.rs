@@ -75,7 +75,7 @@ on_both_backends! {
     /// texts holding it, in each of the three languages; characters not in that order do not;
     /// results stay in their session; ASCII words next to CJK text are found as before.
     async fn cjk_substrings_find_archived_text(b) {
-        let s = &b.store;
+        let s = &*b.store;
         let ids = cjk_session(s, "zh", "alpha").await;
         let other = cjk_session(s, "other", "beta").await;
         let (zh, ja, ko) = (HitSource::Row(ids[0]), HitSource::Row(ids[1]), HitSource::Row(ids[2]));
@@ -137,7 +137,7 @@ on_both_backends! {
     /// A query's bigrams standing apart in a text (`数据` and `据库`, never `数据库`) do not
     /// find it: the bigrams of a run must appear consecutively, in order.
     async fn cjk_bigrams_apart_do_not_match(b) {
-        let s = &b.store;
+        let s = &*b.store;
         s.create_session("apart").await.unwrap();
         let original = Message::tool_result("c", "数据表已更新，证据库为空。데이 이터");
         s.store_original("apart", "trim-00000000000000a1", &original).await.unwrap();
@@ -155,8 +155,8 @@ on_both_backends! {
 
 /// The words a backend's search index holds for the session, sorted, each once.
 async fn index_words(store: &Store, session: &str) -> Vec<String> {
-    let mut words: Vec<String> = match store {
-        Store::Sqlite(sq) => {
+    let mut words: Vec<String> = match crate::common::engine(store) {
+        crate::common::Engine::Sqlite(sq) => {
             let mut conn = sq.pool().acquire().await.unwrap();
             sqlx::query(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.hermes_words \
@@ -175,14 +175,13 @@ async fn index_words(store: &Store, session: &str) -> Vec<String> {
             .unwrap()
         }
         #[cfg(feature = "postgres")]
-        Store::Postgres(pg) => sqlx::query_scalar(
+        crate::common::Engine::Postgres(pg) => sqlx::query_scalar(
             "SELECT u.lexeme FROM hermes_search s, unnest(s.tsv) u WHERE s.session_id = $1",
         )
         .bind(session)
         .fetch_all(pg.pool())
         .await
         .unwrap(),
-        _ => unreachable!("only two backends"),
     };
     words.sort();
     words.dedup();
@@ -197,7 +196,7 @@ on_both_backends! {
     /// marks and the prolonged sound mark (halfwidth too), Hangul syllables and jamo,
     /// iteration marks, ideographic numerals, Bopomofo.
     async fn backends_keep_each_bigram_and_unigram_one_word(b) {
-        let s = &b.store;
+        let s = &*b.store;
         s.create_session("w").await.unwrap();
         let text = "数据 㐀㐁 豈更 𠀀𠀁 𫝀𫝁 𰀀𰀁 鿕鿖 データ ガギ ﾃﾞｰ 데이 ᄀᄁ ㄱㄲ 人々 〇一 ㄅㄆ 〡〢 ABC";
         let original = Message::tool_result("c", text);
@@ -218,7 +217,7 @@ on_both_backends! {
         expected.sort();
         expected.dedup();
         assert_eq!(expected.len(), bigrams.len() + 1 + 36);
-        assert_eq!(index_words(s, "w").await, expected);
+        assert_eq!(index_words(&b.store, "w").await, expected);
         let handle = HitSource::Original("trim-0000000000000077".into());
         for word in expected.iter().filter(|w| w.as_str() != "abc") {
             assert_eq!(sources(s, "w", word).await, from_ref(&handle), "{word}");
@@ -374,8 +373,8 @@ async fn postgres_index(
 
 /// How many index documents a session has.
 async fn doc_count(store: &Store, session: &str) -> i64 {
-    match store {
-        Store::Sqlite(sq) => {
+    match crate::common::engine(store) {
+        crate::common::Engine::Sqlite(sq) => {
             sqlx::query_scalar("SELECT COUNT(*) FROM hermes_search_docs WHERE session_id = $1")
                 .bind(session)
                 .fetch_one(sq.pool())
@@ -383,14 +382,13 @@ async fn doc_count(store: &Store, session: &str) -> i64 {
                 .unwrap()
         }
         #[cfg(feature = "postgres")]
-        Store::Postgres(pg) => {
+        crate::common::Engine::Postgres(pg) => {
             sqlx::query_scalar("SELECT COUNT(*) FROM hermes_search WHERE session_id = $1")
                 .bind(session)
                 .fetch_one(pg.pool())
                 .await
                 .unwrap()
         }
-        _ => unreachable!("only two backends"),
     }
 }
 
@@ -471,24 +469,24 @@ async fn index_written_before_migration_3_is_rebuilt() {
         );
         let row = HitSource::Row(ids[0]);
         let trimmed = HitSource::Original("trim-00000000000000d0".into());
-        assert_eq!(sources(&store, "old", "数据库").await, from_ref(&row));
-        assert_eq!(sources(&store, "old", "迁移失败").await, from_ref(&row));
-        assert_eq!(sources(&store, "old", "败").await, from_ref(&row));
+        assert_eq!(sources(&*store, "old", "数据库").await, from_ref(&row));
+        assert_eq!(sources(&*store, "old", "迁移失败").await, from_ref(&row));
+        assert_eq!(sources(&*store, "old", "败").await, from_ref(&row));
         let hits = store.search_archived("old", "索引重建", 10).await.unwrap();
         assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].source, trimmed);
         assert_eq!(hits[0].message.to_wire_json(), original.to_wire_json());
         // ASCII words still match; each document is in the index once.
-        let mut both = sources(&store, "old", "okapi").await;
+        let mut both = sources(&*store, "old", "okapi").await;
         both.sort_by_key(|h| matches!(h, HitSource::Original(_)));
         assert_eq!(both, [row.clone(), trimmed.clone()]);
         assert_eq!(doc_count(&store, "old").await, 2);
-        assert_eq!(sources(&store, "old", "okapi").await.len(), 2);
+        assert_eq!(sources(&*store, "old", "okapi").await.len(), 2);
         assert_eq!(doc_count(&store, "old").await, 2);
         // The other session is rebuilt by its own search, and keeps to itself.
         assert_eq!(doc_count(&store, "next").await, 0);
         assert_eq!(
-            sources(&store, "next", "数据库").await,
+            sources(&*store, "next", "数据库").await,
             [HitSource::Row(ids[2])]
         );
         assert_eq!(store.load_active("old").await.unwrap().len(), 1);
@@ -499,10 +497,10 @@ async fn index_written_before_migration_3_is_rebuilt() {
             .await
             .unwrap();
         assert_eq!(doc_count(&store, "old").await, 3);
-        assert_eq!(sources(&store, "old", "原本").await.len(), 1);
+        assert_eq!(sources(&*store, "old", "原本").await.len(), 1);
         assert_eq!(doc_count(&store, "old").await, 3);
         #[cfg(feature = "postgres")]
-        if let Store::Postgres(pg) = &store {
+        if let crate::common::Engine::Postgres(pg) = crate::common::engine(&store) {
             pg.drop_schema().await.unwrap();
         }
     }
@@ -513,7 +511,7 @@ on_both_backends! {
     /// keeps: 16,383 words, 255 occurrences of one word) is still found, and a short text
     /// still needs the run itself, not its pairs apart.
     async fn a_run_far_into_a_long_text_is_found(b) {
-        let s = &b.store;
+        let s = &*b.store;
         s.create_session("long").await.unwrap();
         // 20,000 distinct words, then the run: its pairs sit past position 16,383.
         let filler: String = (0..20_000).map(|i| format!("w{i} ")).collect();

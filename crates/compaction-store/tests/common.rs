@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use compaction_core::{Message, ToolCall};
-use compaction_store::{Store, StoreOptions, StoredRow};
+use compaction_store::{SqliteStore, Store, StoreOptions, StoredRow};
 
 /// One backend prepared for one test.
 #[derive(Debug)]
@@ -16,6 +16,25 @@ pub struct TestBackend {
     url: String,
     options: StoreOptions,
     _dir: Option<tempfile::TempDir>,
+}
+
+/// The backend's own store behind a [`Store`], for tests that reach its database directly.
+pub enum Engine<'a> {
+    Sqlite(&'a SqliteStore),
+    #[cfg(feature = "postgres")]
+    Postgres(&'a compaction_store::PostgresStore),
+}
+
+/// Which of this crate's backends `store` is.
+pub fn engine(store: &Store) -> Engine<'_> {
+    if let Some(sq) = store.downcast_ref::<SqliteStore>() {
+        return Engine::Sqlite(sq);
+    }
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = store.downcast_ref::<compaction_store::PostgresStore>() {
+        return Engine::Postgres(pg);
+    }
+    unreachable!("a store of this crate's backends")
 }
 
 impl TestBackend {
@@ -32,7 +51,7 @@ impl TestBackend {
     /// Drops the per-test PostgreSQL schema.
     pub async fn finish(self) {
         #[cfg(feature = "postgres")]
-        if let Store::Postgres(pg) = &self.store {
+        if let Engine::Postgres(pg) = engine(&self.store) {
             pg.drop_schema().await.unwrap();
         }
     }

@@ -78,7 +78,7 @@ on_both_backends! {
         // Pass 1: the first exchange (indices 2..5) becomes a micro marker.
         let m1 = marker::render(MarkerKind::Micro, Role::Assistant, "turn 0 summary");
         ever.push(m1.to_wire_json());
-        let after = check_commit(&b.store, s, Edit::single(2..5, vec![m1])).await;
+        let after = check_commit(&*b.store, s, Edit::single(2..5, vec![m1])).await;
         assert_eq!(after.len(), messages.len() - 2);
         assert_eq!(after[2].marker_kind(), Some(MarkerKind::Micro));
 
@@ -91,9 +91,9 @@ on_both_backends! {
                 Splice { range: 4..7, replacement: vec![] },
             ],
         };
-        let after = check_commit(&b.store, s, edit).await;
+        let after = check_commit(&*b.store, s, edit).await;
         assert_eq!(after.iter().filter(|m| m.marker_kind().is_some()).count(), 1);
-        check_nothing_lost(&b.store, s, &ever).await;
+        check_nothing_lost(&*b.store, s, &ever).await;
 
         // Appends after a compaction land after everything and keep the generation.
         let mut more = after.clone();
@@ -103,7 +103,7 @@ on_both_backends! {
         ever.push(more.last().unwrap().to_wire_json());
         assert_eq!(wire(&b.store.load_active(s).await.unwrap()), wire(&more));
         assert_eq!(b.store.generation(s).await.unwrap(), 2);
-        check_nothing_lost(&b.store, s, &ever).await;
+        check_nothing_lost(&*b.store, s, &ever).await;
 
         // The archived rows are flagged, stamped with the generation they were written at.
         let rows = b.store.load_all(s).await.unwrap();
@@ -125,11 +125,11 @@ on_both_backends! {
         let n = messages.len();
         let summary = marker::render(MarkerKind::Batch, Role::User, "the middle, summarized");
         ever.push(summary.to_wire_json());
-        let after = check_commit(&b.store, s, Edit::single(3..n - 4, vec![summary])).await;
+        let after = check_commit(&*b.store, s, Edit::single(3..n - 4, vec![summary])).await;
         assert_eq!(after.len(), 3 + 1 + 4);
         assert_eq!(wire(&after[..3]), wire(&messages[..3]));
         assert_eq!(wire(&after[4..]), wire(&messages[n - 4..]));
-        check_nothing_lost(&b.store, s, &ever).await;
+        check_nothing_lost(&*b.store, s, &ever).await;
         // A resumed session loads the summary once and none of what it replaced.
         let resumed = b.reconnect().await.load_active(s).await.unwrap();
         assert_eq!(resumed, after);
@@ -159,7 +159,7 @@ on_both_backends! {
         };
         let positions_before: HashMap<i64, i64> = b.store.load_all(s).await.unwrap()
             .iter().map(|r| (r.id, r.position)).collect();
-        check_commit(&b.store, s, edit).await;
+        check_commit(&*b.store, s, edit).await;
         // Untouched rows kept their ordering keys.
         for r in b.store.load_all(s).await.unwrap() {
             if let Some(p) = positions_before.get(&r.id) {

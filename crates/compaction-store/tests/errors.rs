@@ -1,7 +1,7 @@
 //! Bad input: clear errors, nothing changed.
 
 use compaction_core::{Edit, Message};
-use compaction_store::{Commit, CommitSplice, CompactionState, Store, StoreError, TranscriptStore};
+use compaction_store::{Commit, CommitSplice, CompactionState, Store, StoreError};
 
 use crate::common::{conversation, snapshot};
 
@@ -111,7 +111,7 @@ async fn unsupported_urls_name_only_the_scheme() {
     let e = Store::connect("mysql://user:secret@host/db")
         .await
         .unwrap_err();
-    assert!(matches!(e, StoreError::UnsupportedUrl { ref scheme } if scheme == "mysql"));
+    assert!(matches!(e, StoreError::UnsupportedUrl { ref scheme, .. } if scheme == "mysql"));
     assert!(!e.to_string().contains("secret"));
     let e = Store::connect("no-scheme-here").await.unwrap_err();
     assert!(matches!(e, StoreError::UnsupportedUrl { .. }));

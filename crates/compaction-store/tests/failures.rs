@@ -2,9 +2,7 @@
 //! a compaction is planned from.
 
 use compaction_core::{Edit, MarkerKind, Message, Role, marker};
-use compaction_store::{
-    Commit, DatabaseFailure, FaultPoint, Store, StoreError, StoreOptions, TranscriptStore,
-};
+use compaction_store::{Commit, DatabaseFailure, FaultPoint, Store, StoreError, StoreOptions};
 
 use crate::common::{conversation, wire};
 
@@ -63,8 +61,8 @@ on_both_backends! {
 /// Makes the database refuse to insert tool results: SQLite aborts (a constraint failure),
 /// PostgreSQL raises SQLSTATE 53100, what a full disk gives. Returns the class to expect.
 async fn reject_tool_rows(store: &Store) -> DatabaseFailure {
-    match store {
-        Store::Sqlite(sq) => {
+    match crate::common::engine(store) {
+        crate::common::Engine::Sqlite(sq) => {
             sqlx::query(
                 "CREATE TRIGGER hermes_test_reject BEFORE INSERT ON hermes_messages \
                  WHEN NEW.role = 'tool' BEGIN SELECT RAISE(ABORT, 'rejected'); END",
@@ -75,7 +73,7 @@ async fn reject_tool_rows(store: &Store) -> DatabaseFailure {
             DatabaseFailure::Constraint
         }
         #[cfg(feature = "postgres")]
-        Store::Postgres(pg) => {
+        crate::common::Engine::Postgres(pg) => {
             sqlx::query(
                 "CREATE FUNCTION hermes_test_reject() RETURNS trigger AS $$ BEGIN \
                  RAISE EXCEPTION 'rejected' USING ERRCODE = '53100'; END $$ LANGUAGE plpgsql",
@@ -92,24 +90,23 @@ async fn reject_tool_rows(store: &Store) -> DatabaseFailure {
             .unwrap();
             DatabaseFailure::DiskFull
         }
-        _ => unreachable!("only two backends"),
     }
 }
 
 async fn accept_tool_rows(store: &Store) {
-    let sql = match store {
-        Store::Sqlite(_) => "DROP TRIGGER hermes_test_reject",
-        _ => "DROP TRIGGER hermes_test_reject ON hermes_messages",
+    let sql = match crate::common::engine(store) {
+        crate::common::Engine::Sqlite(_) => "DROP TRIGGER hermes_test_reject",
+        #[cfg(feature = "postgres")]
+        crate::common::Engine::Postgres(_) => "DROP TRIGGER hermes_test_reject ON hermes_messages",
     };
-    match store {
-        Store::Sqlite(sq) => {
+    match crate::common::engine(store) {
+        crate::common::Engine::Sqlite(sq) => {
             sqlx::query(sql).execute(sq.pool()).await.unwrap();
         }
         #[cfg(feature = "postgres")]
-        Store::Postgres(pg) => {
+        crate::common::Engine::Postgres(pg) => {
             sqlx::query(sql).execute(pg.pool()).await.unwrap();
         }
-        _ => unreachable!("only two backends"),
     }
 }
 
@@ -204,9 +201,7 @@ async fn read_only_sqlite_says_read_only() {
     let url = format!("sqlite:{}", file.display());
     let store = Store::connect(&url).await.unwrap();
     store.create_session("s").await.unwrap();
-    if let Store::Sqlite(sq) = &store {
-        sq.close().await;
-    }
+    store.close().await;
     let e = match Store::connect(&format!("{url}?mode=ro")).await {
         Ok(ro) => {
             assert_eq!(
@@ -285,9 +280,9 @@ async fn full_sqlite_database_says_disk_full_and_import_leaves_nothing() {
         ..StoreOptions::default()
     };
     let store = Store::connect_with(&url, &options).await.unwrap();
-    let Store::Sqlite(sq) = &store else {
-        unreachable!("a sqlite: URL")
-    };
+    let sq = store
+        .downcast_ref::<compaction_store::SqliteStore>()
+        .expect("a sqlite: URL");
     let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
         .fetch_one(sq.pool())
         .await

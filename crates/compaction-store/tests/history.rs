@@ -171,7 +171,7 @@ proptest! {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async {
             let store = Store::connect("sqlite::memory:").await.unwrap();
-            replay(&store, "p", &ops).await;
+            replay(&*store, "p", &ops).await;
         });
     }
 }
@@ -187,7 +187,7 @@ on_both_backends! {
                 _ => Op::Restore(rng.next(64)),
             })
             .collect();
-        let restores = replay(&b.store, "seeded", &ops).await;
+        let restores = replay(&*b.store, "seeded", &ops).await;
         assert!(restores > 10, "the history exercises restores ({restores})");
     }
 }
@@ -231,7 +231,7 @@ on_both_backends! {
     /// history lists every generation with its label; undo and redo move between them, and
     /// a restore is itself undone by restoring the generation before it.
     async fn history_and_undo_of_an_undo(b) {
-        let st = &b.store;
+        let st = &*b.store;
         let [g0, g1, g2] = two_passes(st, "h").await;
         let info = st.history("h").await.unwrap();
         let kinds: Vec<_> = info.iter().map(|g| g.label.kind).collect();
@@ -287,7 +287,7 @@ on_both_backends! {
 on_both_backends! {
     /// Bad restores are refused, name the problem and change nothing.
     async fn bad_restores_change_nothing(b) {
-        let st = &b.store;
+        let st = &*b.store;
         two_passes(st, "bad").await;
         let before = snapshot(&st.load_all("bad").await.unwrap());
         let history = st.history("bad").await.unwrap();
@@ -318,7 +318,7 @@ on_both_backends! {
         for round in 0..6 {
             let session = format!("race{round}");
             let s = session.as_str();
-            let [_, g1, _] = two_passes(&b.store, s).await;
+            let [_, g1, _] = two_passes(&*b.store, s).await;
             let other = b.reconnect().await;
             let (messages, generation) = other.load_active_with_generation(s).await.unwrap();
             let edit = Edit::single(2..4, vec![]);
@@ -335,10 +335,10 @@ on_both_backends! {
             match (undo, writer) {
                 (Ok(r), Err(StoreError::StaleGeneration { expected: 2, actual: 3, .. })) => {
                     assert_eq!(r.generation, 3);
-                    assert_eq!(active(&b.store, s).await, g1);
+                    assert_eq!(active(&*b.store, s).await, g1);
                 }
                 (Err(StoreError::StaleGeneration { expected: 2, actual: 3, .. }), Ok(_)) => {
-                    assert_eq!(active(&b.store, s).await, expected_commit);
+                    assert_eq!(active(&*b.store, s).await, expected_commit);
                     let last = b.store.history(s).await.unwrap().pop().unwrap();
                     assert_ne!(last.label.kind, GenerationKind::Restore);
                 }
@@ -407,7 +407,7 @@ on_both_backends! {
     /// after the restore that was running: its contents are those of generation 1 or 2, the
     /// newest recorded generation says which, and the session keeps working.
     async fn kill_9_during_restores_leaves_before_or_after(b) {
-        let (g1, g2) = crash_session(&b.store).await;
+        let (g1, g2) = crash_session(&*b.store).await;
         let (url, options) = b.connection();
         for round in 0..4u64 {
             let start = b.store.generation("crash").await.unwrap();
@@ -427,7 +427,7 @@ on_both_backends! {
             child.kill().unwrap();
             child.wait().unwrap();
             let store = b.reconnect().await;
-            let now = active(&store, "crash").await;
+            let now = active(&*store, "crash").await;
             let info = store.history("crash").await.unwrap();
             let generation = store.generation("crash").await.unwrap();
             assert_eq!(info.len() as u64, generation + 1);
@@ -439,7 +439,7 @@ on_both_backends! {
             assert!(now == *expected, "round {round}: the contents are the restored ones");
             // The session still restores.
             store.restore("crash", generation, 2).await.unwrap();
-            assert_eq!(active(&store, "crash").await, g2);
+            assert_eq!(active(&*store, "crash").await, g2);
         }
     }
 }
@@ -525,7 +525,7 @@ async fn history_of_an_upgraded_session_starts_where_the_upgrade_found_it() {
         ]
     );
     assert!(info.iter().all(|g| g.created_at_ms.is_none()));
-    let g1 = active(&store, "old").await;
+    let g1 = active(&*store, "old").await;
     let before = snapshot(&store.load_all("old").await.unwrap());
     let e = store.restore("old", 1, 0).await.unwrap_err();
     assert!(
@@ -550,14 +550,14 @@ async fn history_of_an_upgraded_session_starts_where_the_upgrade_found_it() {
         GenerationKind::Prune
     );
     store.restore("old", 2, 1).await.unwrap();
-    assert_eq!(active(&store, "old").await, g1);
+    assert_eq!(active(&*store, "old").await, g1);
 }
 
 on_both_backends! {
     /// Pins persist: set with the rest of the metadata on append, or later with set_pinned
     /// (a generation of its own, undone by restore); bad pins change nothing.
     async fn pins_persist_and_pinning_is_undoable(b) {
-        let st = &b.store;
+        let st = &*b.store;
         st.create_session("pins").await.unwrap();
         let mut messages = conversation(2);
         messages[1].set_pinned(true);

@@ -1,4 +1,5 @@
-//! A downstream store: [`TranscriptStore`] implemented in memory, as a framework would, with
+//! A downstream store: [`TranscriptStore`] implemented in memory, as a framework would (its eight
+//! required methods, joined to the backend table as `memory:`), with
 //! nothing but this crate's trait and value types (built with `--no-default-features`, so
 //! neither sqlx nor tokio; the futures run on a ten-line executor below). One contract test
 //! drives it through the trait and its [`Session`] handle; with the `sqlite` feature the same
@@ -13,9 +14,9 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use compaction_core::{Edit, MarkerKind, Message, Role, marker};
 use compaction_store::{
-    BoxFuture, Commit, CommitSplice, CompactionState, GenerationInfo, GenerationKind, HitSource,
-    PassLabel, Restored, Result, RowId, SearchHit, SessionInfo, StoreError, StoredRow,
-    TranscriptStore,
+    Backend, BoxFuture, Change, Commit, CommitSplice, CompactionState, GenerationInfo,
+    GenerationKind, HitSource, PassLabel, Restored, Result, RowId, Rows, SearchHit, SessionInfo,
+    Snapshot, Store, StoreError, StoreOptions, StoredRow, TranscriptStore, Written,
 };
 
 /// Runs a future to completion on this thread (no runtime).
@@ -146,11 +147,21 @@ impl Inner {
         (first..=self.next_id).collect()
     }
 
-    fn append(&mut self, session: &str, messages: &mut [Message]) -> Result<Vec<RowId>> {
+    fn append(
+        &mut self,
+        session: &str,
+        expected: Option<u64>,
+        messages: &mut [Message],
+    ) -> Result<Vec<RowId>> {
         let todo: Vec<usize> = (0..messages.len())
             .filter(|&i| messages[i].row_id().is_none())
             .collect();
-        self.get(session)?;
+        let actual = self.get(session)?.generation;
+        if let Some(expected) = expected
+            && expected != actual
+        {
+            return Err(stale(session, expected, actual));
+        }
         let ids = self.ids(todo.len());
         let sess = self.get(session)?;
         for (&i, &id) in todo.iter().zip(&ids) {
@@ -329,6 +340,33 @@ impl Inner {
     }
 }
 
+impl Inner {
+    fn keep_original(&mut self, session: &str, handle: &str, original: &Message) -> Result<()> {
+        let sess = self.get(session)?;
+        if handle.is_empty() || handle.len() > 128 || handle.chars().any(char::is_control) {
+            return Err(StoreError::InvalidHandle);
+        }
+        // Only the wire body is kept, as the SQL backends keep it.
+        let body =
+            Message::from_json(&original.to_wire_json()).map_err(|e| StoreError::CorruptRow {
+                row: 0,
+                reason: e.to_string(),
+            })?;
+        match sess.originals.get(handle) {
+            Some(kept) if kept.to_wire_json() != body.to_wire_json() => {
+                Err(StoreError::HandleConflict {
+                    handle: handle.to_owned(),
+                })
+            }
+            Some(_) => Ok(()),
+            None => {
+                sess.originals.insert(handle.to_owned(), body);
+                Ok(())
+            }
+        }
+    }
+}
+
 fn stored(position: usize, r: &Row) -> StoredRow {
     StoredRow {
         id: r.id,
@@ -358,21 +396,17 @@ impl MemoryStore {
     }
 }
 
-impl TranscriptStore for MemoryStore {
-    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
-        self.with(move |s| s.create(session))
-    }
+/// The store's row of the backend table: `memory:` URLs, each connect a fresh empty store.
+const MEMORY: Backend = Backend::new("memory", &["memory"], connect_memory);
 
+fn connect_memory<'a>(_url: &'a str, _options: &'a StoreOptions) -> BoxFuture<'a, Result<Store>> {
+    Box::pin(async { Ok(Store::new(MemoryStore::default())) })
+}
+
+/// The eight primitives; every other method of the trait is provided on top of them.
+impl TranscriptStore for MemoryStore {
     fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
         self.with(move |s| Ok(Inner::info(session, s.get(session)?)))
-    }
-
-    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
-        self.with(move |s| match s.get(session) {
-            Ok(sess) => Ok(Inner::info(session, sess)),
-            Err(StoreError::UnknownSession { .. }) => s.create(session),
-            Err(e) => Err(e),
-        })
     }
 
     fn list_sessions(&self) -> BoxFuture<'_, Result<Vec<SessionInfo>>> {
@@ -384,129 +418,73 @@ impl TranscriptStore for MemoryStore {
         })
     }
 
-    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>> {
-        self.with(move |s| Ok(s.get(session)?.generation))
-    }
-
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        self.with(move |s| s.append(session, messages))
-    }
-
-    fn import_session<'a>(
-        &'a self,
-        session: &'a str,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        self.with(move |s| {
-            s.create(session)?;
-            for m in messages.iter_mut() {
-                m.meta_mut().row_id = None;
-            }
-            s.append(session, messages)
-        })
-    }
-
-    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
+    fn load<'a>(&'a self, session: &'a str, rows: Rows<'a>) -> BoxFuture<'a, Result<Snapshot>> {
         self.with(move |s| {
             let sess = s.get(session)?;
-            Ok(sess.rows.iter().filter(|r| r.active).map(stamped).collect())
-        })
-    }
-
-    fn load_active_with_generation<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>> {
-        self.with(move |s| {
-            let sess = s.get(session)?;
-            let active = sess.rows.iter().filter(|r| r.active).map(stamped).collect();
-            Ok((active, sess.generation))
-        })
-    }
-
-    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
-        self.with(move |s| {
-            let sess = s.get(session)?;
-            Ok(sess
+            let wanted = |r: &Row| match rows {
+                Rows::Active => r.active,
+                Rows::All => true,
+                Rows::Ids(ids) => ids.contains(&r.id),
+            };
+            let found = sess
                 .rows
                 .iter()
                 .enumerate()
+                .filter(|(_, r)| wanted(r))
                 .map(|(i, r)| stored(i, r))
-                .collect())
+                .collect();
+            Ok(Snapshot::new(sess.generation, found))
         })
     }
 
-    fn archive_and_compact<'a>(
-        &'a self,
-        session: &'a str,
-        commit: &'a mut Commit,
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        self.with(move |s| s.commit(session, commit))
+    fn write<'a>(&'a self, session: &'a str, change: Change<'a>) -> BoxFuture<'a, Result<Written>> {
+        self.with(move |s| match change {
+            Change::Create { messages } => {
+                check_id(session)?;
+                if s.sessions.contains_key(session) {
+                    return Err(StoreError::SessionExists {
+                        session: session.to_owned(),
+                    });
+                }
+                s.create(session)?;
+                for m in messages.iter_mut() {
+                    m.meta_mut().row_id = None;
+                }
+                Ok(Written::rows(Some(0), s.append(session, None, messages)?))
+            }
+            Change::Append { expected, messages } => {
+                Ok(Written::rows(None, s.append(session, expected, messages)?))
+            }
+            Change::Commit(commit) => {
+                let ids = s.commit(session, commit)?;
+                let mut done = Written::rows(Some(commit.generation + 1), ids);
+                done.archived = commit.archived_len() as u64;
+                Ok(done)
+            }
+            Change::Restore { expected, target } => {
+                let restored = s.restore(session, expected, target)?;
+                let mut done = Written::rows(Some(restored.generation), Vec::new());
+                done.archived = restored.archived;
+                done.reactivated = restored.reactivated;
+                Ok(done)
+            }
+            Change::State(state) => {
+                s.get(session)?.state = state.clone();
+                Ok(Written::new())
+            }
+            Change::Original { handle, message } => {
+                s.keep_original(session, handle, message)?;
+                Ok(Written::new())
+            }
+        })
     }
 
     fn history<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<GenerationInfo>>> {
         self.with(move |s| Ok(s.get(session)?.history.clone()))
     }
 
-    fn restore<'a>(
-        &'a self,
-        session: &'a str,
-        expected: u64,
-        target: u64,
-    ) -> BoxFuture<'a, Result<Restored>> {
-        self.with(move |s| s.restore(session, expected, target))
-    }
-
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>> {
         self.with(move |s| Ok(s.get(session)?.state.clone()))
-    }
-
-    fn set_compaction_state<'a>(
-        &'a self,
-        session: &'a str,
-        state: &'a CompactionState,
-    ) -> BoxFuture<'a, Result<()>> {
-        self.with(move |s| {
-            s.get(session)?.state = state.clone();
-            Ok(())
-        })
-    }
-
-    fn store_original<'a>(
-        &'a self,
-        session: &'a str,
-        handle: &'a str,
-        original: &'a Message,
-    ) -> BoxFuture<'a, Result<()>> {
-        self.with(move |s| {
-            let sess = s.get(session)?;
-            if handle.is_empty() || handle.len() > 128 || handle.chars().any(char::is_control) {
-                return Err(StoreError::InvalidHandle);
-            }
-            // Only the wire body is kept, as the SQL backends keep it.
-            let body = Message::from_json(&original.to_wire_json()).map_err(|e| {
-                StoreError::CorruptRow {
-                    row: 0,
-                    reason: e.to_string(),
-                }
-            })?;
-            match sess.originals.get(handle) {
-                Some(kept) if kept.to_wire_json() != body.to_wire_json() => {
-                    Err(StoreError::HandleConflict {
-                        handle: handle.to_owned(),
-                    })
-                }
-                Some(_) => Ok(()),
-                None => {
-                    sess.originals.insert(handle.to_owned(), body);
-                    Ok(())
-                }
-            }
-        })
     }
 
     fn load_original<'a>(
@@ -515,23 +493,6 @@ impl TranscriptStore for MemoryStore {
         handle: &'a str,
     ) -> BoxFuture<'a, Result<Option<Message>>> {
         self.with(move |s| Ok(s.get(session)?.originals.get(handle).cloned()))
-    }
-
-    fn load_rows<'a>(
-        &'a self,
-        session: &'a str,
-        ids: &'a [RowId],
-    ) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
-        self.with(move |s| {
-            let sess = s.get(session)?;
-            Ok(sess
-                .rows
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| ids.contains(&r.id))
-                .map(|(i, r)| stored(i, r))
-                .collect())
-        })
     }
 
     fn search_archived<'a>(
@@ -565,6 +526,10 @@ impl TranscriptStore for MemoryStore {
                 });
             Ok(rows.chain(originals).take(limit).collect())
         })
+    }
+
+    fn backend(&self) -> Option<Backend> {
+        Some(MEMORY)
     }
 }
 
@@ -851,11 +816,16 @@ async fn contract(store: Arc<dyn TranscriptStore>) {
 
 #[test]
 fn an_in_memory_store_keeps_the_contract() {
-    let store = Arc::new(MemoryStore::default());
-    assert_eq!(store.backend(), None, "a store of its own names no backend");
     // A concrete store of its own gets the handle from `Session::new`.
-    assert_eq!(compaction_store::Session::new(&*store, "x").id(), "x");
-    block_on(contract(store));
+    let own = MemoryStore::default();
+    assert_eq!(compaction_store::Session::new(&own, "x").id(), "x");
+    // It joins the backend table, and `Store::connect` reaches it by its URL scheme.
+    MEMORY.register().unwrap();
+    assert_eq!(Backend::for_url("memory:"), Some(MEMORY));
+    let store = block_on(Store::connect("memory:")).unwrap();
+    assert_eq!(store.backend(), Some(MEMORY));
+    assert!(store.downcast_ref::<MemoryStore>().is_some());
+    block_on(contract(store.into_dyn()));
 }
 
 #[cfg(feature = "sqlite")]
@@ -866,10 +836,8 @@ fn sqlite_keeps_the_same_contract() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let store = compaction_store::Store::connect("sqlite::memory:")
-            .await
-            .unwrap();
-        assert_eq!(store.backend(), Some(compaction_store::Backend::Sqlite));
+        let store = Store::connect("sqlite::memory:").await.unwrap();
+        assert_eq!(store.backend(), Some(Backend::SQLITE));
         contract(store.into_dyn()).await;
     });
 }
@@ -885,16 +853,14 @@ fn postgres_keeps_the_same_contract() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let options = compaction_store::StoreOptions {
+        let options = StoreOptions {
             postgres_schema: Some(format!("hermes_t_contract_{}", std::process::id())),
             ..Default::default()
         };
-        let store = compaction_store::Store::connect_with(&url, &options)
-            .await
-            .unwrap();
-        assert_eq!(store.backend(), Some(compaction_store::Backend::Postgres));
+        let store = Store::connect_with(&url, &options).await.unwrap();
+        assert_eq!(store.backend(), Some(Backend::POSTGRES));
         contract(store.clone().into_dyn()).await;
-        if let compaction_store::Store::Postgres(pg) = &store {
+        if let Some(pg) = store.downcast_ref::<compaction_store::PostgresStore>() {
             pg.drop_schema().await.unwrap();
         }
     });
@@ -905,8 +871,7 @@ fn postgres_keeps_the_same_contract() {
 /// neither quoting the URL.
 #[test]
 fn urls_are_sorted_by_the_backend_table() {
-    use compaction_store::{Backend, Store};
-    for backend in Backend::ALL {
+    for backend in Backend::all() {
         assert!(!backend.schemes().is_empty());
         for scheme in backend.schemes() {
             let url = format!("{scheme}://user:secret@127.0.0.1:1/x");

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use compaction_core::Message;
-use compaction_store::{DatabaseFailure, Store, StoreError, StoreOptions, TranscriptStore};
+use compaction_store::{DatabaseFailure, Store, StoreError, StoreOptions};
 
 use crate::common::{conversation, wire};
 

@@ -2,7 +2,7 @@
 //! removed. Results never cross sessions.
 
 use compaction_core::{Edit, Message};
-use compaction_store::{Commit, HitSource, StoreError, TranscriptStore};
+use compaction_store::{Commit, HitSource, StoreError};
 
 use crate::common::{archived_session, conversation, tool_turn};
 
@@ -11,7 +11,7 @@ on_both_backends! {
     /// unknown fields and megabytes; storing it again is a no-op; a different original under
     /// the same handle is refused and the first is kept.
     async fn originals_round_trip_byte_identical(b) {
-        let s = &b.store;
+        let s = &*b.store;
         s.create_session("o").await.unwrap();
         let big = "line of output é 🦀\n".repeat(150_000);
         let lines = [
@@ -50,7 +50,7 @@ on_both_backends! {
     /// Search finds words that only exist in archived rows (tool output, tool arguments) and
     /// in trimmed originals; words of active rows only are not found.
     async fn search_finds_only_what_compaction_removed(b) {
-        let s = &b.store;
+        let s = &*b.store;
         let mut messages = conversation(1);
         messages.extend(tool_turn("t1", "make zebrafish", "error: quokka not found\nexit code: 2"));
         messages.push(Message::user("now look at the pangolin"));
@@ -103,7 +103,7 @@ on_both_backends! {
     /// Two sessions with the same words: each search, row lookup and handle lookup sees only
     /// its own session.
     async fn recall_never_crosses_sessions(b) {
-        let s = &b.store;
+        let s = &*b.store;
         let mut per_session = Vec::new();
         for name in ["a", "b"] {
             let mut messages = conversation(1);
@@ -139,7 +139,7 @@ on_both_backends! {
     /// Rows by id: active and archived, in transcript order, each once, whatever the order and
     /// repetition of the ids asked for.
     async fn rows_by_id_in_transcript_order(b) {
-        let s = &b.store;
+        let s = &*b.store;
         let messages = archived_session(s, "r", conversation(3), 1..5).await;
         let ids: Vec<i64> = messages.iter().map(|m| m.row_id().unwrap()).collect();
         let asked = [ids[7], ids[2], ids[2], ids[0], 999_999];
@@ -159,7 +159,7 @@ on_both_backends! {
     /// A multi-megabyte original is stored whole and searchable by words near its start
     /// (the index reads the first 200,000 characters).
     async fn huge_originals_are_indexed_by_their_start(b) {
-        let s = &b.store;
+        let s = &*b.store;
         s.create_session("h").await.unwrap();
         let text = format!("capybara {}", "lorem ipsum dolor sit amet ".repeat(200_000));
         let m = Message::tool_result("c", text);

@@ -1,7 +1,7 @@
 //! Append and load: byte-identical bodies, stamps, kinds, idempotent flushes.
 
 use compaction_core::{MarkerKind, Message, Role, marker, parse};
-use compaction_store::{Store, TranscriptStore};
+use compaction_store::Store;
 
 use crate::common::{conversation, wire};
 
@@ -152,7 +152,7 @@ async fn in_memory_sqlite_keeps_its_data() {
         wire(&store.load_active("m").await.unwrap()),
         wire(&messages)
     );
-    assert_eq!(store.backend(), Some(compaction_store::Backend::Sqlite));
+    assert_eq!(store.backend(), Some(compaction_store::Backend::SQLITE));
 }
 
 /// Schema version 5 (the continuation kind) rebuilds SQLite's message table, as SQLite cannot

@@ -1,6 +1,6 @@
 //! Durable per-session compaction state.
 
-use compaction_store::{CompactionState, TranscriptStore};
+use compaction_store::CompactionState;
 
 on_both_backends! {
     /// Anti-thrash state survives a restart and is kept per session.

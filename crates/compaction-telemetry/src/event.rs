@@ -292,6 +292,15 @@ pub struct BatchAttempt {
     /// only when true, so the line of an ordinary attempt keeps its fields.
     #[serde(skip_serializing_if = "is_false")]
     pub summarizer_skipped: bool,
+    /// What became of a summary prepared ahead for this attempt (`used`, or `discarded_` and
+    /// the reason: `span_changed`, `generation_changed`, `lost_race`, `failed`, `insufficient`,
+    /// `superseded`). Written only when one was waiting.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<String>,
+    /// Summarizer tokens (prompt plus completion) of a prepared summary discarded at this
+    /// attempt: paid for nothing. Written only when not zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prepared_wasted_tokens: u64,
     /// Transcript tokens before the attempt.
     pub tokens_before: u64,
     /// Transcript tokens after it (equal to `tokens_before` when nothing was committed).
@@ -570,6 +579,11 @@ impl TrimAccumulator {
 fn signed_delta(before: u64, after: u64) -> i64 {
     let d = i128::from(after) - i128::from(before);
     d.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// `skip_serializing_if` for counts written only when not zero.
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `skip_serializing_if` for flags written only when set.

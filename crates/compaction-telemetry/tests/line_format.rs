@@ -111,6 +111,22 @@ fn fallback_flags_are_written_when_set() {
     assert!(format_line(&a).contains(r#""summarizer_skipped":true"#));
 }
 
+/// A prepared summary's fate and waste appear only when one was waiting.
+#[test]
+fn prepared_fields_are_written_when_set() {
+    let mut a = batch();
+    let line = format_line(&a);
+    assert!(!line.contains("prepared"), "{line}");
+    a.prepared = Some("discarded_span_changed".into());
+    a.prepared_wasted_tokens = 1_100;
+    let line = format_line(&a);
+    assert!(
+        line.contains(r#""prepared":"discarded_span_changed""#),
+        "{line}"
+    );
+    assert!(line.contains(r#""prepared_wasted_tokens":1100"#), "{line}");
+}
+
 #[test]
 fn batch_line_is_exact() {
     assert_eq!(

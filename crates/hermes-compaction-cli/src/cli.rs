@@ -227,6 +227,18 @@ pub struct SimulateArgs {
     /// profile: the price table has no time-to-live).
     #[arg(long)]
     pub ttl_compare: bool,
+    /// Latency of a summarizer call, fixed part in milliseconds (with --summary-ms-per-token:
+    /// the added wait at the trigger; see docs/ECONOMICS.md).
+    #[arg(long, value_name = "MS", default_value_t = compaction_sim::latency::DEFAULT_FIXED_MS)]
+    pub summary_latency_ms: u64,
+    /// Latency of a summarizer call, milliseconds per output token.
+    #[arg(long, value_name = "MS", default_value_t = compaction_sim::latency::DEFAULT_PER_OUTPUT_TOKEN_MS)]
+    pub summary_ms_per_token: f64,
+    /// Prepare the summary ahead once the prompt reaches this share of the threshold (0 to 1,
+    /// exclusive): the wait at the trigger is what is left of the call, and a candidate the
+    /// trigger cannot use is counted as wasted cost [default: no preparation].
+    #[arg(long, value_name = "SHARE")]
+    pub prepare_at: Option<f64>,
     /// Trim limit of the batch+trim and micro+trim policies, tokens: larger tool results are
     /// trimmed as they are appended (head and tail kept, the original in an in-memory store).
     /// The other policies never trim [default: compression.insert_trim_tokens when set, else

@@ -10,7 +10,8 @@ pub use compaction_logs::{Strictness, TranscriptFile};
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
     /// Recognise it: an agent's own log (Claude Code, Codex, pi, Gemini CLI) from its first
-    /// lines, else Anthropic Messages when a message has Anthropic tool or thinking blocks,
+    /// lines (or, for a log saved as one JSON array of its records, from its first records),
+    /// else Anthropic Messages when a message has Anthropic tool or thinking blocks,
     /// else OpenAI chat.
     #[default]
     Auto,

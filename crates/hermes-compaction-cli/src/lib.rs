@@ -268,6 +268,7 @@ pub(crate) async fn with_store<T>(
     access: Access,
     work: impl AsyncFnOnce(Arc<dyn TranscriptStore>) -> Result<T>,
 ) -> Result<T> {
+    paths::database_file(db)?;
     let store = Store::open(db, access).await.map_err(|e| match e {
         // The store's message holds the scheme only (the rest may hold credentials) and the
         // schemes its backends declare.

@@ -24,35 +24,78 @@ pub fn output_target(path: &Path, flag: &str) -> Result<OutputTarget> {
         return Ok(OutputTarget::File);
     };
     let kind = meta.file_type();
-    if kind.is_file() {
-        return Ok(OutputTarget::File);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() || kind.is_fifo() {
+            return Ok(OutputTarget::Stream);
+        }
     }
-    let what = if kind.is_dir() {
-        "a directory"
-    } else {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileTypeExt;
-            if kind.is_char_device() || kind.is_fifo() {
-                return Ok(OutputTarget::Stream);
-            }
-            if kind.is_block_device() {
-                "a block device"
-            } else if kind.is_socket() {
-                "a socket"
-            } else {
-                "not a regular file"
-            }
+    match not_a_file(kind) {
+        None => Ok(OutputTarget::File),
+        Some(what) => Err(Error::Config(format!(
+            "{flag} {}: is {what}; refusing to write over it (name a regular file)",
+            path.display()
+        ))),
+    }
+}
+
+/// Refuses (exit 2) a SQLite `--db` that names something other than a regular file (a
+/// device, a FIFO, a socket, a directory): SQLite would open it as a database and create its
+/// journal beside it (`/dev/null-journal` in `/dev`). A missing file, a `postgres://` URL or
+/// an in-memory database pass.
+pub fn database_file(db: &str) -> Result<()> {
+    use hermes_compaction::store::Backend;
+    let path = match Backend::for_url(db) {
+        Some(b) if b == Backend::SQLITE => {
+            let rest = db.split_once(':').map_or("", |(_, r)| r);
+            let rest = rest.strip_prefix("//").unwrap_or(rest);
+            rest.split_once('?').map_or(rest, |(p, _)| p)
         }
-        #[cfg(not(unix))]
-        {
-            "not a regular file"
-        }
+        Some(_) => return Ok(()),
+        None if db.contains("://") => return Ok(()),
+        None => db,
     };
-    Err(Error::Config(format!(
-        "{flag} {}: is {what}; refusing to write over it (name a regular file)",
-        path.display()
-    )))
+    if path.is_empty() || path == ":memory:" {
+        return Ok(());
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    match not_a_file(meta.file_type()) {
+        None => Ok(()),
+        Some(what) => Err(Error::Config(format!(
+            "--db {path}: is {what}; a SQLite database is a regular file (name one, or a \
+             path that does not exist yet)"
+        ))),
+    }
+}
+
+/// What `kind` is when it is not a regular file.
+fn not_a_file(kind: std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        return None;
+    }
+    if kind.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() {
+            return Some("a character device");
+        }
+        if kind.is_fifo() {
+            return Some("a FIFO");
+        }
+        if kind.is_block_device() {
+            return Some("a block device");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+    }
+    Some("not a regular file")
 }
 
 /// Refuses (exit 2) when `path` (given as `flag`) names the same file as `other` (`what`):

@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::Path;
 
+use compaction_sim::latency::{LatencyModel, LatencyOptions};
 use compaction_sim::render::{progress_bar, to_json};
 use compaction_sim::run::Progress;
 use compaction_sim::score::ForeignTrace;
@@ -58,6 +59,13 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         trace: args.trace.is_some(),
         trace_text: args.trace_text.is_some(),
         threads: 0,
+        latency: LatencyOptions {
+            model: LatencyModel {
+                fixed_ms: args.summary_latency_ms,
+                per_output_token_ms: args.summary_ms_per_token,
+            },
+            prepare_at: args.prepare_at,
+        },
     };
     options.check()?;
     let inputs = read_inputs(&args.input, args.input_format.format)?;

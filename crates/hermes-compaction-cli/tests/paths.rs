@@ -229,3 +229,84 @@ fn a_block_device_socket_or_directory_is_refused_with_exit_2() {
     }
     assert!(!dir.path().join("ok.jsonl").exists());
 }
+
+/// A SQLite `--db` naming a device, a FIFO, a socket or a directory is refused with exit 2
+/// before SQLite opens it: nothing is created beside it (SQLite would write `NAME-journal`
+/// next to `/dev/null`) and the node stays what it was; a plain path and a `sqlite:` URL alike.
+#[cfg(unix)]
+#[test]
+fn a_db_that_is_not_a_regular_file_is_refused_and_nothing_is_written_beside_it() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input =
+        crate::common::write_jsonl(dir.path(), "in.jsonl", &crate::common::tool_session(2, 10));
+    let fifo = dir.path().join("fifo");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let socket = dir.path().join("sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let subdir = dir.path().join("sub");
+    std::fs::create_dir(&subdir).unwrap();
+    let mut cases = vec![
+        (fifo.clone(), "a FIFO"),
+        (socket.clone(), "a socket"),
+        (subdir.clone(), "a directory"),
+    ];
+    let null = dir.path().join("null");
+    if mknod(&null, "c", 1, 3).is_some() {
+        cases.push((null.clone(), "a character device"));
+    }
+    let kinds = |p: &Path| std::fs::symlink_metadata(p).unwrap().file_type();
+    for (path, what) in &cases {
+        let before = kinds(path);
+        for db in [
+            crate::common::s(path).to_owned(),
+            format!("sqlite:{}", crate::common::s(path)),
+        ] {
+            for args in [
+                vec!["session", "import", "--db", &db, crate::common::s(&input)],
+                vec!["session", "history", "--db", &db, "--session", "s"],
+            ] {
+                let o = crate::common::run(&args);
+                let (_, stderr) = crate::common::texts(&o);
+                assert_eq!(o.status.code(), Some(2), "{args:?}: {stderr}");
+                assert!(
+                    stderr.contains(&format!("--db {}: is {what}", path.display())),
+                    "{args:?}: {stderr}"
+                );
+            }
+        }
+        let after = kinds(path);
+        assert_eq!(
+            (
+                after.is_fifo(),
+                after.is_socket(),
+                after.is_dir(),
+                after.is_char_device()
+            ),
+            (
+                before.is_fifo(),
+                before.is_socket(),
+                before.is_dir(),
+                before.is_char_device()
+            ),
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.contains("-journal") && !n.contains("-wal")),
+        "{names:?}"
+    );
+    assert!(std::fs::read_dir(&subdir).unwrap().next().is_none());
+}

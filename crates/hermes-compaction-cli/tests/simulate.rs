@@ -44,7 +44,8 @@ fn check_totals(sim: &Value) {
         ]
         .iter()
         .map(|k| f(r, k))
-        .sum();
+        .sum::<f64>()
+            + f(&r["latency"], "wasted_cost_usd");
         assert!((f(r, "cost_usd") - parts).abs() <= 1e-9 * parts.max(1.0));
         assert!(u(r, "cache_write_tokens") <= u(r, "cache_miss_tokens"));
         assert!(u(r, "cache_hit_tokens") <= u(r, "reused_prefix_tokens"));
@@ -384,6 +385,48 @@ fn a_request_after_the_time_to_live_gets_no_cache_hits() {
     let t = &sim["totals"][0];
     assert_eq!(u(t, "expired_requests"), u(t, "requests") - 1);
     assert_eq!(u(t, "cache_hit_tokens"), 0);
+}
+
+/// The waits at the trigger are in the JSON, a prepared summary never lengthens them, and
+/// its wasted candidates are part of the cost; an impossible soft threshold is refused.
+#[test]
+fn simulate_reports_the_wait_at_the_trigger_and_prepared_summaries() {
+    let example = repo_root().join("examples/sessions/coding-agent.jsonl");
+    let latency = [
+        "--policies",
+        "batch",
+        "--summary-latency-ms",
+        "5000",
+        "--summary-ms-per-token",
+        "0",
+    ];
+    let off = simulate_json(&[s(&example)], 16_000, &latency);
+    let mut prepared = latency.to_vec();
+    prepared.extend(["--prepare-at", "0.5"]);
+    let on = simulate_json(&[s(&example)], 16_000, &prepared);
+    check_totals(&on);
+    let (off, on) = (&off["totals"][0], &on["totals"][0]);
+    let wait = |t: &Value, k: &str| u(&t["derived"]["trigger_wait"], k);
+    assert!(u(off, "summary_calls") > 0, "{off}");
+    assert_eq!(wait(off, "passes"), u(off, "summary_events"));
+    assert_eq!(wait(off, "total_ms"), 5_000 * u(off, "summary_calls"));
+    assert_eq!(wait(on, "passes"), wait(off, "passes"));
+    assert!(wait(on, "total_ms") <= wait(off, "total_ms"));
+    let l = &on["latency"];
+    assert!(u(l, "prepared") > 0, "{l}");
+    assert_eq!(
+        u(l, "prepared"),
+        u(l, "prepared_used") + u(l, "prepared_wasted")
+    );
+    let wasted = f(l, "wasted_cost_usd");
+    assert!((f(on, "cost_usd") - f(off, "cost_usd") - wasted).abs() < 1e-9);
+    let o = run(&["simulate", "--prepare-at", "1.5", "--input", s(&example)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        texts(&o)
+            .1
+            .contains("--prepare-at must be more than 0 and less than 1 (got 1.5)")
+    );
 }
 
 #[test]

@@ -131,6 +131,11 @@ pub struct CompressionConfig {
     /// [`ConfigLoader::load`] and [`Config::install_redaction_rules`].
     pub redaction_rules: String,
     pub proactive_prune_min_reclaim_tokens: u64,
+    /// A summary prepared ahead: past this fraction of the threshold (and below it), the
+    /// compressor starts the summary of the span it will compact in a background task, and
+    /// applies it at the trigger when the span and the session are unchanged. 0 turns it off
+    /// (the default); allowed 0.0 to 0.99.
+    pub prepare_at: f64,
     pub protected_tools: Vec<String>,
     pub fallback_to_extractive: bool,
     pub failure_cooldown_secs: u64,
@@ -185,6 +190,7 @@ impl Default for CompressionConfig {
             prune_names_max_chars: defaults::PRUNE_NAMES_MAX_CHARS,
             redaction_rules: String::new(),
             proactive_prune_min_reclaim_tokens: 4_096,
+            prepare_at: 0.0,
             protected_tools: defaults::protected_tools(),
             fallback_to_extractive: true,
             failure_cooldown_secs: 60,

@@ -51,6 +51,10 @@ pub fn batch_attempt(
     ev.summarizer_skipped = report.summarizer_skipped;
     ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
     ev.summary_tokens = report.summary_tokens;
+    if let Some(p) = &report.prepared {
+        ev.prepared = Some(p.outcome.as_str().to_owned());
+        ev.prepared_wasted_tokens = p.wasted_tokens();
+    }
     ev.summary_model = matches!(report.outcome, Outcome::Summarized | Outcome::Failed)
         .then(|| summary_model.to_owned());
     ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());

@@ -98,6 +98,8 @@ pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
 pub use report::{BatchReport, MicroReport, Outcome, Resume, Trigger};
 #[cfg(feature = "llm")]
+pub use report::{DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse};
+#[cfg(feature = "llm")]
 pub use report::{FailureKind, PassFailure, StoreGeneration};
 #[cfg(feature = "llm")]
 pub use setup::summarizer_from_config;

@@ -17,7 +17,7 @@
 //! # async fn main() {
 //! use hermes_compaction::core::Message;
 //! use hermes_compaction::recall::{recall, recall_tool_definition};
-//! use hermes_compaction::store::{Store, TranscriptStore};
+//! use hermes_compaction::store::Store;
 //!
 //! let store = Store::connect("sqlite::memory:").await.unwrap();
 //! store.create_session("s").await.unwrap();
@@ -25,7 +25,7 @@
 //! store.store_original("s", "trim-00000000000000a1", &original).await.unwrap();
 //!
 //! assert_eq!(recall_tool_definition()["function"]["name"], "recall_compacted");
-//! let text = recall(&store, "s", r#"{"handle":"trim-00000000000000a1"}"#).await.unwrap();
+//! let text = recall(&*store, "s", r#"{"handle":"trim-00000000000000a1"}"#).await.unwrap();
 //! assert_eq!(
 //!     text,
 //!     "[recalled from trimmed original trim-00000000000000a1, chars 0-28 of 28]\nfull test log ... 3 failures"

@@ -354,6 +354,111 @@ pub struct BatchReport {
     /// turn stands in the transcript after the pass, so the host resumes it. `None` between
     /// turns.
     pub in_turn: Option<Resume>,
+    /// What became of the summary prepared ahead for this pass (`compression.prepare_at`):
+    /// used, or discarded and why, with what it cost. `None` when no candidate was waiting.
+    pub prepared: Option<PreparedUse>,
+}
+
+/// What a pass did with the summary prepared ahead (`compression.prepare_at`): whether it
+/// was used, and what it cost. Counts only.
+///
+/// ```
+/// use std::time::Duration;
+/// use hermes_compaction::{DiscardReason, PreparedOutcome, PreparedUse};
+///
+/// let used = PreparedUse { outcome: PreparedOutcome::Used, summary_tokens: 900, waited: Duration::ZERO };
+/// assert_eq!(used.wasted_tokens(), 0);
+/// let lost = PreparedUse { outcome: PreparedOutcome::Discarded(DiscardReason::SpanChanged), ..used };
+/// assert_eq!(lost.wasted_tokens(), 900);
+/// assert_eq!(lost.outcome.as_str(), "discarded_span_changed");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PreparedUse {
+    /// Used or discarded (and why).
+    pub outcome: PreparedOutcome,
+    /// The summarizer usage of the candidate (prompt plus completion), when reported; 0 for
+    /// a candidate discarded before it finished (its call is abandoned).
+    pub summary_tokens: u64,
+    /// How long the pass waited for a candidate still being written (zero when it was ready).
+    pub waited: Duration,
+}
+
+impl PreparedUse {
+    /// The candidate's tokens when it was discarded (paid for nothing), else 0.
+    pub fn wasted_tokens(&self) -> u64 {
+        match self.outcome {
+            PreparedOutcome::Used => 0,
+            PreparedOutcome::Discarded(_) => self.summary_tokens,
+        }
+    }
+}
+
+/// Whether a prepared summary was used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PreparedOutcome {
+    /// Applied at the trigger in place of a summarizer call.
+    Used,
+    /// Not applied; the pass ran as it would have without it (or failed, for a lost race).
+    Discarded(DiscardReason),
+}
+
+impl PreparedOutcome {
+    /// `used`, or `discarded_` and the reason (`discarded_span_changed`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PreparedOutcome::Used => "used",
+            PreparedOutcome::Discarded(r) => r.as_str(),
+        }
+    }
+}
+
+/// Why a prepared summary was discarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DiscardReason {
+    /// The span it summarized (or the plan over it) is no longer what the pass would compact:
+    /// a message in it changed, or the transcript shrank.
+    SpanChanged,
+    /// The session moved on since it was started: another pass, an undo or a reload.
+    GenerationChanged,
+    /// The store refused the commit: another writer compacted the session first (stale
+    /// generation). The pass failed as it would have without the candidate.
+    LostRace,
+    /// Its summarizer call failed (or the pass could not be assembled from it).
+    Failed,
+    /// Applied now, it would not bring the transcript under the threshold.
+    Insufficient,
+    /// The pass at the trigger does not summarize that span (prune-only, a focus topic, or
+    /// nothing needed).
+    Superseded,
+}
+
+impl DiscardReason {
+    /// `discarded_` and the snake_case reason.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiscardReason::SpanChanged => "discarded_span_changed",
+            DiscardReason::GenerationChanged => "discarded_generation_changed",
+            DiscardReason::LostRace => "discarded_lost_race",
+            DiscardReason::Failed => "discarded_failed",
+            DiscardReason::Insufficient => "discarded_insufficient",
+            DiscardReason::Superseded => "discarded_superseded",
+        }
+    }
+}
+
+/// Running totals of summaries prepared ahead in a session
+/// ([`Compressor::prepared_totals`](crate::Compressor::prepared_totals)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PreparedTotals {
+    /// Candidates started.
+    pub started: u64,
+    /// Candidates applied at a trigger.
+    pub used: u64,
+    /// Candidates discarded (at a trigger or before one).
+    pub discarded: u64,
+    /// Summarizer tokens of the discarded candidates.
+    pub wasted_tokens: u64,
 }
 
 impl BatchReport {

@@ -17,7 +17,7 @@
 //! # async fn main() {
 //! use hermes_compaction::core::trim::TrimConfig;
 //! use hermes_compaction::core::{Estimator, Message};
-//! use hermes_compaction::store::{Store, TranscriptStore};
+//! use hermes_compaction::store::Store;
 //! use hermes_compaction::trim::{TrimStatus, trim_for_insert};
 //!
 //! let store = Store::connect("sqlite::memory:").await.unwrap();
@@ -25,7 +25,7 @@
 //! let cfg = TrimConfig { max_tokens: 1_000, ..TrimConfig::default() };
 //! let result = Message::tool_result("call_1", "log line\n".repeat(2_000));
 //! let (message, status) =
-//!     trim_for_insert(Some((&store, "s")), &cfg, &Estimator::default(), None, result.clone()).await;
+//!     trim_for_insert(Some((&*store, "s")), &cfg, &Estimator::default(), None, result.clone()).await;
 //! let TrimStatus::Trimmed { handle, .. } = status else { panic!("trimmed") };
 //! assert!(message.text().starts_with("[trimmed]"));
 //! let original = store.load_original("s", &handle).await.unwrap().unwrap();

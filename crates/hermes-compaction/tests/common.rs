@@ -185,8 +185,8 @@ pub async fn stores(test: &str) -> Vec<Store> {
 
 /// Drops the PostgreSQL schema of a store from [`stores`].
 pub async fn finish(store: Store) {
-    #[allow(irrefutable_let_patterns)]
-    if let Store::Postgres(pg) = &store {
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = store.downcast_ref::<compaction_store::PostgresStore>() {
         pg.drop_schema().await.unwrap();
     }
 }

@@ -159,10 +159,7 @@ fn a_fresh_compressor_resumes_from_what_the_store_loads() {
     let rt = rt();
     rt.block_on(async {
         for store in stores("micro_resume").await {
-            let backend = match &store {
-                compaction_store::Store::Sqlite(_) => "sqlite",
-                _ => "postgres",
-            };
+            let backend = store.backend().map_or("", |b| b.name());
             let dyn_store = store.clone().into_dyn();
             dyn_store.create_session("s").await.unwrap();
             let s = Arc::new(ScriptedSummarizer::new());

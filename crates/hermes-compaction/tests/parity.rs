@@ -241,7 +241,7 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
 #[test]
 fn stripped_image_payloads_are_archived() {
     use compaction_core::message::{Content, Part};
-    use compaction_store::{Store, TranscriptStore};
+    use compaction_store::Store;
     use hermes_compaction::compressor::Persistence;
 
     let shot = |i: usize| {
@@ -266,7 +266,7 @@ fn stripped_image_payloads_are_archived() {
         cfg.compression.protect_last_n = 2;
         let mut c = builder(cfg)
             .store(Persistence {
-                store: Arc::new(store.clone()),
+                store: store.clone().into_dyn(),
                 session: "img".into(),
                 generation: 0,
             })

@@ -16,7 +16,7 @@ use crate::common::{
 
 fn persistence(store: &Store, session: &str) -> Persistence {
     Persistence {
-        store: Arc::new(store.clone()),
+        store: store.clone().into_dyn(),
         session: session.into(),
         generation: 0,
     }
@@ -384,7 +384,7 @@ fn a_failed_micro_commit_names_the_generation_the_store_holds() {
     use hermes_compaction::{OneShot, StoreGeneration};
     rt().block_on(async {
         for store in stores("micro_generation").await {
-            let dyn_store: Arc<dyn TranscriptStore> = Arc::new(store.clone());
+            let dyn_store: Arc<dyn TranscriptStore> = store.clone().into_dyn();
             let mut messages = tool_session(120, 100);
             store.import_session("s", &mut messages).await.unwrap();
             let micro = |n| {
@@ -472,7 +472,7 @@ fn a_stored_session_runs_one_shot() {
     use hermes_compaction::oneshot::{SessionOneShotError, one_shot_session};
     rt().block_on(async {
         for store in stores("one_shot_session").await {
-            let dyn_store: Arc<dyn TranscriptStore> = Arc::new(store.clone());
+            let dyn_store: Arc<dyn TranscriptStore> = store.clone().into_dyn();
             let mut messages = tool_session(120, 100);
             store.import_session("s", &mut messages).await.unwrap();
             let run = one_shot_session(builder(config(16_000)), dyn_store.clone(), "s")
@@ -552,7 +552,7 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
             assert!(c.store_in_sync(&t));
             assert_eq!(c.store_generation(), Some(generation + 1));
             assert_mirrored(&store, "p", &t, "after the pin's flush").await;
-            let (_, again) = Persistence::load(Arc::new(store.clone()), "p")
+            let (_, again) = Persistence::load(store.clone().into_dyn(), "p")
                 .await
                 .unwrap();
             assert_eq!(
@@ -573,7 +573,7 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
             assert_mirrored(&store, "p", &t, "after the pass").await;
 
             // A pin through the store's session controls: the next flush says so.
-            let session = compaction_store::Session::new(&store, "p");
+            let session = compaction_store::Session::new(&*store, "p");
             let last = t.len() - 1;
             session.pin_at(last, true).await.unwrap();
             match c.flush(&mut t).await {

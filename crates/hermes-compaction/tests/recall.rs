@@ -26,10 +26,10 @@ fn big_log() -> String {
 fn trim_then_recall_returns_the_original_byte_identical() {
     rt().block_on(async {
         for store in stores("trim_recall").await {
-            let store = Arc::new(store);
+            let dyn_store = store.clone().into_dyn();
             store.create_session("s").await.unwrap();
             let p = Persistence {
-                store: store.clone(),
+                store: dyn_store.clone(),
                 session: "s".into(),
                 generation: 0,
             };
@@ -98,7 +98,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             assert_eq!(status, TrimStatus::NotNeeded);
             assert_eq!(again.to_json(), compact.to_json());
             drop((c, p));
-            finish(Arc::try_unwrap(store).unwrap()).await;
+            finish(store).await;
         }
     });
 }
@@ -116,7 +116,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
         assert_eq!(m.to_json(), result.to_json());
         // The store write fails (the session does not exist): kept whole.
         let store: Arc<dyn TranscriptStore> =
-            Arc::new(Store::connect("sqlite::memory:").await.unwrap());
+            Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         let p = Persistence {
             store,
             session: "missing".into(),
@@ -147,7 +147,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
 fn user_pastes_are_trimmed_only_when_enabled() {
     rt().block_on(async {
         let store: Arc<dyn TranscriptStore> =
-            Arc::new(Store::connect("sqlite::memory:").await.unwrap());
+            Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         store.create_session("u").await.unwrap();
         let p = Persistence {
             store: store.clone(),
@@ -208,7 +208,7 @@ fn recall_searches_archived_rows_with_bounded_labelled_excerpts() {
                 max_hits: 5,
                 excerpt_chars: 300,
             };
-            let text = recall_with(&store, "a", r#"{"query":"NUMBAT config"}"#, &limits)
+            let text = recall_with(&*store, "a", r#"{"query":"NUMBAT config"}"#, &limits)
                 .await
                 .unwrap();
             let label = text.lines().next().unwrap();
@@ -232,11 +232,11 @@ fn recall_searches_archived_rows_with_bounded_labelled_excerpts() {
                 .unwrap()
                 .parse()
                 .unwrap();
-            let whole = recall(&store, "a", &format!(r#"{{"message_id":{id}}}"#))
+            let whole = recall(&*store, "a", &format!(r#"{{"message_id":{id}}}"#))
                 .await
                 .unwrap();
             assert!(whole.starts_with(&format!("[recalled from archived message {id}, chars 0-")));
-            let from_b = recall(&store, "b", &format!(r#"{{"message_id":{id}}}"#))
+            let from_b = recall(&*store, "b", &format!(r#"{{"message_id":{id}}}"#))
                 .await
                 .unwrap();
             assert_eq!(
@@ -245,21 +245,23 @@ fn recall_searches_archived_rows_with_bounded_labelled_excerpts() {
             );
             // Misuse is explained, not an error.
             for bad in ["not json", "{}", r#"{"query":"  "}"#, r#"{"path":"x"}"#] {
-                let answer = recall(&store, "a", bad).await.unwrap();
+                let answer = recall(&*store, "a", bad).await.unwrap();
                 assert!(answer.starts_with("[recall_compacted: "), "{bad}: {answer}");
                 assert!(answer.contains(r#"{"query": "#), "{answer}");
             }
-            let none = recall(&store, "a", r#"{"query":"wallaby"}"#).await.unwrap();
+            let none = recall(&*store, "a", r#"{"query":"wallaby"}"#)
+                .await
+                .unwrap();
             assert_eq!(
                 none,
                 "[recall_compacted: no archived content of this session contains all of: wallaby]"
             );
-            let unknown = recall(&store, "a", r#"{"handle":"trim-0000000000000000"}"#)
+            let unknown = recall(&*store, "a", r#"{"handle":"trim-0000000000000000"}"#)
                 .await
                 .unwrap();
             assert!(unknown.contains("nothing is stored under handle"));
             // A failing store is an error.
-            assert!(recall(&store, "zzz", r#"{"query":"x"}"#).await.is_err());
+            assert!(recall(&*store, "zzz", r#"{"query":"x"}"#).await.is_err());
             finish(store).await;
         }
         assert_eq!(
@@ -288,7 +290,7 @@ fn shared_fixtures_trim_and_round_trip() {
             for m in messages.iter().filter(|m| m.is_tool()) {
                 let tool = calls.for_result(m).copied();
                 let (out, status) =
-                    trim_for_insert(Some((&store, &name)), &cfg, &e, tool.as_ref(), m.clone())
+                    trim_for_insert(Some((&*store, &name)), &cfg, &e, tool.as_ref(), m.clone())
                         .await;
                 let TrimStatus::Trimmed { handle, .. } = status else {
                     assert_eq!(out.to_json(), m.to_json());
@@ -336,7 +338,7 @@ fn recall_results_are_redacted() {
                     max_chars: 400,
                     ..RecallLimits::default()
                 };
-                pages.push_str(&recall_with(&store, "s", &args, &limits).await.unwrap());
+                pages.push_str(&recall_with(&*store, "s", &args, &limits).await.unwrap());
             }
             for part in &p.secrets {
                 let chars: Vec<char> = part.chars().collect();

@@ -2,10 +2,8 @@
 //! `Compressor::reload` recovers without losing a message, and the `ThrashState` survives a
 //! restart through the store's `CompactionState`.
 
-use std::sync::Arc;
-
 use compaction_core::{Edit, Message, Transcript};
-use compaction_store::{Commit, CompactionState, Store, StoreError, StoreOptions, TranscriptStore};
+use compaction_store::{Commit, CompactionState, Store, StoreError, StoreOptions};
 use hermes_compaction::compressor::{Persistence, THRASH_STATE_KEY};
 use hermes_compaction::{Compressor, CompressorBuilder, FailureKind, Outcome, ThrashState};
 
@@ -25,7 +23,7 @@ async fn compressor_with(
     session: &str,
     more: impl FnOnce(CompressorBuilder) -> CompressorBuilder,
 ) -> (Compressor, Transcript) {
-    let (p, messages) = Persistence::load(Arc::new(store.clone()), session)
+    let (p, messages) = Persistence::load(store.clone().into_dyn(), session)
         .await
         .unwrap();
     let mut c = more(builder(config(16_000)).store(p)).build().unwrap();
@@ -149,7 +147,7 @@ fn a_compressor_built_with_an_old_generation_reloads() {
             other_writer_compacts(&store, "s", 1..5).await;
             other_writer_compacts(&store, "s", 1..3).await;
             let p = Persistence {
-                store: Arc::new(store.clone()),
+                store: store.clone().into_dyn(),
                 session: "s".into(),
                 generation: 0,
             };

@@ -12,6 +12,7 @@ mod micro;
 mod parity;
 mod pass;
 mod persistence;
+mod prepared;
 mod recall;
 mod replay;
 mod resume;

@@ -62,7 +62,7 @@ fn leaks(line: &str, text: &str) -> bool {
 
 async fn sqlite_persistence(session: &str) -> Persistence {
     let store: Arc<dyn TranscriptStore> =
-        Arc::new(Store::connect("sqlite::memory:").await.unwrap());
+        Store::connect("sqlite::memory:").await.unwrap().into_dyn();
     store.create_session(session).await.unwrap();
     Persistence {
         store,
@@ -169,7 +169,7 @@ fn kept_results_say_why_and_save_nothing() {
         let (_, no_store) = c.on_tool_result(&t, result.clone()).await;
         // The store write fails: the session does not exist.
         let store: Arc<dyn TranscriptStore> =
-            Arc::new(Store::connect("sqlite::memory:").await.unwrap());
+            Store::connect("sqlite::memory:").await.unwrap().into_dyn();
         let p = Persistence {
             store,
             session: "missing".into(),

@@ -10,7 +10,7 @@ use super::{BatchConfig, FOLD_BUDGET_FACTOR, SummaryJob};
 use crate::ledger::Ledger;
 use crate::marker;
 use crate::material;
-use crate::message::{MarkerKind, Message, Role};
+use crate::message::{Content, MarkerKind, Message, Role};
 use crate::prune::PrunePlan;
 use crate::regions::Regions;
 use crate::tokens::TokenCounter;
@@ -99,10 +99,26 @@ fn batch_range_in(
             break;
         }
     }
-    // Nothing new to fold: a span of summaries alone would cost a summarizer call for a
-    // summary of a summary.
+    // Nothing new to fold: a span of summaries and blank messages alone would cost a
+    // summarizer call for a summary of a summary, or of nothing.
     best.map(|(_, b)| b)
-        .filter(|b| b.clone().any(|i| marker::classify(&msgs[i]).is_none()))
+        .filter(|b| b.clone().any(|i| has_substance(&msgs[i])))
+}
+
+/// Whether a summary of `m` would have anything to say: `m` is no library marker and carries
+/// visible text, a tool call, a tool result or a non-text part (an image). A blank or
+/// whitespace message (the empty user turn a messaging platform echoes after the real ask) is
+/// no span of its own: summarizing it alone would cost a summarizer call and leave a second
+/// summary for nothing (issue 33, item 9).
+pub(super) fn has_substance(m: &Message) -> bool {
+    if marker::classify(m).is_some() {
+        return false;
+    }
+    let other_part = match m.content() {
+        Some(Content::Parts(parts)) => parts.iter().any(|p| p.text().is_none()),
+        _ => false,
+    };
+    m.has_visible_text() || m.has_tool_calls() || m.is_tool() || other_part
 }
 
 pub(super) fn job(

@@ -2,7 +2,7 @@
 //! and a cut never ends inside a key.
 
 use super::shapes::is_random;
-use super::{contains_secret, redact};
+use super::{REDACTED, contains_secret, redact};
 
 /// The first `n` characters of `text` after redaction, for cutting long text safely.
 ///
@@ -19,7 +19,7 @@ pub fn redacted_head(text: &str, n: usize) -> String {
     };
     let red = redact(window);
     let cut = match red.char_indices().nth(n) {
-        Some((i, _)) => i,
+        Some((i, _)) => placeholder_start(&red, i),
         None => return settle(red.into_owned(), n, Side::Head),
     };
     let head = &red[..cut];
@@ -51,7 +51,7 @@ pub fn redacted_tail(text: &str, n: usize) -> String {
     }
     let red = redact(window);
     let cut = match red.char_indices().rev().nth(n - 1) {
-        Some((i, _)) if i > 0 => i,
+        Some((i, _)) if i > 0 => placeholder_end(&red, i),
         _ => return settle(red.into_owned(), n, Side::Tail),
     };
     let tail = &red[cut..];
@@ -65,6 +65,27 @@ pub fn redacted_tail(text: &str, n: usize) -> String {
         cut
     };
     settle(red[keep..].to_owned(), n, Side::Tail)
+}
+
+/// `cut`, or the start of the [`REDACTED`] placeholder it falls inside: a placeholder cut in
+/// half (`password=[REDACTED`) reads as a value again, and every further redaction and cut
+/// would rebuild it, so the head keeps none of it.
+fn placeholder_start(red: &str, cut: usize) -> usize {
+    red.match_indices(REDACTED)
+        .map(|(s, _)| s)
+        .take_while(|&s| s < cut)
+        .find(|&s| cut < s + REDACTED.len())
+        .unwrap_or(cut)
+}
+
+/// `cut`, or the end of the [`REDACTED`] placeholder it falls inside; the counterpart of
+/// [`placeholder_start`] for a tail.
+fn placeholder_end(red: &str, cut: usize) -> usize {
+    red.match_indices(REDACTED)
+        .map(|(s, _)| s)
+        .take_while(|&s| s < cut)
+        .find(|&s| cut < s + REDACTED.len())
+        .map_or(cut, |s| s + REDACTED.len())
 }
 
 /// Which end of a text a cut keeps.

@@ -272,6 +272,47 @@ fn cuts_redact_first_and_never_end_inside_a_key() {
     assert!(!contains_secret(&head));
 }
 
+/// A cut through a placeholder (`password=[REDA`) reads as a value again; the cut keeps the
+/// text up to the placeholder instead of re-redacting forever and keeping nothing (found by
+/// the secrets property test: a pasted `password=…` at the head cut emptied the whole head).
+#[test]
+fn a_cut_through_a_placeholder_keeps_the_text_before_it() {
+    for secret in [
+        "password=aAAaa0a0aa&0aAAAaaA0AAA",
+        "api_key: Zq7Rb2Lm9Xc4Vn8Kd1Tf6Hs3",
+        "Authorization: Bearer Zq7Rb2Lm9Xc4Vn8Kd1Tf6Hs3",
+    ] {
+        let text = format!(
+            "{} {secret} {}",
+            "lorem ipsum ".repeat(40),
+            "dolor sit ".repeat(40)
+        );
+        let red = redact(&text);
+        let at = red.find(REDACTED).expect("the secret is redacted");
+        let at = red[..at].chars().count();
+        for n in at.saturating_sub(3)..at + REDACTED.len() + 3 {
+            let head = redacted_head(&text, n);
+            assert!(head.chars().count() <= n, "{secret} {n}: {head}");
+            assert!(
+                head.chars().count() + 40 >= n,
+                "{secret} {n}: only {head:?}"
+            );
+            assert!(!contains_secret(&head), "{secret} {n}: {head}");
+        }
+        let total = red.chars().count();
+        let from_end = total - at;
+        for n in from_end.saturating_sub(REDACTED.len() + 3)..from_end + 3 {
+            let tail = redacted_tail(&text, n);
+            assert!(tail.chars().count() <= n, "{secret} {n}: {tail}");
+            assert!(
+                tail.chars().count() + 40 >= n,
+                "{secret} {n}: only {tail:?}"
+            );
+            assert!(!contains_secret(&tail), "{secret} {n}: {tail}");
+        }
+    }
+}
+
 /// Secrets of every pattern, with the part that must never survive.
 fn secret() -> impl Strategy<Value = (String, String)> {
     let tok = |n: usize| proptest::string::string_regex(&format!("[A-Za-z0-9]{{{n}}}")).unwrap();

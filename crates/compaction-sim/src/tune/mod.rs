@@ -327,6 +327,7 @@ pub fn tune(
         trace: false,
         trace_text: false,
         threads: options.threads,
+        latency: crate::latency::LatencyOptions::default(),
     };
     let space = Space::new();
     let valid = |k: &Knobs| k.apply(base).validate().is_ok();

@@ -3,28 +3,12 @@
 //! insert that commits share.
 
 use compaction_core::Message;
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
 
 use super::{Conn, SqlStore, Tx, unknown};
-use crate::dialect::Dialect;
 use crate::rows::{INSERT_CHUNK, Prepared, STRIDE, check_session_id, insert_sql, now_ms, prepare};
-use crate::{FaultPoint, Result, RowId, StoreError};
+use crate::{CompactionState, FaultPoint, Result, RowId, StoreError};
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
+engine_impl! { SqlStore {
     /// Appends the unstamped messages; with `expected`, only while the session is at that
     /// generation (checked under the session row's lock, in the append's transaction).
     pub(super) async fn append_fresh(
@@ -174,4 +158,28 @@ where
         }
         Ok(ids)
     }
-}
+
+    /// Replaces the session's compaction state (one statement).
+    pub(super) async fn set_state(&self, session: &str, state: &CompactionState) -> Result<()> {
+        check_session_id(session)?;
+        let extra = match &state.extra {
+            serde_json::Value::Null => None,
+            v => Some(serde_json::to_string(v).map_err(StoreError::Meta)?),
+        };
+        let done = sqlx::query(
+            "UPDATE hermes_sessions SET cooldown_until_ms = $2, ineffective_count = $3, \
+             state_extra = $4, updated_at = $5 WHERE id = $1",
+        )
+        .bind(session)
+        .bind(state.cooldown_until_ms)
+        .bind(i64::from(state.ineffective_count))
+        .bind(extra)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        if D::rows_affected(&done) == 0 {
+            return Err(unknown(session));
+        }
+        Ok(())
+    }
+} }

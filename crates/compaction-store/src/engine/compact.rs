@@ -5,28 +5,11 @@
 
 use std::collections::HashMap;
 
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
-
-use super::{Conn, ID_CHUNK, SqlStore, Tx, unknown};
-use crate::dialect::Dialect;
+use super::{ID_CHUNK, SqlStore, Tx, unknown};
 use crate::rows::{STRIDE, check_session_id, now_ms, placeholders, prepare, spread, to_i64};
 use crate::{Commit, FaultPoint, GenerationKind, PassLabel, Restored, Result, RowId, StoreError};
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
+engine_impl! { SqlStore {
     pub(super) async fn commit_pass(
         &self,
         session: &str,
@@ -420,4 +403,4 @@ where
         .await?;
         Ok(())
     }
-}
+} }

@@ -9,19 +9,62 @@
 //! the only writes that change the generation) and `recall.rs` (trimmed originals, the
 //! full-text search and its index catch-up).
 
+/// `engine_impl! { SqlStore { .. } }` is `impl<D: Dialect> SqlStore<D> { .. }`, and
+/// `engine_impl! { TranscriptStore for SqlStore { .. } }` the trait's impl, under the bounds the
+/// engine asks of a driver: executors, arguments, and the column types it binds and decodes.
+/// Rust does not carry where-clauses on other types (`i64: Encode<..>`) from a trait to its
+/// users, so every impl block needs them; this is the one place they are written (this file's
+/// `TranscriptStore` impl and the `SqlStore` block of each part use it). Both drivers satisfy
+/// them. (rustfmt leaves a macro's body as written: keep it formatted by hand.)
+macro_rules! engine_impl {
+    (SqlStore { $($body:tt)* }) => {
+        engine_impl!(@impl [] $($body)*);
+    };
+    (TranscriptStore for SqlStore { $($body:tt)* }) => {
+        engine_impl!(@impl [$crate::TranscriptStore for] $($body)*);
+    };
+    (@impl [$($head:tt)*] $($body:tt)*) => {
+        impl<D: $crate::dialect::Dialect> $($head)* SqlStore<D>
+        where
+            for<'c> &'c mut $crate::engine::Conn<D>: ::sqlx::Executor<'c, Database = D::Db>,
+            <D::Db as ::sqlx::Database>::Arguments: ::sqlx::IntoArguments<D::Db>,
+            usize: ::sqlx::ColumnIndex<<D::Db as ::sqlx::Database>::Row>,
+            i64: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            bool: for<'r> ::sqlx::Decode<'r, D::Db> + ::sqlx::Type<D::Db>,
+            String: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            for<'q> &'q str: ::sqlx::Encode<'q, D::Db> + ::sqlx::Type<D::Db>,
+            for<'q> &'q [u8]: ::sqlx::Encode<'q, D::Db> + ::sqlx::Type<D::Db>,
+            Vec<u8>: for<'r> ::sqlx::Decode<'r, D::Db> + ::sqlx::Type<D::Db>,
+            Option<i64>: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            Option<String>: for<'q> ::sqlx::Encode<'q, D::Db>
+                + for<'r> ::sqlx::Decode<'r, D::Db>
+                + ::sqlx::Type<D::Db>,
+            for<'q> Option<&'q str>: ::sqlx::Encode<'q, D::Db> + ::sqlx::Type<D::Db>,
+        {
+            $($body)*
+        }
+    };
+}
+
 mod append;
 mod compact;
 mod read;
 mod recall;
 
 use compaction_core::Message;
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
+use sqlx::Database;
 
 use crate::dialect::Dialect;
-use crate::rows::{Faults, check_handle, check_session_id, decode, now_ms};
+use crate::rows::{Faults, check_handle, check_session_id, decode};
 use crate::{
-    Backend, BoxFuture, Commit, CompactionState, FaultPoint, GenerationInfo, Restored, Result,
-    RowId, SearchHit, SessionInfo, StoreError, StoredRow, TranscriptStore,
+    Backend, BoxFuture, Change, CompactionState, FaultPoint, GenerationInfo, Result, Rows,
+    SearchHit, SessionInfo, Snapshot, StoreError, StoredRow, Written,
 };
 
 type Tx<D> = sqlx::Transaction<'static, <D as Dialect>::Db>;
@@ -73,70 +116,10 @@ impl<D: Dialect> SqlStore<D> {
     }
 }
 
-// The bounds below are what the engine asks of a driver: executors, arguments, and the column
-// types it binds and decodes. Rust does not carry where-clauses on other types (`i64: Encode<..>`)
-// from a trait to its users, so they are written on each impl block that needs them, the same
-// list on this one and on the `SqlStore` block of each part (`read.rs`, `append.rs`,
-// `compact.rs`, `recall.rs`); both drivers satisfy them.
-impl<D: Dialect> TranscriptStore for SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
-    fn backend(&self) -> Option<Backend> {
-        Some(D::BACKEND)
-    }
-
-    fn create_session<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
-        Box::pin(async move {
-            check_session_id(session)?;
-            let now = now_ms();
-            let done = sqlx::query(
-                "INSERT INTO hermes_sessions (id, created_at, updated_at) VALUES ($1, $2, $2) \
-                 ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(session)
-            .bind(now)
-            .execute(&self.pool)
-            .await?;
-            if D::rows_affected(&done) == 0 {
-                return Err(StoreError::SessionExists {
-                    session: session.to_owned(),
-                });
-            }
-            Ok(SessionInfo {
-                id: session.to_owned(),
-                generation: 0,
-                created_at_ms: now,
-            })
-        })
-    }
-
+engine_impl! { TranscriptStore for SqlStore {
     fn open<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
-        Box::pin(self.open_session(session))
-    }
-
-    fn open_or_create<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<SessionInfo>> {
         Box::pin(async move {
-            check_session_id(session)?;
-            sqlx::query(
-                "INSERT INTO hermes_sessions (id, created_at, updated_at) VALUES ($1, $2, $2) \
-                 ON CONFLICT (id) DO NOTHING",
-            )
-            .bind(session)
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await?;
+            self.faults.check(FaultPoint::GenerationRead)?;
             self.open_session(session).await
         })
     }
@@ -152,98 +135,48 @@ where
         })
     }
 
-    fn generation<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<u64>> {
+    fn load<'a>(&'a self, session: &'a str, rows: Rows<'a>) -> BoxFuture<'a, Result<Snapshot>> {
+        Box::pin(self.snapshot(session, rows))
+    }
+
+    fn write<'a>(&'a self, session: &'a str, change: Change<'a>) -> BoxFuture<'a, Result<Written>> {
         Box::pin(async move {
-            self.faults.check(FaultPoint::GenerationRead)?;
-            Ok(self.open_session(session).await?.generation)
+            Ok(match change {
+                Change::Create { messages } => {
+                    Written::rows(Some(0), self.import(session, messages).await?)
+                }
+                Change::Append { expected, messages } => {
+                    Written::rows(None, self.append_fresh(session, expected, messages).await?)
+                }
+                Change::Commit(commit) => {
+                    let ids = self.commit_pass(session, commit).await?;
+                    let mut done = Written::rows(Some(commit.generation + 1), ids);
+                    done.archived = commit.archived_len() as u64;
+                    done
+                }
+                Change::Restore { expected, target } => {
+                    let restored = self.restore_generation(session, expected, target).await?;
+                    Written {
+                        generation: Some(restored.generation),
+                        ids: Vec::new(),
+                        archived: restored.archived,
+                        reactivated: restored.reactivated,
+                    }
+                }
+                Change::State(state) => {
+                    self.set_state(session, state).await?;
+                    Written::new()
+                }
+                Change::Original { handle, message } => {
+                    self.keep_original(session, handle, message).await?;
+                    Written::new()
+                }
+            })
         })
-    }
-
-    fn append<'a>(
-        &'a self,
-        session: &'a str,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        Box::pin(self.append_fresh(session, None, messages))
-    }
-
-    fn append_at<'a>(
-        &'a self,
-        session: &'a str,
-        expected: u64,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        Box::pin(self.append_fresh(session, Some(expected), messages))
-    }
-
-    fn import_session<'a>(
-        &'a self,
-        session: &'a str,
-        messages: &'a mut [Message],
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        Box::pin(self.import(session, messages))
-    }
-
-    fn load_active_with_generation<'a>(
-        &'a self,
-        session: &'a str,
-    ) -> BoxFuture<'a, Result<(Vec<Message>, u64)>> {
-        Box::pin(self.load_active_snapshot(session))
-    }
-
-    fn load_active<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<Message>>> {
-        Box::pin(async move {
-            check_session_id(session)?;
-            let rows: Vec<(i64, String, Vec<u8>, Option<String>)> =
-                sqlx::query_as(D::SQL_LOAD_ACTIVE)
-                    .bind(session)
-                    .fetch_all(&self.pool)
-                    .await?;
-            if rows.is_empty() {
-                self.open_session(session).await?;
-            }
-            rows.into_iter()
-                .map(|(id, kind, body, meta)| Ok(decode(id, &kind, body, meta)?.0))
-                .collect()
-        })
-    }
-
-    fn load_all<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
-        Box::pin(async move {
-            check_session_id(session)?;
-            let sql = format!(
-                "SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 ORDER BY pos, id"
-            );
-            let rows: Vec<FullRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(session)
-                .fetch_all(&self.pool)
-                .await?;
-            if rows.is_empty() {
-                self.open_session(session).await?;
-            }
-            rows.into_iter().map(stored_row).collect()
-        })
-    }
-
-    fn archive_and_compact<'a>(
-        &'a self,
-        session: &'a str,
-        commit: &'a mut Commit,
-    ) -> BoxFuture<'a, Result<Vec<RowId>>> {
-        Box::pin(self.commit_pass(session, commit))
     }
 
     fn history<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<Vec<GenerationInfo>>> {
         Box::pin(self.list_history(session))
-    }
-
-    fn restore<'a>(
-        &'a self,
-        session: &'a str,
-        expected: u64,
-        target: u64,
-    ) -> BoxFuture<'a, Result<Restored>> {
-        Box::pin(self.restore_generation(session, expected, target))
     }
 
     fn compaction_state<'a>(&'a self, session: &'a str) -> BoxFuture<'a, Result<CompactionState>> {
@@ -272,44 +205,6 @@ where
         })
     }
 
-    fn set_compaction_state<'a>(
-        &'a self,
-        session: &'a str,
-        state: &'a CompactionState,
-    ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async move {
-            check_session_id(session)?;
-            let extra = match &state.extra {
-                serde_json::Value::Null => None,
-                v => Some(serde_json::to_string(v).map_err(StoreError::Meta)?),
-            };
-            let done = sqlx::query(
-                "UPDATE hermes_sessions SET cooldown_until_ms = $2, ineffective_count = $3, \
-                 state_extra = $4, updated_at = $5 WHERE id = $1",
-            )
-            .bind(session)
-            .bind(state.cooldown_until_ms)
-            .bind(i64::from(state.ineffective_count))
-            .bind(extra)
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await?;
-            if D::rows_affected(&done) == 0 {
-                return Err(unknown(session));
-            }
-            Ok(())
-        })
-    }
-
-    fn store_original<'a>(
-        &'a self,
-        session: &'a str,
-        handle: &'a str,
-        original: &'a Message,
-    ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(self.keep_original(session, handle, original))
-    }
-
     fn load_original<'a>(
         &'a self,
         session: &'a str,
@@ -335,21 +230,6 @@ where
         })
     }
 
-    fn load_rows<'a>(
-        &'a self,
-        session: &'a str,
-        ids: &'a [RowId],
-    ) -> BoxFuture<'a, Result<Vec<StoredRow>>> {
-        Box::pin(async move {
-            check_session_id(session)?;
-            let rows = self.rows_by_id(session, ids).await?;
-            if rows.is_empty() {
-                self.open_session(session).await?;
-            }
-            Ok(rows)
-        })
-    }
-
     fn search_archived<'a>(
         &'a self,
         session: &'a str,
@@ -358,7 +238,19 @@ where
     ) -> BoxFuture<'a, Result<Vec<SearchHit>>> {
         Box::pin(self.search(session, query, limit))
     }
-}
+
+    fn backend(&self) -> Option<Backend> {
+        Some(D::BACKEND)
+    }
+
+    fn close(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.pool.close())
+    }
+
+    fn inject_fault(&self, point: FaultPoint) {
+        self.faults.arm(point)
+    }
+} }
 
 fn unknown(session: &str) -> StoreError {
     StoreError::UnknownSession {

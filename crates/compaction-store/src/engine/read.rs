@@ -3,31 +3,16 @@
 
 use std::collections::HashMap;
 
-use compaction_core::Message;
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
-
 use super::{
     Conn, FullRow, ID_CHUNK, ROW_COLUMNS, SqlStore, Tx, session_info, stored_row, unknown,
 };
-use crate::dialect::Dialect;
-use crate::rows::{check_session_id, decode, placeholders};
-use crate::{GenerationInfo, GenerationKind, PassLabel, Result, RowId, SessionInfo, StoredRow};
+use crate::rows::{check_session_id, placeholders};
+use crate::{
+    GenerationInfo, GenerationKind, PassLabel, Result, RowId, Rows, SessionInfo, Snapshot,
+    StoredRow,
+};
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
+engine_impl! { SqlStore {
     pub(super) async fn open_session(&self, session: &str) -> Result<SessionInfo> {
         check_session_id(session)?;
         let row: Option<(String, i64, i64)> =
@@ -38,8 +23,8 @@ where
         row.map(session_info).ok_or_else(|| unknown(session))
     }
 
-    /// The active messages and the generation, read from one snapshot.
-    pub(super) async fn load_active_snapshot(&self, session: &str) -> Result<(Vec<Message>, u64)> {
+    /// The rows asked for and the generation, read from one snapshot.
+    pub(super) async fn snapshot(&self, session: &str, rows: Rows<'_>) -> Result<Snapshot> {
         check_session_id(session)?;
         let mut tx: Tx<D> = self.pool.begin_with(D::BEGIN_READ).await?;
         let generation: Option<(i64,)> =
@@ -48,16 +33,29 @@ where
                 .fetch_optional(&mut *tx)
                 .await?;
         let (generation,) = generation.ok_or_else(|| unknown(session))?;
-        let rows: Vec<(i64, String, Vec<u8>, Option<String>)> = sqlx::query_as(D::SQL_LOAD_ACTIVE)
-            .bind(session)
-            .fetch_all(&mut *tx)
-            .await?;
+        let rows = match rows {
+            Rows::Active => {
+                let found: Vec<FullRow> = sqlx::query_as(D::SQL_LOAD_ACTIVE)
+                    .bind(session)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                found.into_iter().map(stored_row).collect::<Result<_>>()?
+            }
+            Rows::All => {
+                let sql = format!(
+                    "SELECT {ROW_COLUMNS} FROM hermes_messages WHERE session_id = $1 \
+                     ORDER BY pos, id"
+                );
+                let found: Vec<FullRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(session)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                found.into_iter().map(stored_row).collect::<Result<_>>()?
+            }
+            Rows::Ids(ids) => Self::rows_by_id(&mut tx, session, ids).await?,
+        };
         tx.commit().await?;
-        let messages = rows
-            .into_iter()
-            .map(|(id, kind, body, meta)| Ok(decode(id, &kind, body, meta)?.0))
-            .collect::<Result<Vec<_>>>()?;
-        Ok((messages, generation as u64))
+        Ok(Snapshot::new(generation as u64, rows))
     }
 
     pub(super) async fn list_history(&self, session: &str) -> Result<Vec<GenerationInfo>> {
@@ -125,7 +123,11 @@ where
     }
 
     /// The session's rows among `ids`, in transcript order, each once.
-    pub(super) async fn rows_by_id(&self, session: &str, ids: &[RowId]) -> Result<Vec<StoredRow>> {
+    pub(super) async fn rows_by_id(
+        conn: &mut Conn<D>,
+        session: &str,
+        ids: &[RowId],
+    ) -> Result<Vec<StoredRow>> {
         let mut out = Vec::new();
         for chunk in ids.chunks(ID_CHUNK) {
             let sql = format!(
@@ -136,7 +138,7 @@ where
             for id in chunk {
                 q = q.bind(*id);
             }
-            for row in q.fetch_all(&self.pool).await? {
+            for row in q.fetch_all(&mut *conn).await? {
                 out.push(stored_row(row)?);
             }
         }
@@ -144,4 +146,4 @@ where
         out.dedup_by_key(|r| r.id);
         Ok(out)
     }
-}
+} }

@@ -5,10 +5,8 @@
 use std::collections::HashMap;
 
 use compaction_core::Message;
-use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Type};
 
-use super::{Conn, SqlStore, Tx, decode_original, unknown};
-use crate::dialect::Dialect;
+use super::{SqlStore, Tx, decode_original, unknown};
 use crate::rows::{
     DOC_CHUNK, Doc, check_handle, check_session_id, decode, now_ms, search_terms, search_text,
 };
@@ -20,21 +18,7 @@ const INDEX_CHUNK: i64 = 200;
 /// Trimmed originals indexed per catch-up statement (each may be megabytes).
 const ORIGINAL_CHUNK: i64 = 20;
 
-impl<D: Dialect> SqlStore<D>
-where
-    for<'c> &'c mut Conn<D>: Executor<'c, Database = D::Db>,
-    <D::Db as Database>::Arguments: IntoArguments<D::Db>,
-    usize: ColumnIndex<<D::Db as Database>::Row>,
-    i64: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    bool: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    String: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> &'q str: Encode<'q, D::Db> + Type<D::Db>,
-    for<'q> &'q [u8]: Encode<'q, D::Db> + Type<D::Db>,
-    Vec<u8>: for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<i64>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    Option<String>: for<'q> Encode<'q, D::Db> + for<'r> Decode<'r, D::Db> + Type<D::Db>,
-    for<'q> Option<&'q str>: Encode<'q, D::Db> + Type<D::Db>,
-{
+engine_impl! { SqlStore {
     pub(super) async fn keep_original(
         &self,
         session: &str,
@@ -111,8 +95,8 @@ where
             .fetch_all(&self.pool)
             .await?;
         let row_ids: Vec<RowId> = refs.iter().filter_map(|(id, _)| *id).collect();
-        let mut rows: HashMap<RowId, StoredRow> = self
-            .rows_by_id(session, &row_ids)
+        let mut conn = self.pool.acquire().await?;
+        let mut rows: HashMap<RowId, StoredRow> = Self::rows_by_id(&mut conn, session, &row_ids)
             .await?
             .into_iter()
             .map(|r| (r.id, r))
@@ -134,7 +118,7 @@ where
                     )
                     .bind(session)
                     .bind(&handle)
-                    .fetch_optional(&self.pool)
+                    .fetch_optional(&mut *conn)
                     .await?;
                     if let Some((body,)) = body {
                         hits.push(SearchHit {
@@ -244,4 +228,4 @@ where
             }
         }
     }
-}
+} }

@@ -36,6 +36,7 @@ pub use crate::thrash::ThrashState;
 
 mod builder;
 pub(crate) mod pass;
+mod prepare;
 mod runtime;
 mod store;
 
@@ -301,6 +302,10 @@ impl Compressor {
         } else if self.automatic_allowed(t) && self.proactive_due(t) {
             report = Some(self.run(t, Trigger::Proactive, false, None).await);
         }
+        if report.is_none() {
+            // Past `prepare_at` of the threshold: start the next pass's summary off the path.
+            self.maybe_prepare(t);
+        }
         self.rt.last_request_ms = Some(self.now_ms());
         // What the agent sends now: its first `len` messages, known by the transcript's
         // lineage (two integers, no copy; a pass copies them once if it reuses them).
@@ -358,6 +363,7 @@ impl Compressor {
             || t.calibration().is_none()
             || t.current_tokens() < self.settings.threshold
         {
+            self.maybe_prepare(t);
             return None;
         }
         Some(self.run(t, Trigger::Usage, false, None).await)
@@ -416,6 +422,7 @@ impl Compressor {
             applied_unpersisted: false,
             strict_alternation: self.settings.batch.strict_alternation,
             in_turn: Resume::at(t),
+            prepared: None,
         };
         if report.in_turn.as_ref().is_some_and(|r| !r.results_complete) {
             // Never between a tool call and its result: the host still owes results.
@@ -451,6 +458,15 @@ impl Compressor {
             focus,
             compacted: self.rt.state.compacted,
         };
+        // A summary prepared ahead for a transcript only appended to since is the pass the
+        // plan would make: offered first, it spares the plan too.
+        if req.focus.is_none()
+            && !req.prune_only
+            && self.prepared_current(t)
+            && let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await
+        {
+            return self.finish(report, started, Some(&p));
+        }
         let mut plan = batch::plan_batch(
             t,
             self.settings.threshold,
@@ -492,11 +508,17 @@ impl Compressor {
                 Outcome::Summarized
             }
         };
+        if planned == Outcome::Summarized
+            && let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await
+        {
+            return self.finish(report, started, Some(&p));
+        }
         let mut used = crate::report::SummaryUse::default();
         let mut job = pass::Job::Batch {
             plan: &mut plan,
             summarize: planned == Outcome::Summarized,
             overflow,
+            prepared: None,
         };
         let result = self.run_pass(t, &mut job, &mut used).await;
         report.settle(planned, result, used, t);
@@ -505,6 +527,46 @@ impl Compressor {
             report.in_turn = Resume::at(t).or(report.in_turn.take());
         }
         self.finish(report, started, Some(&plan))
+    }
+
+    /// The pass from the summary prepared ahead, when there is one that still describes it:
+    /// `Some(plan)` when it ran (the report settled; `plan` is what it was planned with),
+    /// `None` when the pass should plan and run as usual (`report.prepared` then says what
+    /// became of the candidate, if one waited).
+    async fn try_prepared(
+        &mut self,
+        t: &mut Transcript,
+        req: &BatchRequest,
+        overflow: bool,
+        report: &mut BatchReport,
+    ) -> Option<BatchPlan> {
+        let ready = match self.take_prepared(t, req).await? {
+            Ok(ready) => ready,
+            Err(prepared) => {
+                report.prepared = Some(prepared);
+                return None;
+            }
+        };
+        match self.run_prepared(t, ready, overflow).await {
+            Ok((result, used, mut plan, prepared)) => {
+                report.prepared = Some(prepared);
+                report.demoted_tail_outputs = plan.demoted_tail_outputs;
+                report.fell_through = !plan.prune.edit.is_empty();
+                report.settle(Outcome::Summarized, result, used, t);
+                // The prepared plan's tail ended with the messages it saw; the ones appended
+                // since stay verbatim after it.
+                plan.regions.tail.end = report.messages_before;
+                if report.in_turn.is_some() {
+                    report.in_turn = Resume::at(t).or(report.in_turn.take());
+                }
+                Some(plan)
+            }
+            // Not applied (not enough gain, or not assembled): the pass runs as usual.
+            Err(prepared) => {
+                report.prepared = Some(prepared);
+                None
+            }
+        }
     }
 
     /// One summary under the policy every pass shares (`breaker`): the fallback rule, the

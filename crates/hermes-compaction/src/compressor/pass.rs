@@ -36,6 +36,9 @@ pub(crate) enum Job<'p> {
         summarize: bool,
         /// An overflow pass: applied even when its commit fails.
         overflow: bool,
+        /// The summaries were prepared ahead (`prepare`): the plan was made over `base` (the
+        /// transcript's first messages) and is assembled against it, with no summarizer call.
+        prepared: Option<Prepared<'p>>,
     },
     /// A micro pass (absorb, turn progress or defrag).
     Micro {
@@ -46,6 +49,12 @@ pub(crate) enum Job<'p> {
         /// What assembly produced (set by the runner).
         outcome: Option<MicroOutcome>,
     },
+}
+
+/// Summaries prepared ahead, and the transcript prefix their plan was made over.
+pub(crate) struct Prepared<'p> {
+    pub(crate) base: &'p Transcript,
+    pub(crate) summaries: Vec<String>,
 }
 
 /// The step of the pipeline at which a pass failed (what the runtime records differs).
@@ -72,9 +81,13 @@ impl Compressor {
         used: &mut SummaryUse,
     ) -> Result<Applied, PassFailure> {
         let tokens_before = t.current_tokens();
-        // 1. Summarize.
-        let requests = self.requests(job, t);
-        let mut summaries = Vec::with_capacity(requests.len());
+        // 1. Summarize (unless the summaries were prepared ahead).
+        let (requests, mut summaries) = match job {
+            Job::Batch {
+                prepared: Some(p), ..
+            } => (Vec::new(), std::mem::take(&mut p.summaries)),
+            _ => (self.requests(job, t), Vec::new()),
+        };
         // One deadline over every summarizer call of the pass (`auxiliary.compression.deadline_secs`).
         let deadline = self.settings.call.pass_deadline();
         for req in &requests {
@@ -88,8 +101,11 @@ impl Compressor {
         // 2. Assemble; a panic in core is a plan failure, never the caller's.
         let counter = self.counter_arc();
         let assembled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match job {
-            Job::Batch { plan, .. } => {
-                batch::assemble_taking_prune(t, plan, &summaries, self.batch_settings())
+            Job::Batch { plan, prepared, .. } => {
+                // A prepared plan was made over the transcript's first messages: its edit
+                // touches only them, so it applies to the transcript as it is.
+                let base = prepared.as_ref().map_or(&*t, |p| p.base);
+                batch::assemble_taking_prune(base, plan, &summaries, self.batch_settings())
                     .map(Some)
                     .map_err(drop)
             }
@@ -111,7 +127,8 @@ impl Compressor {
             }
         };
         // 3. Gain check.
-        let Some(mut edit) = edit.filter(|e| gains(t, e, job, counter.as_ref())) else {
+        let threshold = self.threshold_tokens();
+        let Some(mut edit) = edit.filter(|e| gains(t, e, job, counter.as_ref(), threshold)) else {
             if let Job::Micro {
                 outcome: Some(o), ..
             } = job
@@ -158,7 +175,7 @@ impl Compressor {
     /// The summary requests of a job, in order. A batch job whose span lies within the
     /// agent's last request is a warm-cache request over it, when those are on
     /// ([`Compressor::warm_prefix`]); micro passes stay standalone (their spans are small).
-    fn requests(&self, job: &Job<'_>, t: &Transcript) -> Vec<SummaryRequest> {
+    pub(super) fn requests(&self, job: &Job<'_>, t: &Transcript) -> Vec<SummaryRequest> {
         match job {
             Job::Batch { plan, .. } => match &plan.step {
                 batch::BatchStep::Summarize(jobs) => {
@@ -179,34 +196,11 @@ impl Compressor {
     }
 
     fn batch_request(&self, job: &SummaryJob) -> SummaryRequest {
-        let kind = match (job.kind, &job.previous_summary) {
-            (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
-            (_, Some(_)) => SummaryKind::BatchUpdate,
-            (_, None) => SummaryKind::BatchFirst,
-        };
-        // The job's budget: `summary_max_tokens`, or less when the window leaves less room
-        // (core sizes it so the pass lands under the threshold); a job that folds older
-        // summaries up to `FOLD_BUDGET_FACTOR` times that, to keep what they held.
-        let factor = match kind {
-            SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
-            _ => 1,
-        };
-        let budget = u32::try_from(job.budget_tokens).unwrap_or(u32::MAX).min(
-            self.config()
-                .compression
-                .summary_max_tokens
-                .max(1)
-                .saturating_mul(factor),
-        );
-        let mut req = SummaryRequest::new(kind, job.material.clone(), budget, self.today())
-            .with_messages(job.messages.clone())
-            .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
-        req.previous_summary = job
-            .previous_summary
-            .as_deref()
-            .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
-        req.focus = job.focus.clone();
-        req
+        batch_request(
+            job,
+            self.config().compression.summary_max_tokens,
+            self.today(),
+        )
     }
 
     /// The one request of a micro plan that summarizes (absorb or defrag).
@@ -254,6 +248,17 @@ impl Compressor {
             used.summarizer_skipped |= f.skipped;
             f.class
         })?;
+        Ok(self.tally(resp, route, used))
+    }
+
+    /// A summary that came back (now or prepared ahead), tallied in `used`; the text carries
+    /// the recall note when the compacted content stays in a store.
+    pub(crate) fn tally(
+        &self,
+        resp: compaction_llm::SummaryResponse,
+        route: crate::breaker::Route,
+        used: &mut SummaryUse,
+    ) -> String {
         if let crate::breaker::Route::Fallback { skipped, class } = route {
             used.fallback_used = true;
             used.summarizer_skipped |= skipped;
@@ -267,12 +272,12 @@ impl Compressor {
         if let Some(u) = resp.usage {
             used.summary_tokens += u.prompt_tokens + u.completion_tokens;
         }
-        Ok(if self.has_store() {
+        if self.has_store() {
             // What was compacted stays in the store and can be recalled.
             compaction_core::marker::with_recall_note(&resp.text)
         } else {
             resp.text
-        })
+        }
     }
 
     fn failed(&mut self, job: &Job<'_>, stage: Stage, kind: FailureKind) -> PassFailure {
@@ -286,6 +291,13 @@ impl Compressor {
     fn failed_with(&mut self, job: &Job<'_>, stage: Stage, f: PassFailure) -> PassFailure {
         match (job, stage) {
             (_, Stage::Apply) => {}
+            // A prepared plan that did not assemble is discarded and the pass runs as usual.
+            (
+                Job::Batch {
+                    prepared: Some(_), ..
+                },
+                Stage::Assemble,
+            ) => {}
             (Job::Batch { .. }, Stage::Commit) if f.kind == FailureKind::StaleGeneration => {}
             (Job::Batch { .. }, _) => self.record_failure(),
             (Job::Micro { plan, .. }, Stage::Commit) => self.rt.micro.state.record_plan(plan),
@@ -331,20 +343,58 @@ impl Compressor {
     }
 }
 
+/// The summary request of a batch job, `summary_max_tokens` its configured budget and `today`
+/// the date for the prompt.
+pub(crate) fn batch_request(
+    job: &SummaryJob,
+    summary_max_tokens: u32,
+    today: String,
+) -> SummaryRequest {
+    let kind = match (job.kind, &job.previous_summary) {
+        (MarkerKind::Progress, _) => SummaryKind::TurnProgress,
+        (_, Some(_)) => SummaryKind::BatchUpdate,
+        (_, None) => SummaryKind::BatchFirst,
+    };
+    // The job's budget: `summary_max_tokens`, or less when the window leaves less room (core
+    // sizes it so the pass lands under the threshold); a job that folds older summaries up to
+    // `FOLD_BUDGET_FACTOR` times that, to keep what they held.
+    let factor = match kind {
+        SummaryKind::BatchUpdate => batch::FOLD_BUDGET_FACTOR as u32,
+        _ => 1,
+    };
+    let budget = u32::try_from(job.budget_tokens)
+        .unwrap_or(u32::MAX)
+        .min(summary_max_tokens.max(1).saturating_mul(factor));
+    let mut req = SummaryRequest::new(kind, job.material.clone(), budget, today)
+        .with_messages(job.messages.clone())
+        .with_ledger_kept(job.ledger_max_tokens > 0 && !job.ledger.is_empty());
+    req.previous_summary = job
+        .previous_summary
+        .as_deref()
+        .map(|p| compaction_core::marker::without_recall_note(p).to_owned());
+    req.focus = job.focus.clone();
+    req
+}
+
 /// The gain check: whether committing `edit` is worth it. A batch pass must shrink the
-/// transcript; a micro edit is the one core kept (a defrag that did not shrink the rolling
-/// summary enough has none), and an absorption may add the marker's scaffolding.
+/// transcript (one from summaries prepared ahead, to under the `threshold`: it leaves what
+/// was appended since verbatim); a micro edit is the one core kept (a defrag that did not
+/// shrink the rolling summary enough has none), and an absorption may add the marker's
+/// scaffolding.
 fn gains(
     t: &Transcript,
     edit: &Edit,
     job: &Job<'_>,
     counter: &dyn compaction_core::TokenCounter,
+    threshold: u64,
 ) -> bool {
     match job {
         Job::Micro { .. } => true,
-        Job::Batch { .. } => {
+        Job::Batch { prepared, .. } => {
             let (removed, added) = edit.token_change(t, counter);
             added < removed
+                && (prepared.is_none()
+                    || t.current_tokens().saturating_sub(removed) + added < threshold)
         }
     }
 }

@@ -35,8 +35,13 @@ pub(crate) struct Runtime {
     pub(super) prune_only_once: bool,
     pub(super) micro: MicroRuntime,
     /// The summarizer circuit breaker every pass shares (a lock: batch summaries are written
-    /// under `&self`).
-    pub(super) breaker: std::sync::Mutex<crate::breaker::Breaker>,
+    /// under `&self`; shared: a summary prepared ahead is written by a task of its own).
+    pub(super) breaker: std::sync::Arc<std::sync::Mutex<crate::breaker::Breaker>>,
+    /// The summary prepared ahead for the next pass (`compression.prepare_at`), if one was
+    /// started and is not settled yet.
+    pub(super) prepared: Option<super::prepare::Candidate>,
+    /// Running totals of prepared summaries.
+    pub(super) prepared_totals: crate::report::PreparedTotals,
     /// What `undo_last` needs to revert the last pass applied in memory.
     pub(super) last_pass: Option<LastPass>,
     /// A compaction the model asked for (`compact_context`), run at the next `before_request`.

@@ -51,6 +51,7 @@ impl Config {
         range_f64("compression.tail_ratio", c.tail_ratio)?;
         range_f64("compression.tail_soft_ceiling", c.tail_soft_ceiling)?;
         range_f64("compression.prune_runway_ratio", c.prune_runway_ratio)?;
+        range_f64("compression.prepare_at", c.prepare_at)?;
         range_u64("compression.max_attempts", u64::from(c.max_attempts))?;
         range_u64("compression.protect_first_n", c.protect_first_n as u64)?;
         range_u64("compression.protect_last_n", c.protect_last_n as u64)?;
@@ -162,7 +163,7 @@ fn range_u64(key: &'static str, v: u64) -> Result<(), ConfigError> {
 }
 
 /// The fractional keys `validate` bounds: key, lowest, highest, the range as written in errors.
-const F64_RANGES: [(&str, f64, f64, &str); 6] = [
+const F64_RANGES: [(&str, f64, f64, &str); 7] = [
     ("compression.threshold", 0.05, 0.95, "0.05 to 0.95"),
     (
         "compression.small_window_min_threshold",
@@ -174,6 +175,7 @@ const F64_RANGES: [(&str, f64, f64, &str); 6] = [
     ("compression.tail_ratio", 0.05, 0.8, "0.05 to 0.8"),
     ("compression.tail_soft_ceiling", 1.0, 4.0, "1.0 to 4.0"),
     ("compression.prune_runway_ratio", 0.0, 0.9, "0.0 to 0.9"),
+    ("compression.prepare_at", 0.0, 0.99, "0.0 (off) to 0.99"),
 ];
 
 fn range_f64(key: &'static str, v: f64) -> Result<(), ConfigError> {
