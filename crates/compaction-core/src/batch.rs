@@ -88,8 +88,9 @@ impl Default for BatchConfig {
 }
 
 impl BatchConfig {
+    /// The low-water mark a prune-only pass must reach for `threshold_tokens`:
     /// `threshold - max(prune_minimum_tokens, prune_runway_ratio * threshold)`.
-    pub(crate) fn low_water_mark(&self, threshold_tokens: u64) -> u64 {
+    pub fn low_water_mark(&self, threshold_tokens: u64) -> u64 {
         let runway = self
             .prune_minimum_tokens
             .max((threshold_tokens as f64 * self.prune_runway_ratio) as u64);

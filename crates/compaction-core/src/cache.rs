@@ -266,6 +266,15 @@ pub fn cache_expired(profile: &CacheProfile, secs_since_last_request: u64) -> bo
     !profile.has_cache() || secs_since_last_request >= profile.cache_ttl_secs
 }
 
+/// Whether a rewrite now costs nothing extra for the cache's sake: nothing has been sent yet
+/// (`None`), or the cache has expired ([`cache_expired`]) since the last request: the next
+/// request re-writes the whole prompt anyway. The facade's proactive prune waives its minimum
+/// reclaim then (`compression.cold_cache_rewrites`).
+/// The caller measures the gap on its own clock; this is arithmetic on the value.
+pub fn rewrite_is_free(profile: &CacheProfile, secs_since_last_request: Option<u64>) -> bool {
+    secs_since_last_request.is_none_or(|s| cache_expired(profile, s))
+}
+
 /// [`rewrite_cost`], or 0 when the cache has expired (`None`: no request yet, nothing cached).
 pub fn effective_rewrite_cost(
     profile: &CacheProfile,
@@ -563,6 +572,15 @@ mod tests {
         assert!(close(effective_rewrite_cost(&a, 100_000, Some(10)), 0.345));
         assert_eq!(effective_rewrite_cost(&a, 100_000, Some(300)), 0.0);
         assert_eq!(effective_rewrite_cost(&a, 100_000, None), 0.0);
+        // A rewrite is free exactly when its effective cost is 0.
+        for secs in [None, Some(0), Some(299), Some(300), Some(3_600)] {
+            assert_eq!(
+                rewrite_is_free(&a, secs),
+                effective_rewrite_cost(&a, 100_000, secs) == 0.0,
+                "{secs:?}"
+            );
+        }
+        assert!(rewrite_is_free(&CacheProfile::local(), Some(0)));
     }
 
     #[test]

@@ -192,6 +192,32 @@ pub struct Variant {
 }
 
 impl Variant {
+    /// The suffix of [`without_ttl_rule`](Self::without_ttl_rule)'s name.
+    pub const NO_TTL_SUFFIX: &'static str = "-nottl";
+
+    /// This variant with the time-to-live rule off (`compression.cold_cache_rewrites =
+    /// false`), named with [`NO_TTL_SUFFIX`](Self::NO_TTL_SUFFIX): replayed beside this one,
+    /// the difference is what rewrites made once the cache had gone cold saved.
+    ///
+    /// ```
+    /// use compaction_sim::Policy;
+    /// use hermes_compaction::Config;
+    ///
+    /// let batch = Policy::Batch.variant(&Config::default(), 8_000);
+    /// let off = batch.without_ttl_rule();
+    /// assert_eq!(off.name, "batch-nottl");
+    /// assert!(batch.config.compression.cold_cache_rewrites);
+    /// assert!(!off.config.compression.cold_cache_rewrites);
+    /// ```
+    pub fn without_ttl_rule(&self) -> Variant {
+        let mut config = self.config.clone();
+        config.compression.cold_cache_rewrites = false;
+        Variant {
+            name: format!("{}{}", self.name, Self::NO_TTL_SUFFIX),
+            config,
+        }
+    }
+
     /// Whether tool results are trimmed as they are appended.
     pub fn trims(&self) -> bool {
         self.config.compression.enabled && self.config.compression.insert_trim_tokens > 0

@@ -1,18 +1,83 @@
-//! When a message was sent: its `timestamp` or `created_at` field, as unix milliseconds.
+//! When a message was sent: its `timestamp` or `created_at` field, or the time its line of an
+//! agent's log carries ([`stamp_from_lines`]), as unix milliseconds.
 
 use hermes_compaction::core::Message;
+use serde_json::Value;
+
+/// The key of the library metadata (never sent on the wire, never counted) that holds the time
+/// [`stamp_from_lines`] read from a message's line of an agent's log.
+pub const META_KEY: &str = "sent_at_ms";
 
 /// A message's `timestamp` (or `created_at`) in unix milliseconds: a number (seconds, or
-/// milliseconds when it is 10^11 or more), a numeric string, or an RFC 3339 string.
+/// milliseconds when it is 10^11 or more), a numeric string, or an RFC 3339 string; else the
+/// time [`stamp_from_lines`] put in its metadata.
 pub fn timestamp_ms(m: &Message) -> Option<u64> {
     let raw = m
         .extra_fields()
-        .find(|(k, _)| *k == "timestamp" || *k == "created_at")?
-        .1;
-    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
-    let number = match &v {
-        serde_json::Value::Number(n) => n.as_f64(),
-        serde_json::Value::String(s) => match s.trim().parse::<f64>() {
+        .find(|(k, _)| *k == "timestamp" || *k == "created_at")
+        .map(|(_, v)| v);
+    match raw {
+        Some(raw) => value_ms(&serde_json::from_str(raw).ok()?),
+        None => m.meta()?.extra.get(META_KEY)?.as_u64(),
+    }
+}
+
+/// The time one line of a log carries: its top-level `timestamp` (or `created_at`), as
+/// [`timestamp_ms`] reads it. Claude Code, Codex and pi write one on every line.
+pub fn line_timestamp_ms(line: &str) -> Option<u64> {
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+        return None;
+    };
+    value_ms(obj.get("timestamp").or_else(|| obj.get("created_at"))?)
+}
+
+/// Stamps each message with the time of the log line it was read from (`line_of(i)`, 1-based,
+/// into `text`), in its library metadata under [`META_KEY`], so the replay sees an agent log's
+/// real gaps between requests while the wire form (and so every token count) stays the one
+/// of the normalized transcript. A message that already carries a `timestamp` field, or whose
+/// line carries none, is left alone. Returns how many were stamped.
+///
+/// ```
+/// use compaction_sim::time;
+/// use hermes_compaction::core::Message;
+///
+/// let log = "{\"type\":\"user\",\"timestamp\":\"2026-01-01T00:00:00Z\"}\n\
+///            {\"type\":\"assistant\",\"timestamp\":\"2026-01-01T00:06:00Z\"}";
+/// let mut msgs = vec![Message::user("hi"), Message::assistant("hello")];
+/// let wire = msgs[1].to_wire_json();
+/// assert_eq!(time::stamp_from_lines(&mut msgs, log, |i| Some(i + 1)), 2);
+/// assert_eq!(time::timestamp_ms(&msgs[1]), Some(1_767_225_960_000));
+/// assert_eq!(msgs[1].to_wire_json(), wire); // nothing on the wire
+/// ```
+pub fn stamp_from_lines(
+    messages: &mut [Message],
+    text: &str,
+    line_of: impl Fn(usize) -> Option<usize>,
+) -> usize {
+    let lines: Vec<&str> = text.split('\n').collect();
+    let mut stamped = 0;
+    for (i, m) in messages.iter_mut().enumerate() {
+        if timestamp_ms(m).is_some() {
+            continue;
+        }
+        let Some(ms) = line_of(i)
+            .and_then(|n| lines.get(n.checked_sub(1)?))
+            .and_then(|l| line_timestamp_ms(l))
+        else {
+            continue;
+        };
+        m.meta_mut().extra.insert(META_KEY.into(), Value::from(ms));
+        stamped += 1;
+    }
+    stamped
+}
+
+/// A JSON time: a number (seconds, or milliseconds when it is 10^11 or more), a numeric
+/// string, or an RFC 3339 string.
+fn value_ms(v: &Value) -> Option<u64> {
+    let number = match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => match s.trim().parse::<f64>() {
             Ok(n) => Some(n),
             Err(_) => return rfc3339_ms(s.trim()),
         },

@@ -7,4 +7,5 @@ mod overflow;
 mod recall;
 mod reread;
 mod trace;
+mod ttl;
 mod tune;

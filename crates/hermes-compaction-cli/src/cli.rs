@@ -221,6 +221,12 @@ pub struct SimulateArgs {
     /// profile's time-to-live gets no cache hits.
     #[arg(long, value_name = "SECS", default_value_t = compaction_sim::replay::DEFAULT_REQUEST_GAP_SECS)]
     pub request_gap_secs: u64,
+    /// Also replay each policy with the time-to-live rule off
+    /// (compression.cold_cache_rewrites = false), as POLICY-nottl beside POLICY: the cost
+    /// difference is what rewriting once the cache had gone cold saved (price with a cache
+    /// profile: the price table has no time-to-live).
+    #[arg(long)]
+    pub ttl_compare: bool,
     /// Latency of a summarizer call, fixed part in milliseconds (with --summary-ms-per-token:
     /// the added wait at the trigger; see docs/ECONOMICS.md).
     #[arg(long, value_name = "MS", default_value_t = compaction_sim::latency::DEFAULT_FIXED_MS)]

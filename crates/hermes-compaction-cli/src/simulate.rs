@@ -69,7 +69,16 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
     };
     options.check()?;
     let inputs = read_inputs(&args.input, args.input_format.format)?;
-    let variants = Policy::variants(&args.policies, &config, args.insert_trim_tokens)?;
+    let mut variants = Policy::variants(&args.policies, &config, args.insert_trim_tokens)?;
+    if args.ttl_compare {
+        variants = variants
+            .into_iter()
+            .flat_map(|v| {
+                let off = v.without_ttl_rule();
+                [v, off]
+            })
+            .collect();
+    }
     if args.score_trace.is_some() && options.pricings.len() > 1 {
         return Err(crate::Error::Config(
             "--score-trace takes one pricing (not --cache-profile all)".into(),
@@ -157,14 +166,24 @@ fn score_foreign(
     Ok(())
 }
 
-/// Reads the transcripts, each named by its file name.
+/// Reads the transcripts, each named by its file name. A message read from a line that carries
+/// a `timestamp` (every line of a Claude Code, Codex or pi log) is stamped with it
+/// ([`compaction_sim::time::stamp_from_lines`]), so the replay sees the session's real gaps.
 pub(crate) fn read_inputs(
     paths: &[std::path::PathBuf],
     format: InputFormat,
 ) -> Result<Vec<(String, Vec<Message>)>> {
     let mut inputs = Vec::new();
     for path in paths {
-        let input = input::read(path, format, Strictness::COMPACTION)?;
+        let mut input = input::read(path, format, Strictness::COMPACTION)?;
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let line_of = |i| match input.position_of(i) {
+                compaction_logs::TranscriptPosition::Line(n) => Some(n),
+                _ => None,
+            };
+            let lines: Vec<Option<usize>> = (0..input.messages.len()).map(line_of).collect();
+            compaction_sim::time::stamp_from_lines(&mut input.messages, &text, |i| lines[i]);
+        }
         inputs.push((display_name(path), input.messages));
     }
     Ok(inputs)

@@ -157,6 +157,10 @@ pub struct CompressionConfig {
     pub insert_trim_user_pastes: bool,
     pub cache_profile: String,
     pub cache_aware: bool,
+    /// Once the provider's cache has expired (the gap since the previous request reaches the
+    /// profile's time-to-live), a rewrite costs nothing extra: the cache-aware gates let
+    /// through what they would otherwise hold back.
+    pub cold_cache_rewrites: bool,
     pub cache_custom: CacheProfile,
 }
 
@@ -208,6 +212,7 @@ impl Default for CompressionConfig {
             insert_trim_user_pastes: false,
             cache_profile: "auto".into(),
             cache_aware: true,
+            cold_cache_rewrites: true,
             cache_custom: CacheProfile {
                 name: "custom".into(),
                 ..CacheProfile::local()

@@ -214,7 +214,9 @@ impl Compressor {
     /// (`cache_profile = "auto"` with an unrecognised model) is assumed to price cached reads
     /// at [`ASSUMED_CACHED_READ_RATIO`] of the input price, as most providers now do. The gate
     /// is 0 with `cache_profile = "none"`, with `cache_aware` off, or for a profile without a
-    /// cache; once the cache has expired it covers the summary's cost alone.
+    /// cache. It charges the prefix after the cache has expired too: the time-to-live rule
+    /// (`cold_cache_rewrites`) leaves it alone, as a free micro pass raised the cost measured
+    /// on the raw logs.
     pub(crate) fn cache_gate(&self, t: &Transcript) -> u64 {
         let c = &self.config().compression;
         if !c.cache_aware || c.cache_profile == "none" {
@@ -224,18 +226,11 @@ impl Compressor {
             .config()
             .cache_profile()
             .unwrap_or_else(assumed_profile);
-        // The prefix a pass invalidates runs from the cursor (or the start) to the end; once
-        // the cache has expired the next request re-writes it anyway, and only the summary
-        // is left to pay for.
-        let expired = self
-            .secs_since_last_request()
-            .is_some_and(|s| compaction_core::cache::cache_expired(&profile, s));
+        // The prefix a pass invalidates runs from the cursor (or the start) to the end. It is
+        // charged even after the cache has expired: a free micro pass there raised the cost
+        // on the raw logs (docs/ECONOMICS.md, "Free rewrites after the cache has gone cold").
         let from = self.rt.micro_state().cursor.unwrap_or(0).min(t.len());
-        let prefix = if expired {
-            0
-        } else {
-            t.tokens_in(from..t.len())
-        };
+        let prefix = t.tokens_in(from..t.len());
         let horizon = c
             .micro_compact_gate_horizon_requests
             .max(self.micro_every_n_turns());
@@ -284,7 +279,7 @@ const MIN_SUMMARY_TOKENS: u64 = 256;
 
 /// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
 /// at 5x input (the issue 13 cost model's prices).
-fn assumed_profile() -> compaction_core::cache::CacheProfile {
+pub(crate) fn assumed_profile() -> compaction_core::cache::CacheProfile {
     compaction_core::cache::CacheProfile {
         name: "assumed".into(),
         cached_input_price_ratio: ASSUMED_CACHED_READ_RATIO,

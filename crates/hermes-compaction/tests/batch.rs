@@ -382,6 +382,70 @@ fn proactive_prune_commits_only_a_worthwhile_reclaim_and_rearms_after_growth() {
     assert!(r.is_some(), "re-armed after growth");
 }
 
+static TTL_NOW: AtomicU64 = AtomicU64::new(7_000_000);
+
+fn ttl_clock() -> u64 {
+    TTL_NOW.load(Ordering::SeqCst)
+}
+
+/// A compressor whose proactive prune is never worth a cache break while the cache is warm.
+fn proactive_held_back(cold_cache_rewrites: bool) -> (Compressor, compaction_core::Transcript) {
+    let mut cfg = config(200_000);
+    cfg.compression.cache_profile = "anthropic".into();
+    cfg.compression.proactive_prune_tokens = 20_000;
+    cfg.compression.proactive_prune_min_reclaim_tokens = 1_000_000;
+    cfg.compression.cold_cache_rewrites = cold_cache_rewrites;
+    let mut c = builder_with(cfg, Arc::new(ScriptedSummarizer::new()))
+        .clock(ttl_clock)
+        .build()
+        .unwrap();
+    let mut t = c.transcript(session(2, 300));
+    // A first request, below the proactive size: the cache is warm from here.
+    let (_, r) = rt().block_on(c.before_request(&mut t));
+    assert!(r.is_none());
+    for m in session(60, 3_000).into_iter().skip(1) {
+        t.push(m, c.counter());
+    }
+    (c, t)
+}
+
+#[test]
+fn a_cold_cache_lets_a_held_back_proactive_prune_through() {
+    let rt = rt();
+    let (mut c, mut t) = proactive_held_back(true);
+    let before = t.messages().to_vec();
+    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.threshold_tokens());
+    // Warm (10 s after the last request): the reclaim is under the minimum, nothing changes
+    // and the pass re-arms.
+    TTL_NOW.fetch_add(10_000, Ordering::SeqCst);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.map(|r| r.outcome), Some(Outcome::NotNeeded));
+    assert_eq!(t.messages(), &before[..]);
+    // Still warm: disarmed.
+    TTL_NOW.fetch_add(299_000, Ordering::SeqCst);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert!(r.is_none());
+    // The anthropic profile's 300 s have passed since the last request: the next request
+    // re-writes the prompt anyway, so the prune is free and commits what it reclaims.
+    TTL_NOW.fetch_add(300_000, Ordering::SeqCst);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    let r = r.expect("the cold cache re-arms the proactive prune");
+    assert_eq!(r.outcome, Outcome::Pruned);
+    assert!(r.tokens_after < r.tokens_before);
+    assert_ne!(t.messages(), &before[..]);
+
+    // With the rule off, the same gap changes nothing.
+    let (mut c, mut t) = proactive_held_back(false);
+    let before = t.messages().to_vec();
+    TTL_NOW.fetch_add(10_000, Ordering::SeqCst);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.map(|r| r.outcome), Some(Outcome::NotNeeded));
+    TTL_NOW.fetch_add(600_000, Ordering::SeqCst);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert!(r.is_none());
+    assert_eq!(t.messages(), &before[..]);
+}
+
 #[test]
 fn a_known_cache_profile_raises_the_prune_runway() {
     let mut cfg = config(128_000);

@@ -275,7 +275,7 @@ fn cache_clock() -> u64 {
 }
 
 #[test]
-fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
+fn a_known_cache_profile_gates_micro_passes_before_and_after_the_cache_has_expired() {
     let rt = rt();
     let mut cfg = micro_config(64_000);
     cfg.compression.cache_profile = "anthropic".into();
@@ -292,10 +292,12 @@ fn a_known_cache_profile_gates_micro_passes_until_the_cache_has_expired() {
     let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
     assert_eq!(r.outcome, MicroOutcomeKind::Gated);
     assert_eq!(t.messages(), &before[..]);
-    // Past the profile's time-to-live the prefix is gone anyway: the pass absorbs.
+    // Past the profile's time-to-live the gate still charges the prefix: a free micro pass
+    // raised the cost on the raw logs (docs/ECONOMICS.md).
     CLOCK.fetch_add(301_000, std::sync::atomic::Ordering::SeqCst);
     let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
-    assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
+    assert_eq!(r.outcome, MicroOutcomeKind::Gated);
+    assert_eq!(t.messages(), &before[..]);
     // cache_aware = false turns the derived gate off.
     let mut cfg = micro_config(64_000);
     cfg.compression.cache_profile = "anthropic".into();

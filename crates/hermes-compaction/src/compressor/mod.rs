@@ -213,6 +213,25 @@ impl Compressor {
             .map(|at| self.now_ms().saturating_sub(at) / 1_000)
     }
 
+    /// The time-to-live rule (`compression.cold_cache_rewrites`): whether the provider's cache
+    /// has gone cold, so that a rewrite now costs nothing extra. True when the gap since the
+    /// last request (on the compressor's clock) has reached the cache profile's time-to-live (an unknown provider's is assumed, as for the micro gate); false
+    /// with `cold_cache_rewrites` or `cache_aware` off or `cache_profile = "none"`.
+    pub(crate) fn cache_cold(&self) -> bool {
+        let c = &self.config().compression;
+        if !c.cold_cache_rewrites || !c.cache_aware || c.cache_profile == "none" {
+            return false;
+        }
+        let profile = self
+            .config()
+            .cache_profile()
+            .unwrap_or_else(crate::micro::assumed_profile);
+        // Before the first request nothing says how old the provider's cache is (a resumed
+        // session may have sent this prefix a minute ago): warm.
+        let secs = self.secs_since_last_request();
+        secs.is_some() && compaction_core::cache::rewrite_is_free(&profile, secs)
+    }
+
     /// Whether passes are persisted (summaries then say that detail can be recalled).
     pub(crate) fn has_store(&self) -> bool {
         #[cfg(feature = "store")]
@@ -470,9 +489,13 @@ impl Compressor {
                     .config
                     .compression
                     .proactive_prune_min_reclaim_tokens;
-                if matches!(trigger, Trigger::Proactive) && plan.prune.reclaimed_tokens < min {
+                if matches!(trigger, Trigger::Proactive)
+                    && plan.prune.reclaimed_tokens < min
+                    && !self.proactive_waived(t)
+                {
                     // Not worth a cache break yet: wait until the transcript has grown by
-                    // what is still missing.
+                    // what is still missing. Once the cache has gone cold the break is free,
+                    // so whatever the prune reclaims is taken.
                     self.rt.proactive_rearm_at =
                         Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
                     report.outcome = Outcome::NotNeeded;
@@ -590,12 +613,28 @@ impl Compressor {
             }
     }
 
+    /// The time-to-live rule for the proactive prune: its minimum reclaim and its re-arm point
+    /// are waived once the cache has gone cold ([`cache_cold`](Self::cache_cold)), but only
+    /// under the low-water mark and without micro-compaction. Over the mark a threshold pass
+    /// is near, and its prune-first needs the outputs a free prune would take now (without
+    /// them it summarizes where it would have pruned); with micro on, the micro gate weighs
+    /// what an exchange reclaims, and a free prune of its outputs holds absorption back. Both
+    /// raised the cost on the raw logs (docs/ECONOMICS.md).
+    fn proactive_waived(&self, t: &Transcript) -> bool {
+        !self.settings.config.compression.micro_compact
+            && t.current_tokens() < self.settings.batch.low_water_mark(self.settings.threshold)
+            && self.cache_cold()
+    }
+
+    /// Whether a proactive prune is due: over `proactive_prune_tokens`, and past the re-arm
+    /// point of the last one that was not worth a cache break, unless that is waived
+    /// ([`proactive_waived`](Self::proactive_waived)).
     fn proactive_due(&self, t: &Transcript) -> bool {
         let c = &self.settings.config.compression;
         let now = t.current_tokens();
         c.proactive_prune_tokens > 0
             && now >= c.proactive_prune_tokens
-            && self.rt.proactive_rearm_at.is_none_or(|at| now >= at)
+            && (self.rt.proactive_rearm_at.is_none_or(|at| now >= at) || self.proactive_waived(t))
     }
 
     fn finish(
