@@ -127,9 +127,15 @@ pub async fn replay(
     options: &ReplayOptions,
 ) -> Result<Replay> {
     let mut config = variant.config.clone();
-    if let Pricing::Profile(p) = &options.pricing {
-        config.compression.cache_profile = "custom".into();
-        config.compression.cache_custom = p.clone();
+    match &options.pricing {
+        Pricing::Profile(p) => {
+            config.compression.cache_profile = "custom".into();
+            config.compression.cache_custom = p.clone();
+        }
+        // The price table has no cache lifetime (every reused prefix is a hit, whatever the
+        // gap), so a compressor that treats an idle gap as a cold cache would be priced for a
+        // cache break the table never charges: the time-to-live rule is off under it.
+        Pricing::Table(_) => config.compression.cold_cache_rewrites = false,
     }
     let trims = variant.trims();
     let counting = Arc::new(CountingSummarizer::new(summarizer));

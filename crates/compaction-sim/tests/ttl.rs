@@ -80,3 +80,56 @@ fn cold_cache_rewrites_never_raise_the_cost() {
         }
     }
 }
+
+/// Under the price table (no cache lifetime: every reused prefix is a hit) the replayed
+/// compressor does not treat an idle gap as a cold cache: the rule on and off replay alike,
+/// so the table never prices a "free" rewrite as the cache break it charges. The same
+/// sessions under a profile with a lifetime show the rule at work (else this proves nothing).
+#[test]
+fn the_price_table_has_no_cold_cache() {
+    let mut fired = 0;
+    for (output_chars, every, idle) in [(6_000, 2, 900), (2_000, 2, 900), (1_200, 1, 400)] {
+        let inputs = vec![(
+            "idle".to_owned(),
+            timed(tool_session(80, output_chars), every, idle),
+        )];
+        for context in [32_000, 64_000] {
+            let mut base = Config::default();
+            base.model.context_length = context;
+            let v = Policy::Batch.variant(&base, 8_000);
+            let variants = vec![v.without_ttl_rule(), v];
+            for pricing in [
+                Pricing::Table(Default::default()),
+                Pricing::Profile(CacheProfile::anthropic()),
+            ] {
+                let table = matches!(pricing, Pricing::Table(_));
+                let options = Options {
+                    pricings: vec![pricing],
+                    threads: 1,
+                    ..Options::default()
+                };
+                let sim =
+                    compaction_sim::simulate(&inputs, &variants, &options, extractive(), &|_| {})
+                        .unwrap();
+                let [off, on] = &sim.rows[..] else {
+                    panic!("two rows expected, got {}", sim.rows.len());
+                };
+                let key =
+                    |r: &compaction_sim::Row| (r.prune_events, r.summary_events, r.prompt_tokens);
+                if table {
+                    assert_eq!(
+                        key(on),
+                        key(off),
+                        "{output_chars} {every} {idle} at {context}"
+                    );
+                } else if key(on) != key(off) {
+                    fired += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        fired > 0,
+        "the rule never fired under a profile with a lifetime"
+    );
+}

@@ -903,6 +903,26 @@ fn merge(base: &mut serde_json::Value, overrides: &serde_json::Map<String, serde
     }
 }
 
+/// The cached-read price ratio the cache-aware rules (the micro reclaim gate, the time-to-live
+/// rule) assume when the provider's cache profile is unknown: 0.1 of the input price
+/// (Anthropic, OpenAI's GPT-5 family, and the issue 13 cost model). With `cache_profile =
+/// "none"` no gate is assumed.
+pub const ASSUMED_CACHED_READ_RATIO: f64 = 0.1;
+
+/// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
+/// at 5x input (the issue 13 cost model's prices).
+pub(crate) fn assumed_profile() -> CacheProfile {
+    CacheProfile {
+        name: "assumed".into(),
+        cached_input_price_ratio: ASSUMED_CACHED_READ_RATIO,
+        cache_write_price_ratio: 1.0,
+        input_price_per_mtok: 1.0,
+        cached_input_price_per_mtok: ASSUMED_CACHED_READ_RATIO,
+        output_price_per_mtok: 5.0,
+        ..CacheProfile::openai_gpt5()
+    }
+}
+
 #[cfg(all(test, feature = "config"))]
 mod profile_tests;
 #[cfg(all(test, feature = "config"))]

@@ -269,24 +269,8 @@ impl Compressor {
     }
 }
 
-/// The cached-read price ratio the micro reclaim gate assumes when the provider's cache profile
-/// is unknown: 0.1 of the input price (Anthropic, OpenAI's GPT-5 family, and the issue 13 cost
-/// model). With `cache_profile = "none"` no gate is assumed.
-pub const ASSUMED_CACHED_READ_RATIO: f64 = 0.1;
+pub use crate::config::ASSUMED_CACHED_READ_RATIO;
+use crate::config::assumed_profile;
 
 /// The smallest rolling summary the gate assumes a pass writes, in tokens.
 const MIN_SUMMARY_TOKENS: u64 = 256;
-
-/// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
-/// at 5x input (the issue 13 cost model's prices).
-pub(crate) fn assumed_profile() -> compaction_core::cache::CacheProfile {
-    compaction_core::cache::CacheProfile {
-        name: "assumed".into(),
-        cached_input_price_ratio: ASSUMED_CACHED_READ_RATIO,
-        cache_write_price_ratio: 1.0,
-        input_price_per_mtok: 1.0,
-        cached_input_price_per_mtok: ASSUMED_CACHED_READ_RATIO,
-        output_price_per_mtok: 5.0,
-        ..compaction_core::cache::CacheProfile::openai_gpt5()
-    }
-}

@@ -225,7 +225,7 @@ impl Compressor {
         let profile = self
             .config()
             .cache_profile()
-            .unwrap_or_else(crate::micro::assumed_profile);
+            .unwrap_or_else(crate::config::assumed_profile);
         // Before the first request nothing says how old the provider's cache is (a resumed
         // session may have sent this prefix a minute ago): warm.
         let secs = self.secs_since_last_request();
