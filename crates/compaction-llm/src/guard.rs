@@ -107,7 +107,13 @@ pub fn is_echo(text: &str, prompt: &Prompt) -> bool {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    if !previous.is_empty() && answer == previous {
+    // (As before this exception: a previous summary of too few long lines to be told from a
+    // short answer by chance is not judged.)
+    let long = previous
+        .iter()
+        .filter(|l| l.chars().count() >= ECHO_MIN_LINE_CHARS)
+        .count();
+    if answer == previous && long >= ECHO_MIN_LINES {
         return true;
     }
     let prompt_lines: std::collections::HashSet<&str> = rest
