@@ -76,12 +76,17 @@ fn simulating_a_raw_log_gives_the_figures_of_its_normalized_form() {
     }
 }
 
-/// Removes the keys that name a file or measure wall time.
+/// Removes the keys that name a file or measure time: wall time, and the simulated waits
+/// (`*_ms`), and how many micro passes after a turn the next request waited for, which the
+/// raw log's real gaps between requests decide (the normalized form has none).
 fn strip(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {
             m.retain(|k, _| {
-                !matches!(k.as_str(), "transcript" | "file" | "name") && !k.ends_with("_ms")
+                !matches!(
+                    k.as_str(),
+                    "transcript" | "file" | "name" | "micro_between_turns_waited"
+                ) && !k.ends_with("_ms")
             });
             m.values_mut().for_each(strip);
         }
