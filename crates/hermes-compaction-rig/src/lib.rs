@@ -51,9 +51,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod convert;
+pub mod layer;
 pub mod memory;
 
 pub use convert::{from_rig, to_rig};
+pub use layer::CompactingLayer;
 pub use memory::{CompactingMemory, Loaded};
 
 /// What can go wrong in this crate. Errors name a message index and what was wrong, never
