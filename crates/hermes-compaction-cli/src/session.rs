@@ -185,7 +185,8 @@ fn demo_verdict(rows: &[&compaction_sim::Row]) -> String {
         .filter(|r| r.policy != "none" && r.overflows == 0 && r.unit_overflows == 0)
         .min_by(|a, b| a.effective_cost.total_cmp(&b.effective_cost));
     let Some(pick) = pick else {
-        return "What this says: every compacting policy overflowed this window at least once;                 raise --context-length or lower the threshold."
+        return "What this says: every compacting policy overflowed this window at least once; \
+                raise --context-length or lower the threshold."
             .into();
     };
     let recall = |r: &compaction_sim::Row| {
@@ -229,4 +230,35 @@ fn default_session_id(file: &Path) -> Result<String> {
             file.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demo_verdict;
+
+    #[test]
+    fn the_verdict_names_a_policy_that_never_overflowed_or_says_none_did() {
+        let row = |policy: &str, cost: f64, overflows: u64| compaction_sim::Row {
+            policy: policy.into(),
+            effective_cost: cost,
+            overflows,
+            ..compaction_sim::Row::default()
+        };
+        let (none, batch, micro) = (
+            row("none", 10e6, 3),
+            row("batch", 6e6, 0),
+            row("micro", 5e6, 1),
+        );
+        let verdict = demo_verdict(&[&none, &batch, &micro]);
+        assert!(
+            verdict.contains("here `batch`, 6.00M issue units (60% of"),
+            "{verdict}"
+        );
+        let verdict = demo_verdict(&[&none, &micro]);
+        assert_eq!(
+            verdict,
+            "What this says: every compacting policy overflowed this window at least once; \
+             raise --context-length or lower the threshold."
+        );
+    }
 }

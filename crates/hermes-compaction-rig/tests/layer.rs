@@ -124,7 +124,10 @@ async fn a_long_tool_loop_stays_inside_the_window() {
     // Without the layer the fake model is sent the whole history: it outgrows the window.
     let bare = FakeModel::default();
     let runtime_history = tool_loop(&ErasedHandler::new(bare.clone()), 30).await;
-    assert!(tokens(&runtime_history) > WINDOW, "the loop must overflow bare");
+    assert!(
+        tokens(&runtime_history) > WINDOW,
+        "the loop must overflow bare"
+    );
     let largest = bare.seen.lock().unwrap().iter().map(|h| tokens(h)).max();
     assert!(largest.unwrap() > WINDOW);
 
@@ -136,13 +139,20 @@ async fn a_long_tool_loop_stays_inside_the_window() {
     assert_eq!(seen.len(), 30);
     assert!(layer.passes() >= 1, "no pass ran");
     // Fewer passes than rounds: a compacted history serves the rounds after it.
-    assert!(layer.passes() < 10, "{} passes for 30 rounds", layer.passes());
+    assert!(
+        layer.passes() < 10,
+        "{} passes for 30 rounds",
+        layer.passes()
+    );
     let threshold = (WINDOW as f64 * config().compression.threshold) as u64;
     for (round, history) in seen.iter().enumerate() {
         let t = tokens(history);
         // Each request is checked before it is sent: it is at most one round over the
         // threshold when it arrives and never over the window.
-        assert!(t < WINDOW, "round {round}: {t} tokens sent to a {WINDOW} window");
+        assert!(
+            t < WINDOW,
+            "round {round}: {t} tokens sent to a {WINDOW} window"
+        );
         // No call is sent without its result.
         let ours = from_rig(history).unwrap();
         let mut open: Vec<String> = Vec::new();
@@ -152,7 +162,10 @@ async fn a_long_tool_loop_stays_inside_the_window() {
             }
             open.extend(m.tool_calls().iter().map(|c| c.call_id().to_owned()));
         }
-        assert!(open.is_empty(), "round {round}: calls without results {open:?}");
+        assert!(
+            open.is_empty(),
+            "round {round}: calls without results {open:?}"
+        );
         // The prompt itself (the first user message) is kept.
         assert!(
             ours.iter()
@@ -166,11 +179,8 @@ async fn a_long_tool_loop_stays_inside_the_window() {
 #[tokio::test]
 async fn a_request_with_an_open_call_is_not_compacted() {
     let layer = CompactingLayer::new(config());
-    let call = AssistantContent::tool_call(
-        "c1",
-        ToolName::new("shell").unwrap(),
-        json!({"cmd": "ls"}),
-    );
+    let call =
+        AssistantContent::tool_call("c1", ToolName::new("shell").unwrap(), json!({"cmd": "ls"}));
     let mut history = vec![Message::user("go")];
     for i in 0..40 {
         history.push(Message::user(format!("note {i}: {}", "words ".repeat(400))));

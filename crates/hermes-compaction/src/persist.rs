@@ -192,7 +192,11 @@ pub(crate) async fn adopt_pins(
         m.meta_mut().row_id = None;
         m
     };
-    if rows.iter().zip(t.messages()).any(|(r, m)| bare(r) != bare(m)) {
+    if rows
+        .iter()
+        .zip(t.messages())
+        .any(|(r, m)| bare(r) != bare(m))
+    {
         return Ok(false);
     }
     let pending = t.pending_pin_writes().to_vec();

@@ -581,10 +581,17 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
             let pinned_last = t.messages()[last].to_wire_json();
             session.pin_at(last, true).await.unwrap();
             assert!(t.pin(other, true));
-            assert_eq!(c.flush(&mut t).await.unwrap(), 1, "the transcript's own pin");
+            assert_eq!(
+                c.flush(&mut t).await.unwrap(),
+                1,
+                "the transcript's own pin"
+            );
             assert!(t.messages()[last].is_pinned() && t.messages()[other].is_pinned());
             assert!(c.store_in_sync(&t));
-            assert_eq!(c.store_generation(), Some(session.generation().await.unwrap()));
+            assert_eq!(
+                c.store_generation(),
+                Some(session.generation().await.unwrap())
+            );
             assert_mirrored(&store, "p", &t, "after adopting the store's pin").await;
             let r = c.compress(&mut t, None).await;
             assert!(r.failure.is_none(), "{r:?}");
@@ -608,7 +615,10 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                 let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
                 t.push(Message::user(format!("late {i}")), c.counter());
                 t.push(Message::assistant_tool_calls("", vec![call]), c.counter());
-                t.push(Message::tool_result(&id, format!("{i} ").repeat(400)), c.counter());
+                t.push(
+                    Message::tool_result(&id, format!("{i} ").repeat(400)),
+                    c.counter(),
+                );
                 t.push(Message::assistant("ok"), c.counter());
             }
             let r = c.compress(&mut t, None).await;

@@ -105,7 +105,11 @@ impl Compressor {
             return Ok(0);
         };
         let mut result = write_once(p, t, self.rt.resync_pending, check_idle).await;
-        if matches!(result, Err(compaction_store::StoreError::StaleGeneration { .. })) && !self.rt.resync_pending {
+        if matches!(
+            result,
+            Err(compaction_store::StoreError::StaleGeneration { .. })
+        ) && !self.rt.resync_pending
+        {
             // Another writer moved the session on. A change to pins only (a store-side
             // `Session::pin_at`) is adopted and the write made again; anything else is left
             // to `reload`, and the transcript is known not to be the store's until then.
