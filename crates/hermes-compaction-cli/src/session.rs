@@ -193,9 +193,12 @@ fn demo_verdict(rows: &[&compaction_sim::Row]) -> String {
         if r.far_identifiers == 0 {
             "no far identifiers to keep".to_owned()
         } else {
+            let share = |n: u64| 100.0 * n as f64 / r.far_identifiers as f64;
             format!(
-                "keeps {:.1}% of the far identifiers in unchanged messages",
-                100.0 * r.far_held_content as f64 / r.far_identifiers as f64
+                "keeps {:.1}% of the far identifiers (what later answers use from more than \
+                 10 messages back) in its prompts, {:.1}% in unchanged messages",
+                share(r.far_held),
+                share(r.far_held_content)
             )
         }
     };
@@ -244,14 +247,27 @@ mod tests {
             overflows,
             ..compaction_sim::Row::default()
         };
-        let (none, batch, micro) = (
+        let (none, mut batch, micro) = (
             row("none", 10e6, 3),
             row("batch", 6e6, 0),
             row("micro", 5e6, 1),
         );
+        (
+            batch.far_identifiers,
+            batch.far_held,
+            batch.far_held_content,
+        ) = (200, 150, 20);
         let verdict = demo_verdict(&[&none, &batch, &micro]);
         assert!(
             verdict.contains("here `batch`, 6.00M issue units (60% of"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("keeps 75.0% of the far identifiers"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("in its prompts, 10.0% in unchanged"),
             "{verdict}"
         );
         let verdict = demo_verdict(&[&none, &micro]);

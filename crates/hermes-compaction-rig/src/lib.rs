@@ -7,6 +7,10 @@
 //!   before-request check, commits its pass, and returns what it keeps; `clear` archives (a
 //!   `restore` of the store brings it back). Two loads of one conversation never compact it
 //!   twice: the second one's commit is refused as stale, and it reloads the first one's rows.
+//! - [`CompactingLayer`]: the same check between the tool rounds of one prompt, as a rig
+//!   handler layer ([`Intercept`](rig_core::serve::Intercept)) around the model: each
+//!   completion request's history is compacted before the model sees it when it reaches the
+//!   threshold, never with a call waiting for its result.
 //! - [`convert`]: rig messages to the library's and back, through the library's Anthropic
 //!   dialect (signed thinking stays byte for byte what the provider signed).
 //!
