@@ -104,8 +104,11 @@ impl std::fmt::Debug for CompactingLayer {
 impl CompactingLayer {
     /// A layer compacting by `config` with the extractive summarizer and the default token
     /// estimator (replace them with [`with_summarizer`](Self::with_summarizer) and
-    /// [`with_counter`](Self::with_counter); use the memory's, so both count alike).
-    pub fn new(config: Config) -> CompactingLayer {
+    /// [`with_counter`](Self::with_counter); use the memory's, so both count alike). The
+    /// check of each round is made by a compressor of its own, so a summary prepared ahead
+    /// (`compression.prepare_at`), which needs one compressor across rounds, is turned off.
+    pub fn new(mut config: Config) -> CompactingLayer {
+        config.compression.prepare_at = 0.0;
         CompactingLayer {
             config,
             summarizer: Arc::new(ExtractiveSummarizer::default()),
@@ -165,14 +168,16 @@ impl CompactingLayer {
         if changed {
             current = convert::to_rig(t.messages())?;
             state.passes += 1;
-            let digest = digest(history);
-            state.remembered.retain(|s| s.digest != digest);
+            // The new one replaces those it extends (the same loop's earlier passes).
+            state
+                .remembered
+                .retain(|s| s.len > history.len() || digest(&history[..s.len]) != s.digest);
             if state.remembered.len() == REMEMBERED {
                 state.remembered.remove(0);
             }
             state.remembered.push(Substitution {
                 len: history.len(),
-                digest,
+                digest: digest(history),
                 sent: current.clone(),
             });
         }
