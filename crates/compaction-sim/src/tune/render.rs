@@ -216,10 +216,14 @@ impl Tuning {
             Pricing::Profile(p) => p.name.clone(),
         };
         format!(
-            "# Written by `hermes-compaction tune`: cost {} ({}; {:.3}M issue units), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
+            "# Written by `hermes-compaction tune`: cost {} ({}{}), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
             self.cost_unit.format(p.cost),
             self.cost_unit.meaning(),
-            p.unit_cost / 1e6,
+            if self.cost_unit == super::CostUnit::IssueUnits {
+                String::new()
+            } else {
+                format!("; {:.3}M issue units", p.unit_cost / 1e6)
+            },
             p.far_recall * 100.0,
             p.mean_retention * 100.0,
             p.summary_calls,
