@@ -231,3 +231,81 @@ fn the_recommendation_meets_the_recall_and_call_limits_asked_for() {
             .contains("no point on the front meets the limits")
     );
 }
+
+/// A front at 81-97% far recall is plotted over its own range (not 0-100%), the start
+/// (a ring) and a recommendation beside it both show, the legend gives each one's figures
+/// with their unit, and the TOML says what its cost counts.
+#[test]
+fn the_plot_scales_to_its_points_and_labels_its_units() {
+    use compaction_sim::pricing::Pricing;
+    use compaction_sim::tune::{CostUnit, Point, Tuning};
+    let base = Config::default();
+    let mut other = base.clone();
+    other.compression.threshold = 0.6;
+    let p = |name: &str, knobs: Knobs, cost: f64, recall: f64| Point {
+        name: name.into(),
+        knobs,
+        cost,
+        unit_cost: cost * 1e4,
+        cost_usd: cost,
+        far_recall: recall,
+        far_recall_verbatim: recall,
+        content_recall: recall,
+        effective_cost: cost,
+        reread_rounds: 0,
+        reread_tokens: 0,
+        mean_retention: 0.9,
+        min_retention: 0.8,
+        summary_calls: 3,
+        overflows: 0,
+        total: Default::default(),
+    };
+    let start = p("start", Knobs::of(&base), 10.0, 0.85);
+    let recommended = p("rec", Knobs::of(&other), 9.95, 0.852);
+    let mut points = vec![start.clone(), recommended.clone()];
+    for (i, (cost, recall)) in [(8.0, 0.81), (12.0, 0.97), (9.0, 0.83)].iter().enumerate() {
+        let mut c = base.clone();
+        c.compression.protect_last_n = 5 + i;
+        points.push(p(&format!("p{i}"), Knobs::of(&c), *cost, *recall));
+    }
+    let tuning = Tuning {
+        baseline: start,
+        front: points[2..].to_vec(),
+        points,
+        recommended,
+        meets_limits: true,
+        min_recall: 0.8,
+        evaluated: 5,
+        cost_unit: CostUnit::Dollars,
+    };
+    let svg = tuning.svg();
+    check_axes(&svg);
+    let ticks: Vec<f64> = svg
+        .split("<g class=\"ytick\">")
+        .skip(1)
+        .map(|g| {
+            let text = &g[g.find("<text").unwrap()..];
+            let label = &text[text.find('>').unwrap() + 1..text.find("</text>").unwrap()];
+            label.trim_end_matches('%').parse().unwrap()
+        })
+        .collect();
+    let (lo, hi) = (ticks[0], ticks[ticks.len() - 1]);
+    assert!(
+        lo >= 70.0 && hi <= 100.0 && lo < 81.0 && hi >= 97.0,
+        "{ticks:?}"
+    );
+    // The start is a hollow ring, the recommendation a dot: both drawn.
+    assert!(svg.contains(r#"class="baseline" cx="#) && svg.contains(r#"fill="none""#));
+    assert_eq!(svg.matches(r#"<circle class="recommended""#).count(), 1);
+    for label in [
+        "starting configuration",
+        "$10.00, 85.0%",
+        "recommended",
+        "$9.95, 85.2%",
+    ] {
+        assert!(svg.contains(label), "legend without {label:?}");
+    }
+    let toml = tuning.toml(&base, &Pricing::Table(Default::default()));
+    let header = toml.lines().next().unwrap();
+    assert!(header.contains("cost $9.95 (dollars"), "{header}");
+}

@@ -18,6 +18,9 @@ pub enum Style {
     Line,
     /// One dot per point (a scatter plot).
     Points,
+    /// One hollow ring per point, larger than a dot: a dot of another series drawn at the same
+    /// place stays visible inside it (a starting point beside a recommended one).
+    Rings,
 }
 
 /// One data series.
@@ -278,7 +281,12 @@ impl Chart {
                     );
                 }
                 Style::Line => {}
-                Style::Points => {
+                Style::Points | Style::Rings => {
+                    let shape = if series.style == Style::Rings {
+                        format!(r#"r="7" fill="none" stroke="{color}" stroke-width="2""#)
+                    } else {
+                        format!(r#"r="3.5" fill="{color}""#)
+                    };
                     for (i, &(a, b)) in series.points.iter().enumerate() {
                         let title = series
                             .titles
@@ -287,7 +295,7 @@ impl Chart {
                             .unwrap_or_default();
                         let _ = writeln!(
                             s,
-                            r#"<circle{} cx="{:.1}" cy="{:.1}" r="3.5" fill="{color}">{title}</circle>"#,
+                            r#"<circle{} cx="{:.1}" cy="{:.1}" {shape}>{title}</circle>"#,
                             class_attr(&series.class),
                             x(a),
                             y(b)
@@ -452,5 +460,29 @@ mod tests {
         assert_eq!(both.matches("<svg").count(), 1);
         assert_eq!(both.matches("<circle").count(), 6);
         assert!(both.contains("height=\"800\""));
+    }
+
+    #[test]
+    fn a_ring_is_hollow_and_larger_than_a_dot() {
+        let series = |style, class: &str| Series {
+            style,
+            class: class.into(),
+            color: "#123456".into(),
+            points: vec![(1.0, 1.0)],
+            ..Series::default()
+        };
+        let c = Chart {
+            series: vec![series(Style::Rings, "start"), series(Style::Points, "pick")],
+            ..Chart::default()
+        };
+        let svg = c.to_svg();
+        let ring = &svg[svg.find("<circle class=\"start\"").unwrap()..];
+        let ring = &ring[..ring.find("</circle>").unwrap()];
+        assert!(
+            ring.contains("r=\"7\" fill=\"none\" stroke=\"#123456\""),
+            "{ring}"
+        );
+        assert_eq!(svg.matches("<circle class=\"pick\"").count(), 1);
+        assert!(svg.contains("r=\"3.5\" fill=\"#123456\""));
     }
 }

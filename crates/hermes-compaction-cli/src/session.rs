@@ -185,16 +185,20 @@ fn demo_verdict(rows: &[&compaction_sim::Row]) -> String {
         .filter(|r| r.policy != "none" && r.overflows == 0 && r.unit_overflows == 0)
         .min_by(|a, b| a.effective_cost.total_cmp(&b.effective_cost));
     let Some(pick) = pick else {
-        return "What this says: every compacting policy overflowed this window at least once;                 raise --context-length or lower the threshold."
+        return "What this says: every compacting policy overflowed this window at least once; \
+                raise --context-length or lower the threshold."
             .into();
     };
     let recall = |r: &compaction_sim::Row| {
         if r.far_identifiers == 0 {
             "no far identifiers to keep".to_owned()
         } else {
+            let share = |n: u64| 100.0 * n as f64 / r.far_identifiers as f64;
             format!(
-                "keeps {:.1}% of the far identifiers in unchanged messages",
-                100.0 * r.far_held_content as f64 / r.far_identifiers as f64
+                "keeps {:.1}% of the far identifiers (what later answers use from more than \
+                 10 messages back) in its prompts, {:.1}% in unchanged messages",
+                share(r.far_held),
+                share(r.far_held_content)
             )
         }
     };
@@ -229,4 +233,48 @@ fn default_session_id(file: &Path) -> Result<String> {
             file.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demo_verdict;
+
+    #[test]
+    fn the_verdict_names_a_policy_that_never_overflowed_or_says_none_did() {
+        let row = |policy: &str, cost: f64, overflows: u64| compaction_sim::Row {
+            policy: policy.into(),
+            effective_cost: cost,
+            overflows,
+            ..compaction_sim::Row::default()
+        };
+        let (none, mut batch, micro) = (
+            row("none", 10e6, 3),
+            row("batch", 6e6, 0),
+            row("micro", 5e6, 1),
+        );
+        (
+            batch.far_identifiers,
+            batch.far_held,
+            batch.far_held_content,
+        ) = (200, 150, 20);
+        let verdict = demo_verdict(&[&none, &batch, &micro]);
+        assert!(
+            verdict.contains("here `batch`, 6.00M issue units (60% of"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("keeps 75.0% of the far identifiers"),
+            "{verdict}"
+        );
+        assert!(
+            verdict.contains("in its prompts, 10.0% in unchanged"),
+            "{verdict}"
+        );
+        let verdict = demo_verdict(&[&none, &micro]);
+        assert_eq!(
+            verdict,
+            "What this says: every compacting policy overflowed this window at least once; \
+             raise --context-length or lower the threshold."
+        );
+    }
 }

@@ -7,6 +7,10 @@
 //!   before-request check, commits its pass, and returns what it keeps; `clear` archives (a
 //!   `restore` of the store brings it back). Two loads of one conversation never compact it
 //!   twice: the second one's commit is refused as stale, and it reloads the first one's rows.
+//! - [`CompactingLayer`]: the same check between the tool rounds of one prompt, as a rig
+//!   handler layer ([`Intercept`](rig_core::serve::Intercept)) around the model: each
+//!   completion request's history is compacted before the model sees it when it reaches the
+//!   threshold, never with a call waiting for its result.
 //! - [`convert`]: rig messages to the library's and back, through the library's Anthropic
 //!   dialect (signed thinking stays byte for byte what the provider signed).
 //!
@@ -51,9 +55,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod convert;
+pub mod layer;
 pub mod memory;
 
 pub use convert::{from_rig, to_rig};
+pub use layer::CompactingLayer;
 pub use memory::{CompactingMemory, Loaded};
 
 /// What can go wrong in this crate. Errors name a message index and what was wrong, never

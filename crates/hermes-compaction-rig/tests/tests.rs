@@ -2,4 +2,5 @@
 
 mod convert;
 mod example;
+mod layer;
 mod memory;

@@ -161,6 +161,71 @@ pub(crate) async fn write_pins(
     Ok(written)
 }
 
+/// Adopts a change another writer made to the session's pins only (a
+/// [`Session::pin_at`](compaction_store::Session::pin_at) or `set_pinned` on the store side):
+/// when the session's active rows are the stored messages of `t` in order, equal but for
+/// their pins and row ids, `t` takes the store's row ids and pins and the generation is
+/// adopted, so the pin set on either side is one pin. A pin change `t` has not written yet
+/// wins over the store's (it stays pending). Returns whether it adopted; `false` (nothing
+/// changed) when the store changed anything else, which only a reload adopts. One read.
+#[cfg(feature = "store")]
+pub(crate) async fn adopt_pins(
+    p: &mut Persistence,
+    t: &mut Transcript,
+) -> Result<bool, compaction_store::StoreError> {
+    let (rows, generation) = p.store.load_active_with_generation(&p.session).await?;
+    let stored = t
+        .messages()
+        .iter()
+        .rposition(|m| m.row_id().is_some())
+        .map_or(0, |i| i + 1);
+    if generation == p.generation
+        || rows.len() != stored
+        || t.messages()[..stored].iter().any(|m| m.row_id().is_none())
+        || rows.iter().any(|r| r.row_id().is_none())
+    {
+        return Ok(false);
+    }
+    let bare = |m: &Message| {
+        let mut m = m.clone();
+        m.set_pinned(false);
+        m.meta_mut().row_id = None;
+        m
+    };
+    if rows
+        .iter()
+        .zip(t.messages())
+        .any(|(r, m)| bare(r) != bare(m))
+    {
+        return Ok(false);
+    }
+    let pending = t.pending_pin_writes().to_vec();
+    for (i, row) in rows.iter().enumerate() {
+        let (old, new) = (t.messages()[i].row_id(), row.row_id());
+        let (Some(old), Some(new)) = (old, new) else {
+            continue; // checked above: every one has its row id
+        };
+        if old == new {
+            continue;
+        }
+        let wanted = pending.iter().find(|&&(r, _)| r == old).map(|&(_, w)| w);
+        if wanted.is_some() {
+            // Forgets the pending change (set again below when the store disagrees).
+            t.pin_written(old, new);
+        } else {
+            t.set_row_id(i, new);
+        }
+        if t.messages()[i].is_pinned() != row.is_pinned() {
+            t.meta_mut(i).pinned = row.is_pinned();
+        }
+        if let Some(w) = wanted {
+            t.pin(i, w);
+        }
+    }
+    p.generation = generation;
+    Ok(true)
+}
+
 /// Refuses with [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration)
 /// when the session is no longer at the generation the transcript reflects (one read).
 #[cfg(feature = "store")]

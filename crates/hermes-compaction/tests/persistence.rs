@@ -526,8 +526,8 @@ fn a_stored_session_runs_one_shot() {
 /// A pin set on the transcript lasts: the next flush writes it (a generation of its own), a
 /// fresh load of the session holds it, and a pass that follows neither removes the pinned
 /// message nor fails on the generation the pin wrote. A pin set through the store's session
-/// controls is reported by the next flush (stale generation) instead of a clean `Ok(0)`, and
-/// a reload adopts it.
+/// controls is adopted by the next flush (one pin, seen from two sides); any other
+/// store-side change is reported (stale generation, `store_in_sync` false) until a reload.
 #[test]
 fn transcript_pins_persist_and_store_pins_are_noticed() {
     rt().block_on(async {
@@ -572,16 +572,66 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
             );
             assert_mirrored(&store, "p", &t, "after the pass").await;
 
-            // A pin through the store's session controls: the next flush says so.
+            // A pin through the store's session controls is the same pin: the next flush
+            // adopts it (the store's row ids and generation), alongside a pin the transcript
+            // set meanwhile, and the pass after it plans with both.
             let session = compaction_store::Session::new(&*store, "p");
             let last = t.len() - 1;
+            let other = t.messages().iter().position(Message::is_user).unwrap();
+            let pinned_last = t.messages()[last].to_wire_json();
             session.pin_at(last, true).await.unwrap();
+            assert!(t.pin(other, true));
+            assert_eq!(
+                c.flush(&mut t).await.unwrap(),
+                1,
+                "the transcript's own pin"
+            );
+            assert!(t.messages()[last].is_pinned() && t.messages()[other].is_pinned());
+            assert!(c.store_in_sync(&t));
+            assert_eq!(
+                c.store_generation(),
+                Some(session.generation().await.unwrap())
+            );
+            assert_mirrored(&store, "p", &t, "after adopting the store's pin").await;
+            let r = c.compress(&mut t, None).await;
+            assert!(r.failure.is_none(), "{r:?}");
+            assert!(t.messages().last().unwrap().is_pinned());
+            assert_mirrored(&store, "p", &t, "after the pass with both pins").await;
+
+            // Any other store-side change (another writer's pass) is not adopted: the flush
+            // says so, the transcript is known not to be the store's, and a pass names the
+            // way out.
+            let (rows, generation) = session.load_active_with_generation().await.unwrap();
+            let edit = compaction_core::Edit::single(1..2, vec![]);
+            let mut commit = compaction_store::Commit::from_edit(generation, &edit, &rows).unwrap();
+            session.archive_and_compact(&mut commit).await.unwrap();
             match c.flush(&mut t).await {
                 Err(compaction_store::StoreError::StaleGeneration { .. }) => {}
-                other => panic!("a flush after a store-side pin: {other:?}"),
+                other => panic!("a flush after a store-side undo: {other:?}"),
             }
+            assert!(!c.store_in_sync(&t), "the store holds another transcript");
+            for i in 0..12 {
+                let id = format!("late-{i}");
+                let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
+                t.push(Message::user(format!("late {i}")), c.counter());
+                t.push(Message::assistant_tool_calls("", vec![call]), c.counter());
+                t.push(
+                    Message::tool_result(&id, format!("{i} ").repeat(400)),
+                    c.counter(),
+                );
+                t.push(Message::assistant("ok"), c.counter());
+            }
+            let r = c.compress(&mut t, None).await;
+            assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
+            let cause = r.failure.as_ref().unwrap().cause.clone().unwrap();
+            assert!(cause.contains("`reload`"), "{cause}");
+            assert!(!c.store_in_sync(&t));
             c.reload(&mut t).await.unwrap();
-            assert!(t.messages()[last].is_pinned());
+            assert!(
+                t.messages()
+                    .iter()
+                    .any(|m| m.is_pinned() && m.to_wire_json() == pinned_last)
+            );
             assert_eq!(c.flush(&mut t).await.unwrap(), 0);
             assert!(c.store_in_sync(&t));
             assert_mirrored(&store, "p", &t, "after the reload").await;

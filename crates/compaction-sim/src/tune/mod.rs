@@ -280,6 +280,20 @@ impl CostUnit {
         }
     }
 
+    /// What the unit counts, in words (the tuned TOML's header says it beside the figure).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            CostUnit::Dollars => "dollars at the cache profile's prices, summaries included",
+            CostUnit::IssueUnits => {
+                "issue units of docs/ECONOMICS.md: the price table's cost of every request and \
+                 summary"
+            }
+            CostUnit::TokenEquivalents => {
+                "prompt input-token equivalents plus summary tokens (the profile has no prices)"
+            }
+        }
+    }
+
     /// The plot's axis: the label and the divisor of the values.
     fn axis(self) -> (&'static str, f64) {
         match self {

@@ -106,37 +106,65 @@ impl Tuning {
             (lo.min(c), hi.max(c))
         });
         let pad = ((hi - lo) * 0.05).max(1e-6);
-        let chart = Chart {
-            title: "policy search: cost against far recall".into(),
-            x_label: x_label.into(),
-            x_range: lo.is_finite().then_some((lo - pad, hi + pad)),
-            y_label: "far recall, pooled, with summaries (%)".into(),
-            y_unit: "%".into(),
-            size: (900.0, 500.0),
-            y_range: Some((0.0, 100.0)),
-            series: vec![
-                series("other points", "point", "#bbbbbb", Style::Points, others),
+        // Far recall scaled to the points (a front at 81-97% spread over the plot, not
+        // squeezed into the top fifth of 0-100%), with a margin, within 0-100%.
+        let recalls = self
+            .points
+            .iter()
+            .chain([&self.baseline, &self.recommended])
+            .map(|p| p.far_recall * 100.0);
+        let (r_lo, r_hi) = recalls.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), r| {
+            (lo.min(r), hi.max(r))
+        });
+        let r_pad = ((r_hi - r_lo) * 0.1).max(1.0);
+        let y_range = r_lo
+            .is_finite()
+            .then(|| ((r_lo - r_pad).max(0.0), (r_hi + r_pad).min(100.0)));
+        // The start as a ring and the recommendation as a dot drawn after it, so both show
+        // where they coincide or nearly; the legend gives each one's figures with units.
+        let figures = |p: &Point| {
+            format!(
+                "  {}, {:.1}%",
+                self.cost_unit.format(p.cost),
+                p.far_recall * 100.0
+            )
+        };
+        // A legend line of its own (no points): the figures under a marker's name.
+        let note = |text: String| Series {
+            label: text,
+            color: "#555555".into(),
+            style: Style::Points,
+            ..Series::default()
+        };
+        let same = self.recommended.knobs == self.baseline.knobs;
+        let marked = if same {
+            vec![
                 series(
-                    "Pareto front",
-                    "front",
-                    "#1f77b4",
-                    Style::Line,
-                    self.front.iter().collect(),
+                    "",
+                    "baseline",
+                    "#7f7f7f",
+                    Style::Rings,
+                    vec![&self.baseline],
                 ),
                 series(
-                    "front points",
-                    "front-point",
-                    "#1f77b4",
+                    "recommended = start",
+                    "recommended",
+                    "#d62728",
                     Style::Points,
-                    self.front.iter().collect(),
+                    vec![&self.recommended],
                 ),
+                note(figures(&self.recommended)),
+            ]
+        } else {
+            vec![
                 series(
                     "starting configuration",
                     "baseline",
                     "#7f7f7f",
-                    Style::Points,
+                    Style::Rings,
                     vec![&self.baseline],
                 ),
+                note(figures(&self.baseline)),
                 series(
                     "recommended",
                     "recommended",
@@ -144,7 +172,36 @@ impl Tuning {
                     Style::Points,
                     vec![&self.recommended],
                 ),
-            ],
+                note(figures(&self.recommended)),
+            ]
+        };
+        let mut all = vec![
+            series("other points", "point", "#bbbbbb", Style::Points, others),
+            series(
+                "Pareto front",
+                "front",
+                "#1f77b4",
+                Style::Line,
+                self.front.iter().collect(),
+            ),
+            series(
+                "front points",
+                "front-point",
+                "#1f77b4",
+                Style::Points,
+                self.front.iter().collect(),
+            ),
+        ];
+        all.extend(marked);
+        let chart = Chart {
+            title: "policy search: cost against far recall".into(),
+            x_label: x_label.into(),
+            x_range: lo.is_finite().then_some((lo - pad, hi + pad)),
+            y_label: "far recall, pooled, with summaries (%)".into(),
+            y_unit: "%".into(),
+            size: (900.0, 500.0),
+            y_range,
+            series: all,
             ..Chart::default()
         };
         chart.to_svg()
@@ -159,9 +216,14 @@ impl Tuning {
             Pricing::Profile(p) => p.name.clone(),
         };
         format!(
-            "# Written by `hermes-compaction tune`: cost {:.0} ({:.3}M issue units), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
-            p.cost,
-            p.unit_cost / 1e6,
+            "# Written by `hermes-compaction tune`: cost {} ({}{}), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
+            self.cost_unit.format(p.cost),
+            self.cost_unit.meaning(),
+            if self.cost_unit == super::CostUnit::IssueUnits {
+                String::new()
+            } else {
+                format!("; {:.3}M issue units", p.unit_cost / 1e6)
+            },
             p.far_recall * 100.0,
             p.mean_retention * 100.0,
             p.summary_calls,

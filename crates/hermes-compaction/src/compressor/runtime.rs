@@ -26,6 +26,11 @@ pub(crate) struct Runtime {
     /// match the transcript until the next store write resynchronises them.
     #[cfg(feature = "store")]
     pub(super) resync_pending: bool,
+    /// A store write met a session another writer changed in a way the transcript could not
+    /// adopt (anything but pins): the store holds another transcript until
+    /// [`Compressor::reload`](super::Compressor::reload).
+    #[cfg(feature = "store")]
+    pub(super) store_moved: bool,
     /// Messages the store never saw that an overflow pass applied without its commit removed
     /// from the transcript: [`Compressor::reload`](super::Compressor::reload) writes them, so they are not lost. Cleared
     /// by a successful resync (which stores the pass's summary of them instead).

@@ -35,13 +35,18 @@ impl Compressor {
     /// writes nothing. Carrying on would never store anything again: call
     /// [`reload`](Self::reload), which adopts the store's transcript and writes what the agent
     /// appended, then continue. A flush with nothing to write reads the session's generation
-    /// once, so a store-side change (a pin or undo through
-    /// [`Session`](compaction_store::Session), another process's pass) is reported at the next
-    /// flush rather than at the next pass.
+    /// once, so a store-side change (an undo through [`Session`](compaction_store::Session),
+    /// another process's pass) is reported at the next flush rather than at the next pass;
+    /// until a reload, [`store_in_sync`](Self::store_in_sync) is `false`.
     ///
-    /// Pins set with [`Transcript::pin`] persist: the flush writes each pin change on a
-    /// stored message as a generation of its own (see
-    /// [`Transcript::pending_pin_writes`]), and counts it among the rows written.
+    /// A pin is one pin, whichever side sets it. Pins set with [`Transcript::pin`] persist:
+    /// the flush writes each pin change on a stored message as a generation of its own (see
+    /// [`Transcript::pending_pin_writes`]), and counts it among the rows written. A change
+    /// the store's side made to pins alone
+    /// ([`Session::pin_at`](compaction_store::Session::pin_at)) is adopted instead of
+    /// refused: the flush finds the session's rows are the transcript's but for their pins,
+    /// takes the store's pins, row ids and generation into `t` (a pin `t` set and has not
+    /// written yet stays `t`'s), and goes on; one extra read.
     ///
     /// Do not append copies of the transcript's messages to the store yourself: the copies
     /// get the row ids, the transcript does not, and the next commit writes them again.
@@ -99,24 +104,29 @@ impl Compressor {
         let Some(p) = &mut self.persistence else {
             return Ok(0);
         };
-        let mut result = if self.rt.resync_pending {
-            crate::persist::resync(p, t).await
-        } else {
-            crate::persist::append_unstamped(p, t).await
-        };
-        if let Ok(written) = &mut result {
-            match crate::persist::write_pins(p, t).await {
-                Ok(0) if *written == 0 && check_idle => {
-                    // Nothing to write: still say when the store has moved on (a store-side
-                    // pin, undo or another writer's pass), rather than report a clean flush
-                    // the next commit would contradict.
-                    if let Err(e) = crate::persist::check_generation(p).await {
-                        result = Err(e);
-                    }
-                }
-                Ok(pins) => *written += pins,
-                Err(e) => result = Err(e),
+        let mut result = write_once(p, t, self.rt.resync_pending, check_idle).await;
+        if matches!(
+            result,
+            Err(compaction_store::StoreError::StaleGeneration { .. })
+        ) && !self.rt.resync_pending
+        {
+            // Another writer moved the session on. A change to pins only (a store-side
+            // `Session::pin_at`) is adopted and the write made again; anything else is left
+            // to `reload`, and the transcript is known not to be the store's until then.
+            match crate::persist::adopt_pins(p, t).await {
+                Ok(true) => result = write_once(p, t, false, check_idle).await,
+                Ok(false) => {}
+                Err(e) => tracing::warn!(
+                    session = %self.session_id,
+                    "the store's rows could not be read to adopt its pins: {e}"
+                ),
             }
+        }
+        match &result {
+            Err(compaction_store::StoreError::StaleGeneration { .. }) => self.rt.store_moved = true,
+            // A write, or the idle read, found the session at the transcript's generation.
+            Ok(n) if *n > 0 || check_idle => self.rt.store_moved = false,
+            _ => {}
         }
         match &result {
             Ok(_) => {
@@ -188,7 +198,7 @@ impl Compressor {
     /// t.push(Message::user("three"), c.counter());
     /// match c.flush(&mut t).await {
     ///     // Refused, nothing written: reload (it writes "three" too), then go on.
-    ///     Err(StoreError::StaleGeneration { .. }) => assert_eq!(c.reload(&mut t).await.unwrap(), 1),
+    ///     Err(compaction_store::StoreError::StaleGeneration { .. }) => assert_eq!(c.reload(&mut t).await.unwrap(), 1),
     ///     other => panic!("{other:?}"),
     /// }
     /// assert_eq!(t.len(), 2); // "two" and "three"
@@ -227,6 +237,7 @@ impl Compressor {
         let pins = t.pending_pin_writes().to_vec();
         self.rt.unpersisted_removed.clear();
         self.rt.resync_pending = false;
+        self.rt.store_moved = false;
         self.rt.micro.state.reset();
         self.rt.proactive_rearm_at = None;
         self.rt.awaiting_effect = false;
@@ -324,9 +335,12 @@ impl Compressor {
 
     /// Whether the store holds `t` as it is, as far as this compressor knows without asking
     /// it: every message of `t` written (stamped with a row id), no pin change waiting for
-    /// the next flush, and no overflow pass applied without its commit (after one, `false`
-    /// until a store write resynchronised them). Always `true` without a store. A change made
-    /// by another writer since is not seen here: [`flush`](Self::flush) reports it.
+    /// the next flush, no overflow pass applied without its commit (after one, `false` until
+    /// a store write resynchronised them), and no store write refused because the session
+    /// changed on the store's side in a way `t` could not adopt (after one, `false` until
+    /// [`reload`](Self::reload)). Always `true` without a store. A change made by another
+    /// writer since the last store write is not seen here until the next
+    /// [`flush`](Self::flush), which reads the generation.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -364,6 +378,7 @@ impl Compressor {
         #[cfg(feature = "store")]
         return self.persistence.is_none()
             || (!self.rt.resync_pending
+                && !self.rt.store_moved
                 && t.pending_pin_writes().is_empty()
                 && t.messages().iter().all(|m| m.row_id().is_some()));
         #[cfg(not(feature = "store"))]
@@ -420,7 +435,7 @@ impl Compressor {
         // an id.
         self.write_unpersisted(t, false)
             .await
-            .map_err(PersistError::store)?;
+            .map_err(|e| stale_hint(PersistError::store(e)))?;
         let Some(p) = &mut self.persistence else {
             return Ok(());
         };
@@ -457,8 +472,13 @@ impl Compressor {
                 }
             }
         };
-        let mut failure = PersistError::store(e);
+        let mut failure = stale_hint(PersistError::store(e));
         failure.held = Some(held);
+        if failure.failure == crate::FailureKind::StaleGeneration {
+            // The transcript is not the store's any more. (Nothing is adopted here: an
+            // overflow pass still applies its edit to `t` as planned.)
+            self.rt.store_moved = true;
+        }
         Err(failure)
     }
 
@@ -470,6 +490,41 @@ impl Compressor {
     ) -> Result<(), PersistError> {
         Ok(())
     }
+}
+
+/// A store failure of a pass, its cause saying how to catch up when it is a stale generation.
+#[cfg(feature = "store")]
+fn stale_hint(mut failure: PersistError) -> PersistError {
+    if failure.failure == crate::FailureKind::StaleGeneration {
+        failure.cause.push_str(
+            "; the session changed on the store's side since the transcript was loaded: \
+             `flush` adopts a change of pins alone, `reload` adopts any other",
+        );
+    }
+    failure
+}
+
+/// One write of [`Compressor::flush`]: the resync (when `resync`) or the append of the
+/// unstamped suffix, then the pending pin changes; with `check_idle`, a write with nothing to
+/// do reads the generation, so a store-side change is reported rather than a clean flush the
+/// next commit would contradict.
+#[cfg(feature = "store")]
+async fn write_once(
+    p: &mut crate::persist::Persistence,
+    t: &mut Transcript,
+    resync: bool,
+    check_idle: bool,
+) -> Result<usize, compaction_store::StoreError> {
+    let written = if resync {
+        crate::persist::resync(p, t).await?
+    } else {
+        crate::persist::append_unstamped(p, t).await?
+    };
+    let pins = crate::persist::write_pins(p, t).await?;
+    if written + pins == 0 && check_idle {
+        crate::persist::check_generation(p).await?;
+    }
+    Ok(written + pins)
 }
 
 /// What the store's history records for a pass: its kind, read from the markers it writes (a
