@@ -140,6 +140,7 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
             ledger_kept: req.ledger_kept,
             // Shared, not copied: the agent's last request as it sent it.
             warm: req.warm.clone(),
+            deadline: req.deadline,
         };
         let material = redact(&req.material);
         let chain = self.params.model_chain();
@@ -254,6 +255,7 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
                         model: completion.model,
                         usage,
                         extractive: false,
+                        fallback: None,
                     });
                 }
                 Err(e) if !regenerated => {

@@ -26,13 +26,17 @@ pub fn compressor_builder(engine: &EngineArgs, mode: OneShot) -> Result<Compress
 /// `model.context_length`, and the allowed range; an unknown profile names the profile).
 /// Deprecation warnings go to stderr.
 pub fn load_config(engine: &EngineArgs) -> Result<Config, Error> {
-    let (config, warnings) = ConfigLoader {
-        file: engine.config.as_deref(),
-        context_length: engine.context_length,
-        profile: engine.profile.as_deref(),
+    let mut loader = ConfigLoader::new().env();
+    if let Some(file) = engine.config.as_deref() {
+        loader = loader.file(file);
     }
-    .load()
-    .map_err(|e| Error::Config(e.to_string()))?;
+    if let Some(n) = engine.context_length {
+        loader = loader.context_length(n);
+    }
+    if let Some(name) = engine.profile.as_deref() {
+        loader = loader.profile(name);
+    }
+    let (config, warnings) = loader.load().map_err(|e| Error::Config(e.to_string()))?;
     for w in warnings {
         #[allow(clippy::print_stderr)]
         {

@@ -48,7 +48,7 @@ pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
 ///
 /// // ...or (feature `config`) load it: defaults, then a TOML file, then `HERMES_COMPACTION__*`.
 /// # #[cfg(feature = "config")] {
-/// let config = Config::from_toml_str("[model]\ncontext_length = 32000\n").unwrap();
+/// let config = hermes_compaction::ConfigLoader::new().toml("[model]\ncontext_length = 32000\n").load().unwrap().0;
 /// assert_eq!(config.model.context_length, 32_000);
 /// # }
 /// ```
@@ -240,17 +240,17 @@ impl Default for CompressionConfig {
 /// assert_eq!(ReclaimGate::Auto.to_string(), "auto");
 /// assert_eq!("2000".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(2_000)));
 /// # #[cfg(feature = "config")] {
-/// use hermes_compaction::Config;
+/// use hermes_compaction::ConfigLoader;
 ///
-/// let off = Config::from_toml_str("[compression]\nmicro_compact = true\n").unwrap();
+/// let off = ConfigLoader::new().toml("[compression]\nmicro_compact = true\n").load().unwrap().0;
 /// assert_eq!(off.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Off);
-/// let auto = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
-///     .unwrap();
+/// let auto = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n").load()
+///     .unwrap().0;
 /// assert_eq!(auto.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Auto);
-/// let fixed = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = 4000\n")
-///     .unwrap();
+/// let fixed = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = 4000\n").load()
+///     .unwrap().0;
 /// assert_eq!(fixed.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Tokens(4_000));
-/// let err = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"on\"\n")
+/// let err = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = \"on\"\n").load()
 ///     .unwrap_err();
 /// assert!(err.to_string().contains("micro_compact_min_reclaim_tokens"), "{err}");
 /// # }
@@ -411,12 +411,11 @@ pub struct SummarizerConfig {
 /// run whatever it says.
 ///
 /// ```
-/// use hermes_compaction::Config;
-/// use hermes_compaction::config::Timing;
+/// use hermes_compaction::config::{ConfigLoader, Timing};
 ///
-/// let c = Config::from_toml_str("[compression]\ntiming = \"between_turns\"\n").unwrap();
+/// let c = ConfigLoader::new().toml("[compression]\ntiming = \"between_turns\"\n").load().unwrap().0;
 /// assert_eq!(c.compression.timing, Timing::BetweenTurns);
-/// assert!(Config::from_toml_str("[compression]\ntiming = \"sometimes\"\n").is_err());
+/// assert!(ConfigLoader::new().toml("[compression]\ntiming = \"sometimes\"\n").load().is_err());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -487,12 +486,16 @@ impl Default for SummarizerConfig {
     }
 }
 
-/// Where a configuration comes from, resolved in one place and validated once: the
-/// defaults, then [`file`](Self::file) (TOML), then the `HERMES_COMPACTION__*` environment
-/// variables, then [`context_length`](Self::context_length) (a command line's or a
-/// framework's model window), then the named [`profile`](Self::profile) over `[compression]`;
-/// [`Config::validate`] runs on the result, after every layer, so a value is judged by the one
-/// rule whatever layer set it.
+/// The one way to load a configuration: layers resolved in one place and validated once.
+/// Whatever order the methods are called in, the layers apply in this order: the defaults,
+/// then a TOML [`file`](Self::file) or [`toml`](Self::toml) text, then the
+/// `HERMES_COMPACTION__*` environment variables when [`env`](Self::env) is asked for, then
+/// [`context_length`](Self::context_length) (a command line's or a framework's model window),
+/// then the named [`profile`](Self::profile) over `[compression]`. [`Config::validate`] runs
+/// on the result, after every layer, so a value is judged by the one rule whatever layer set
+/// it; then `compression.redaction_rules` is installed. [`load`](Self::load) returns the
+/// deprecation warnings (a deprecated key, [`DEPRECATED_KEYS`], is read as its new name)
+/// beside the configuration, for the caller to show.
 ///
 /// ```
 /// # #[cfg(feature = "config")] {
@@ -502,44 +505,101 @@ impl Default for SummarizerConfig {
 /// std::fs::create_dir_all(&dir).unwrap();
 /// let file = dir.join("hermes.toml");
 /// std::fs::write(&file, "[compression]\nthreshold = 0.6\n[profiles.sub]\nthreshold = 0.8\n").unwrap();
-/// let (config, warnings) = ConfigLoader {
-///     file: Some(&file),
-///     context_length: Some(32_000),
-///     profile: Some("sub"),
-/// }
-/// .load()
-/// .unwrap();
+/// let (config, warnings) = ConfigLoader::new()
+///     .file(&file)
+///     .env()
+///     .context_length(32_000)
+///     .profile("sub")
+///     .load()
+///     .unwrap();
 /// assert_eq!(config.model.context_length, 32_000);
 /// assert_eq!(config.compression.threshold, 0.8);
 /// assert!(warnings.is_empty());
 /// // Every layer is checked by the same rule: a window the file would accept is refused
 /// // when the override makes it too small, naming the key.
-/// let err = ConfigLoader { context_length: Some(10), ..ConfigLoader::default() }.load().unwrap_err();
+/// let err = ConfigLoader::new().context_length(10).load().unwrap_err();
 /// assert!(err.to_string().contains("model.context_length"));
+/// // TOML text (tests, embedding); a deprecated key is read as its new name, with a warning.
+/// let (config, warnings) = ConfigLoader::new().toml("[compression]\ntarget_ratio = 0.1\n").load().unwrap();
+/// assert_eq!(config.compression.tail_ratio, 0.1);
+/// assert_eq!(
+///     warnings,
+///     ["configuration: `compression.target_ratio` is deprecated: write `compression.tail_ratio`"]
+/// );
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// # }
 /// ```
 #[cfg(feature = "config")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ConfigLoader<'a> {
-    /// A TOML file to read after the defaults (`None`: none).
-    pub file: Option<&'a Path>,
-    /// The main model's context length, over the file and the environment.
-    pub context_length: Option<u64>,
-    /// A `[profiles.NAME]` table to apply over `[compression]` ([`Config::with_profile`]).
-    pub profile: Option<&'a str>,
+    source: Source<'a>,
+    env: bool,
+    context_length: Option<u64>,
+    profile: Option<&'a str>,
+}
+
+/// The TOML layer of a [`ConfigLoader`].
+#[cfg(feature = "config")]
+#[derive(Clone, Copy, Debug, Default)]
+enum Source<'a> {
+    #[default]
+    None,
+    File(&'a Path),
+    Text(&'a str),
 }
 
 #[cfg(feature = "config")]
-impl ConfigLoader<'_> {
+impl<'a> ConfigLoader<'a> {
+    /// The defaults alone; add layers with the other methods.
+    pub fn new() -> ConfigLoader<'a> {
+        ConfigLoader::default()
+    }
+
+    /// Reads the TOML file at `path` over the defaults (it must exist). Replaces an earlier
+    /// [`toml`](Self::toml) text.
+    pub fn file(mut self, path: &'a Path) -> ConfigLoader<'a> {
+        self.source = Source::File(path);
+        self
+    }
+
+    /// Reads TOML `text` over the defaults (tests, embedding). Replaces an earlier
+    /// [`file`](Self::file).
+    pub fn toml(mut self, text: &'a str) -> ConfigLoader<'a> {
+        self.source = Source::Text(text);
+        self
+    }
+
+    /// Reads the `HERMES_COMPACTION__*` environment variables over the file (a double
+    /// underscore separates the key's parts: `HERMES_COMPACTION__COMPRESSION__THRESHOLD`).
+    pub fn env(mut self) -> ConfigLoader<'a> {
+        self.env = true;
+        self
+    }
+
+    /// Sets the main model's context length over the file and the environment.
+    pub fn context_length(mut self, tokens: u64) -> ConfigLoader<'a> {
+        self.context_length = Some(tokens);
+        self
+    }
+
+    /// Applies the `[profiles.NAME]` table over `[compression]` ([`Config::with_profile`]).
+    pub fn profile(mut self, name: &'a str) -> ConfigLoader<'a> {
+        self.profile = Some(name);
+        self
+    }
+
     /// Resolves every layer and validates the result once; returns the deprecation warnings
-    /// (one line each, naming the old and the new key) beside it.
+    /// (one line each, naming the old and the new key) and the redaction ruleset's beside it.
     pub fn load(self) -> Result<(Config, Vec<String>), ConfigError> {
         let mut fig = Figment::new();
-        if let Some(path) = self.file {
-            fig = fig.merge(Toml::file_exact(path));
+        match self.source {
+            Source::None => {}
+            Source::File(path) => fig = fig.merge(Toml::file_exact(path)),
+            Source::Text(text) => fig = fig.merge(Toml::string(text)),
         }
-        fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
+        if self.env {
+            fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
+        }
         let (mut config, warnings) = Config::from_figment(fig)?;
         if let Some(n) = self.context_length {
             config.model.context_length = n;
@@ -591,54 +651,6 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// Defaults, then `file` (if given), then the environment. A deprecated key
-    /// ([`DEPRECATED_KEYS`]) is read as its new name and logged as a `tracing` warning
-    /// ([`load_with_warnings`](Self::load_with_warnings) returns the warnings instead).
-    #[cfg(feature = "config")]
-    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
-        Config::load_with_warnings(file).map(log_warnings)
-    }
-
-    /// [`load`](Self::load), returning the deprecation warnings (one line each, naming the old
-    /// and the new key) instead of logging them.
-    #[cfg(feature = "config")]
-    pub fn load_with_warnings(file: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
-        ConfigLoader {
-            file,
-            ..ConfigLoader::default()
-        }
-        .load()
-    }
-
-    /// Defaults, then a TOML string (for tests and embedding), then nothing else. Deprecated
-    /// keys are handled as in [`load`](Self::load).
-    #[cfg(feature = "config")]
-    pub fn from_toml_str(toml: &str) -> Result<Config, ConfigError> {
-        Config::from_toml_str_with_warnings(toml).map(log_warnings)
-    }
-
-    /// [`from_toml_str`](Self::from_toml_str), returning the deprecation warnings.
-    ///
-    /// ```
-    /// # #[cfg(feature = "config")] {
-    /// use hermes_compaction::Config;
-    ///
-    /// let (config, warnings) =
-    ///     Config::from_toml_str_with_warnings("[compression]\ntarget_ratio = 0.1\n").unwrap();
-    /// assert_eq!(config.compression.tail_ratio, 0.1);
-    /// assert_eq!(
-    ///     warnings,
-    ///     ["configuration: `compression.target_ratio` is deprecated: write `compression.tail_ratio`"]
-    /// );
-    /// # }
-    /// ```
-    #[cfg(feature = "config")]
-    pub fn from_toml_str_with_warnings(toml: &str) -> Result<(Config, Vec<String>), ConfigError> {
-        let (config, warnings) = Config::from_figment(Figment::from(Toml::string(toml)))?;
-        config.validate()?;
-        Ok((config, warnings))
-    }
-
     /// The defaults, then `user` (what the file and the environment set), not yet validated.
     /// A deprecated key the user set is read through its serde alias, so its new name is left
     /// out of the defaults (else serde would see the field twice); both names set by the user
@@ -680,12 +692,12 @@ impl Config {
     ///
     /// ```
     /// # #[cfg(feature = "config")] {
-    /// use hermes_compaction::Config;
+    /// use hermes_compaction::ConfigLoader;
     ///
-    /// let config = Config::from_toml_str(
+    /// let config = ConfigLoader::new().toml(
     ///     "[compression]\nthreshold = 0.5\n[profiles.subagent]\nthreshold = 0.8\nprotect_last_n = 2\n",
-    /// )
-    /// .unwrap();
+    /// ).load()
+    /// .unwrap().0;
     /// let sub = config.with_profile("subagent").unwrap();
     /// assert_eq!(sub.compression.threshold, 0.8);
     /// assert_eq!(sub.compression.protect_last_n, 2);
@@ -876,14 +888,6 @@ impl Config {
 #[cfg(feature = "config")]
 fn deprecation(table: &str, old: &str, new: &str) -> String {
     format!("configuration: `{table}.{old}` is deprecated: write `{table}.{new}`")
-}
-
-#[cfg(feature = "config")]
-fn log_warnings((config, warnings): (Config, Vec<String>)) -> Config {
-    for w in warnings {
-        tracing::warn!(target: "hermes_compaction::config", "{w}");
-    }
-    config
 }
 
 /// Merges `overrides` into the object `base`, table by table.

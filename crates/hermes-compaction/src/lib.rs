@@ -14,7 +14,7 @@
 //! | `postgres` | PostgreSQL as well | no |
 //! | `tls` | TLS for PostgreSQL connections (rustls, aws-lc; SQLite needs none) | no |
 //! | `telemetry` | content-free pass events through `tracing` | yes |
-//! | `config` | `Config::load` / `Config::from_toml_str` (figment, TOML, environment) | yes |
+//! | `config` | `ConfigLoader` (figment: TOML, environment) | yes |
 //! | `tiktoken` | exact token counts (o200k, cl100k) | no |
 //!
 //! The `Compressor` (feature `llm`) is what an agent framework calls.
@@ -61,7 +61,6 @@ pub mod config;
 #[cfg(feature = "config")]
 mod config_env;
 #[cfg(feature = "llm")]
-mod deadline;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]
@@ -90,6 +89,8 @@ pub use compaction_core::cache::CacheProfile;
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
 pub use compressor::{Compressor, CompressorBuilder, RequestTicket, ThrashState};
+#[cfg(feature = "config")]
+pub use config::ConfigLoader;
 pub use config::{Config, ConfigError, ReclaimGate};
 #[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
