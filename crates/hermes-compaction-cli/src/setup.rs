@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use hermes_compaction::config::ConfigLoader;
 use hermes_compaction::llm::Summarizer;
-use hermes_compaction::{Compressor, CompressorBuilder, Config, OneShot, summarizer_from_config};
+use hermes_compaction::{
+    Compressor, CompressorBuilder, Config, OneShot, Provider, summarizer_from_config,
+};
 
 use crate::Error;
-use crate::cli::{EngineArgs, SummarizerKind};
+use crate::cli::EngineArgs;
 
 /// The compressor builder the engine options give a one-shot `mode`: [`load_config`] and
 /// the summarizer ([`build_summarizer`]).
@@ -51,15 +53,11 @@ pub fn load_config(engine: &EngineArgs) -> Result<Config, Error> {
 /// is a configuration error (exit 2) naming the variable, never its value.
 pub fn build_summarizer(
     config: &Config,
-    kind: Option<SummarizerKind>,
+    kind: Option<Provider>,
 ) -> Result<Arc<dyn Summarizer>, Error> {
     let mut config = config.clone();
     if let Some(kind) = kind {
-        config.auxiliary.compression.provider = match kind {
-            SummarizerKind::Extractive => "extractive",
-            SummarizerKind::Openai => "openai",
-        }
-        .into();
+        config.auxiliary.compression.provider = kind.name().into();
     }
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
 }
@@ -68,7 +66,7 @@ pub fn build_summarizer(
 /// simulator's configuration error).
 pub fn summarizer_factory(
     config: &Config,
-    kind: Option<SummarizerKind>,
+    kind: Option<Provider>,
 ) -> impl Fn() -> compaction_sim::Result<Arc<dyn Summarizer>> + Sync + '_ {
     move || build_summarizer(config, kind).map_err(|e| compaction_sim::Error::Config(e.to_string()))
 }

@@ -76,8 +76,6 @@ pub mod recall;
 #[cfg(feature = "llm")]
 mod report;
 #[cfg(feature = "llm")]
-pub mod setup;
-#[cfg(feature = "llm")]
 mod thrash;
 #[cfg(feature = "store")]
 pub mod trim;
@@ -91,7 +89,9 @@ pub use compressor::Persistence;
 pub use compressor::{Compressor, CompressorBuilder, RequestTicket, ThrashState};
 #[cfg(feature = "config")]
 pub use config::ConfigLoader;
-pub use config::{Config, ConfigError, ReclaimGate};
+#[cfg(feature = "llm")]
+pub use config::{BuildSummarizer, summarizer_from_config};
+pub use config::{Config, ConfigError, Provider, ReclaimGate};
 #[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
@@ -102,7 +102,5 @@ pub use report::{BatchReport, MicroReport, Outcome, Resume, Trigger};
 pub use report::{DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse};
 #[cfg(feature = "llm")]
 pub use report::{FailureKind, PassFailure, StoreGeneration};
-#[cfg(feature = "llm")]
-pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]
 pub use trim::{TrimStatus, trim_for_insert};

@@ -1,3 +1,5 @@
+use std::path::Path;
+
 use super::validate::MIN_CONTEXT_LENGTH_ALLOWED;
 use super::*;
 

@@ -100,12 +100,8 @@ impl Config {
             );
         }
         let p = self.auxiliary.compression.provider.as_str();
-        if !matches!(p, "extractive" | "openai") {
-            return invalid(
-                "auxiliary.compression.provider",
-                format!("{p:?}"),
-                "\"extractive\" or \"openai\"",
-            );
+        if super::provider::Provider::from_name(p).is_none() {
+            return Err(super::provider::unknown(p));
         }
         if self.auxiliary.compression.timeout == 0 {
             return invalid("auxiliary.compression.timeout", 0, "1 second or more");
