@@ -57,14 +57,14 @@ pub mod prompts;
 pub mod scripted;
 pub mod summarizer;
 
-pub use chat::{RetryConfig, shrink_middle};
+pub use chat::{ChatOptions, RetryConfig, shrink_middle};
 pub use deadline::{Deadline, DeadlineLayer};
 pub use error::{Error, ErrorClass, Result};
 pub use extractive::ExtractiveSummarizer;
 pub use fallback::{FallbackCause, FallbackLayer, FallbackSummarizer};
 pub use guards::{OutputGuard, OutputGuardLayer, PanicGuard, PanicGuardLayer};
 #[cfg(feature = "async-openai")]
-pub use interop::{AsyncOpenAiOptions, AsyncOpenAiSummarizer};
+pub use interop::AsyncOpenAiSummarizer;
 #[cfg(feature = "openai")]
 pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer};
 #[cfg(feature = "testing")]

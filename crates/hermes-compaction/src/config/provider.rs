@@ -223,18 +223,22 @@ fn openai(config: &Config) -> Result<Arc<dyn Summarizer>, ConfigError> {
         }
     };
     let mut oc = OpenAiConfig::new(base.to_owned(), model, key);
-    oc.summary_model = summary_model;
-    oc.timeout = Duration::from_secs(aux.timeout.max(1));
-    oc.temperature = Some(f64::from(aux.temperature));
+    let chat = &mut oc.chat;
+    chat.summary_model = summary_model;
+    chat.timeout = Duration::from_secs(aux.timeout.max(1));
+    chat.temperature = Some(f64::from(aux.temperature));
     // A call (its retries included) lasts about what the timeout and retries say, no more: a
     // `Retry-After` is honoured up to the request timeout, and no retry starts past the budget.
     let defaults = RetryConfig::default();
-    oc.retry = RetryConfig {
+    chat.retry = Some(RetryConfig {
         max_retries: aux.max_retries,
-        max_retry_after: defaults.max_retry_after.min(oc.timeout),
-        max_total: Some(oc.timeout.saturating_mul(aux.max_retries.saturating_add(1))),
+        max_retry_after: defaults.max_retry_after.min(chat.timeout),
+        max_total: Some(
+            chat.timeout
+                .saturating_mul(aux.max_retries.saturating_add(1)),
+        ),
         ..defaults
-    };
+    });
     let s = OpenAiSummarizer::new(oc).map_err(|e| ConfigError::Invalid {
         key: "auxiliary.compression",
         value: format!("provider \"openai\" ({})", e.class().as_str()),
