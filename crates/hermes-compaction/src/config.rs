@@ -8,11 +8,13 @@ use compaction_core::defaults;
 use compaction_core::regions::{RegionConfig, WindowConfig};
 use compaction_core::trim::TrimConfig;
 
+mod keys;
 #[cfg(feature = "config")]
 mod load;
 mod provider;
 mod validate;
 
+pub use keys::{ConfigKey, KeyKind, KeyRange};
 #[cfg(feature = "config")]
 pub use load::ConfigLoader;
 pub use provider::Provider;

@@ -116,7 +116,10 @@ impl<'a> ConfigLoader<'a> {
             Source::Text(text) => fig = fig.merge(Toml::string(text)),
         }
         if self.env {
-            fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
+            fig = fig.merge(
+                crate::config_env::EnvOverrides::prefixed(ENV_PREFIX)
+                    .with_text_keys(super::keys::text_keys()),
+            );
         }
         let (mut config, warnings) = Config::from_figment(fig)?;
         if let Some(n) = self.context_length {

@@ -438,3 +438,38 @@ fn the_context_length_minimum_is_stated_once() {
         .to_string();
     assert!(err.contains("model.context_length"), "{err}");
 }
+
+/// The environment types a value by the key table: a text key takes the value as written, so
+/// a model named like a number is a name (it was read as a number and refused).
+#[test]
+#[allow(clippy::result_large_err)]
+fn environment_values_are_typed_by_the_key_table() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("HERMES_COMPACTION__MODEL__NAME", "4");
+        jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "0.7");
+        jail.set_env(
+            "HERMES_COMPACTION__AUXILIARY__COMPRESSION__API_KEY_ENV",
+            "\"KEY\"",
+        );
+        let (cfg, _) = ConfigLoader::new().env().load().expect("loads");
+        assert_eq!(cfg.model.name, "4");
+        assert_eq!(cfg.compression.threshold, 0.7);
+        assert_eq!(cfg.auxiliary.compression.api_key_env, "KEY");
+        Ok(())
+    });
+    // Every key has its variable, and the ranges are the validator's.
+    let keys = Config::keys();
+    assert!(keys.iter().all(|k| k.env_var().starts_with(ENV_PREFIX)));
+    for k in &keys {
+        match k.range {
+            Some(KeyRange::Float(lo, hi)) => {
+                assert_eq!(Config::f64_range(&k.path), Some((lo, hi)))
+            }
+            Some(KeyRange::Count(lo, hi)) => {
+                assert_eq!(Config::u64_range(&k.path), Some((lo, hi)))
+            }
+            None => assert!(Config::f64_range(&k.path).is_none()),
+        }
+    }
+    assert!(keys.iter().any(|k| k.range.is_some()));
+}
