@@ -1,22 +1,11 @@
 //! The fallback rule, written once: [`FallbackSummarizer`] (made by [`FallbackLayer`]).
 
-use crate::error::{Error, ErrorClass};
+use crate::error::Error;
 use crate::layer::Layer;
-use crate::summarizer::{Summarizer, SummaryFuture, SummaryRequest};
-
-/// Why a response came from the fallback rather than the primary summarizer
-/// ([`SummaryResponse::fallback`](crate::SummaryResponse::fallback)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FallbackCause {
-    /// The class of the primary's failure (for a skipped call: of the failure that opened
-    /// the circuit, or `transient` for a deadline already passed).
-    pub class: ErrorClass,
-    /// The primary was not called at all ([`Error::not_called`]).
-    pub skipped: bool,
-}
+use crate::summarizer::{FallbackCause, Summarizer, SummaryFuture, SummaryRequest};
 
 /// A primary summarizer with a fallback (usually [`ExtractiveSummarizer`]): a failure whose
-/// class [allows a fallback](ErrorClass::allows_fallback) (everything but auth and quota) is
+/// class [allows a fallback](crate::ErrorClass::allows_fallback) (everything but auth and quota) is
 /// answered by the fallback, and its response carries the [`FallbackCause`]; auth and quota
 /// errors, and a failure of the fallback itself, return the primary's error. The primary's
 /// error class is logged (no content).

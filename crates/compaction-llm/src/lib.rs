@@ -61,7 +61,7 @@ pub use chat::{ChatOptions, RetryConfig, shrink_middle};
 pub use deadline::{Deadline, DeadlineLayer};
 pub use error::{Error, ErrorClass, Result};
 pub use extractive::ExtractiveSummarizer;
-pub use fallback::{FallbackCause, FallbackLayer, FallbackSummarizer};
+pub use fallback::{FallbackLayer, FallbackSummarizer};
 pub use guards::{OutputGuard, OutputGuardLayer, PanicGuard, PanicGuardLayer};
 #[cfg(feature = "async-openai")]
 pub use interop::AsyncOpenAiSummarizer;
@@ -70,5 +70,6 @@ pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer};
 #[cfg(feature = "testing")]
 pub use scripted::ScriptedSummarizer;
 pub use summarizer::{
-    Summarizer, SummaryFuture, SummaryKind, SummaryRequest, SummaryResponse, Usage, WarmPrefix,
+    FallbackCause, Summarizer, SummaryFuture, SummaryKind, SummaryRequest, SummaryResponse, Usage,
+    WarmPrefix,
 };

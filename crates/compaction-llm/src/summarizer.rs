@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use compaction_core::Message;
 
-use crate::error::Result;
-use crate::fallback::FallbackCause;
+use crate::error::{ErrorClass, Result};
 
 /// The future a [`Summarizer`] returns.
 pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>> + Send + 'a>>;
@@ -309,4 +308,15 @@ impl fmt::Debug for SummaryResponse {
             .field("fallback", &self.fallback)
             .finish()
     }
+}
+
+/// Why a response came from the fallback rather than the primary summarizer
+/// ([`SummaryResponse::fallback`](crate::SummaryResponse::fallback)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FallbackCause {
+    /// The class of the primary's failure (for a skipped call: of the failure that opened
+    /// the circuit, or `transient` for a deadline already passed).
+    pub class: ErrorClass,
+    /// The primary was not called at all ([`Error::not_called`](crate::Error::not_called)).
+    pub skipped: bool,
 }
