@@ -752,6 +752,7 @@ pub const ASSUMED_CACHED_READ_RATIO: f64 = 0.1;
 
 /// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
 /// at 5x input (the issue 13 cost model's prices).
+#[cfg(feature = "llm")]
 pub(crate) fn assumed_profile() -> CacheProfile {
     CacheProfile {
         name: "assumed".into(),
