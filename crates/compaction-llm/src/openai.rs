@@ -9,9 +9,9 @@
 //!   network failures) are bounded by [`RetryConfig::max_retries`], with exponential backoff
 //!   and `Retry-After` honoured up to [`RetryConfig::max_retry_after`]. There is no other retry
 //!   layer underneath.
-//! - **Summary-model fallback.** When a separate [`OpenAiConfig::summary_model`] fails with
+//! - **Summary-model fallback.** When a separate [`ChatOptions::summary_model`](crate::ChatOptions::summary_model) fails with
 //!   model-not-found, timeout, 5xx, a 402 whose limit resets or a malformed response, the
-//!   request is sent once more on the main [`OpenAiConfig::model`].
+//!   request is sent once more on the main [`ChatOptions::model`](crate::ChatOptions::model).
 //! - **Context-length shrink.** When the provider says the request is too large, the material
 //!   and the previous summary together are cut to half, the larger of them giving up the most
 //!   ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit note), and the

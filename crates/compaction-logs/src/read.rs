@@ -6,7 +6,7 @@ use crate::Log;
 use crate::error::{Error, Reason};
 
 /// A reader of one log, fed line by line ([`Reader`](crate::Reader) drives it). A format's
-/// row makes one per log with its [`NewReader`].
+/// row makes one per log with its [`NewReader`](crate::NewReader).
 pub trait LogReader: std::fmt::Debug + Send {
     /// Reads line `at` (1-based; a trailing `\r` already removed; blank lines included, so a
     /// document format can keep them). A line format usually starts with
