@@ -9,6 +9,8 @@ use std::process::{Command, ExitCode};
 
 mod features;
 mod measure;
+mod source;
+mod ties;
 
 /// Crates that must never appear in compaction-core's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 6] = [
@@ -80,6 +82,9 @@ fn ci_steps() -> Result<TestSummary, String> {
         ],
     )?;
     layering()?;
+    // The size limits of the public face (issue 32): the store trait's required methods, the
+    // compressor's public methods, core's public items.
+    measure::measure(&workspace_root())?;
     config_keys()?;
     features::check()?;
     let summary = run_tests()?;

@@ -17,8 +17,10 @@
 //! connected components of more than one module (Tarjan). Text-based on purpose: no parser
 //! dependency, and `use` paths are regular enough that the count is reproducible.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use crate::source::{code, is_test_cfg, rust_files, test_module_files};
+use crate::ties::sccs;
 
 /// Prints the three measurements for the workspace at `root`.
 pub fn measure(root: &Path) -> Result<(), String> {
@@ -47,6 +49,7 @@ pub fn measure(root: &Path) -> Result<(), String> {
     println!("  {:<28} {total_src:>6} / {total_rest:>6}", "total");
     println!("public items per crate (pub declarations in non-test src):");
     let mut total_pub = 0;
+    let mut core_pub = None;
     for (name, dir) in &crates {
         let mut n = 0;
         let tests = test_module_files(&dir.join("src"))?;
@@ -59,6 +62,9 @@ pub fn measure(root: &Path) -> Result<(), String> {
             n += public_items(&text);
         }
         total_pub += n;
+        if name == "compaction-core" {
+            core_pub = Some(n);
+        }
         println!("  {name:<28} {n:>6}");
     }
     println!("  {:<28} {total_pub:>6}", "total");
@@ -83,13 +89,80 @@ pub fn measure(root: &Path) -> Result<(), String> {
         )
     })?;
     println!("required TranscriptStore methods: {required} (at most {MAX_REQUIRED_STORE_METHODS})");
+    let facade = root.join("crates/hermes-compaction/src");
+    let mut compressor = 0;
+    for f in rust_files(&facade) {
+        let text =
+            std::fs::read_to_string(&f).map_err(|e| format!("measure: {}: {e}", f.display()))?;
+        compressor += inherent_public_methods(&text, "Compressor");
+    }
+    println!("public Compressor methods: {compressor} (at most {MAX_COMPRESSOR_METHODS})");
+    let core_pub = core_pub.ok_or("measure: no compaction-core crate")?;
+    println!("compaction-core public items: {core_pub} (at most {MAX_CORE_PUBLIC_ITEMS})");
+    let mut over = Vec::new();
     if required > MAX_REQUIRED_STORE_METHODS {
-        return Err(format!(
-            "measure: TranscriptStore has {required} required methods, more than \
+        over.push(format!(
+            "TranscriptStore has {required} required methods, more than \
              {MAX_REQUIRED_STORE_METHODS}: provide the new one on top of the others"
         ));
     }
-    Ok(())
+    if compressor > MAX_COMPRESSOR_METHODS {
+        over.push(format!(
+            "Compressor has {compressor} public methods, more than {MAX_COMPRESSOR_METHODS}: \
+             a new mode is a value of an existing hook, a new fact a field of its status"
+        ));
+    }
+    if core_pub > MAX_CORE_PUBLIC_ITEMS {
+        over.push(format!(
+            "compaction-core exports {core_pub} public items, more than \
+             {MAX_CORE_PUBLIC_ITEMS}: keep helpers crate-private, economics in compaction-sim"
+        ));
+    }
+    if over.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("measure: {}", over.join("; ")))
+    }
+}
+
+/// The public methods the compressor may have, at most (issue 32).
+const MAX_COMPRESSOR_METHODS: usize = 15;
+
+/// The public items compaction-core may export, at most (issue 32).
+const MAX_CORE_PUBLIC_ITEMS: usize = 220;
+
+/// The `pub fn` / `pub async fn` lines directly inside `impl {ty} {` blocks of `text` (its
+/// non-test code), whatever path names the type (`impl crate::Compressor {`).
+fn inherent_public_methods(text: &str, ty: &str) -> usize {
+    let code = code(text);
+    let mut count = 0;
+    let mut depth = 0i64;
+    let mut inside: Option<i64> = None;
+    for line in code.lines() {
+        let t = line.trim_start();
+        if inside.is_none()
+            && (t.starts_with("impl ") || t.starts_with("impl<"))
+            && !t.contains(" for ")
+            && t.trim_end()
+                .trim_end_matches('{')
+                .trim_end()
+                .rsplit([' ', ':', '>'])
+                .next()
+                == Some(ty)
+        {
+            inside = Some(depth);
+        } else if let Some(at) = inside
+            && depth == at + 1
+            && (t.starts_with("pub fn ") || t.starts_with("pub async fn "))
+        {
+            count += 1;
+        }
+        depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
+        if inside.is_some_and(|at| depth <= at) {
+            inside = None;
+        }
+    }
+    count
 }
 
 /// What a store of one's own must implement, at most (issue 32).
@@ -131,13 +204,28 @@ fn required_methods(text: &str, name: &str) -> Option<usize> {
 }
 
 /// The import cycles of every workspace crate: `(package name, the modules of one strongly
-/// connected component)`, in crate order. `cargo xtask layering` fails when there is one.
+/// connected component)`, in crate order. The modules of a component are siblings (the
+/// children of one module, the crate root's included), named by their path from the crate
+/// root. `cargo xtask layering` fails when there is one.
 pub fn import_cycles(root: &Path) -> Result<Vec<(String, Vec<String>)>, String> {
     let mut out = Vec::new();
     for (name, dir) in crate_dirs(root)? {
-        let graph = module_graph(&dir.join("src"))?;
-        for scc in sccs(&graph).into_iter().filter(|c| c.len() > 1) {
-            out.push((name.clone(), scc));
+        let graph = crate::ties::file_graph(&dir.join("src"))?;
+        for (parent, siblings) in crate::ties::sibling_graphs(&graph) {
+            for scc in sccs(&siblings).into_iter().filter(|c| c.len() > 1) {
+                let named = scc
+                    .into_iter()
+                    .map(|m| {
+                        parent
+                            .iter()
+                            .cloned()
+                            .chain(std::iter::once(m))
+                            .collect::<Vec<_>>()
+                            .join("::")
+                    })
+                    .collect();
+                out.push((name.clone(), named));
+            }
         }
     }
     Ok(out)
@@ -171,24 +259,6 @@ fn package_name(dir: &Path) -> Result<String, String> {
         .unwrap_or_else(|| dir.display().to_string()))
 }
 
-/// Every `.rs` file under `dir`, recursively, sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return out;
-    };
-    for e in entries.filter_map(Result::ok) {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(rust_files(&p));
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
-}
-
 /// The public declarations of `text` (see the module docs), before its first `#[cfg(test)]`.
 fn public_items(text: &str) -> usize {
     const KINDS: [&str; 11] = [
@@ -217,249 +287,20 @@ fn line_count(f: &Path) -> Result<usize, String> {
         .map_err(|e| format!("measure: {}: {e}", f.display()))
 }
 
-/// Top-level module name -> the modules its non-test code names through `crate::`.
-fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
-    let mut modules: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    let mut roots = Vec::new();
-    let tests = test_module_files(src)?;
-    for f in rust_files(src) {
-        if tests.contains(&f) {
-            continue;
-        }
-        let rel = f.strip_prefix(src).unwrap_or(&f);
-        let first = rel
-            .components()
-            .next()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .unwrap_or_default();
-        match first.as_str() {
-            "lib.rs" | "main.rs" => roots.push(f.clone()),
-            _ if rel.components().count() == 1 => {
-                let name = first.trim_end_matches(".rs").to_owned();
-                modules.entry(name).or_default().push(f.clone());
-            }
-            // A file in a subdirectory (`a/b.rs`, `a/mod.rs`) belongs to module `a`; binaries
-            // under `src/bin` are their own roots.
-            "bin" => {}
-            _ => modules.entry(first).or_default().push(f.clone()),
-        }
-    }
-    // Names the crate root re-exports, and the module each comes from.
-    let mut reexports: BTreeMap<String, String> = BTreeMap::new();
-    for r in &roots {
-        let text = std::fs::read_to_string(r).map_err(|e| format!("measure: {e}"))?;
-        for stmt in code(&text).split(';') {
-            let stmt = stmt.trim();
-            let Some(path) = stmt.rsplit_once("pub use ").map(|(_, p)| p) else {
-                continue;
-            };
-            let path = path
-                .trim_start_matches("crate::")
-                .trim_start_matches("self::");
-            let Some((module, names)) = path.split_once("::") else {
-                continue;
-            };
-            if !modules.contains_key(module) {
-                continue;
-            }
-            for name in names.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
-                if !name.is_empty() && name != "self" {
-                    reexports.insert(name.to_owned(), module.to_owned());
-                }
-            }
-        }
-    }
-    let mut graph = BTreeMap::new();
-    for (name, files) in &modules {
-        let mut deps = BTreeSet::new();
-        for f in files {
-            let text = std::fs::read_to_string(f).map_err(|e| format!("measure: {e}"))?;
-            let text = code(&text);
-            for (i, _) in text.match_indices("crate::") {
-                // `$crate::` in a macro is the crate root too; `foo_crate::` is another crate.
-                let before = text[..i].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue;
-                }
-                for target in crate_path_targets(&text[i + "crate::".len()..]) {
-                    let module = if modules.contains_key(&target) {
-                        Some(target)
-                    } else {
-                        reexports.get(&target).cloned()
-                    };
-                    if let Some(m) = module.filter(|m| m != name) {
-                        deps.insert(m);
-                    }
-                }
-            }
-        }
-        graph.insert(name.clone(), deps);
-    }
-    Ok(graph)
-}
-
-/// The files under `src` that are test modules: the file of a `mod NAME;` declared under a
-/// test attribute ([`is_test_cfg`], other attributes and comments between), and every file
-/// below it.
-fn test_module_files(src: &Path) -> Result<BTreeSet<PathBuf>, String> {
-    let files = rust_files(src);
-    let mut test_modules = Vec::new();
-    for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("measure: {e}"))?;
-        let lines: Vec<&str> = text.lines().map(str::trim).collect();
-        for (i, _) in lines.iter().enumerate().filter(|(_, l)| is_test_cfg(l)) {
-            let Some(decl) = lines[i + 1..]
-                .iter()
-                .find(|l| !l.starts_with("#[") && !l.starts_with("//"))
-            else {
-                continue;
-            };
-            let decl = decl.strip_prefix("pub ").unwrap_or(decl);
-            let Some(name) = decl
-                .strip_prefix("mod ")
-                .and_then(|rest| rest.strip_suffix(';'))
-            else {
-                continue;
-            };
-            // A root (`lib.rs`, `main.rs`) or `mod.rs` holds its children beside it; `a.rs`
-            // holds them in `a/`.
-            let parent = f.parent().unwrap_or(src);
-            let own = match f.file_name().and_then(|n| n.to_str()) {
-                Some("lib.rs" | "main.rs" | "mod.rs") => parent.to_path_buf(),
-                _ => parent.join(f.file_stem().unwrap_or_default()),
-            };
-            test_modules.push((
-                own.join(format!("{}.rs", name.trim())),
-                own.join(name.trim()),
-            ));
-        }
-    }
-    Ok(files
-        .into_iter()
-        .filter(|f| {
-            test_modules
-                .iter()
-                .any(|(file, dir)| f == file || f.starts_with(dir))
-        })
-        .collect())
-}
-
-/// The first segment of a path after `crate::`, or each first segment of a `{a, b::c}` group.
-fn crate_path_targets(rest: &str) -> Vec<String> {
-    let ident = |s: &str| -> String {
-        s.trim_start()
-            .chars()
-            .take_while(|c| c.is_alphanumeric() || *c == '_')
-            .collect()
-    };
-    if let Some(group) = rest.strip_prefix('{') {
-        let end = group.find('}').unwrap_or(group.len());
-        let mut depth = 0;
-        let mut out = Vec::new();
-        let mut start = 0;
-        for (i, c) in group[..end].char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    out.push(ident(&group[start..i]));
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        out.push(ident(&group[start..end]));
-        out.retain(|s| !s.is_empty());
-        out
-    } else {
-        vec![ident(rest)]
-    }
-}
-
-/// The lines before the first test attribute ([`is_test_cfg`]), without comment lines.
-fn code(text: &str) -> String {
-    text.lines()
-        .take_while(|l| !is_test_cfg(l))
-        .filter(|l| !l.trim_start().starts_with("//"))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// Whether `line` opens test-only code: `#[cfg(test)]`, or `#[cfg(all(test, …))]` (a test
-/// module that also needs a feature).
-fn is_test_cfg(line: &str) -> bool {
-    let l = line.trim_start();
-    l.starts_with("#[cfg(test)]") || l.starts_with("#[cfg(all(test,")
-}
-
-/// Tarjan's strongly connected components, each sorted, in a stable order.
-fn sccs(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
-    struct State<'a> {
-        graph: &'a BTreeMap<String, BTreeSet<String>>,
-        index: BTreeMap<&'a str, usize>,
-        low: BTreeMap<&'a str, usize>,
-        stack: Vec<&'a str>,
-        on_stack: BTreeSet<&'a str>,
-        next: usize,
-        out: Vec<Vec<String>>,
-    }
-    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
-        s.index.insert(v, s.next);
-        s.low.insert(v, s.next);
-        s.next += 1;
-        s.stack.push(v);
-        s.on_stack.insert(v);
-        let graph = s.graph;
-        for w in graph.get(v).into_iter().flatten() {
-            let w = w.as_str();
-            if !graph.contains_key(w) {
-                continue;
-            }
-            if !s.index.contains_key(w) {
-                visit(s, w);
-                let lw = s.low[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(lw);
-            } else if s.on_stack.contains(w) {
-                let iw = s.index[w];
-                let lv = s.low.get_mut(v).expect("visited");
-                *lv = (*lv).min(iw);
-            }
-        }
-        if s.low[v] == s.index[v] {
-            let mut comp = Vec::new();
-            while let Some(w) = s.stack.pop() {
-                s.on_stack.remove(w);
-                comp.push(w.to_owned());
-                if w == v {
-                    break;
-                }
-            }
-            comp.sort();
-            s.out.push(comp);
-        }
-    }
-    let mut s = State {
-        graph,
-        index: BTreeMap::new(),
-        low: BTreeMap::new(),
-        stack: Vec::new(),
-        on_stack: BTreeSet::new(),
-        next: 0,
-        out: Vec::new(),
-    };
-    for v in graph.keys() {
-        if !s.index.contains_key(v.as_str()) {
-            visit(&mut s, v);
-        }
-    }
-    s.out.sort();
-    s.out
-}
-
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
     use super::*;
+
+    /// Top-level module name -> the top-level modules its non-test code ties to (see
+    /// [`crate::ties`]: `crate::`, `super::` and `self::` paths, re-exports, method calls on `self`).
+    fn module_graph(src: &Path) -> Result<BTreeMap<String, BTreeSet<String>>, String> {
+        let graph = crate::ties::file_graph(src)?;
+        Ok(crate::ties::sibling_graphs(&graph)
+            .remove(&Vec::new())
+            .unwrap_or_default())
+    }
 
     #[test]
     fn counts_required_trait_methods_only() {
@@ -470,6 +311,19 @@ mod tests {
         assert_eq!(required_methods(text, "T"), Some(2));
         assert_eq!(required_methods(text, "U"), Some(1));
         assert_eq!(required_methods(text, "V"), None);
+    }
+
+    #[test]
+    fn counts_the_public_methods_of_one_type() {
+        let text = "pub struct Compressor;\nimpl Compressor {\n    pub fn a(&self) {}\n    \
+                    pub(crate) fn hidden(&self) {}\n    pub async fn b(&self) {\n        \
+                    let f = || { 1 };\n    }\n    fn private(&self) {}\n}\n\
+                    impl crate::Compressor {\n    pub fn c(&self) {}\n}\n\
+                    impl Default for Compressor {\n    fn default() -> Self { Compressor }\n}\n\
+                    impl CompressorBuilder {\n    pub fn d(self) {}\n}\n\
+                    #[cfg(test)]\nimpl Compressor {\n    pub fn test_only(&self) {}\n}\n";
+        assert_eq!(inherent_public_methods(text, "Compressor"), 3);
+        assert_eq!(inherent_public_methods(text, "CompressorBuilder"), 1);
     }
 
     #[test]
@@ -560,15 +414,6 @@ mod tests {
         assert!(
             graph["b"].is_empty(),
             "b's tests import a, b's code does not"
-        );
-    }
-
-    #[test]
-    fn paths_and_groups() {
-        assert_eq!(crate_path_targets("report::InputStats;"), vec!["report"]);
-        assert_eq!(
-            crate_path_targets("{error::Result, scan::{self, Record}};"),
-            vec!["error", "scan"]
         );
     }
 }
