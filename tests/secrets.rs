@@ -130,7 +130,7 @@ fn openai(server: &MockServer) -> Arc<dyn Summarizer> {
         "fake-model",
         ApiKey::Value("test-key".into()),
     );
-    c.timeout = Duration::from_secs(20);
+    c.chat.timeout = Duration::from_secs(20);
     Arc::new(OpenAiSummarizer::new(c).expect("valid config"))
 }
 

@@ -18,6 +18,7 @@ impl Summarizer for InstantSummarizer {
                 model: "instant".into(),
                 usage: None,
                 extractive: false,
+                fallback: None,
             })
         })
     }

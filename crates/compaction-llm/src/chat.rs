@@ -50,16 +50,86 @@ impl Default for RetryConfig {
     }
 }
 
-/// What shapes the request body and the model chain; each adapter builds one from its own
-/// configuration.
+/// The options of a chat-completions summarizer, one type for every adapter
+/// ([`OpenAiSummarizer`](crate::OpenAiSummarizer) through `OpenAiConfig::chat`,
+/// [`AsyncOpenAiSummarizer`](crate::AsyncOpenAiSummarizer) directly): the models, the output
+/// cap, sampling, vendor body fields, the per-call timeout and the retries. Its `Debug` shows
+/// the names of `extra_body`'s fields, not their values.
+///
+/// ```
+/// use std::time::Duration;
+/// use compaction_llm::ChatOptions;
+///
+/// let mut o = ChatOptions::new("qwen3-8b");
+/// o.summary_model = Some("qwen3-1.7b".into());
+/// o.timeout = Duration::from_secs(30);
+/// assert_eq!(o.max_tokens_field, "max_tokens");
+/// assert!(o.retry.is_none(), "each adapter's default retries");
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct ChatOptions {
+    /// The main model.
+    pub model: String,
+    /// A separate summary model, tried first; the main model is the fallback.
+    pub summary_model: Option<String>,
+    /// Bound on one call (default 120 s): for the reqwest adapter one HTTP request, connect to
+    /// last byte; for the async-openai adapter one call, the client's own retries included.
+    pub timeout: Duration,
+    /// Output token cap sent with each request; default twice the request's budget, at
+    /// least 256.
+    pub max_output_tokens: Option<u32>,
+    /// The body field that carries the cap (default `max_tokens`; newer OpenAI models want
+    /// `max_completion_tokens`).
+    pub max_tokens_field: String,
+    /// Sampling temperature, sent when set.
+    pub temperature: Option<f64>,
+    /// Extra top-level body fields for vendor options (`model`, `messages` and `stream` are
+    /// never overridden).
+    pub extra_body: Map<String, Value>,
+    /// Retries of this crate; `None` (the default) means the adapter's own default: the
+    /// reqwest adapter [`RetryConfig::default`], the async-openai adapter none (its client
+    /// already retries).
+    pub retry: Option<RetryConfig>,
+}
+
+impl ChatOptions {
+    /// Defaults for everything but the model.
+    pub fn new(model: impl Into<String>) -> ChatOptions {
+        ChatOptions {
+            model: model.into(),
+            summary_model: None,
+            timeout: Duration::from_secs(120),
+            max_output_tokens: None,
+            max_tokens_field: "max_tokens".to_owned(),
+            temperature: None,
+            extra_body: Map::new(),
+            retry: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for ChatOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatOptions")
+            .field("model", &self.model)
+            .field("summary_model", &self.summary_model)
+            .field("timeout", &self.timeout)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("max_tokens_field", &self.max_tokens_field)
+            .field("temperature", &self.temperature)
+            .field(
+                "extra_body_keys",
+                &self.extra_body.keys().collect::<Vec<_>>(),
+            )
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+/// What the engine runs with: an adapter's options, their retries resolved.
 #[derive(Clone, Debug)]
 pub(crate) struct ChatParams {
-    pub(crate) model: String,
-    pub(crate) summary_model: Option<String>,
-    pub(crate) max_output_tokens: Option<u32>,
-    pub(crate) max_tokens_field: String,
-    pub(crate) temperature: Option<f64>,
-    pub(crate) extra_body: Map<String, Value>,
+    pub(crate) options: ChatOptions,
     pub(crate) retry: RetryConfig,
 }
 
@@ -82,29 +152,39 @@ pub(crate) struct Completion {
 }
 
 impl ChatParams {
+    /// `options` with `default_retry` when they leave the retries to the adapter.
+    pub(crate) fn new(options: &ChatOptions, default_retry: RetryConfig) -> ChatParams {
+        ChatParams {
+            retry: options.retry.clone().unwrap_or(default_retry),
+            options: options.clone(),
+        }
+    }
+
     /// The models tried, in order: the summary model (when set and different), then the main
     /// model.
     pub(crate) fn model_chain(&self) -> Vec<&str> {
         let mut chain = Vec::with_capacity(2);
         if let Some(s) = self
+            .options
             .summary_model
             .as_deref()
             .filter(|s| !s.trim().is_empty())
         {
             chain.push(s);
         }
-        if chain.first() != Some(&self.model.as_str()) {
-            chain.push(self.model.as_str());
+        if chain.first() != Some(&self.options.model.as_str()) {
+            chain.push(self.options.model.as_str());
         }
         chain
     }
 
     /// The name a summarizer reports: the summary model when set, else the main model.
     pub(crate) fn name(&self) -> &str {
-        self.summary_model
+        self.options
+            .summary_model
             .as_deref()
             .filter(|s| !s.trim().is_empty())
-            .unwrap_or(&self.model)
+            .unwrap_or(&self.options.model)
     }
 }
 
@@ -140,6 +220,7 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
             ledger_kept: req.ledger_kept,
             // Shared, not copied: the agent's last request as it sent it.
             warm: req.warm.clone(),
+            deadline: req.deadline,
         };
         let material = redact(&req.material);
         let chain = self.params.model_chain();
@@ -254,6 +335,7 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
                         model: completion.model,
                         usage,
                         extractive: false,
+                        fallback: None,
                     });
                 }
                 Err(e) if !regenerated => {
@@ -321,17 +403,21 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
     fn body(&self, model: &str, messages: Value, budget_tokens: u32) -> Value {
         let max_tokens = self
             .params
+            .options
             .max_output_tokens
             .unwrap_or_else(|| budget_tokens.saturating_mul(2).max(256));
         let mut body = Map::new();
         body.insert("model".into(), Value::String(model.to_owned()));
         body.insert("messages".into(), messages);
-        body.insert(self.params.max_tokens_field.clone(), json!(max_tokens));
-        if let Some(t) = self.params.temperature {
+        body.insert(
+            self.params.options.max_tokens_field.clone(),
+            json!(max_tokens),
+        );
+        if let Some(t) = self.params.options.temperature {
             body.insert("temperature".into(), json!(t));
         }
         body.insert("stream".into(), Value::Bool(false));
-        for (k, v) in &self.params.extra_body {
+        for (k, v) in &self.params.options.extra_body {
             if !matches!(k.as_str(), "model" | "messages" | "stream") {
                 body.insert(k.clone(), v.clone());
             }

@@ -109,6 +109,25 @@ pub enum Error {
         /// What is wrong, in fixed words.
         reason: &'static str,
     },
+    /// The summarizer panicked ([`PanicGuardLayer`](crate::PanicGuardLayer)); class
+    /// `transient`.
+    #[error("summarizer panicked")]
+    Panicked,
+    /// The request's deadline passed ([`DeadlineLayer`](crate::DeadlineLayer)): before the
+    /// call (`called: false`, it was not made) or during it (it was abandoned); class
+    /// `transient`.
+    #[error("summarizer {}", if *.called { "call abandoned at its deadline" } else { "not called: its deadline had passed" })]
+    DeadlinePassed {
+        /// Whether the call had been made.
+        called: bool,
+    },
+    /// A circuit breaker is open: the summarizer was not called. Its class is `class`, the
+    /// class of the failure that opened the circuit.
+    #[error("summarizer not called: circuit open after {class} failures")]
+    CircuitOpen {
+        /// The class of the failure that opened the circuit.
+        class: ErrorClass,
+    },
 }
 
 /// The class of an [`Error`], a stable name for telemetry and policy.
@@ -174,8 +193,8 @@ impl ErrorClass {
 }
 
 impl ErrorClass {
-    /// The fallback rule, written once for every caller ([`crate::FallbackSummarizer`] and the
-    /// facade's call policy): a failure of any class but auth and quota may be answered by a
+    /// The fallback rule, written once for every caller (the [`FallbackLayer`](crate::FallbackLayer)
+    /// every stack of summarizer policy uses): a failure of any class but auth and quota may be answered by a
     /// fallback summarizer; auth and quota abort the pass (the operator must act, and another
     /// summary would hide it).
     pub fn allows_fallback(self) -> bool {
@@ -209,7 +228,18 @@ impl Error {
             Error::EchoedPrompt => ErrorClass::EchoedPrompt,
             Error::Conversion { .. } => ErrorClass::Conversion,
             Error::Config { .. } => ErrorClass::Config,
+            Error::Panicked | Error::DeadlinePassed { .. } => ErrorClass::Transient,
+            Error::CircuitOpen { class } => *class,
         }
+    }
+
+    /// Whether the summarizer was not called at all (an open circuit, a deadline already
+    /// passed), as opposed to called and failed.
+    pub fn not_called(&self) -> bool {
+        matches!(
+            self,
+            Error::CircuitOpen { .. } | Error::DeadlinePassed { called: false }
+        )
     }
 
     /// Auth and quota failures: a batch pass must abort and leave the transcript unchanged

@@ -128,6 +128,7 @@ impl Summarizer for ExtractiveSummarizer {
             model: EXTRACTIVE_MODEL.to_owned(),
             usage: None,
             extractive: true,
+            fallback: None,
         });
         Box::pin(std::future::ready(out))
     }

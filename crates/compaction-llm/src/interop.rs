@@ -49,8 +49,8 @@
 //! the compressor treat both alike. What the client imposes:
 //!
 //! - **Retries underneath.** async-openai's client retries 429, 5xx and connect failures up to
-//!   3 times itself, honouring `Retry-After` without a cap. [`AsyncOpenAiOptions::retry`]
-//!   therefore defaults to no retries of its own, and [`AsyncOpenAiOptions::timeout`] bounds
+//!   3 times itself, honouring `Retry-After` without a cap. [`ChatOptions::retry`]
+//!   therefore defaults to no retries of its own, and [`ChatOptions::timeout`] bounds
 //!   each call including the client's retries (async-openai sets no timeout of its own).
 //! - **No `Retry-After` in errors.** A rate limit arrives as [`Error::RateLimited`] with no
 //!   delay.
@@ -76,7 +76,6 @@
 //!   `openai` adapter does (it follows same-origin redirects only).
 
 use std::fmt;
-use std::time::Duration;
 
 use async_openai::Client;
 use async_openai::config::Config;
@@ -85,7 +84,9 @@ use async_openai::types::chat::ChatCompletionRequestMessage;
 use compaction_core::Message;
 use serde_json::{Map, Value};
 
-use crate::chat::{self, ChatParams, Completion, CompletionFuture, RetryConfig, Transport};
+use crate::chat::{
+    self, ChatOptions, ChatParams, Completion, CompletionFuture, RetryConfig, Transport,
+};
 use crate::error::{Error, Result};
 use crate::summarizer::{Summarizer, SummaryFuture, SummaryRequest};
 
@@ -154,84 +155,25 @@ pub fn restore(original: &Message, converted: &ChatCompletionRequestMessage) -> 
     Ok(m)
 }
 
-/// Options of [`AsyncOpenAiSummarizer`]; the endpoint, key and headers are the client's.
-#[derive(Clone, PartialEq)]
-pub struct AsyncOpenAiOptions {
-    /// The main model.
-    pub model: String,
-    /// A separate summary model, tried first; the main model is the fallback.
-    pub summary_model: Option<String>,
-    /// Bound on one call, the client's own retries included (default 120 s).
-    pub timeout: Duration,
-    /// Output token cap sent with each request; default twice the request's budget, at
-    /// least 256.
-    pub max_output_tokens: Option<u32>,
-    /// The body field that carries the cap (default `max_tokens`).
-    pub max_tokens_field: String,
-    /// Sampling temperature, sent when set.
-    pub temperature: Option<f64>,
-    /// Extra top-level body fields (`model`, `messages` and `stream` are never overridden).
-    pub extra_body: Map<String, Value>,
-    /// Retries of this crate on top of the client's (default none: the client already
-    /// retries 429, 5xx and connect failures 3 times).
-    pub retry: RetryConfig,
-}
-
-impl AsyncOpenAiOptions {
-    /// Defaults for everything but the model.
-    pub fn new(model: impl Into<String>) -> AsyncOpenAiOptions {
-        AsyncOpenAiOptions {
-            model: model.into(),
-            summary_model: None,
-            timeout: Duration::from_secs(120),
-            max_output_tokens: None,
-            max_tokens_field: "max_tokens".to_owned(),
-            temperature: None,
-            extra_body: Map::new(),
-            retry: RetryConfig {
-                max_retries: 0,
-                ..RetryConfig::default()
-            },
-        }
-    }
-}
-
-impl fmt::Debug for AsyncOpenAiOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AsyncOpenAiOptions")
-            .field("model", &self.model)
-            .field("summary_model", &self.summary_model)
-            .field("timeout", &self.timeout)
-            .field("max_output_tokens", &self.max_output_tokens)
-            .field("max_tokens_field", &self.max_tokens_field)
-            .field("temperature", &self.temperature)
-            .field(
-                "extra_body_keys",
-                &self.extra_body.keys().collect::<Vec<_>>(),
-            )
-            .field("retry", &self.retry)
-            .finish()
-    }
-}
-
 /// A [`Summarizer`] over a caller-supplied async-openai client. See the [module
 /// docs](self#the-summarizer).
 ///
 /// ```no_run
 /// use compaction_llm::interop::async_openai::{Client, config::OpenAIConfig};
-/// use compaction_llm::interop::{AsyncOpenAiOptions, AsyncOpenAiSummarizer};
+/// use compaction_llm::ChatOptions;
+/// use compaction_llm::interop::AsyncOpenAiSummarizer;
 ///
 /// let client = Client::with_config(
 ///     OpenAIConfig::new()
 ///         .with_api_base("http://127.0.0.1:8000/v1")
 ///         .with_api_key("local-key"),
 /// );
-/// let summarizer = AsyncOpenAiSummarizer::new(client, AsyncOpenAiOptions::new("qwen3-8b")).unwrap();
+/// let summarizer = AsyncOpenAiSummarizer::new(client, ChatOptions::new("qwen3-8b")).unwrap();
 /// # let _ = summarizer;
 /// ```
 pub struct AsyncOpenAiSummarizer<C: Config> {
     client: Client<C>,
-    options: AsyncOpenAiOptions,
+    options: ChatOptions,
     params: ChatParams,
 }
 
@@ -247,21 +189,20 @@ impl<C: Config> fmt::Debug for AsyncOpenAiSummarizer<C> {
 
 impl<C: Config> AsyncOpenAiSummarizer<C> {
     /// Wraps `client`; fails with [`Error::Config`] when the model is empty.
-    pub fn new(client: Client<C>, options: AsyncOpenAiOptions) -> Result<Self> {
+    pub fn new(client: Client<C>, options: ChatOptions) -> Result<Self> {
         if options.model.trim().is_empty() {
             return Err(Error::Config {
                 reason: "model must not be empty",
             });
         }
-        let params = ChatParams {
-            model: options.model.clone(),
-            summary_model: options.summary_model.clone(),
-            max_output_tokens: options.max_output_tokens,
-            max_tokens_field: options.max_tokens_field.clone(),
-            temperature: options.temperature,
-            extra_body: options.extra_body.clone(),
-            retry: options.retry.clone(),
-        };
+        // The client already retries: none of this crate's unless asked.
+        let params = ChatParams::new(
+            &options,
+            RetryConfig {
+                max_retries: 0,
+                ..RetryConfig::default()
+            },
+        );
         Ok(AsyncOpenAiSummarizer {
             client,
             options,
@@ -270,7 +211,7 @@ impl<C: Config> AsyncOpenAiSummarizer<C> {
     }
 
     /// The options.
-    pub fn options(&self) -> &AsyncOpenAiOptions {
+    pub fn options(&self) -> &ChatOptions {
         &self.options
     }
 

@@ -16,7 +16,9 @@
 //! - the deterministic [extractive summarizer](extractive): no network, the embedded default and
 //!   the fallback when a model fails;
 //! - the scripted summarizer `scripted` for tests (feature `testing`);
-//! - the [prompts] and the [output guards](guard).
+//! - the [prompts] and the [output guards](guard);
+//! - summarizer policy as [layers](layer): panic guard, deadline, output guard and the
+//!   fallback rule (written once), composed by a [`layer::Stack`].
 //!
 //! No feature is on by default: without one the crate has no HTTP client in its tree.
 //!
@@ -39,11 +41,15 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod chat;
+mod deadline;
 pub mod error;
 pub mod extractive;
+mod fallback;
 pub mod guard;
+mod guards;
 #[cfg(feature = "async-openai")]
 pub mod interop;
+pub mod layer;
 #[cfg(feature = "openai")]
 pub mod openai;
 pub mod prompts;
@@ -51,16 +57,19 @@ pub mod prompts;
 pub mod scripted;
 pub mod summarizer;
 
-pub use chat::{RetryConfig, shrink_middle};
+pub use chat::{ChatOptions, RetryConfig, shrink_middle};
+pub use deadline::{Deadline, DeadlineLayer};
 pub use error::{Error, ErrorClass, Result};
 pub use extractive::ExtractiveSummarizer;
+pub use fallback::{FallbackLayer, FallbackSummarizer};
+pub use guards::{OutputGuard, OutputGuardLayer, PanicGuard, PanicGuardLayer};
 #[cfg(feature = "async-openai")]
-pub use interop::{AsyncOpenAiOptions, AsyncOpenAiSummarizer};
+pub use interop::AsyncOpenAiSummarizer;
 #[cfg(feature = "openai")]
 pub use openai::{ApiKey, OpenAiConfig, OpenAiSummarizer};
 #[cfg(feature = "testing")]
 pub use scripted::ScriptedSummarizer;
 pub use summarizer::{
-    FallbackSummarizer, Summarizer, SummaryFuture, SummaryKind, SummaryRequest, SummaryResponse,
-    Usage, WarmPrefix,
+    FallbackCause, Summarizer, SummaryFuture, SummaryKind, SummaryRequest, SummaryResponse, Usage,
+    WarmPrefix,
 };

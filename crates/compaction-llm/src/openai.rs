@@ -9,9 +9,9 @@
 //!   network failures) are bounded by [`RetryConfig::max_retries`], with exponential backoff
 //!   and `Retry-After` honoured up to [`RetryConfig::max_retry_after`]. There is no other retry
 //!   layer underneath.
-//! - **Summary-model fallback.** When a separate [`OpenAiConfig::summary_model`] fails with
+//! - **Summary-model fallback.** When a separate [`ChatOptions::summary_model`](crate::ChatOptions::summary_model) fails with
 //!   model-not-found, timeout, 5xx, a 402 whose limit resets or a malformed response, the
-//!   request is sent once more on the main [`OpenAiConfig::model`].
+//!   request is sent once more on the main [`ChatOptions::model`](crate::ChatOptions::model).
 //! - **Context-length shrink.** When the provider says the request is too large, the material
 //!   and the previous summary together are cut to half, the larger of them giving up the most
 //!   ([`shrink_middle`]: head and tail kept, the middle replaced by an explicit note), and the
@@ -37,11 +37,10 @@
 //! rules forbid. The request and response are the chat-completions JSON, built and read here.
 
 use std::fmt;
-use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::chat::{self, ChatParams, Completion, CompletionFuture, Transport};
+use crate::chat::{self, ChatOptions, ChatParams, Completion, CompletionFuture, Transport};
 pub use crate::chat::{RetryConfig, shrink_middle};
 use crate::error::{Error, Result};
 use crate::summarizer::{Summarizer, SummaryFuture};
@@ -83,35 +82,20 @@ impl ApiKey {
     }
 }
 
-/// Configuration of [`OpenAiSummarizer`].
+/// Configuration of [`OpenAiSummarizer`]: the endpoint and key, and the [`ChatOptions`]
+/// every chat adapter shares (`chat.retry` left `None` is [`RetryConfig::default`]).
 #[derive(Clone, PartialEq)]
 pub struct OpenAiConfig {
     /// Base URL up to and including the API version, e.g. `http://127.0.0.1:8000/v1`;
     /// `/chat/completions` is appended.
     pub base_url: String,
-    /// The main model.
-    pub model: String,
-    /// A separate summary model, tried first; the main model is the fallback.
-    pub summary_model: Option<String>,
     /// The API key.
     pub api_key: ApiKey,
-    /// Timeout of one HTTP request, connect to last byte (default 120 s).
-    pub timeout: Duration,
-    /// Output token cap sent with each request; default twice the request's budget, at
-    /// least 256.
-    pub max_output_tokens: Option<u32>,
-    /// The body field that carries the cap (default `max_tokens`; newer OpenAI models want
-    /// `max_completion_tokens`).
-    pub max_tokens_field: String,
-    /// Sampling temperature, sent when set.
-    pub temperature: Option<f64>,
-    /// Extra top-level body fields for vendor options (`model`, `messages` and `stream` are
-    /// never overridden).
-    pub extra_body: Map<String, Value>,
-    /// Retry policy.
-    pub retry: RetryConfig,
     /// Largest response body read, in bytes (default 8 MiB); larger is a malformed response.
     pub max_response_bytes: usize,
+    /// The models, output cap, sampling, vendor fields, request timeout (one HTTP request,
+    /// connect to last byte) and retries.
+    pub chat: ChatOptions,
 }
 
 impl OpenAiConfig {
@@ -119,30 +103,9 @@ impl OpenAiConfig {
     pub fn new(base_url: impl Into<String>, model: impl Into<String>, api_key: ApiKey) -> Self {
         OpenAiConfig {
             base_url: base_url.into(),
-            model: model.into(),
-            summary_model: None,
             api_key,
-            timeout: Duration::from_secs(120),
-            max_output_tokens: None,
-            max_tokens_field: "max_tokens".to_owned(),
-            temperature: None,
-            extra_body: Map::new(),
-            retry: RetryConfig::default(),
             max_response_bytes: 8 << 20,
-        }
-    }
-}
-
-impl OpenAiConfig {
-    fn chat_params(&self) -> ChatParams {
-        ChatParams {
-            model: self.model.clone(),
-            summary_model: self.summary_model.clone(),
-            max_output_tokens: self.max_output_tokens,
-            max_tokens_field: self.max_tokens_field.clone(),
-            temperature: self.temperature,
-            extra_body: self.extra_body.clone(),
-            retry: self.retry.clone(),
+            chat: ChatOptions::new(model),
         }
     }
 }
@@ -151,19 +114,9 @@ impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiConfig")
             .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("summary_model", &self.summary_model)
             .field("api_key", &self.api_key)
-            .field("timeout", &self.timeout)
-            .field("max_output_tokens", &self.max_output_tokens)
-            .field("max_tokens_field", &self.max_tokens_field)
-            .field("temperature", &self.temperature)
-            .field(
-                "extra_body_keys",
-                &self.extra_body.keys().collect::<Vec<_>>(),
-            )
-            .field("retry", &self.retry)
             .field("max_response_bytes", &self.max_response_bytes)
+            .field("chat", &self.chat)
             .finish()
     }
 }
@@ -196,14 +149,14 @@ impl OpenAiSummarizer {
                 reason: "base_url must start with http:// or https://",
             });
         }
-        if config.model.trim().is_empty() {
+        if config.chat.model.trim().is_empty() {
             return Err(Error::Config {
                 reason: "model must not be empty",
             });
         }
         let key = config.api_key.resolve()?;
         let http = reqwest::Client::builder()
-            .timeout(config.timeout)
+            .timeout(config.chat.timeout)
             .redirect(same_origin_redirects())
             .build()
             .map_err(|_| Error::Config {
@@ -211,7 +164,7 @@ impl OpenAiSummarizer {
             })?;
         Ok(OpenAiSummarizer {
             url: format!("{base}/chat/completions"),
-            params: config.chat_params(),
+            params: ChatParams::new(&config.chat, RetryConfig::default()),
             config,
             key,
             http,

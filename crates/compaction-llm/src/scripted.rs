@@ -52,6 +52,7 @@ impl ScriptedSummarizer {
             model: SCRIPTED_MODEL.to_owned(),
             usage: None,
             extractive: false,
+            fallback: None,
         })
     }
 
@@ -131,6 +132,7 @@ impl ScriptedSummarizer {
             model: SCRIPTED_MODEL.to_owned(),
             usage: None,
             extractive: true,
+            fallback: None,
         })
     }
 }

@@ -5,10 +5,11 @@ use std::future::Future;
 use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 use compaction_core::Message;
 
-use crate::error::Result;
+use crate::error::{ErrorClass, Result};
 
 /// The future a [`Summarizer`] returns.
 pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>> + Send + 'a>>;
@@ -19,14 +20,17 @@ pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>
 /// Implementations must not put transcript text or provider response bodies into errors or
 /// logs, and should redact secrets ([`compaction_core::redact`]) in what they send and return.
 ///
-/// A summarizer over your own model client; wrap it in [`FallbackSummarizer`] so failures
-/// other than auth and quota fall back to the extractive summarizer:
+/// A summarizer over your own model client; wrap it in a
+/// [`FallbackLayer`](crate::FallbackLayer) so failures other than auth and quota fall back to
+/// the extractive summarizer (the [`layer`](crate::layer) module composes the other policy
+/// layers):
 ///
 /// ```
 /// use compaction_llm::{
-///     Error, ExtractiveSummarizer, FallbackSummarizer, Summarizer, SummaryFuture, SummaryKind,
+///     Error, ExtractiveSummarizer, FallbackLayer, Summarizer, SummaryFuture, SummaryKind,
 ///     SummaryRequest, SummaryResponse,
 /// };
+/// use compaction_llm::layer::Stack;
 ///
 /// struct MyModel;
 ///
@@ -46,19 +50,20 @@ pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>
 ///             // stripped, directives and over-budget output refused, secrets redacted).
 ///             let out = "## Goal\n- ship the fix";
 ///             let text = compaction_llm::guard::check_within(out, Some("stop"), req.budget_tokens)?;
-///             Ok(SummaryResponse { text, model: "my-model".into(), usage: None, extractive: false })
+///             Ok(SummaryResponse::new(text, "my-model"))
 ///         })
 ///     }
 /// }
 ///
-/// let s = FallbackSummarizer { primary: MyModel, fallback: ExtractiveSummarizer::default() };
+/// let s = Stack::new().layer(FallbackLayer::new(ExtractiveSummarizer::default())).summarizer(MyModel);
 /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
 /// let req = SummaryRequest::new(SummaryKind::BatchFirst, "[user] fix it", 400, "2026-01-02");
 /// assert_eq!(rt.block_on(s.summarize(&req)).unwrap().text, "## Goal\n- ship the fix");
 /// // A transient failure is answered by the fallback.
 /// let empty = SummaryRequest::new(SummaryKind::BatchFirst, "", 400, "2026-01-02")
 ///     .with_messages(vec![compaction_core::Message::user("fix it")]);
-/// assert!(rt.block_on(s.summarize(&empty)).unwrap().extractive);
+/// let out = rt.block_on(s.summarize(&empty)).unwrap();
+/// assert!(out.extractive && out.fallback.is_some());
 /// ```
 pub trait Summarizer: Send + Sync {
     /// The model id (or adapter name) that produces the summaries, for telemetry.
@@ -141,6 +146,9 @@ pub struct SummaryRequest {
     /// naming the span, so the provider's prompt cache serves the prefix
     /// ([`prompts::build_warm`](crate::prompts::build_warm)). `None`: a standalone request.
     pub warm: Option<WarmPrefix>,
+    /// When the caller stops waiting for the summary (real, monotonic time), as the
+    /// [`DeadlineLayer`](crate::DeadlineLayer) keeps it. `None`: no deadline.
+    pub deadline: Option<Instant>,
 }
 
 /// The agent's last request, reused as the prefix of a warm-cache summary request.
@@ -190,7 +198,14 @@ impl SummaryRequest {
             current_date: current_date.into(),
             ledger_kept: false,
             warm: None,
+            deadline: None,
         }
+    }
+
+    /// Sets the deadline (see [`SummaryRequest::deadline`]).
+    pub fn with_deadline(mut self, deadline: Option<Instant>) -> SummaryRequest {
+        self.deadline = deadline;
+        self
     }
 
     /// Makes the request a warm-cache one over `prefix` (see [`SummaryRequest::warm`]).
@@ -239,6 +254,7 @@ impl fmt::Debug for SummaryRequest {
             .field("current_date", &self.current_date)
             .field("ledger_kept", &self.ledger_kept)
             .field("warm", &self.warm)
+            .field("deadline", &self.deadline)
             .finish()
     }
 }
@@ -264,6 +280,22 @@ pub struct SummaryResponse {
     /// Whether the deterministic extractive summarizer produced it (embedded default or
     /// fallback), rather than a model.
     pub extractive: bool,
+    /// Set when a [`FallbackLayer`](crate::FallbackLayer) answered for a primary that failed
+    /// or was skipped: why. `None` for the primary's own answer.
+    pub fallback: Option<FallbackCause>,
+}
+
+impl SummaryResponse {
+    /// A model's summary `text` from `model`, with no usage reported.
+    pub fn new(text: impl Into<String>, model: impl Into<String>) -> SummaryResponse {
+        SummaryResponse {
+            text: text.into(),
+            model: model.into(),
+            usage: None,
+            extractive: false,
+            fallback: None,
+        }
+    }
 }
 
 impl fmt::Debug for SummaryResponse {
@@ -273,45 +305,18 @@ impl fmt::Debug for SummaryResponse {
             .field("model", &self.model)
             .field("usage", &self.usage)
             .field("extractive", &self.extractive)
+            .field("fallback", &self.fallback)
             .finish()
     }
 }
 
-/// A primary summarizer with a fallback (usually [`ExtractiveSummarizer`]) for failures that
-/// are not fatal for a batch: auth and quota errors are returned as they are, everything else
-/// is answered by the fallback. The primary's error class is logged (no content).
-///
-/// [`ExtractiveSummarizer`]: crate::ExtractiveSummarizer
-#[derive(Debug)]
-pub struct FallbackSummarizer<P, F> {
-    /// Tried first.
-    pub primary: P,
-    /// Used when the primary fails with a non-fatal error.
-    pub fallback: F,
-}
-
-impl<P: Summarizer, F: Summarizer> Summarizer for FallbackSummarizer<P, F> {
-    fn name(&self) -> &str {
-        self.primary.name()
-    }
-
-    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
-        Box::pin(async move {
-            match self.primary.summarize(req).await {
-                Ok(r) => Ok(r),
-                Err(e) if e.is_fatal_for_batch() => Err(e),
-                Err(e) => {
-                    tracing::warn!(
-                        class = e.class().as_str(),
-                        status = e.status(),
-                        primary = self.primary.name(),
-                        fallback = self.fallback.name(),
-                        kind = req.kind.as_str(),
-                        "summarizer failed; using fallback"
-                    );
-                    self.fallback.summarize(req).await
-                }
-            }
-        })
-    }
+/// Why a response came from the fallback rather than the primary summarizer
+/// ([`SummaryResponse::fallback`](crate::SummaryResponse::fallback)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FallbackCause {
+    /// The class of the primary's failure (for a skipped call: of the failure that opened
+    /// the circuit, or `transient` for a deadline already passed).
+    pub class: ErrorClass,
+    /// The primary was not called at all ([`Error::not_called`](crate::Error::not_called)).
+    pub skipped: bool,
 }

@@ -14,11 +14,11 @@ use compaction_llm::interop::async_openai::types::chat::{
     ChatCompletionRequestMessage, ChatCompletionRequestUserMessageContent,
 };
 use compaction_llm::interop::{
-    AsyncOpenAiOptions, AsyncOpenAiSummarizer, from_request_message, from_request_messages,
-    restore, to_request_message, to_request_messages,
+    AsyncOpenAiSummarizer, from_request_message, from_request_messages, restore,
+    to_request_message, to_request_messages,
 };
 use compaction_llm::{
-    Error, ExtractiveSummarizer, FallbackSummarizer, RetryConfig, Summarizer, SummaryKind,
+    ChatOptions, Error, ExtractiveSummarizer, FallbackSummarizer, Summarizer, SummaryKind,
     SummaryRequest,
 };
 use serde_json::{Value, json};
@@ -170,21 +170,14 @@ fn client(server: &MockServer) -> Client<OpenAIConfig> {
     )
 }
 
-fn options() -> AsyncOpenAiOptions {
-    let mut o = AsyncOpenAiOptions::new("main-model");
+fn options() -> ChatOptions {
+    let mut o = ChatOptions::new("main-model");
     o.timeout = Duration::from_secs(10);
     o.max_output_tokens = Some(321);
-    o.retry = RetryConfig {
-        max_retries: 0,
-        initial_backoff: Duration::from_millis(1),
-        max_backoff: Duration::from_millis(5),
-        max_retry_after: Duration::from_millis(20),
-        max_total: None,
-    };
     o
 }
 
-fn summarizer(server: &MockServer, o: AsyncOpenAiOptions) -> AsyncOpenAiSummarizer<OpenAIConfig> {
+fn summarizer(server: &MockServer, o: ChatOptions) -> AsyncOpenAiSummarizer<OpenAIConfig> {
     AsyncOpenAiSummarizer::new(client(server), o).expect("valid options")
 }
 
@@ -340,7 +333,7 @@ async fn rate_limits_are_retried_by_the_client_and_arrive_without_retry_after() 
     assert!(err.is_retryable() && !err.is_fatal_for_batch());
     // async-openai's own 3 retries, none of ours (the default adds none).
     assert_eq!(server.received_requests().await.unwrap().len(), 4);
-    assert_eq!(AsyncOpenAiOptions::new("m").retry.max_retries, 0);
+    assert_eq!(options().retry, None, "the adapter's default retries");
 }
 
 #[tokio::test]
@@ -659,6 +652,6 @@ fn debug_shows_no_key_and_empty_model_is_a_config_error() {
     let d = format!("{s:?}");
     assert!(!d.contains(SECRET), "{d}");
     assert!(d.contains("127.0.0.1:9"), "{d}");
-    let err = AsyncOpenAiSummarizer::new(c, AsyncOpenAiOptions::new(" ")).unwrap_err();
+    let err = AsyncOpenAiSummarizer::new(c, ChatOptions::new(" ")).unwrap_err();
     assert!(matches!(err, Error::Config { .. }));
 }

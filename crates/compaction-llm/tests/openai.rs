@@ -20,15 +20,15 @@ fn config(server: &MockServer) -> OpenAiConfig {
         "main-model",
         ApiKey::Value("test-key".into()),
     );
-    c.retry = RetryConfig {
+    c.chat.retry = Some(RetryConfig {
         max_retries: 2,
         initial_backoff: Duration::from_millis(1),
         max_backoff: Duration::from_millis(5),
         max_retry_after: Duration::from_millis(20),
         max_total: None,
-    };
-    c.timeout = Duration::from_secs(5);
-    c.max_output_tokens = Some(321);
+    });
+    c.chat.timeout = Duration::from_secs(5);
+    c.chat.max_output_tokens = Some(321);
     c
 }
 
@@ -98,9 +98,10 @@ async fn success_reports_usage_and_sends_redacted_request() {
     )
     .await;
     let mut c = config(&server);
-    c.temperature = Some(0.25);
-    c.extra_body.insert("top_k".into(), json!(20));
-    c.extra_body
+    c.chat.temperature = Some(0.25);
+    c.chat.extra_body.insert("top_k".into(), json!(20));
+    c.chat
+        .extra_body
         .insert("model".into(), json!("must-not-override"));
     let s = summarizer(c);
     assert_eq!(s.name(), "main-model");
@@ -228,7 +229,7 @@ async fn a_402_whose_limit_resets_is_transient_and_a_plain_402_is_quota() {
             .mount(&server)
             .await;
         let mut c = config(&server);
-        c.summary_model = Some("summary-model".into());
+        c.chat.summary_model = Some("summary-model".into());
         let err = summarizer(c).summarize(&request()).await.unwrap_err();
         assert_eq!(err, Error::Transient { status: Some(402) }, "{body}");
         assert!(!err.is_fatal_for_batch(), "{body}");
@@ -249,7 +250,7 @@ async fn a_402_whose_limit_resets_is_transient_and_a_plain_402_is_quota() {
         .mount(&server)
         .await;
     let mut c = config(&server);
-    c.summary_model = Some("summary-model".into());
+    c.chat.summary_model = Some("summary-model".into());
     assert_eq!(
         summarizer(c).summarize(&request()).await.unwrap().text,
         GOOD
@@ -282,7 +283,7 @@ async fn a_402_whose_limit_resets_is_transient_and_a_plain_402_is_quota() {
         )
         .await;
         let mut c = config(&server);
-        c.summary_model = Some("summary-model".into());
+        c.chat.summary_model = Some("summary-model".into());
         let err = summarizer(c).summarize(&request()).await.unwrap_err();
         assert_eq!(err, Error::Quota { status: 402 }, "{plain}");
         assert!(err.is_fatal_for_batch());
@@ -358,13 +359,13 @@ async fn retries_stop_at_the_time_budget() {
     let server = MockServer::start().await;
     mount(&server, ResponseTemplate::new(503), None).await;
     let mut c = config(&server);
-    c.retry = RetryConfig {
+    c.chat.retry = Some(RetryConfig {
         max_retries: 10,
         initial_backoff: Duration::from_millis(150),
         max_backoff: Duration::from_millis(150),
         max_retry_after: Duration::from_millis(150),
         max_total: Some(Duration::from_millis(400)),
-    };
+    });
     let err = summarizer(c).summarize(&request()).await.unwrap_err();
     assert_eq!(err, Error::Transient { status: Some(503) });
     let sent = bodies(&server).await.len();
@@ -382,8 +383,11 @@ async fn timeout_is_transient() {
         .set_delay(Duration::from_millis(1500));
     mount(&server, slow, None).await;
     let mut c = config(&server);
-    c.timeout = Duration::from_millis(100);
-    c.retry.max_retries = 1;
+    c.chat.timeout = Duration::from_millis(100);
+    c.chat
+        .retry
+        .get_or_insert_with(RetryConfig::default)
+        .max_retries = 1;
     let err = summarizer(c).summarize(&request()).await.unwrap_err();
     assert_eq!(err, Error::Transient { status: None });
     assert_eq!(bodies(&server).await.len(), 2);
@@ -395,8 +399,14 @@ async fn connection_refused_is_network() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let mut c = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m", ApiKey::None);
-    c.retry.max_retries = 1;
-    c.retry.initial_backoff = Duration::from_millis(1);
+    c.chat
+        .retry
+        .get_or_insert_with(RetryConfig::default)
+        .max_retries = 1;
+    c.chat
+        .retry
+        .get_or_insert_with(RetryConfig::default)
+        .initial_backoff = Duration::from_millis(1);
     let err = summarizer(c).summarize(&request()).await.unwrap_err();
     assert_eq!(err, Error::Network { connect: true });
 }
@@ -520,7 +530,7 @@ async fn model_not_found_falls_back_to_the_main_model() {
         .mount(&server)
         .await;
     let mut c = config(&server);
-    c.summary_model = Some("summary-model".into());
+    c.chat.summary_model = Some("summary-model".into());
     let s = summarizer(c);
     assert_eq!(s.name(), "summary-model");
     assert_eq!(s.model_chain(), ["summary-model", "main-model"]);
@@ -551,7 +561,7 @@ async fn summary_model_5xx_falls_back_but_auth_does_not() {
         .mount(&server)
         .await;
     let mut c = config(&server);
-    c.summary_model = Some("summary-model".into());
+    c.chat.summary_model = Some("summary-model".into());
     let r = summarizer(c.clone())
         .summarize(&request())
         .await
@@ -566,7 +576,7 @@ async fn summary_model_5xx_falls_back_but_auth_does_not() {
     let server = MockServer::start().await;
     mount(&server, ResponseTemplate::new(403), None).await;
     let mut c = config(&server);
-    c.summary_model = Some("summary-model".into());
+    c.chat.summary_model = Some("summary-model".into());
     let err = summarizer(c).summarize(&request()).await.unwrap_err();
     assert_eq!(err, Error::Auth { status: Some(403) });
     assert_eq!(bodies(&server).await.len(), 1);
@@ -730,7 +740,10 @@ async fn defaults_and_key_sources() {
 
     // No key: no Authorization header; default max_tokens is twice the budget.
     let mut c = OpenAiConfig::new(format!("{}/v1/", server.uri()), "local", ApiKey::None);
-    c.retry.max_retries = 0;
+    c.chat
+        .retry
+        .get_or_insert_with(RetryConfig::default)
+        .max_retries = 0;
     let r = summarizer(c).summarize(&request()).await.expect("ok");
     assert_eq!(r.text, GOOD);
     let received = server.received_requests().await.unwrap();

@@ -13,9 +13,10 @@
 use compaction_core::{Message, ToolCall};
 use serde_json::{Map, Value};
 
-use crate::error::Reason;
+use crate::error::{Error, Reason};
 use crate::json::{arguments, block_type, blocks, flag, joined_text, opt_str, req_obj, req_str};
 use crate::out::{self, Assistant, Out};
+use crate::read::LogReader;
 use crate::{Log, Options};
 
 #[derive(Debug, Default)]
@@ -185,4 +186,58 @@ fn tool_result(block: &Map<String, Value>) -> Result<compaction_core::Content, R
             ));
         }
     })
+}
+
+/// The [`Format::CLAUDE_CODE`](crate::Format::CLAUDE_CODE) row's line test: an event line
+/// with a `uuid`/`sessionId`/`messageId` and a Claude Code event type, or a summary line with
+/// its `leafUuid` (a one-line Gemini recording, which also has a `sessionId`, is not one).
+pub(crate) fn is_line(obj: &Map<String, Value>) -> bool {
+    let kind = obj.get("type").and_then(Value::as_str);
+    if crate::gemini::is_line(obj) {
+        return false;
+    }
+    ((obj.contains_key("uuid") || obj.contains_key("sessionId") || obj.contains_key("messageId"))
+        && matches!(
+            kind,
+            Some(
+                "user"
+                    | "assistant"
+                    | "progress"
+                    | "system"
+                    | "summary"
+                    | "file-history-snapshot"
+                    | "queue-operation"
+            )
+        ))
+        || (kind == Some("summary") && obj.contains_key("leafUuid"))
+}
+
+/// The [`Format::CLAUDE_CODE`](crate::Format::CLAUDE_CODE) row's reader.
+pub(crate) fn reader(options: Options) -> Box<dyn LogReader> {
+    Box::new(Lines {
+        state: Box::default(),
+        options,
+    })
+}
+
+#[derive(Debug)]
+struct Lines {
+    state: Box<State>,
+    options: Options,
+}
+
+impl LogReader for Lines {
+    fn push_line(&mut self, at: usize, line: &str) -> Result<(), Error> {
+        match crate::read::parse_line(at, line)? {
+            Some(obj) => self
+                .state
+                .push(at, obj, self.options)
+                .map_err(|reason| Error::line(at, reason)),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Result<Log, Error> {
+        Ok(self.state.finish())
+    }
 }

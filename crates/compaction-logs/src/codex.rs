@@ -17,9 +17,10 @@ use compaction_core::message::{Content, Part};
 use compaction_core::{Message, Role, ToolCall};
 use serde_json::{Map, Value};
 
-use crate::error::Reason;
+use crate::error::{Error, Reason};
 use crate::json::{arguments, block_type, blocks, opt_str, req_str};
 use crate::out::{self, Assistant, Out};
+use crate::read::LogReader;
 use crate::{Log, Options};
 
 #[derive(Debug, Default)]
@@ -195,4 +196,49 @@ fn output(item: &Map<String, Value>) -> Result<Content, Reason> {
             ));
         }
     })
+}
+
+/// The [`Format::CODEX`](crate::Format::CODEX) row's line test: a rollout line `{type,
+/// payload}` of a rollout type, or the earlier header `{id, timestamp, instructions}`.
+pub(crate) fn is_line(obj: &Map<String, Value>) -> bool {
+    let kind = obj.get("type").and_then(Value::as_str);
+    (obj.contains_key("payload")
+        && matches!(
+            kind,
+            Some("session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted")
+        ))
+        || (kind.is_none()
+            && obj.contains_key("instructions")
+            && obj.contains_key("id")
+            && obj.contains_key("timestamp"))
+}
+
+/// The [`Format::CODEX`](crate::Format::CODEX) row's reader.
+pub(crate) fn reader(options: Options) -> Box<dyn LogReader> {
+    Box::new(Lines {
+        state: State::default(),
+        options,
+    })
+}
+
+#[derive(Debug)]
+struct Lines {
+    state: State,
+    options: Options,
+}
+
+impl LogReader for Lines {
+    fn push_line(&mut self, at: usize, line: &str) -> Result<(), Error> {
+        match crate::read::parse_line(at, line)? {
+            Some(obj) => self
+                .state
+                .push(at, obj, self.options)
+                .map_err(|reason| Error::line(at, reason)),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Result<Log, Error> {
+        Ok(self.state.finish())
+    }
 }

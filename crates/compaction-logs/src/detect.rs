@@ -20,12 +20,13 @@ const LINES: usize = 32;
 ///   `toolResult`/`bashExecution` or whose entry has a `parentId`.
 /// - Gemini CLI: a JSON document (spanning lines, or one line) with `sessionId` and a
 ///   `messages` list.
+/// - then the formats registered with [`Format::register`], in their order.
 ///
 /// ```
 /// use compaction_logs::{detect, Format};
-/// assert_eq!(detect("{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{}}\n"), Some(Format::Codex));
+/// assert_eq!(detect("{\"timestamp\":\"t\",\"type\":\"session_meta\",\"payload\":{}}\n"), Some(Format::CODEX));
 /// assert_eq!(detect("{\"role\":\"user\",\"content\":\"hi\"}\n"), None);
-/// assert_eq!(detect("{\n  \"sessionId\": \"s\",\n  \"messages\": []\n}\n"), Some(Format::Gemini));
+/// assert_eq!(detect("{\n  \"sessionId\": \"s\",\n  \"messages\": []\n}\n"), Some(Format::GEMINI));
 /// ```
 pub fn detect(text: &str) -> Option<Format> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -48,7 +49,7 @@ pub fn detect(text: &str) -> Option<Format> {
             // A document that spans lines: `{` alone (or an opening line that does not close)
             // is a pretty-printed JSON object; only Gemini's recordings are written so.
             Err(_) if seen == 1 && line.starts_with('{') => {
-                return gemini_document(text).then_some(Format::Gemini);
+                return Format::all().into_iter().find(|f| f.is_document_text(text));
             }
             _ => return None,
         }
@@ -71,12 +72,7 @@ pub struct MixedLog {
 
 impl std::fmt::Display for MixedLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let other = self.other.map_or("a chat message", |o| match o {
-            Format::ClaudeCode => "a Claude Code log line",
-            Format::Codex => "a Codex log line",
-            Format::Pi => "a pi log line",
-            Format::Gemini => "a Gemini CLI record",
-        });
+        let other = self.other.map_or("a chat message", Format::label);
         write!(
             f,
             "{other} inside a {} log (a mixed or concatenated file would lose one of them): \
@@ -95,17 +91,17 @@ impl std::fmt::Display for MixedLog {
 /// use compaction_logs::{check_single, Format};
 /// let codex = "{\"type\":\"session_meta\",\"payload\":{}}\n";
 /// let claude = "{\"type\":\"user\",\"uuid\":\"u1\",\"message\":{\"role\":\"user\",\"content\":\"hi\"}}\n";
-/// assert!(check_single(codex, Format::Codex).is_ok());
+/// assert!(check_single(codex, Format::CODEX).is_ok());
 /// let mixed = format!("{codex}{codex}{claude}");
-/// let e = check_single(&mixed, Format::Codex).unwrap_err();
-/// assert_eq!((e.line, e.other), (3, Some(Format::ClaudeCode)));
+/// let e = check_single(&mixed, Format::CODEX).unwrap_err();
+/// assert_eq!((e.line, e.other), (3, Some(Format::CLAUDE_CODE)));
 /// ```
 ///
 /// # Errors
 ///
 /// [`MixedLog`] names the first line of another format.
 pub fn check_single(text: &str, format: Format) -> Result<(), MixedLog> {
-    if format == Format::Gemini {
+    if format.is_document() {
         return Ok(());
     }
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -145,66 +141,7 @@ pub fn check_single(text: &str, format: Format) -> Result<(), MixedLog> {
     }
 }
 
+/// The first format of the table whose line test accepts `obj`.
 fn of_line(obj: &Map<String, Value>) -> Option<Format> {
-    let kind = obj.get("type").and_then(Value::as_str);
-    if obj.contains_key("payload")
-        && matches!(
-            kind,
-            Some("session_meta" | "response_item" | "event_msg" | "turn_context" | "compacted")
-        )
-    {
-        return Some(Format::Codex);
-    }
-    if kind.is_none()
-        && obj.contains_key("instructions")
-        && obj.contains_key("id")
-        && obj.contains_key("timestamp")
-    {
-        return Some(Format::Codex);
-    }
-    if obj.contains_key("sessionId") && obj.get("messages").is_some_and(Value::is_array) {
-        return Some(Format::Gemini);
-    }
-    if (obj.contains_key("uuid") || obj.contains_key("sessionId") || obj.contains_key("messageId"))
-        && matches!(
-            kind,
-            Some(
-                "user"
-                    | "assistant"
-                    | "progress"
-                    | "system"
-                    | "summary"
-                    | "file-history-snapshot"
-                    | "queue-operation"
-            )
-        )
-    {
-        return Some(Format::ClaudeCode);
-    }
-    if kind == Some("summary") && obj.contains_key("leafUuid") {
-        return Some(Format::ClaudeCode);
-    }
-    if kind == Some("session") && obj.contains_key("cwd") {
-        return Some(Format::Pi);
-    }
-    if kind == Some("message") {
-        let role = obj
-            .get("message")
-            .and_then(|m| m.get("role"))
-            .and_then(Value::as_str);
-        if obj.contains_key("parentId") || matches!(role, Some("toolResult" | "bashExecution")) {
-            return Some(Format::Pi);
-        }
-        if obj.get("message").is_some_and(Value::is_object) && obj.contains_key("timestamp") {
-            return Some(Format::Pi);
-        }
-    }
-    None
-}
-
-/// Whether a multi-line document is a Gemini recording: its top-level keys (found without
-/// parsing the whole document) include `sessionId` and `messages`.
-fn gemini_document(text: &str) -> bool {
-    let head: String = text.chars().take(64 * 1024).collect();
-    head.contains("\"sessionId\"") && head.contains("\"messages\"")
+    Format::all().into_iter().find(|f| f.is_line(obj))
 }

@@ -60,7 +60,7 @@ pub enum Reason {
 ///
 /// ```
 /// use compaction_logs::{Format, Position};
-/// let err = compaction_logs::read(Format::Codex, "{\"type\":\"response_item\",\"payload\":7}\n", Default::default())
+/// let err = compaction_logs::read(Format::CODEX, "{\"type\":\"response_item\",\"payload\":7}\n", Default::default())
 ///     .unwrap_err();
 /// assert_eq!(err.position, Position::Line(1));
 /// assert_eq!(err.to_string(), "line 1: field `payload` must be an object");

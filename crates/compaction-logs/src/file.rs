@@ -33,6 +33,46 @@ pub enum TranscriptFormat {
     Log(Format),
 }
 
+impl TranscriptFormat {
+    /// Every name [`from_name`](Self::from_name) takes, in order: `auto`, `openai`,
+    /// `anthropic`, then the log-format table's ([`Format::all`]), so a command line's
+    /// `--format` lists a registered format with no change of its own.
+    ///
+    /// ```
+    /// use compaction_logs::{Format, TranscriptFormat};
+    ///
+    /// assert_eq!(TranscriptFormat::names()[..4], ["auto", "openai", "anthropic", "claude-code"]);
+    /// assert_eq!(TranscriptFormat::from_name("pi"), Some(TranscriptFormat::Log(Format::PI)));
+    /// assert_eq!(TranscriptFormat::from_name("yaml"), None);
+    /// ```
+    pub fn names() -> Vec<&'static str> {
+        ["auto", "openai", "anthropic"]
+            .into_iter()
+            .chain(Format::all().into_iter().map(Format::name))
+            .collect()
+    }
+
+    /// The format of a name from [`names`](Self::names).
+    pub fn from_name(name: &str) -> Option<TranscriptFormat> {
+        match name {
+            "auto" => Some(TranscriptFormat::Auto),
+            "openai" => Some(TranscriptFormat::Openai),
+            "anthropic" => Some(TranscriptFormat::Anthropic),
+            _ => Format::from_name(name).map(TranscriptFormat::Log),
+        }
+    }
+
+    /// The name [`from_name`](Self::from_name) reads back.
+    pub fn name(self) -> &'static str {
+        match self {
+            TranscriptFormat::Auto => "auto",
+            TranscriptFormat::Openai => "openai",
+            TranscriptFormat::Anthropic => "anthropic",
+            TranscriptFormat::Log(f) => f.name(),
+        }
+    }
+}
+
 /// How strict [`TranscriptFile::parse`] is about the transcript's shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Strictness {

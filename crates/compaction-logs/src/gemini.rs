@@ -18,6 +18,7 @@ use crate::Log;
 use crate::error::{Error, Position, Reason};
 use crate::json::{arguments, blocks, json_reason, kind, opt_str, req_str};
 use crate::out::{Assistant, Out};
+use crate::read::LogReader;
 
 #[derive(Debug, Default)]
 pub(crate) struct State {
@@ -166,4 +167,34 @@ fn result_text(result: &Value) -> Result<String, Reason> {
         }
     }
     Ok(texts.join("\n"))
+}
+
+/// The [`Format::GEMINI`](crate::Format::GEMINI) row's line test: a recording written on one
+/// line (`sessionId` and a `messages` list).
+pub(crate) fn is_line(obj: &Map<String, Value>) -> bool {
+    obj.contains_key("sessionId") && obj.get("messages").is_some_and(Value::is_array)
+}
+
+/// The row's document test: a multi-line document whose top-level keys (found without
+/// parsing the whole document) include `sessionId` and `messages`.
+pub(crate) fn is_document(text: &str) -> bool {
+    let head: String = text.chars().take(64 * 1024).collect();
+    head.contains("\"sessionId\"") && head.contains("\"messages\"")
+}
+
+/// The [`Format::GEMINI`](crate::Format::GEMINI) row's reader: every line kept, the document
+/// read at the end.
+pub(crate) fn reader(_: crate::Options) -> Box<dyn LogReader> {
+    Box::new(State::default())
+}
+
+impl LogReader for State {
+    fn push_line(&mut self, _: usize, line: &str) -> Result<(), Error> {
+        self.push(line);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<Log, Error> {
+        State::finish(*self)
+    }
 }

@@ -6,10 +6,10 @@
 //!
 //! | [`Format`] | file | format version read |
 //! |---|---|---|
-//! | [`Format::ClaudeCode`] | `~/.claude/projects/*/SESSION.jsonl` and `SESSION/subagents/agent-*.jsonl` | Claude Code 2.1 event lines (`user`/`assistant`/`progress`/`system`/...; `message.id`, `isSidechain`, `isCompactSummary`, `isMeta`) |
-//! | [`Format::Codex`] | `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` | rollout lines `{timestamp, type, payload}` (`session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) of codex-rs 0.4x and later; bare response items of the earlier rollouts |
-//! | [`Format::Pi`] | `~/.pi/agent/sessions/*/SESSION.jsonl` | pi coding-agent entries: version 1 (no ids) and versions 2/3 (`id`/`parentId` tree, `compaction` entries) |
-//! | [`Format::Gemini`] | `~/.gemini/tmp/<project>/chats/session-*.json` | Gemini CLI's `ConversationRecord` JSON (`messages` of type `user`/`gemini` with `toolCalls`) |
+//! | [`Format::CLAUDE_CODE`] | `~/.claude/projects/*/SESSION.jsonl` and `SESSION/subagents/agent-*.jsonl` | Claude Code 2.1 event lines (`user`/`assistant`/`progress`/`system`/...; `message.id`, `isSidechain`, `isCompactSummary`, `isMeta`) |
+//! | [`Format::CODEX`] | `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` | rollout lines `{timestamp, type, payload}` (`session_meta`, `response_item`, `event_msg`, `turn_context`, `compacted`) of codex-rs 0.4x and later; bare response items of the earlier rollouts |
+//! | [`Format::PI`] | `~/.pi/agent/sessions/*/SESSION.jsonl` | pi coding-agent entries: version 1 (no ids) and versions 2/3 (`id`/`parentId` tree, `compaction` entries) |
+//! | [`Format::GEMINI`] | `~/.gemini/tmp/<project>/chats/session-*.json` | Gemini CLI's `ConversationRecord` JSON (`messages` of type `user`/`gemini` with `toolCalls`) |
 //!
 //! What every reader does:
 //!
@@ -33,6 +33,10 @@
 //!   strip them from earlier turns anyway), the tool calls of an assistant message that failed
 //!   or was aborted before they ran (pi), progress, hook and UI events.
 //!
+//! The formats are rows of one table ([`Format`]): a format of one's own is its
+//! [`LogReader`] and one row, joined with [`Format::register`]; [`detect`], [`Reader`] and the
+//! command line's `--format` then know it.
+//!
 //! [`TranscriptFile::parse`] is the front door for a file's bytes in any format: OpenAI chat
 //! or Anthropic Messages (JSONL or a JSON array) or an agent's log, recognised when asked
 //! ([`TranscriptFormat::Auto`]), checked against a [`Strictness`], with errors that name the
@@ -47,8 +51,8 @@
 //!     r#"{"type":"assistant","uuid":"a2","isSidechain":false,"message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]}}"#, "\n",
 //!     r#"{"type":"user","uuid":"u2","isSidechain":false,"message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"a.txt"}]}}"#, "\n",
 //! );
-//! assert_eq!(compaction_logs::detect(log), Some(Format::ClaudeCode));
-//! let mut reader = Reader::new(Format::ClaudeCode);
+//! assert_eq!(compaction_logs::detect(log), Some(Format::CLAUDE_CODE));
+//! let mut reader = Reader::new(Format::CLAUDE_CODE);
 //! for line in log.lines() {
 //!     reader.push_line(line).unwrap();
 //! }
@@ -62,7 +66,7 @@
 //! assert_eq!(read.lines, [1, 2, 4]); // where each message came from
 //!
 //! // Errors say where and why, never what the log said.
-//! let mut reader = Reader::new(Format::ClaudeCode);
+//! let mut reader = Reader::new(Format::CLAUDE_CODE);
 //! reader.push_line(r#"{"type":"user","message":{"role":"user","content":"secret"}}"#).unwrap();
 //! let err = reader.push_line(r#"{"type":"user","message":"secret"}"#).unwrap_err();
 //! assert_eq!(err.to_string(), "line 2: field `message` must be an object");
@@ -74,10 +78,12 @@ mod codex;
 mod detect;
 mod error;
 mod file;
+mod format;
 mod gemini;
 mod json;
 mod out;
 mod pi;
+mod read;
 
 use std::fmt;
 
@@ -86,51 +92,10 @@ use compaction_core::Message;
 pub use detect::{MixedLog, check_single, detect};
 pub use error::{Error, Position, Reason};
 pub use file::{Strictness, TranscriptError, TranscriptFile, TranscriptFormat, TranscriptPosition};
-
-/// An agent's session-log format.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Format {
-    /// A Claude Code project log (or one of its subagent logs).
-    ClaudeCode,
-    /// A Codex rollout.
-    Codex,
-    /// A pi coding-agent session.
-    Pi,
-    /// A Gemini CLI chat recording.
-    Gemini,
-}
-
-impl Format {
-    /// Every format, in the order [`detect`] tries them.
-    pub const ALL: [Format; 4] = [
-        Format::ClaudeCode,
-        Format::Codex,
-        Format::Pi,
-        Format::Gemini,
-    ];
-
-    /// The name used on the command line (`claude-code`, `codex`, `pi`, `gemini`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::ClaudeCode => "claude-code",
-            Format::Codex => "codex",
-            Format::Pi => "pi",
-            Format::Gemini => "gemini",
-        }
-    }
-
-    /// The format of a command-line name, if it is one.
-    pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == name)
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+pub use format::{DocumentTest, Format, LineTest, NewReader};
+pub use read::{LogReader, parse_line};
+/// The JSON types a [`LogReader`] and a [`LineTest`] meet (this crate's `serde_json`).
+pub use serde_json;
 
 /// How a [`Reader`] reads.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -186,20 +151,12 @@ pub struct Log {
     pub summaries: Vec<NativeSummary>,
 }
 
-/// A streaming reader of one log. See the [crate docs](crate).
+/// A streaming reader of one log: the format's [`LogReader`], fed one line at a time. See the
+/// [crate docs](crate).
 #[derive(Debug)]
 pub struct Reader {
     line: usize,
-    state: State,
-    options: Options,
-}
-
-#[derive(Debug)]
-enum State {
-    ClaudeCode(Box<claude_code::State>),
-    Codex(codex::State),
-    Pi(pi::State),
-    Gemini(gemini::State),
+    inner: Box<dyn LogReader>,
 }
 
 impl Reader {
@@ -210,16 +167,9 @@ impl Reader {
 
     /// A reader of `format`.
     pub fn with_options(format: Format, options: Options) -> Reader {
-        let state = match format {
-            Format::ClaudeCode => State::ClaudeCode(Box::default()),
-            Format::Codex => State::Codex(codex::State::default()),
-            Format::Pi => State::Pi(pi::State::default()),
-            Format::Gemini => State::Gemini(gemini::State::default()),
-        };
         Reader {
             line: 0,
-            state,
-            options,
+            inner: format.reader(options),
         }
     }
 
@@ -230,23 +180,8 @@ impl Reader {
     /// A line that is not JSON, or a known field of the wrong shape: [`Error`] with the line.
     pub fn push_line(&mut self, line: &str) -> Result<(), Error> {
         self.line += 1;
-        let at = self.line;
         let line = line.strip_suffix('\r').unwrap_or(line);
-        if let State::Gemini(s) = &mut self.state {
-            s.push(line);
-            return Ok(());
-        }
-        if line.trim().is_empty() {
-            return Ok(());
-        }
-        let value = json::parse_line(line).map_err(|reason| Error::line(at, reason))?;
-        let result = match &mut self.state {
-            State::ClaudeCode(s) => s.push(at, value, self.options),
-            State::Codex(s) => s.push(at, value, self.options),
-            State::Pi(s) => s.push(at, value),
-            State::Gemini(_) => Ok(()),
-        };
-        result.map_err(|reason| Error::line(at, reason))
+        self.inner.push_line(self.line, line)
     }
 
     /// Ends the log and returns what it read.
@@ -255,12 +190,7 @@ impl Reader {
     ///
     /// A Gemini document that is not valid, or a pi tree whose last entry's ancestry is broken.
     pub fn finish(self) -> Result<Log, Error> {
-        match self.state {
-            State::ClaudeCode(s) => Ok(s.finish()),
-            State::Codex(s) => Ok(s.finish()),
-            State::Pi(s) => s.finish(self.options),
-            State::Gemini(s) => s.finish(),
-        }
+        self.inner.finish()
     }
 }
 

@@ -20,6 +20,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Position, Reason};
 use crate::json::{arguments, block_type, blocks, opt_str, req_obj, req_str};
 use crate::out::{self, Assistant, Out};
+use crate::read::LogReader;
 use crate::{Log, Options};
 
 #[derive(Debug, Default)]
@@ -197,4 +198,58 @@ fn texts_and_images(
         }
     }
     Ok((texts, images))
+}
+
+/// The [`Format::PI`](crate::Format::PI) row's line test: a `{type: "session"}` header with
+/// `cwd`, or a `message` entry with a `parentId`, a pi-only role (`toolResult`,
+/// `bashExecution`) or a message object and a `timestamp` (a one-line Gemini recording is not
+/// one).
+pub(crate) fn is_line(obj: &Map<String, Value>) -> bool {
+    let kind = obj.get("type").and_then(Value::as_str);
+    if crate::gemini::is_line(obj) {
+        return false;
+    }
+    if kind == Some("session") && obj.contains_key("cwd") {
+        return true;
+    }
+    if kind != Some("message") {
+        return false;
+    }
+    let role = obj
+        .get("message")
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str);
+    obj.contains_key("parentId")
+        || matches!(role, Some("toolResult" | "bashExecution"))
+        || (obj.get("message").is_some_and(Value::is_object) && obj.contains_key("timestamp"))
+}
+
+/// The [`Format::PI`](crate::Format::PI) row's reader.
+pub(crate) fn reader(options: Options) -> Box<dyn LogReader> {
+    Box::new(Lines {
+        state: State::default(),
+        options,
+    })
+}
+
+#[derive(Debug)]
+struct Lines {
+    state: State,
+    options: Options,
+}
+
+impl LogReader for Lines {
+    fn push_line(&mut self, at: usize, line: &str) -> Result<(), Error> {
+        match crate::read::parse_line(at, line)? {
+            Some(obj) => self
+                .state
+                .push(at, obj)
+                .map_err(|reason| Error::line(at, reason)),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(self: Box<Self>) -> Result<Log, Error> {
+        self.state.finish(self.options)
+    }
 }

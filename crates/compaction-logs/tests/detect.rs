@@ -7,7 +7,7 @@ fn raw_logs_are_recognised() {
     let Some(raw) = test_support::raw_fixtures_dir() else {
         return;
     };
-    for (dir, format) in [("claude-code", Format::ClaudeCode), ("pi", Format::Pi)] {
+    for (dir, format) in [("claude-code", Format::CLAUDE_CODE), ("pi", Format::PI)] {
         for entry in std::fs::read_dir(raw.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
@@ -40,7 +40,7 @@ fn chat_transcripts_are_no_agent_log() {
 
 #[test]
 fn names_round_trip() {
-    for f in Format::ALL {
+    for f in Format::BUILT_IN {
         assert_eq!(Format::from_name(f.name()), Some(f));
     }
     assert_eq!(Format::from_name("openai"), None);
@@ -93,16 +93,16 @@ fn a_mixed_or_concatenated_log_is_refused_at_the_other_formats_first_line() {
     use compaction_logs::TranscriptFormat;
     let logs = [
         (
-            Format::ClaudeCode,
+            Format::CLAUDE_CODE,
             CLAUDE.to_owned(),
             Some("a Claude Code log line"),
         ),
         (
-            Format::Codex,
+            Format::CODEX,
             sample("codex-rollout.jsonl"),
             Some("a Codex log line"),
         ),
-        (Format::Pi, sample("pi-tree.jsonl"), Some("a pi log line")),
+        (Format::PI, sample("pi-tree.jsonl"), Some("a pi log line")),
     ];
     for (format, log, _) in &logs {
         assert!(
@@ -143,7 +143,7 @@ fn the_raw_logs_are_single_logs() {
     let Some(raw) = test_support::raw_fixtures_dir() else {
         return;
     };
-    for (dir, format) in [("claude-code", Format::ClaudeCode), ("pi", Format::Pi)] {
+    for (dir, format) in [("claude-code", Format::CLAUDE_CODE), ("pi", Format::PI)] {
         for entry in std::fs::read_dir(raw.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
@@ -186,9 +186,9 @@ fn a_log_saved_as_a_json_array_reads_like_its_jsonl() {
         .map_err(|e| e.to_string())
     };
     for (format, log) in [
-        (Format::ClaudeCode, CLAUDE.to_owned()),
-        (Format::Codex, sample("codex-rollout.jsonl")),
-        (Format::Pi, sample("pi-tree.jsonl")),
+        (Format::CLAUDE_CODE, CLAUDE.to_owned()),
+        (Format::CODEX, sample("codex-rollout.jsonl")),
+        (Format::PI, sample("pi-tree.jsonl")),
     ] {
         let want = messages(&log, TranscriptFormat::Auto).unwrap();
         assert!(!want.is_empty());

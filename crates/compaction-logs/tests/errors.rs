@@ -74,7 +74,7 @@ fn claude_code_errors() {
     ];
     for (lines, position, reason) in cases {
         let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let e = first_error(Format::ClaudeCode, &lines);
+        let e = first_error(Format::CLAUDE_CODE, &lines);
         assert_eq!(e.position, position, "{e}");
         assert!(e.to_string().contains(reason), "{e}");
     }
@@ -83,14 +83,14 @@ fn claude_code_errors() {
 #[test]
 fn codex_pi_and_gemini_errors() {
     let e = first_error(
-        Format::Codex,
+        Format::CODEX,
         &[&format!(
             "{{\"type\":\"response_item\",\"payload\":{{\"type\":\"function_call_output\",\"output\":\"{SECRET}\"}}}}"
         )],
     );
     assert_eq!(e.to_string(), "line 1: field `call_id` must be a string");
     let e = first_error(
-        Format::Codex,
+        Format::CODEX,
         &[
             "{}",
             r#"{"type":"response_item","payload":{"type":"function_call_output","call_id":"c","output":7}}"#,
@@ -99,7 +99,7 @@ fn codex_pi_and_gemini_errors() {
     assert_eq!(e.position, Position::Line(2));
 
     let e = first_error(
-        Format::Pi,
+        Format::PI,
         &[&format!(
             "{{\"type\":\"message\",\"message\":{{\"role\":\"toolResult\",\"content\":\"{SECRET}\"}}}}"
         )],
@@ -107,7 +107,7 @@ fn codex_pi_and_gemini_errors() {
     assert_eq!(e.to_string(), "line 1: field `toolCallId` must be a string");
     // A last entry whose parent is missing: the tree is broken, named at that entry's line.
     let e = first_error(
-        Format::Pi,
+        Format::PI,
         &[
             "{\"type\":\"session\",\"version\":3,\"id\":\"s\",\"cwd\":\"/\"}",
             &format!(
@@ -119,7 +119,7 @@ fn codex_pi_and_gemini_errors() {
     assert_eq!(e.position, Position::Line(3));
     // A loop of parents is broken too (and terminates).
     let e = first_error(
-        Format::Pi,
+        Format::PI,
         &[
             "{\"type\":\"message\",\"id\":\"a\",\"parentId\":\"b\",\"message\":{\"role\":\"user\",\"content\":\"x\"}}",
             "{\"type\":\"message\",\"id\":\"b\",\"parentId\":\"a\",\"message\":{\"role\":\"user\",\"content\":\"y\"}}",
@@ -128,18 +128,18 @@ fn codex_pi_and_gemini_errors() {
     assert!(e.to_string().contains("broken session tree"), "{e}");
 
     let e = first_error(
-        Format::Gemini,
+        Format::GEMINI,
         &["{", &format!("  \"messages\": [{SECRET}]"), "}"],
     );
     assert_eq!(e.position, Position::Line(2));
     let e = first_error(
-        Format::Gemini,
+        Format::GEMINI,
         &[&format!(
             "{{\"messages\":[{{\"type\":\"user\",\"content\":\"ok\"}},{{\"type\":\"gemini\",\"toolCalls\":[{{\"name\":\"{SECRET}\"}}]}}]}}"
         )],
     );
     assert_eq!(e.to_string(), "messages[1]: field `id` must be a string");
-    let e = first_error(Format::Gemini, &[&format!("[\"{SECRET}\"]")]);
+    let e = first_error(Format::GEMINI, &[&format!("[\"{SECRET}\"]")]);
     assert_eq!(e.to_string(), "log: expected a JSON object, found an array");
 }
 
@@ -148,12 +148,12 @@ fn arbitrary_bytes_never_panic_and_never_quote() {
     // A small deterministic sweep over cut and corrupted lines of every format's sample.
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut samples = vec![
-        (dir.join("codex-rollout.jsonl"), Format::Codex),
-        (dir.join("pi-tree.jsonl"), Format::Pi),
-        (dir.join("gemini-session.json"), Format::Gemini),
+        (dir.join("codex-rollout.jsonl"), Format::CODEX),
+        (dir.join("pi-tree.jsonl"), Format::PI),
+        (dir.join("gemini-session.json"), Format::GEMINI),
     ];
     if let Some(raw) = test_support::raw_fixtures_dir() {
-        samples.push((raw.join("claude-code/short.jsonl"), Format::ClaudeCode));
+        samples.push((raw.join("claude-code/short.jsonl"), Format::CLAUDE_CODE));
     }
     for (path, format) in samples {
         let text = std::fs::read_to_string(path).unwrap();

@@ -72,7 +72,7 @@ fn claude_code_logs_read_into_their_normalized_fixtures() {
         return;
     };
     for (log, fixture) in CLAUDE {
-        let got = read(&raw.join(log), Format::ClaudeCode, Options::default());
+        let got = read(&raw.join(log), Format::CLAUDE_CODE, Options::default());
         assert_same(&got, &normalized.join(fixture));
     }
 }
@@ -84,7 +84,7 @@ fn pi_log_reads_into_its_normalized_fixture() {
     };
     let got = read(
         &raw.join("pi/large-session.jsonl"),
-        Format::Pi,
+        Format::PI,
         Options::default(),
     );
     assert_same(&got, &normalized.join("pi__large-session.jsonl"));
@@ -97,7 +97,7 @@ fn claude_codes_own_summary_is_a_summary_where_it_inserted_it() {
         return;
     };
     let log = raw.join(CLAUDE[0].0);
-    let got = read(&log, Format::ClaudeCode, Options::default());
+    let got = read(&log, Format::CLAUDE_CODE, Options::default());
     let reference = normalized
         .join("reference-summaries")
         .join("claude-code__spotter-8463c716.native_compaction_summaries.json");
@@ -117,7 +117,7 @@ fn claude_codes_own_summary_is_a_summary_where_it_inserted_it() {
     // As markers: the same transcript with the summary where Claude Code put it.
     let marked = read(
         &log,
-        Format::ClaudeCode,
+        Format::CLAUDE_CODE,
         Options::default().with_summaries_as_markers(true),
     );
     assert_eq!(
@@ -152,7 +152,7 @@ fn subagent_logs_are_read_as_their_own_transcripts() {
     };
     let sub =
         raw.join("claude-code/8463c716-a2ea-4c14-9efa-87158ebd9f20_subagents_agent-a7be2f0.jsonl");
-    let got = read(&sub, Format::ClaudeCode, Options::default());
+    let got = read(&sub, Format::CLAUDE_CODE, Options::default());
     // 1 task prompt, 19 calls with 19 results, 13 text replies merged with their calls.
     let calls: usize = got.messages.iter().map(|m| m.tool_calls().len()).sum();
     let results = got.messages.iter().filter(|m| m.is_tool()).count();
@@ -163,7 +163,7 @@ fn subagent_logs_are_read_as_their_own_transcripts() {
     // The session log beside it does not include the subagent's lines.
     let main = read(
         &raw.join(CLAUDE[0].0),
-        Format::ClaudeCode,
+        Format::CLAUDE_CODE,
         Options::default(),
     );
     assert!(

@@ -24,7 +24,7 @@ fn assert_pairs(log: &Log) {
 
 #[test]
 fn codex_rollout() {
-    let log = read("codex-rollout.jsonl", Format::Codex);
+    let log = read("codex-rollout.jsonl", Format::CODEX);
     assert_eq!(
         wire(&log),
         [
@@ -51,7 +51,7 @@ fn codex_rollout() {
 
 #[test]
 fn codex_rollout_before_the_payload_wrapper() {
-    let log = read("codex-legacy.jsonl", Format::Codex);
+    let log = read("codex-legacy.jsonl", Format::CODEX);
     assert_eq!(
         wire(&log),
         [
@@ -66,7 +66,7 @@ fn codex_rollout_before_the_payload_wrapper() {
 
 #[test]
 fn gemini_cli_recording() {
-    let log = read("gemini-session.json", Format::Gemini);
+    let log = read("gemini-session.json", Format::GEMINI);
     assert_eq!(
         wire(&log),
         [
@@ -86,14 +86,14 @@ fn gemini_cli_recording() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let one_line = doc.to_string();
-    assert_eq!(compaction_logs::detect(&one_line), Some(Format::Gemini));
-    let again = compaction_logs::read(Format::Gemini, &one_line, Options::default()).unwrap();
+    assert_eq!(compaction_logs::detect(&one_line), Some(Format::GEMINI));
+    let again = compaction_logs::read(Format::GEMINI, &one_line, Options::default()).unwrap();
     assert_eq!(wire(&again), wire(&log));
 }
 
 #[test]
 fn pi_tree_follows_the_last_branch_and_recognises_its_compaction() {
-    let log = read("pi-tree.jsonl", Format::Pi);
+    let log = read("pi-tree.jsonl", Format::PI);
     assert_eq!(
         wire(&log),
         [
@@ -119,7 +119,7 @@ fn pi_tree_follows_the_last_branch_and_recognises_its_compaction() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pi-tree.jsonl");
     let text = std::fs::read_to_string(path).unwrap();
     let marked = compaction_logs::read(
-        Format::Pi,
+        Format::PI,
         &text,
         Options::default().with_summaries_as_markers(true),
     )

@@ -2,5 +2,6 @@
 
 mod detect;
 mod errors;
+mod own_format;
 mod raw;
 mod samples;

@@ -3,7 +3,7 @@
 
 use compaction_sim::tune::{Knobs, TuneOptions, pareto_front, tune};
 use compaction_sim::{Options, Variant};
-use hermes_compaction::Config;
+use hermes_compaction::{Config, ConfigLoader};
 
 use crate::common::{example, extractive, run, tool_session};
 
@@ -53,7 +53,7 @@ fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("tuned.toml");
     std::fs::write(&path, tuning.toml(&base, &options.pricing)).unwrap();
-    let loaded = Config::load(Some(&path)).unwrap();
+    let loaded = ConfigLoader::new().file(&path).env().load().unwrap().0;
     assert_eq!(loaded.model.context_length, 24_000);
     assert_eq!(Knobs::of(&loaded), tuning.recommended.knobs);
     let sim = run(

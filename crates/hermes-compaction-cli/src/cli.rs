@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::input::InputFormat;
+use crate::input::TranscriptFormat;
 use compaction_sim::Policy;
 
 /// Keeps long-running LLM agent conversations inside a finite context window.
@@ -109,14 +109,19 @@ pub enum Mode {
     Micro,
 }
 
-/// Which summarizer a command uses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
-pub enum SummarizerKind {
-    /// Deterministic, no network (the embedded default).
-    #[default]
-    Extractive,
-    /// An OpenAI-compatible endpoint from `auxiliary.compression.*`.
-    Openai,
+/// The `--summarizer` parser: a name of the facade's provider table
+/// ([`Provider::all`](hermes_compaction::Provider::all)), so a provider added there is
+/// accepted and listed in `--help` with no change here.
+pub fn provider_parser() -> impl clap::builder::TypedValueParser<Value = hermes_compaction::Provider>
+{
+    let names: Vec<&'static str> = hermes_compaction::Provider::all()
+        .into_iter()
+        .map(hermes_compaction::Provider::name)
+        .collect();
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names).map(|name| {
+        hermes_compaction::Provider::from_name(&name).expect("a name of the provider table")
+    })
 }
 
 /// Options shared by the commands that compact.
@@ -130,15 +135,16 @@ pub struct EngineArgs {
     /// override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Summarizer [default: auxiliary.compression.provider, extractive]. `openai` reads
+    /// Summarizer [default: auxiliary.compression.provider, extractive]: extractive
+    /// (deterministic, no network) or openai (an OpenAI-compatible endpoint). `openai` reads
     /// auxiliary.compression.{base_url, model, api_key_env, timeout, max_retries, temperature}
     /// and fails with exit 2 when the key variable is unset. When auxiliary.compression.model
     /// differs from model.name, a failing auxiliary model (not found, 5xx, timeout) is retried
     /// on model.name. Auth and quota failures abort the pass; an HTTP 402 that says its limit
     /// resets ("resets at", "try again in", Retry-After) is transient instead (main model, then
     /// the extractive fallback).
-    #[arg(long, value_enum)]
-    pub summarizer: Option<SummarizerKind>,
+    #[arg(long, value_parser = provider_parser())]
+    pub summarizer: Option<hermes_compaction::Provider>,
     /// Apply the configuration's `[profiles.NAME]` over its `[compression]` table (a policy
     /// for a kind of session, e.g. sub-agents).
     #[arg(long, value_name = "NAME")]
@@ -462,9 +468,12 @@ pub enum SessionCommand {
 pub struct FormatArg {
     /// Input format: auto (an agent's own log recognised from its first lines, else
     /// Anthropic Messages when a message has Anthropic tool or thinking blocks, else OpenAI
-    /// chat), openai, anthropic, claude-code, codex, pi or gemini.
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
-    pub format: InputFormat,
+    /// chat), openai, anthropic (tool_use/tool_result/thinking content blocks; compact writes
+    /// the result back in the same dialect), or an agent log format: claude-code (a Claude
+    /// Code project log), codex (a Codex rollout), pi, gemini (a Gemini CLI chat recording;
+    /// positions are record indices).
+    #[arg(long, default_value = "auto", value_parser = crate::input::format_parser())]
+    pub format: TranscriptFormat,
 }
 
 /// `--mode` and `--passes`: the kind of pass a compaction command runs.

@@ -28,7 +28,7 @@ pub mod tune;
 
 pub use cli::{Cli, Command};
 pub use compaction_logs::TranscriptError;
-pub use input::{InputFormat, Strictness};
+pub use input::{Strictness, TranscriptFormat};
 
 /// Why a command failed. [`Error::exit_code`] maps it to the process exit code.
 #[derive(Debug, thiserror::Error)]

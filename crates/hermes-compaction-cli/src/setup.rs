@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use hermes_compaction::config::ConfigLoader;
 use hermes_compaction::llm::Summarizer;
-use hermes_compaction::{Compressor, CompressorBuilder, Config, OneShot, summarizer_from_config};
+use hermes_compaction::{
+    Compressor, CompressorBuilder, Config, OneShot, Provider, summarizer_from_config,
+};
 
 use crate::Error;
-use crate::cli::{EngineArgs, SummarizerKind};
+use crate::cli::EngineArgs;
 
 /// The compressor builder the engine options give a one-shot `mode`: [`load_config`] and
 /// the summarizer ([`build_summarizer`]).
@@ -26,13 +28,17 @@ pub fn compressor_builder(engine: &EngineArgs, mode: OneShot) -> Result<Compress
 /// `model.context_length`, and the allowed range; an unknown profile names the profile).
 /// Deprecation warnings go to stderr.
 pub fn load_config(engine: &EngineArgs) -> Result<Config, Error> {
-    let (config, warnings) = ConfigLoader {
-        file: engine.config.as_deref(),
-        context_length: engine.context_length,
-        profile: engine.profile.as_deref(),
+    let mut loader = ConfigLoader::new().env();
+    if let Some(file) = engine.config.as_deref() {
+        loader = loader.file(file);
     }
-    .load()
-    .map_err(|e| Error::Config(e.to_string()))?;
+    if let Some(n) = engine.context_length {
+        loader = loader.context_length(n);
+    }
+    if let Some(name) = engine.profile.as_deref() {
+        loader = loader.profile(name);
+    }
+    let (config, warnings) = loader.load().map_err(|e| Error::Config(e.to_string()))?;
     for w in warnings {
         #[allow(clippy::print_stderr)]
         {
@@ -47,15 +53,11 @@ pub fn load_config(engine: &EngineArgs) -> Result<Config, Error> {
 /// is a configuration error (exit 2) naming the variable, never its value.
 pub fn build_summarizer(
     config: &Config,
-    kind: Option<SummarizerKind>,
+    kind: Option<Provider>,
 ) -> Result<Arc<dyn Summarizer>, Error> {
     let mut config = config.clone();
     if let Some(kind) = kind {
-        config.auxiliary.compression.provider = match kind {
-            SummarizerKind::Extractive => "extractive",
-            SummarizerKind::Openai => "openai",
-        }
-        .into();
+        config.auxiliary.compression.provider = kind.name().into();
     }
     summarizer_from_config(&config).map_err(|e| Error::Config(e.to_string()))
 }
@@ -64,7 +66,7 @@ pub fn build_summarizer(
 /// simulator's configuration error).
 pub fn summarizer_factory(
     config: &Config,
-    kind: Option<SummarizerKind>,
+    kind: Option<Provider>,
 ) -> impl Fn() -> compaction_sim::Result<Arc<dyn Summarizer>> + Sync + '_ {
     move || build_summarizer(config, kind).map_err(|e| compaction_sim::Error::Config(e.to_string()))
 }

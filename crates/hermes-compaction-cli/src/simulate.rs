@@ -13,8 +13,8 @@ use compaction_sim::{Options, Policy, Pricing, Simulation, Variant};
 use hermes_compaction::Config;
 use hermes_compaction::core::Message;
 
-use crate::cli::{SimulateArgs, SummarizerKind};
-use crate::input::{self, InputFormat, Strictness};
+use crate::cli::SimulateArgs;
+use crate::input::{self, Strictness, TranscriptFormat};
 use crate::setup::{load_config, summarizer_factory};
 use crate::{Result, end_progress, write_json, write_out, write_output};
 
@@ -24,7 +24,7 @@ pub fn simulate(
     inputs: &[(String, Vec<Message>)],
     variants: &[Variant],
     config: &Config,
-    summarizer: Option<SummarizerKind>,
+    summarizer: Option<hermes_compaction::Provider>,
     options: &Options,
 ) -> Result<Simulation> {
     let factory = summarizer_factory(config, summarizer);
@@ -171,7 +171,7 @@ fn score_foreign(
 /// ([`compaction_sim::time::stamp_from_lines`]), so the replay sees the session's real gaps.
 pub(crate) fn read_inputs(
     paths: &[std::path::PathBuf],
-    format: InputFormat,
+    format: TranscriptFormat,
 ) -> Result<Vec<(String, Vec<Message>)>> {
     let mut inputs = Vec::new();
     for path in paths {

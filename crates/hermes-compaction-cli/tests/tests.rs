@@ -14,4 +14,5 @@ mod paths;
 mod secrets;
 mod session;
 mod simulate;
+mod tables;
 mod undo;

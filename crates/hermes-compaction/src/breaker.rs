@@ -1,13 +1,15 @@
 //! The one summarizer-call policy every pass shares (batch, split-turn, micro, defrag): the
 //! panic guard, the pass's deadline, the output guard, the circuit breaker and the fallback
-//! rule, composed in that order around one call, so a summarizer that is down is paid for a
-//! bounded time, not on every pass.
+//! rule, layers ([`compaction_llm::layer`]) composed once in that order around the summarizer
+//! when the compressor is built ([`compose`]), so a summarizer that is down is paid for a
+//! bounded time, not on every pass. All but the breaker are `compaction-llm`'s; the breaker
+//! is here because its time is the compressor's [`Clock`].
 //!
 //! - A summarizer that panics (while building its future or polling it) is caught: the call
 //!   failed with class `transient`, and the rules below apply to it like to any other.
 //! - **Deadline.** A pass waits on the summarizer for at most `auxiliary.compression.deadline_secs`
 //!   of real (monotonic) time, over all its calls, their retries, regenerations and model
-//!   fallback included ([`crate::deadline`]); a call still running then is abandoned and
+//!   fallback included ([`compaction_llm::DeadlineLayer`]); a call still running then is abandoned and
 //!   failed as `transient` (a timeout), and a call the pass would start after it is not made.
 //! - **Output guard.** What a summarizer other than the extractive one returns is judged by
 //!   [`compaction_llm::guard::check_summary`] against its request, whatever adapter wrote it:
@@ -30,13 +32,14 @@
 //! spends at most 60 s on a summarizer that is down, and while it stays down at most one pass
 //! in each 120 s after that pays it again.
 
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Mutex;
-use std::task::Poll;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use compaction_llm::{ErrorClass, Summarizer, SummaryRequest, SummaryResponse};
+use compaction_llm::layer::{Layer, Stack};
+use compaction_llm::{
+    DeadlineLayer, Error, ErrorClass, FallbackLayer, OutputGuardLayer, PanicGuardLayer, Summarizer,
+    SummaryFuture, SummaryRequest, SummaryResponse,
+};
 
 use crate::clock::Clock;
 
@@ -142,152 +145,144 @@ fn counts(class: ErrorClass) -> bool {
     )
 }
 
-/// One summary under the shared policy (see the module docs). `clock` is the compressor's
-/// (the breaker's time), `deadline` the pass's. Returns the response and who wrote it, or the
-/// failure that fails the pass.
+/// The circuit breaker as a [`Layer`]: the state is shared by every summarizer it wraps, and
+/// its time is the compressor's clock (injectable, so tests move it by hand).
+pub(crate) struct BreakerLayer {
+    state: Arc<Mutex<Breaker>>,
+    policy: CallPolicy,
+    clock: Arc<dyn Clock>,
+}
+
+/// A summarizer behind the circuit breaker ([`BreakerLayer`]).
+pub(crate) struct Breakered<S> {
+    inner: S,
+    state: Arc<Mutex<Breaker>>,
+    policy: CallPolicy,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S: Summarizer> Layer<S> for BreakerLayer {
+    type Summarizer = Breakered<S>;
+
+    fn layer(&self, inner: S) -> Breakered<S> {
+        Breakered {
+            inner,
+            state: self.state.clone(),
+            policy: self.policy,
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+impl<S: Summarizer> Breakered<S> {
+    fn state(&self) -> std::sync::MutexGuard<'_, Breaker> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl<S: Summarizer> Summarizer for Breakered<S> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        Box::pin(async move {
+            let started_ms = self.clock.now_unix_ms();
+            let (allowed, last) = {
+                let b = self.state();
+                (b.allows(started_ms), b.last)
+            };
+            if !allowed {
+                let class = last.unwrap_or(ErrorClass::Transient);
+                tracing::debug!(
+                    class = class.as_str(),
+                    "summarizer not called: its circuit breaker is open"
+                );
+                return Err(Error::CircuitOpen { class });
+            }
+            let outcome = self.inner.summarize(req).await;
+            match &outcome {
+                // Not called (the deadline had passed): nothing to count.
+                Err(e) if e.not_called() => {}
+                Ok(_) => {
+                    // The call's end is read as for a failure (a scripted clock sees the same
+                    // reads either way).
+                    self.clock.now_unix_ms();
+                    self.state().success();
+                }
+                Err(e) => {
+                    let ended_ms = self.clock.now_unix_ms();
+                    let class = e.class();
+                    // Auth and quota are not the breaker's business: they answer at once.
+                    if class.allows_fallback() {
+                        let timed_out = matches!(e, Error::DeadlinePassed { called: true });
+                        self.state()
+                            .failure(class, started_ms, ended_ms, timed_out, &self.policy);
+                    }
+                }
+            }
+            outcome
+        })
+    }
+}
+
+/// The one stack of summarizer policy every pass calls through, composed once when the
+/// compressor is built: fallback (when `fallback` is set: the extractive summarizer behind its
+/// own panic guard), circuit breaker, deadline, output guard and panic guard, outermost first.
+pub(crate) fn compose(
+    primary: Arc<dyn Summarizer>,
+    fallback: bool,
+    policy: CallPolicy,
+    clock: Arc<dyn Clock>,
+) -> Arc<dyn Summarizer> {
+    let extractive = fallback.then(|| {
+        FallbackLayer::new(PanicGuardLayer.layer(compaction_llm::ExtractiveSummarizer::default()))
+    });
+    let stack = Stack::new()
+        .option_layer(extractive)
+        .layer(BreakerLayer {
+            state: Arc::default(),
+            policy,
+            clock,
+        })
+        .layer(DeadlineLayer)
+        .layer(OutputGuardLayer)
+        .layer(PanicGuardLayer);
+    Arc::new(stack.summarizer(primary))
+}
+
+/// One summary through `calls` (a stack [`compose`] made) under the pass's `deadline`.
+/// Returns the response and who wrote it, or the failure that fails the pass.
 pub(crate) async fn summarize(
-    primary: &dyn Summarizer,
-    fallback: Option<&dyn Summarizer>,
-    breaker: &Mutex<Breaker>,
-    policy: &CallPolicy,
-    clock: &dyn Clock,
+    calls: &dyn Summarizer,
     deadline: Option<Instant>,
     req: &SummaryRequest,
 ) -> Result<(SummaryResponse, Route), CallFailure> {
-    let started_ms = clock.now_unix_ms();
-    let (allowed, last) = {
-        let b = breaker
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        (b.allows(started_ms), b.last)
+    let owned;
+    let req = if req.deadline == deadline {
+        req
+    } else {
+        owned = req.clone().with_deadline(deadline);
+        &owned
     };
-    let expired = deadline.is_some_and(|d| Instant::now() >= d);
-    if !allowed || expired {
-        let class = if allowed {
-            ErrorClass::Transient
-        } else {
-            last.unwrap_or(ErrorClass::Transient)
-        };
-        tracing::debug!(
-            class = class.as_str(),
-            breaker_open = !allowed,
-            "summarizer not called (circuit open or the pass's deadline passed); using the fallback"
-        );
-        let failure = CallFailure {
-            class,
-            skipped: true,
-        };
-        return match fallback {
-            Some(fb) => guarded(fb, req)
-                .await
-                .map(|r| {
-                    (
-                        r,
-                        Route::Fallback {
-                            skipped: true,
-                            class,
-                        },
-                    )
-                })
-                .map_err(|_| failure),
-            None => Err(failure),
-        };
-    }
-    let (outcome, timed_out) = match crate::deadline::within(deadline, guarded(primary, req)).await
-    {
-        Some(r) => (r, false),
-        None => {
-            tracing::warn!("summarizer call abandoned at the pass's deadline");
-            (Err(ErrorClass::Transient), true)
-        }
-    };
-    // What comes back is judged the same way for every adapter and every pass kind.
-    let outcome = outcome.and_then(|r| {
-        if r.extractive {
-            return Ok(r);
-        }
-        match compaction_llm::guard::check_summary(&r.text, req) {
-            Ok(()) => Ok(r),
-            Err(e) => {
-                tracing::warn!(
-                    class = e.class().as_str(),
-                    "summary refused by the output guard"
-                );
-                Err(e.class())
-            }
-        }
-    });
-    let ended_ms = clock.now_unix_ms();
-    let class = match outcome {
+    match calls.summarize(req).await {
         Ok(r) => {
-            breaker
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .success();
-            return Ok((r, Route::Primary));
+            let route = match r.fallback {
+                None => Route::Primary,
+                Some(c) => Route::Fallback {
+                    skipped: c.skipped,
+                    class: c.class,
+                },
+            };
+            Ok((r, route))
         }
-        Err(class) => class,
-    };
-    let failure = CallFailure {
-        class,
-        skipped: false,
-    };
-    if !class.allows_fallback() {
-        return Err(failure);
+        Err(e) => Err(CallFailure {
+            class: e.class(),
+            skipped: e.not_called(),
+        }),
     }
-    breaker
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .failure(class, started_ms, ended_ms, timed_out, policy);
-    match fallback {
-        Some(fb) => {
-            tracing::warn!(
-                class = class.as_str(),
-                "summarizer failed; using the extractive fallback"
-            );
-            // A failing fallback leaves the summarizer's own failure to report.
-            guarded(fb, req)
-                .await
-                .map(|r| {
-                    (
-                        r,
-                        Route::Fallback {
-                            skipped: false,
-                            class,
-                        },
-                    )
-                })
-                .map_err(|_| failure)
-        }
-        None => Err(failure),
-    }
-}
-
-/// One call of `s`, with a panic (in `summarize` or while its future is polled) caught and
-/// returned as a `transient` failure, so no summarizer can fail the caller's turn.
-fn guarded<'a>(
-    s: &'a dyn Summarizer,
-    req: &'a SummaryRequest,
-) -> impl Future<Output = Result<SummaryResponse, ErrorClass>> + 'a {
-    let mut call = catch_unwind(AssertUnwindSafe(|| s.summarize(req))).ok();
-    std::future::poll_fn(move |cx| {
-        let Some(fut) = call.as_mut() else {
-            return Poll::Ready(Err(panicked()));
-        };
-        match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-            Ok(Poll::Ready(r)) => Poll::Ready(r.map_err(|e| e.class())),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(_) => {
-                call = None;
-                Poll::Ready(Err(panicked()))
-            }
-        }
-    })
-}
-
-fn panicked() -> ErrorClass {
-    tracing::error!("the summarizer panicked; counted as a transient failure");
-    ErrorClass::Transient
 }
 
 #[cfg(test)]

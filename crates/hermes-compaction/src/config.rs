@@ -1,13 +1,6 @@
 //! Configuration with figment: defaults, then a TOML file, then `HERMES_COMPACTION__*`
 //! environment variables. `config/default.toml` in the repository documents every key.
 
-#[cfg(feature = "config")]
-use std::path::Path;
-
-#[cfg(feature = "config")]
-use figment::Figment;
-#[cfg(feature = "config")]
-use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use compaction_core::cache::CacheProfile;
@@ -15,7 +8,18 @@ use compaction_core::defaults;
 use compaction_core::regions::{RegionConfig, WindowConfig};
 use compaction_core::trim::TrimConfig;
 
+mod keys;
+#[cfg(feature = "config")]
+mod load;
+mod provider;
 mod validate;
+
+pub use keys::{ConfigKey, KeyKind, KeyRange};
+#[cfg(feature = "config")]
+pub use load::ConfigLoader;
+pub use provider::Provider;
+#[cfg(feature = "llm")]
+pub use provider::{BuildSummarizer, summarizer_from_config};
 
 /// The smallest absolute threshold cap `compression.threshold_tokens` accepts (0 turns the cap
 /// off).
@@ -48,7 +52,7 @@ pub const ENV_PREFIX: &str = "HERMES_COMPACTION__";
 ///
 /// // ...or (feature `config`) load it: defaults, then a TOML file, then `HERMES_COMPACTION__*`.
 /// # #[cfg(feature = "config")] {
-/// let config = Config::from_toml_str("[model]\ncontext_length = 32000\n").unwrap();
+/// let config = hermes_compaction::ConfigLoader::new().toml("[model]\ncontext_length = 32000\n").load().unwrap().0;
 /// assert_eq!(config.model.context_length, 32_000);
 /// # }
 /// ```
@@ -240,17 +244,17 @@ impl Default for CompressionConfig {
 /// assert_eq!(ReclaimGate::Auto.to_string(), "auto");
 /// assert_eq!("2000".parse::<ReclaimGate>(), Ok(ReclaimGate::Tokens(2_000)));
 /// # #[cfg(feature = "config")] {
-/// use hermes_compaction::Config;
+/// use hermes_compaction::ConfigLoader;
 ///
-/// let off = Config::from_toml_str("[compression]\nmicro_compact = true\n").unwrap();
+/// let off = ConfigLoader::new().toml("[compression]\nmicro_compact = true\n").load().unwrap().0;
 /// assert_eq!(off.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Off);
-/// let auto = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
-///     .unwrap();
+/// let auto = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n").load()
+///     .unwrap().0;
 /// assert_eq!(auto.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Auto);
-/// let fixed = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = 4000\n")
-///     .unwrap();
+/// let fixed = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = 4000\n").load()
+///     .unwrap().0;
 /// assert_eq!(fixed.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Tokens(4_000));
-/// let err = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"on\"\n")
+/// let err = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = \"on\"\n").load()
 ///     .unwrap_err();
 /// assert!(err.to_string().contains("micro_compact_min_reclaim_tokens"), "{err}");
 /// # }
@@ -411,12 +415,11 @@ pub struct SummarizerConfig {
 /// run whatever it says.
 ///
 /// ```
-/// use hermes_compaction::Config;
-/// use hermes_compaction::config::Timing;
+/// use hermes_compaction::config::{ConfigLoader, Timing};
 ///
-/// let c = Config::from_toml_str("[compression]\ntiming = \"between_turns\"\n").unwrap();
+/// let c = ConfigLoader::new().toml("[compression]\ntiming = \"between_turns\"\n").load().unwrap().0;
 /// assert_eq!(c.compression.timing, Timing::BetweenTurns);
-/// assert!(Config::from_toml_str("[compression]\ntiming = \"sometimes\"\n").is_err());
+/// assert!(ConfigLoader::new().toml("[compression]\ntiming = \"sometimes\"\n").load().is_err());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -487,73 +490,6 @@ impl Default for SummarizerConfig {
     }
 }
 
-/// Where a configuration comes from, resolved in one place and validated once: the
-/// defaults, then [`file`](Self::file) (TOML), then the `HERMES_COMPACTION__*` environment
-/// variables, then [`context_length`](Self::context_length) (a command line's or a
-/// framework's model window), then the named [`profile`](Self::profile) over `[compression]`;
-/// [`Config::validate`] runs on the result, after every layer, so a value is judged by the one
-/// rule whatever layer set it.
-///
-/// ```
-/// # #[cfg(feature = "config")] {
-/// use hermes_compaction::config::ConfigLoader;
-///
-/// let dir = std::env::temp_dir().join(format!("loader-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir).unwrap();
-/// let file = dir.join("hermes.toml");
-/// std::fs::write(&file, "[compression]\nthreshold = 0.6\n[profiles.sub]\nthreshold = 0.8\n").unwrap();
-/// let (config, warnings) = ConfigLoader {
-///     file: Some(&file),
-///     context_length: Some(32_000),
-///     profile: Some("sub"),
-/// }
-/// .load()
-/// .unwrap();
-/// assert_eq!(config.model.context_length, 32_000);
-/// assert_eq!(config.compression.threshold, 0.8);
-/// assert!(warnings.is_empty());
-/// // Every layer is checked by the same rule: a window the file would accept is refused
-/// // when the override makes it too small, naming the key.
-/// let err = ConfigLoader { context_length: Some(10), ..ConfigLoader::default() }.load().unwrap_err();
-/// assert!(err.to_string().contains("model.context_length"));
-/// # std::fs::remove_dir_all(&dir).unwrap();
-/// # }
-/// ```
-#[cfg(feature = "config")]
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ConfigLoader<'a> {
-    /// A TOML file to read after the defaults (`None`: none).
-    pub file: Option<&'a Path>,
-    /// The main model's context length, over the file and the environment.
-    pub context_length: Option<u64>,
-    /// A `[profiles.NAME]` table to apply over `[compression]` ([`Config::with_profile`]).
-    pub profile: Option<&'a str>,
-}
-
-#[cfg(feature = "config")]
-impl ConfigLoader<'_> {
-    /// Resolves every layer and validates the result once; returns the deprecation warnings
-    /// (one line each, naming the old and the new key) beside it.
-    pub fn load(self) -> Result<(Config, Vec<String>), ConfigError> {
-        let mut fig = Figment::new();
-        if let Some(path) = self.file {
-            fig = fig.merge(Toml::file_exact(path));
-        }
-        fig = fig.merge(crate::config_env::EnvOverrides::prefixed(ENV_PREFIX));
-        let (mut config, warnings) = Config::from_figment(fig)?;
-        if let Some(n) = self.context_length {
-            config.model.context_length = n;
-        }
-        if let Some(name) = self.profile {
-            config = config.apply_profile(name)?;
-        }
-        config.validate()?;
-        let mut warnings = warnings;
-        warnings.extend(config.install_redaction_rules()?);
-        Ok((config, warnings))
-    }
-}
-
 /// A configuration that could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -591,88 +527,6 @@ pub enum ConfigError {
 }
 
 impl Config {
-    /// Defaults, then `file` (if given), then the environment. A deprecated key
-    /// ([`DEPRECATED_KEYS`]) is read as its new name and logged as a `tracing` warning
-    /// ([`load_with_warnings`](Self::load_with_warnings) returns the warnings instead).
-    #[cfg(feature = "config")]
-    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
-        Config::load_with_warnings(file).map(log_warnings)
-    }
-
-    /// [`load`](Self::load), returning the deprecation warnings (one line each, naming the old
-    /// and the new key) instead of logging them.
-    #[cfg(feature = "config")]
-    pub fn load_with_warnings(file: Option<&Path>) -> Result<(Config, Vec<String>), ConfigError> {
-        ConfigLoader {
-            file,
-            ..ConfigLoader::default()
-        }
-        .load()
-    }
-
-    /// Defaults, then a TOML string (for tests and embedding), then nothing else. Deprecated
-    /// keys are handled as in [`load`](Self::load).
-    #[cfg(feature = "config")]
-    pub fn from_toml_str(toml: &str) -> Result<Config, ConfigError> {
-        Config::from_toml_str_with_warnings(toml).map(log_warnings)
-    }
-
-    /// [`from_toml_str`](Self::from_toml_str), returning the deprecation warnings.
-    ///
-    /// ```
-    /// # #[cfg(feature = "config")] {
-    /// use hermes_compaction::Config;
-    ///
-    /// let (config, warnings) =
-    ///     Config::from_toml_str_with_warnings("[compression]\ntarget_ratio = 0.1\n").unwrap();
-    /// assert_eq!(config.compression.tail_ratio, 0.1);
-    /// assert_eq!(
-    ///     warnings,
-    ///     ["configuration: `compression.target_ratio` is deprecated: write `compression.tail_ratio`"]
-    /// );
-    /// # }
-    /// ```
-    #[cfg(feature = "config")]
-    pub fn from_toml_str_with_warnings(toml: &str) -> Result<(Config, Vec<String>), ConfigError> {
-        let (config, warnings) = Config::from_figment(Figment::from(Toml::string(toml)))?;
-        config.validate()?;
-        Ok((config, warnings))
-    }
-
-    /// The defaults, then `user` (what the file and the environment set), not yet validated.
-    /// A deprecated key the user set is read through its serde alias, so its new name is left
-    /// out of the defaults (else serde would see the field twice); both names set by the user
-    /// is an error naming the field.
-    #[cfg(feature = "config")]
-    fn from_figment(user: Figment) -> Result<(Config, Vec<String>), ConfigError> {
-        let renamed: Vec<(&str, &str)> = DEPRECATED_KEYS
-            .into_iter()
-            .filter(|(old, _)| user.contains(&format!("compression.{old}")))
-            .collect();
-        let mut warnings: Vec<String> = renamed
-            .iter()
-            .map(|(old, new)| deprecation("compression", old, new))
-            .collect();
-        let mut defaults = figment::value::Value::serialize(Config::default()).map_err(Box::new)?;
-        if let figment::value::Value::Dict(_, top) = &mut defaults
-            && let Some(figment::value::Value::Dict(_, compression)) = top.get_mut("compression")
-        {
-            for (_, new) in &renamed {
-                compression.remove(*new);
-            }
-        }
-        let fig = Figment::from(Serialized::defaults(defaults)).merge(user);
-        let cfg: Config = fig.extract().map_err(Box::new)?;
-        for (name, table) in &cfg.profiles {
-            for (old, new) in DEPRECATED_KEYS {
-                if table.contains_key(old) {
-                    warnings.push(deprecation(&format!("profiles.{name}"), old, new));
-                }
-            }
-        }
-        Ok((cfg, warnings))
-    }
-
     /// This configuration with profile `name` applied: its keys replace those of
     /// `compression` (a nested table, like `cache_custom`, merges key by key), and the result
     /// is validated like any configuration. An unknown profile, an unknown key or a value of
@@ -680,12 +534,12 @@ impl Config {
     ///
     /// ```
     /// # #[cfg(feature = "config")] {
-    /// use hermes_compaction::Config;
+    /// use hermes_compaction::ConfigLoader;
     ///
-    /// let config = Config::from_toml_str(
+    /// let config = ConfigLoader::new().toml(
     ///     "[compression]\nthreshold = 0.5\n[profiles.subagent]\nthreshold = 0.8\nprotect_last_n = 2\n",
-    /// )
-    /// .unwrap();
+    /// ).load()
+    /// .unwrap().0;
     /// let sub = config.with_profile("subagent").unwrap();
     /// assert_eq!(sub.compression.threshold, 0.8);
     /// assert_eq!(sub.compression.protect_last_n, 2);
@@ -873,19 +727,6 @@ impl Config {
     }
 }
 
-#[cfg(feature = "config")]
-fn deprecation(table: &str, old: &str, new: &str) -> String {
-    format!("configuration: `{table}.{old}` is deprecated: write `{table}.{new}`")
-}
-
-#[cfg(feature = "config")]
-fn log_warnings((config, warnings): (Config, Vec<String>)) -> Config {
-    for w in warnings {
-        tracing::warn!(target: "hermes_compaction::config", "{w}");
-    }
-    config
-}
-
 /// Merges `overrides` into the object `base`, table by table.
 fn merge(base: &mut serde_json::Value, overrides: &serde_json::Map<String, serde_json::Value>) {
     let serde_json::Value::Object(map) = base else {
@@ -911,6 +752,7 @@ pub const ASSUMED_CACHED_READ_RATIO: f64 = 0.1;
 
 /// An unknown provider: cached reads at [`ASSUMED_CACHED_READ_RATIO`], no write premium, output
 /// at 5x input (the issue 13 cost model's prices).
+#[cfg(feature = "llm")]
 pub(crate) fn assumed_profile() -> CacheProfile {
     CacheProfile {
         name: "assumed".into(),

@@ -7,9 +7,14 @@
 //!
 //! - the prefix is matched case-insensitively and stripped; `__` separates levels; keys are
 //!   lowercased (`HERMES_COMPACTION__COMPRESSION__THRESHOLD` sets `compression.threshold`);
-//! - a value is a boolean (`true`/`false`), an integer, a float (when it has a `.`, `e` or
-//!   `E`), a list (`[a, b]`, elements parsed the same way, quotes around an element removed),
-//!   or else a string.
+//! - a key the key table says is text (`Config::keys`, passed in as
+//!   [`EnvOverrides::with_text_keys`]) takes the value as written (quotes around it removed),
+//!   so `HERMES_COMPACTION__MODEL__NAME=4` is the model `"4"`, not a number;
+//! - any other value is a boolean (`true`/`false`), an integer, a float (when it has a `.`, `e`
+//!   or `E`), a list (`[a, b]`, elements parsed the same way, quotes around an element
+//!   removed), or else a string.
+
+use std::collections::BTreeSet;
 
 use figment::value::{Dict, Map, Value};
 use figment::{Error, Metadata, Profile, Provider};
@@ -18,11 +23,21 @@ use figment::{Error, Metadata, Profile, Provider};
 #[derive(Clone, Debug)]
 pub(crate) struct EnvOverrides {
     prefix: &'static str,
+    text: BTreeSet<String>,
 }
 
 impl EnvOverrides {
     pub(crate) fn prefixed(prefix: &'static str) -> EnvOverrides {
-        EnvOverrides { prefix }
+        EnvOverrides {
+            prefix,
+            text: BTreeSet::new(),
+        }
+    }
+
+    /// The dotted paths of the keys whose values are text.
+    pub(crate) fn with_text_keys(mut self, text: BTreeSet<String>) -> EnvOverrides {
+        self.text = text;
+        self
     }
 
     /// The overrides as a nested dictionary, read now.
@@ -44,7 +59,14 @@ impl EnvOverrides {
             if path.iter().any(String::is_empty) {
                 continue;
             }
-            insert(&mut dict, &path, parse(value.to_string_lossy().trim()));
+            let value = value.to_string_lossy();
+            let value = value.trim();
+            let value = if self.text.contains(&path.join(".")) {
+                Value::from(unquote(value).to_owned())
+            } else {
+                parse(value)
+            };
+            insert(&mut dict, &path, value);
         }
         dict
     }
@@ -107,12 +129,15 @@ fn parse_scalar(s: &str) -> Value {
     {
         return Value::from(f);
     }
-    let unquoted = s
-        .strip_prefix('"')
+    Value::from(unquote(s).to_owned())
+}
+
+/// `s` without one pair of surrounding quotes, double or single.
+fn unquote(s: &str) -> &str {
+    s.strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))
         .or_else(|| s.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')))
-        .unwrap_or(s);
-    Value::from(unquoted.to_owned())
+        .unwrap_or(s)
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! | `postgres` | PostgreSQL as well | no |
 //! | `tls` | TLS for PostgreSQL connections (rustls, aws-lc; SQLite needs none) | no |
 //! | `telemetry` | content-free pass events through `tracing` | yes |
-//! | `config` | `Config::load` / `Config::from_toml_str` (figment, TOML, environment) | yes |
+//! | `config` | `ConfigLoader` (figment: TOML, environment) | yes |
 //! | `tiktoken` | exact token counts (o200k, cl100k) | no |
 //!
 //! The `Compressor` (feature `llm`) is what an agent framework calls.
@@ -61,7 +61,6 @@ pub mod config;
 #[cfg(feature = "config")]
 mod config_env;
 #[cfg(feature = "llm")]
-mod deadline;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]
@@ -77,8 +76,6 @@ pub mod recall;
 #[cfg(feature = "llm")]
 mod report;
 #[cfg(feature = "llm")]
-pub mod setup;
-#[cfg(feature = "llm")]
 mod thrash;
 #[cfg(feature = "store")]
 pub mod trim;
@@ -90,7 +87,11 @@ pub use compaction_core::cache::CacheProfile;
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
 pub use compressor::{Compressor, CompressorBuilder, RequestTicket, ThrashState};
-pub use config::{Config, ConfigError, ReclaimGate};
+#[cfg(feature = "config")]
+pub use config::ConfigLoader;
+#[cfg(feature = "llm")]
+pub use config::{BuildSummarizer, summarizer_from_config};
+pub use config::{Config, ConfigError, Provider, ReclaimGate};
 #[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
@@ -101,7 +102,5 @@ pub use report::{BatchReport, MicroReport, Outcome, Resume, Trigger};
 pub use report::{DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse};
 #[cfg(feature = "llm")]
 pub use report::{FailureKind, PassFailure, StoreGeneration};
-#[cfg(feature = "llm")]
-pub use setup::summarizer_from_config;
 #[cfg(feature = "store")]
 pub use trim::{TrimStatus, trim_for_insert};

@@ -168,6 +168,7 @@ impl compaction_llm::Summarizer for Timed {
                 model: "timed".into(),
                 usage: None,
                 extractive: false,
+                fallback: None,
             })
         };
         Box::pin(std::future::ready(out))

@@ -613,6 +613,7 @@ impl compaction_llm::Summarizer for Echo {
             model: "echo".into(),
             usage: None,
             extractive: false,
+            fallback: None,
         })))
     }
 }

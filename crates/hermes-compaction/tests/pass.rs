@@ -180,6 +180,7 @@ fn an_extractive_answer_is_a_fallback_in_both_modes() {
         model: "adapter".into(),
         usage: None,
         extractive: true,
+        fallback: None,
     };
     let s = Arc::new(ScriptedSummarizer::new());
     s.push_response(extractive("Earlier: questions 0 to 40 were answered."));

@@ -57,6 +57,7 @@ impl Summarizer for Gated {
                     completion_tokens: SUMMARY_TOKENS - 1_000,
                 }),
                 extractive: false,
+                fallback: None,
             })
         })
     }

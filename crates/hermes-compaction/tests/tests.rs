@@ -9,6 +9,7 @@ mod compact_tool;
 mod configured;
 mod in_turn;
 mod micro;
+mod own_provider;
 mod parity;
 mod pass;
 mod persistence;

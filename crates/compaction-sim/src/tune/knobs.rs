@@ -295,6 +295,7 @@ impl Rng {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hermes_compaction::ConfigLoader;
 
     /// Issue 25, item 3: the grid is cut to the table `validate` checks, so every point of it
     /// validates (the tuner once proposed `prune_runway_ratio = 1.0`, which validation
@@ -361,9 +362,10 @@ mod tests {
         assert!(points > 100, "{points}");
         // The TOML a point writes loads back as that point, with no deprecation warning.
         let knobs = Knobs::of(&base);
-        let (loaded, warnings) =
-            Config::from_toml_str_with_warnings(&format!("[compression]\n{}", knobs.toml_lines()))
-                .expect("the written TOML loads");
+        let (loaded, warnings) = ConfigLoader::new()
+            .toml(&format!("[compression]\n{}", knobs.toml_lines()))
+            .load()
+            .expect("the written TOML loads");
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(Knobs::of(&loaded), knobs);
     }

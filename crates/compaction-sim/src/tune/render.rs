@@ -207,7 +207,7 @@ impl Tuning {
         chart.to_svg()
     }
 
-    /// The recommended configuration as TOML that `Config::load` (and `--config`) accepts:
+    /// The recommended configuration as TOML that `ConfigLoader` (and `--config`) accepts:
     /// the context length and cache profile it was tuned for and every tuned key.
     pub fn toml(&self, base: &Config, pricing: &Pricing) -> String {
         let p = &self.recommended;

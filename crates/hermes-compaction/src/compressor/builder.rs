@@ -157,24 +157,27 @@ impl CompressorBuilder {
             warm_cache: config.warm_cache_on(),
             config: Arc::new(config),
         };
-        let fallback: Option<Arc<dyn Summarizer>> = settings
-            .config
-            .compression
-            .fallback_to_extractive
-            .then(|| Arc::new(compaction_llm::ExtractiveSummarizer::default()) as _);
+        let clock: Arc<dyn Clock> = self.clock.unwrap_or_else(|| Arc::new(SystemClock));
+        let summarizer: Arc<dyn Summarizer> = self
+            .summarizer
+            .unwrap_or_else(|| Arc::new(compaction_llm::ExtractiveSummarizer::default()));
+        let calls = crate::breaker::compose(
+            summarizer.clone(),
+            settings.config.compression.fallback_to_extractive,
+            settings.call,
+            clock.clone(),
+        );
         let mut c = Compressor {
             settings,
             counter: self
                 .counter
                 .unwrap_or_else(|| Arc::new(Estimator::default())),
-            summarizer: self
-                .summarizer
-                .unwrap_or_else(|| Arc::new(compaction_llm::ExtractiveSummarizer::default())),
-            fallback,
+            summarizer,
+            calls,
             #[cfg(feature = "store")]
             persistence: self.persistence,
             session_id: self.session_id,
-            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            clock,
             rt: super::Runtime::default(),
         };
         c.rt.state = self.state;

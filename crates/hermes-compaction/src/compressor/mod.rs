@@ -112,7 +112,8 @@ pub struct Compressor {
     settings: Settings,
     counter: Arc<dyn TokenCounter>,
     summarizer: Arc<dyn Summarizer>,
-    fallback: Option<Arc<dyn Summarizer>>,
+    /// `summarizer` inside the call policy's layers (`breaker::compose`), built once.
+    calls: Arc<dyn Summarizer>,
     #[cfg(feature = "store")]
     persistence: Option<Persistence>,
     session_id: String,
@@ -577,16 +578,7 @@ impl Compressor {
         deadline: Option<Instant>,
     ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
     {
-        crate::breaker::summarize(
-            self.summarizer.as_ref(),
-            self.fallback.as_deref(),
-            &self.rt.breaker,
-            &self.settings.call,
-            self.clock.as_ref(),
-            deadline,
-            req,
-        )
-        .await
+        crate::breaker::summarize(self.calls.as_ref(), deadline, req).await
     }
 
     pub(crate) fn record_failure(&mut self) {

@@ -185,12 +185,8 @@ impl Compressor {
         let summary_max = self.settings.config.compression.summary_max_tokens;
         let today = self.today();
         let (tx, rx) = oneshot::channel();
-        let primary = self.summarizer.clone();
-        let fallback = self.fallback.clone();
-        let breaker = self.rt.breaker.clone();
-        let policy = self.settings.call;
-        let clock = self.clock.clone();
-        let deadline = policy.pass_deadline();
+        let calls = self.calls.clone();
+        let deadline = self.settings.call.pass_deadline();
         let task = handle.spawn(async move {
             let (base, plan) =
                 plan_prepared(messages, compacted, counter.as_ref(), threshold, &batch_cfg);
@@ -210,16 +206,7 @@ impl Compressor {
                     .collect(),
                 _ => Vec::new(),
             };
-            let calls = summarize_all(
-                &requests,
-                primary.as_ref(),
-                fallback.as_deref(),
-                &breaker,
-                &policy,
-                clock.as_ref(),
-                deadline,
-            )
-            .await;
+            let calls = summarize_all(&requests, calls.as_ref(), deadline).await;
             let _ = tx.send(Some(Planned {
                 base,
                 plan,
@@ -513,19 +500,12 @@ fn digest(plan: &BatchPlan, len: usize) -> Option<u64> {
 /// stops it.
 async fn summarize_all(
     requests: &[SummaryRequest],
-    primary: &dyn compaction_llm::Summarizer,
-    fallback: Option<&dyn compaction_llm::Summarizer>,
-    breaker: &std::sync::Mutex<crate::breaker::Breaker>,
-    policy: &crate::breaker::CallPolicy,
-    clock: &dyn crate::clock::Clock,
+    calls: &dyn compaction_llm::Summarizer,
     deadline: Option<Instant>,
 ) -> Result<Vec<(SummaryResponse, Route)>, CallFailure> {
     let mut out = Vec::with_capacity(requests.len());
     for req in requests {
-        out.push(
-            crate::breaker::summarize(primary, fallback, breaker, policy, clock, deadline, req)
-                .await?,
-        );
+        out.push(crate::breaker::summarize(calls, deadline, req).await?);
     }
     Ok(out)
 }

@@ -39,9 +39,6 @@ pub(crate) struct Runtime {
     /// The next manual pass is prune-only (set by `Compressor::prune_only`).
     pub(super) prune_only_once: bool,
     pub(super) micro: MicroRuntime,
-    /// The summarizer circuit breaker every pass shares (a lock: batch summaries are written
-    /// under `&self`; shared: a summary prepared ahead is written by a task of its own).
-    pub(super) breaker: std::sync::Arc<std::sync::Mutex<crate::breaker::Breaker>>,
     /// The summary prepared ahead for the next pass (`compression.prepare_at`), if one was
     /// started and is not settled yet.
     pub(super) prepared: Option<super::prepare::Candidate>,

@@ -10,7 +10,7 @@ const TOML: &str = "[compression]\nthreshold = 0.5\nmicro_compact = false\n\
 
 #[test]
 fn a_profile_overrides_compression_keys_and_nothing_else() {
-    let config = Config::from_toml_str(TOML).unwrap();
+    let config = ConfigLoader::new().toml(TOML).load().unwrap().0;
     let sub = config.with_profile("subagent").unwrap();
     assert_eq!(sub.compression.threshold, 0.8);
     assert!(sub.compression.micro_compact);
@@ -26,7 +26,7 @@ fn a_profile_overrides_compression_keys_and_nothing_else() {
 
 #[test]
 fn bad_profiles_name_the_profile_and_the_problem() {
-    let config = Config::from_toml_str(TOML).unwrap();
+    let config = ConfigLoader::new().toml(TOML).load().unwrap().0;
     for (name, needle) in [
         ("missing", "no such profile"),
         ("typo", "threshhold"),

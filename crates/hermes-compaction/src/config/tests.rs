@@ -1,26 +1,41 @@
+use std::path::Path;
+
 use super::validate::MIN_CONTEXT_LENGTH_ALLOWED;
 use super::*;
 
 #[test]
 fn shipped_default_file_matches_the_code_defaults() {
     let text = include_str!("../../../../config/default.toml");
-    let from_file = Config::from_toml_str(text).expect("default.toml loads");
+    let from_file = ConfigLoader::new()
+        .toml(text)
+        .load()
+        .expect("default.toml loads")
+        .0;
     assert_eq!(from_file, Config::default());
 }
 
 #[test]
 fn invalid_values_name_key_value_and_range() {
-    let err = Config::from_toml_str("[compression]\nthreshold = 1.5\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\nthreshold = 1.5\n")
+        .load()
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "configuration: `compression.threshold` = 1.5 is invalid: allowed 0.05 to 0.95"
     );
-    let err = Config::from_toml_str("[compression]\nmax_attempts = 0\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\nmax_attempts = 0\n")
+        .load()
+        .unwrap_err();
     assert!(
         err.to_string().contains("compression.max_attempts"),
         "{err}"
     );
-    let err = Config::from_toml_str("[compression]\nthreshhold = 0.5\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\nthreshhold = 0.5\n")
+        .load()
+        .unwrap_err();
     assert!(err.to_string().contains("threshhold"), "{err}");
 }
 
@@ -30,36 +45,55 @@ fn invalid_values_name_key_value_and_range() {
 fn the_absolute_threshold_cap_bounds_every_window() {
     for window in [8_000u64, 64_000, 128_000, 200_000, 1_000_000, 2_000_000] {
         let text = format!("[model]\ncontext_length = {window}\n");
-        let free = Config::from_toml_str(&text)
+        let free = ConfigLoader::new()
+            .toml(&text)
+            .load()
             .unwrap()
+            .0
             .window()
             .threshold_tokens();
-        let capped =
-            Config::from_toml_str(&format!("{text}[compression]\nthreshold_tokens = 50000\n"))
-                .unwrap()
-                .window()
-                .threshold_tokens();
+        let capped = ConfigLoader::new()
+            .toml(&format!("{text}[compression]\nthreshold_tokens = 50000\n"))
+            .load()
+            .unwrap()
+            .0
+            .window()
+            .threshold_tokens();
         assert_eq!(capped, free.min(50_000), "window {window}");
     }
     for bad in [1u64, 1_023] {
-        let err = Config::from_toml_str(&format!("[compression]\nthreshold_tokens = {bad}\n"))
+        let err = ConfigLoader::new()
+            .toml(&format!("[compression]\nthreshold_tokens = {bad}\n"))
+            .load()
             .unwrap_err();
         assert!(
             err.to_string().contains("compression.threshold_tokens"),
             "{err}"
         );
     }
-    assert!(Config::from_toml_str("[compression]\nthreshold_tokens = 1024\n").is_ok());
+    assert!(
+        ConfigLoader::new()
+            .toml("[compression]\nthreshold_tokens = 1024\n")
+            .load()
+            .is_ok()
+    );
 }
 
 /// Issue 21, item 16: `compression.min_tail_user_messages` reaches the core region policy
 /// and is range-checked.
 #[test]
 fn min_tail_user_messages_is_passed_on_and_checked() {
-    let cfg = Config::from_toml_str("[compression]\nmin_tail_user_messages = 3\n").unwrap();
+    let cfg = ConfigLoader::new()
+        .toml("[compression]\nmin_tail_user_messages = 3\n")
+        .load()
+        .unwrap()
+        .0;
     assert_eq!(cfg.regions().min_tail_user_messages, 3);
     assert_eq!(Config::default().regions().min_tail_user_messages, 0);
-    let err = Config::from_toml_str("[compression]\nmin_tail_user_messages = 5000\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\nmin_tail_user_messages = 5000\n")
+        .load()
+        .unwrap_err();
     assert!(
         err.to_string()
             .contains("compression.min_tail_user_messages"),
@@ -76,11 +110,20 @@ fn environment_overrides_file() {
             "[compression]\nthreshold = 0.6\nmicro_compact = true\n",
         )?;
         jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "0.7");
-        let cfg = Config::load(Some(Path::new("c.toml"))).expect("loads");
+        let cfg = ConfigLoader::new()
+            .file(Path::new("c.toml"))
+            .env()
+            .load()
+            .expect("loads")
+            .0;
         assert_eq!(cfg.compression.threshold, 0.7);
         assert!(cfg.compression.micro_compact);
         jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "2");
-        let err = Config::load(Some(Path::new("c.toml"))).unwrap_err();
+        let err = ConfigLoader::new()
+            .file(Path::new("c.toml"))
+            .env()
+            .load()
+            .unwrap_err();
         assert!(err.to_string().contains("compression.threshold"));
         Ok(())
     });
@@ -90,31 +133,46 @@ fn environment_overrides_file() {
 fn cache_profiles_resolve_by_name_model_or_custom_table() {
     let cfg = Config::default();
     assert_eq!(cfg.cache_profile(), None, "auto without a model name");
-    let cfg = Config::from_toml_str("[model]\nname = \"claude-sonnet-4-5\"\n").unwrap();
+    let cfg = ConfigLoader::new()
+        .toml("[model]\nname = \"claude-sonnet-4-5\"\n")
+        .load()
+        .unwrap()
+        .0;
     assert_eq!(cfg.cache_profile().unwrap().name, "anthropic");
-    let cfg = Config::from_toml_str(
-        "[model]\nname = \"claude-sonnet-4-5\"\n[compression]\ncache_profile = \"none\"\n",
-    )
-    .unwrap();
+    let cfg = ConfigLoader::new()
+        .toml("[model]\nname = \"claude-sonnet-4-5\"\n[compression]\ncache_profile = \"none\"\n")
+        .load()
+        .unwrap()
+        .0;
     assert_eq!(cfg.cache_profile(), None);
-    let cfg = Config::from_toml_str("[compression]\ncache_profile = \"openai\"\n").unwrap();
+    let cfg = ConfigLoader::new()
+        .toml("[compression]\ncache_profile = \"openai\"\n")
+        .load()
+        .unwrap()
+        .0;
     assert_eq!(cfg.cache_profile(), Some(CacheProfile::openai()));
-    let cfg = Config::from_toml_str(
-        "[compression]\ncache_profile = \"custom\"\n[compression.cache_custom]\n\
+    let cfg = ConfigLoader::new()
+        .toml(
+            "[compression]\ncache_profile = \"custom\"\n[compression.cache_custom]\n\
              cached_input_price_ratio = 0.2\ncache_ttl_secs = 600\ninput_price_per_mtok = 1.0\n\
              cached_input_price_per_mtok = 0.2\n",
-    )
-    .unwrap();
+        )
+        .load()
+        .unwrap()
+        .0;
     let p = cfg.cache_profile().unwrap();
     assert_eq!((p.name.as_str(), p.cache_ttl_secs), ("custom", 600));
-    let err = Config::from_toml_str("[compression]\ncache_profile = \"azure\"\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\ncache_profile = \"azure\"\n")
+        .load()
+        .unwrap_err();
     assert!(
         err.to_string().contains("compression.cache_profile"),
         "{err}"
     );
-    let err = Config::from_toml_str(
+    let err = ConfigLoader::new().toml(
             "[compression.cache_custom]\ninput_price_per_mtok = 1.0\ncached_input_price_per_mtok = 0.7\n",
-        )
+        ).load()
         .unwrap_err();
     assert!(
         err.to_string().contains("cached_input_price_per_mtok"),
@@ -124,10 +182,11 @@ fn cache_profiles_resolve_by_name_model_or_custom_table() {
 
 #[test]
 fn trim_config_follows_the_insert_trim_keys() {
-    let cfg = Config::from_toml_str(
-        "[compression]\ninsert_trim_tokens = 8000\ninsert_trim_head_chars = 100\n",
-    )
-    .unwrap();
+    let cfg = ConfigLoader::new()
+        .toml("[compression]\ninsert_trim_tokens = 8000\ninsert_trim_head_chars = 100\n")
+        .load()
+        .unwrap()
+        .0;
     let t = cfg.trim();
     assert_eq!(
         (t.max_tokens, t.head_chars, t.tail_chars),
@@ -143,7 +202,10 @@ fn trim_config_follows_the_insert_trim_keys() {
 #[allow(clippy::result_large_err)]
 fn the_micro_reclaim_gate_is_a_number_or_auto() {
     let gate = |toml: &str| {
-        Config::from_toml_str(&format!("[compression]\n{toml}\n"))
+        ConfigLoader::new()
+            .toml(&format!("[compression]\n{toml}\n"))
+            .load()
+            .map(|(c, _)| c)
             .map(|c| c.compression.micro_compact_min_reclaim_tokens)
     };
     assert_eq!(
@@ -186,24 +248,32 @@ fn the_micro_reclaim_gate_is_a_number_or_auto() {
     // (which exists with feature `llm`).
     #[cfg(feature = "llm")]
     {
-        let c = Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = 2500\n")
-            .unwrap();
+        let c = ConfigLoader::new()
+            .toml("[compression]\nmicro_compact_min_reclaim_tokens = 2500\n")
+            .load()
+            .unwrap()
+            .0;
         assert_eq!(
             crate::compressor::micro_config(&c).min_reclaim_tokens,
             2_500
         );
-        let c =
-            Config::from_toml_str("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
-                .unwrap();
+        let c = ConfigLoader::new()
+            .toml("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n")
+            .load()
+            .unwrap()
+            .0;
         assert_eq!(crate::compressor::micro_config(&c).min_reclaim_tokens, 0);
     }
     // Serialized back as written, so a profile (merged through JSON) keeps it.
-    let c = Config::from_toml_str(
-        "[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n\
+    let c = ConfigLoader::new()
+        .toml(
+            "[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n\
              [profiles.fixed]\nmicro_compact_min_reclaim_tokens = 300\n\
              [profiles.bad]\nmicro_compact_min_reclaim_tokens = \"sometimes\"\n",
-    )
-    .unwrap();
+        )
+        .load()
+        .unwrap()
+        .0;
     assert_eq!(
         serde_json::to_value(&c.compression).unwrap()["micro_compact_min_reclaim_tokens"],
         "auto"
@@ -227,8 +297,11 @@ fn the_micro_reclaim_gate_is_a_number_or_auto() {
             "auto",
         );
         assert_eq!(
-            Config::load(None)
+            ConfigLoader::new()
+                .env()
+                .load()
                 .unwrap()
+                .0
                 .compression
                 .micro_compact_min_reclaim_tokens,
             ReclaimGate::Auto
@@ -238,8 +311,11 @@ fn the_micro_reclaim_gate_is_a_number_or_auto() {
             "6000",
         );
         assert_eq!(
-            Config::load(None)
+            ConfigLoader::new()
+                .env()
+                .load()
                 .unwrap()
+                .0
                 .compression
                 .micro_compact_min_reclaim_tokens,
             ReclaimGate::Tokens(6_000)
@@ -248,7 +324,7 @@ fn the_micro_reclaim_gate_is_a_number_or_auto() {
             "HERMES_COMPACTION__COMPRESSION__MICRO_COMPACT_MIN_RECLAIM_TOKENS",
             "-5",
         );
-        let err = Config::load(None).unwrap_err().to_string();
+        let err = ConfigLoader::new().env().load().unwrap_err().to_string();
         assert!(err.contains("micro_compact_min_reclaim_tokens"), "{err}");
         Ok(())
     });
@@ -265,20 +341,28 @@ fn the_micro_reclaim_gate_is_a_number_or_auto() {
 #[test]
 fn cadence_below_one_is_refused_naming_the_key() {
     for bad in ["0", "-3", "-1"] {
-        let err = Config::from_toml_str(&format!(
-            "[compression]\nmicro_compact_every_n_turns = {bad}\n"
-        ))
-        .unwrap_err()
-        .to_string();
+        let err = ConfigLoader::new()
+            .toml(&format!(
+                "[compression]\nmicro_compact_every_n_turns = {bad}\n"
+            ))
+            .load()
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("micro_compact_every_n_turns"), "{bad}: {err}");
     }
-    let err =
-        Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = 0\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\nmicro_compact_every_n_turns = 0\n")
+        .load()
+        .unwrap_err();
     assert_eq!(
         err.to_string(),
         "configuration: `compression.micro_compact_every_n_turns` = 0 is invalid: allowed 1 or more"
     );
-    let cfg = Config::from_toml_str("[compression]\nmicro_compact_every_n_turns = 4\n").unwrap();
+    let cfg = ConfigLoader::new()
+        .toml("[compression]\nmicro_compact_every_n_turns = 4\n")
+        .load()
+        .unwrap()
+        .0;
     assert_eq!(cfg.micro_every_n_turns(), 4);
 }
 
@@ -287,10 +371,14 @@ fn cadence_below_one_is_refused_naming_the_key() {
 #[test]
 #[allow(clippy::result_large_err)]
 fn the_old_tail_key_is_a_deprecated_alias() {
-    let (old, warnings) =
-        Config::from_toml_str_with_warnings("[compression]\ntarget_ratio = 0.25\n").unwrap();
-    let (new, none) =
-        Config::from_toml_str_with_warnings("[compression]\ntail_ratio = 0.25\n").unwrap();
+    let (old, warnings) = ConfigLoader::new()
+        .toml("[compression]\ntarget_ratio = 0.25\n")
+        .load()
+        .unwrap();
+    let (new, none) = ConfigLoader::new()
+        .toml("[compression]\ntail_ratio = 0.25\n")
+        .load()
+        .unwrap();
     assert_eq!(old, new);
     assert_eq!(old.regions().tail_ratio, 0.25);
     assert!(none.is_empty(), "{none:?}");
@@ -301,15 +389,23 @@ fn the_old_tail_key_is_a_deprecated_alias() {
         "{warnings:?}"
     );
     // The old name is range-checked under the new one.
-    let err = Config::from_toml_str("[compression]\ntarget_ratio = 0.9\n").unwrap_err();
+    let err = ConfigLoader::new()
+        .toml("[compression]\ntarget_ratio = 0.9\n")
+        .load()
+        .unwrap_err();
     assert!(err.to_string().contains("compression.tail_ratio"), "{err}");
     // Both names at once is ambiguous, and refused.
     assert!(
-        Config::from_toml_str("[compression]\ntarget_ratio = 0.1\ntail_ratio = 0.2\n").is_err()
+        ConfigLoader::new()
+            .toml("[compression]\ntarget_ratio = 0.1\ntail_ratio = 0.2\n")
+            .load()
+            .is_err()
     );
     // A profile with the old name.
-    let (cfg, warnings) =
-        Config::from_toml_str_with_warnings("[profiles.sub]\ntarget_ratio = 0.3\n").unwrap();
+    let (cfg, warnings) = ConfigLoader::new()
+        .toml("[profiles.sub]\ntarget_ratio = 0.3\n")
+        .load()
+        .unwrap();
     assert!(
         warnings[0].contains("profiles.sub.target_ratio"),
         "{warnings:?}"
@@ -318,7 +414,7 @@ fn the_old_tail_key_is_a_deprecated_alias() {
     // The environment.
     figment::Jail::expect_with(|jail| {
         jail.set_env("HERMES_COMPACTION__COMPRESSION__TARGET_RATIO", "0.2");
-        let (cfg, warnings) = Config::load_with_warnings(None).expect("loads");
+        let (cfg, warnings) = ConfigLoader::new().env().load().expect("loads");
         assert_eq!(cfg.compression.tail_ratio, 0.2);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         Ok(())
@@ -333,8 +429,47 @@ fn the_context_length_minimum_is_stated_once() {
         format!("{MIN_CONTEXT_LENGTH} tokens or more")
     );
     let at = format!("[model]\ncontext_length = {MIN_CONTEXT_LENGTH}\n");
-    assert!(Config::from_toml_str(&at).is_ok());
+    assert!(ConfigLoader::new().toml(&at).load().is_ok());
     let below = format!("[model]\ncontext_length = {}\n", MIN_CONTEXT_LENGTH - 1);
-    let err = Config::from_toml_str(&below).unwrap_err().to_string();
+    let err = ConfigLoader::new()
+        .toml(&below)
+        .load()
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("model.context_length"), "{err}");
+}
+
+/// The environment types a value by the key table: a text key takes the value as written, so
+/// a model named like a number is a name (it was read as a number and refused).
+#[test]
+#[allow(clippy::result_large_err)]
+fn environment_values_are_typed_by_the_key_table() {
+    figment::Jail::expect_with(|jail| {
+        jail.set_env("HERMES_COMPACTION__MODEL__NAME", "4");
+        jail.set_env("HERMES_COMPACTION__COMPRESSION__THRESHOLD", "0.7");
+        jail.set_env(
+            "HERMES_COMPACTION__AUXILIARY__COMPRESSION__API_KEY_ENV",
+            "\"KEY\"",
+        );
+        let (cfg, _) = ConfigLoader::new().env().load().expect("loads");
+        assert_eq!(cfg.model.name, "4");
+        assert_eq!(cfg.compression.threshold, 0.7);
+        assert_eq!(cfg.auxiliary.compression.api_key_env, "KEY");
+        Ok(())
+    });
+    // Every key has its variable, and the ranges are the validator's.
+    let keys = Config::keys();
+    assert!(keys.iter().all(|k| k.env_var().starts_with(ENV_PREFIX)));
+    for k in &keys {
+        match k.range {
+            Some(KeyRange::Float(lo, hi)) => {
+                assert_eq!(Config::f64_range(&k.path), Some((lo, hi)))
+            }
+            Some(KeyRange::Count(lo, hi)) => {
+                assert_eq!(Config::u64_range(&k.path), Some((lo, hi)))
+            }
+            None => assert!(Config::f64_range(&k.path).is_none()),
+        }
+    }
+    assert!(keys.iter().any(|k| k.range.is_some()));
 }

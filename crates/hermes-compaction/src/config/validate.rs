@@ -100,12 +100,8 @@ impl Config {
             );
         }
         let p = self.auxiliary.compression.provider.as_str();
-        if !matches!(p, "extractive" | "openai") {
-            return invalid(
-                "auxiliary.compression.provider",
-                format!("{p:?}"),
-                "\"extractive\" or \"openai\"",
-            );
+        if super::provider::Provider::from_name(p).is_none() {
+            return Err(super::provider::unknown(p));
         }
         if self.auxiliary.compression.timeout == 0 {
             return invalid("auxiliary.compression.timeout", 0, "1 second or more");
@@ -136,7 +132,7 @@ pub(super) const MIN_CONTEXT_LENGTH_ALLOWED: &str = "1024 tokens or more";
 
 /// The count keys `validate` bounds: key, lowest, highest, the range as written in errors.
 /// The tuner's grid is cut to the same table ([`Config::u64_range`]).
-const U64_RANGES: [(&str, u64, u64, &str); 6] = [
+pub(super) const U64_RANGES: [(&str, u64, u64, &str); 6] = [
     ("compression.max_attempts", 1, 10, "1 to 10"),
     ("compression.protect_first_n", 0, 1_000, "0 to 1000"),
     ("compression.protect_last_n", 0, 1_000, "0 to 1000"),
@@ -163,7 +159,7 @@ fn range_u64(key: &'static str, v: u64) -> Result<(), ConfigError> {
 }
 
 /// The fractional keys `validate` bounds: key, lowest, highest, the range as written in errors.
-const F64_RANGES: [(&str, f64, f64, &str); 7] = [
+pub(super) const F64_RANGES: [(&str, f64, f64, &str); 7] = [
     ("compression.threshold", 0.05, 0.95, "0.05 to 0.95"),
     (
         "compression.small_window_min_threshold",

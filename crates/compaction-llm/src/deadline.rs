@@ -1,5 +1,5 @@
-//! A deadline over a future in real (monotonic) time, with no runtime of its own: the
-//! compressor runs under whatever executor its caller has (a current-thread runtime without
+//! The [`DeadlineLayer`]: a request's deadline in real (monotonic) time, with no runtime of
+//! its own: a caller may run under whatever executor it has (a current-thread runtime without
 //! timers included), so the wait is kept by one short-lived timer thread per bounded call,
 //! started only when the call does not finish at its first poll and ended as soon as the call
 //! does.
@@ -11,9 +11,75 @@ use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
+use crate::error::Error;
+use crate::layer::Layer;
+use crate::summarizer::{Summarizer, SummaryFuture, SummaryRequest};
+
+/// Bounds each call by its request's [`deadline`](SummaryRequest::deadline): a request whose
+/// deadline has passed is not sent ([`Error::DeadlinePassed`] with `called: false`), and a
+/// call still running at it is abandoned (`called: true`). Both are of class `transient`. A
+/// request without a deadline is passed through.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use compaction_llm::layer::Layer;
+/// use compaction_llm::{DeadlineLayer, Error, Summarizer, SummaryFuture, SummaryKind, SummaryRequest};
+///
+/// struct Hangs;
+/// impl Summarizer for Hangs {
+///     fn name(&self) -> &str { "hangs" }
+///     fn summarize<'a>(&'a self, _: &'a SummaryRequest) -> SummaryFuture<'a> {
+///         Box::pin(std::future::pending())
+///     }
+/// }
+///
+/// let s = DeadlineLayer.layer(Hangs);
+/// let req = SummaryRequest::new(SummaryKind::BatchFirst, "x", 100, "2026-01-02")
+///     .with_deadline(Some(Instant::now() + Duration::from_millis(20)));
+/// // A runtime without timers: the deadline keeps its own time.
+/// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+/// assert_eq!(rt.block_on(s.summarize(&req)), Err(Error::DeadlinePassed { called: true }));
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DeadlineLayer;
+
+/// A summarizer bounded by its requests' deadlines ([`DeadlineLayer`]).
+#[derive(Clone, Debug)]
+pub struct Deadline<S>(pub S);
+
+impl<S: Summarizer> Layer<S> for DeadlineLayer {
+    type Summarizer = Deadline<S>;
+
+    fn layer(&self, inner: S) -> Deadline<S> {
+        Deadline(inner)
+    }
+}
+
+impl<S: Summarizer> Summarizer for Deadline<S> {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        Box::pin(async move {
+            if req.deadline.is_some_and(|d| Instant::now() >= d) {
+                tracing::debug!("summarizer not called: the deadline had passed");
+                return Err(Error::DeadlinePassed { called: false });
+            }
+            match within(req.deadline, self.0.summarize(req)).await {
+                Some(r) => r,
+                None => {
+                    tracing::warn!("summarizer call abandoned at its deadline");
+                    Err(Error::DeadlinePassed { called: true })
+                }
+            }
+        })
+    }
+}
+
 /// `fut`'s output, or `None` when `deadline` passes first (`fut` is then dropped). Without a
 /// deadline it is `fut` itself.
-pub(crate) async fn within<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
+async fn within<F: Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
     let Some(at) = deadline else {
         return Some(fut.await);
     };
