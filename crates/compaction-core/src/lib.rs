@@ -73,7 +73,7 @@
 pub mod anthropic;
 pub mod batch;
 pub mod cache;
-pub mod defaults;
+mod defaults;
 mod devec;
 pub mod edit;
 pub mod error;

@@ -90,7 +90,7 @@ struct Outcome {
 
 /// One forced batch pass with a fixed summary per job; the laws must hold.
 /// The spec's original batch numbers these cases were written against (a 0.20 tail, prune-only
-/// buying at least 8,000 tokens), not `compaction_core::defaults`: the cases are about where
+/// buying at least 8,000 tokens), not `BatchConfig::default()`: the cases are about where
 /// the ask and the reply land, which needs a summary to be planned.
 fn spec_batch() -> BatchConfig {
     BatchConfig {

@@ -121,7 +121,7 @@ pub struct MicroConfig {
     /// Summarizer material bounds.
     pub material: MaterialConfig,
     /// Rolling summary size above which a pass defrags instead of absorbing. Default
-    /// [`defaults::MICRO_DEFRAG_THRESHOLD_TOKENS`].
+    /// 1,000.
     pub defrag_threshold_tokens: u64,
     /// Failures of the same exchange in a row before it is skipped. Default 3 (0 means 1).
     pub max_consecutive_failures: u32,
