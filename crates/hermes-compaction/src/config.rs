@@ -226,7 +226,7 @@ impl Default for CompressionConfig {
             cold_cache_rewrites: true,
             cache_custom: CacheProfile {
                 name: "custom".into(),
-                ..CacheProfile::local()
+                ..CacheProfile::default()
             },
         }
     }
@@ -930,7 +930,9 @@ pub(crate) fn assumed_profile() -> CacheProfile {
         input_price_per_mtok: 1.0,
         cached_input_price_per_mtok: ASSUMED_CACHED_READ_RATIO,
         output_price_per_mtok: 5.0,
-        ..CacheProfile::openai_gpt5()
+        cache_ttl_secs: 300,
+        min_cacheable_prefix_tokens: 1_024,
+        automatic: true,
     }
 }
 

@@ -98,7 +98,7 @@ fn cache_profiles_resolve_by_name_model_or_custom_table() {
     .unwrap();
     assert_eq!(cfg.cache_profile(), None);
     let cfg = Config::from_toml_str("[compression]\ncache_profile = \"openai\"\n").unwrap();
-    assert_eq!(cfg.cache_profile(), Some(CacheProfile::openai()));
+    assert_eq!(cfg.cache_profile(), CacheProfile::named("openai"));
     let cfg = Config::from_toml_str(
         "[compression]\ncache_profile = \"custom\"\n[compression.cache_custom]\n\
              cached_input_price_ratio = 0.2\ncache_ttl_secs = 600\ninput_price_per_mtok = 1.0\n\
