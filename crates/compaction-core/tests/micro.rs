@@ -6,7 +6,6 @@ use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
 use compaction_core::ledger::Ledger;
 use compaction_core::micro::{
     self, CursorSource, MicroConfig, MicroOutcome, MicroPlan, MicroState, MicroStep, NoopReason,
-    USER_JOIN_SEPARATOR,
 };
 use compaction_core::regions;
 use compaction_core::transcript::Transcript;
@@ -762,7 +761,7 @@ fn strict_alternation_joins_user_messages_verbatim() {
     // users and join them.
     assert_eq!(
         joined,
-        ["request 0", "request 1", "request 2", "request 3"].join(USER_JOIN_SEPARATOR)
+        ["request 0", "request 1", "request 2", "request 3"].join("\n\n[next user message]\n\n")
     );
     assert_eq!(marker::classify(&msgs[2]), Some(MarkerKind::Micro));
     assert_eq!(msgs[3].text(), "request 4");

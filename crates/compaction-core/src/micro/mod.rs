@@ -32,7 +32,7 @@
 //! - **User messages** are never absorbed, rewritten or removed. Users that become adjacent
 //!   when a marker or exchange between them is dropped stay separate and verbatim (the law 3
 //!   exception). With [`MicroConfig::strict_alternation`] they are joined into one user message
-//!   instead: the original texts in order, separated by [`USER_JOIN_SEPARATOR`], each a verbatim
+//!   instead: the original texts in order, separated by a `[next user message]` line, each a verbatim
 //!   substring of the result; the first message's other fields are kept and the store keeps
 //!   both originals as archived rows.
 //! - **Progress markers.** A finished long turn's progress marker belongs to that turn's
@@ -110,7 +110,7 @@ pub use self::{
 };
 
 /// The visible separator between user messages joined under strict alternation.
-pub const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
+pub(crate) const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
 
 /// Micro-compaction policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
