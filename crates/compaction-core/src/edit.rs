@@ -106,14 +106,6 @@ impl Edit {
         })
     }
 
-    /// Messages removed minus messages inserted.
-    pub fn net_removed(&self) -> isize {
-        self.splices
-            .iter()
-            .map(|s| s.range.len() as isize - s.replacement.len() as isize)
-            .sum()
-    }
-
     /// Checks order and bounds against a transcript length.
     pub fn validate(&self, len: usize) -> Result<(), Error> {
         let mut prev_end = 0;
@@ -211,7 +203,6 @@ mod tests {
         let removed: Vec<String> = removed.iter().map(|m| m.text().into_owned()).collect();
         assert_eq!(removed, ["m1", "m2", "m5"]);
         assert_eq!(edit.earliest_changed_index(), Some(1));
-        assert_eq!(edit.net_removed(), 1);
     }
 
     #[test]

@@ -10,8 +10,8 @@ use figment::Figment;
 use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
-use compaction_core::cache::CacheProfile;
 use compaction_core::batch::BatchConfig;
+use compaction_core::cache::CacheProfile;
 use compaction_core::micro::MicroConfig;
 use compaction_core::prune::PruneConfig;
 use compaction_core::regions::{RegionConfig, WindowConfig};
