@@ -4,7 +4,7 @@
 //! plain data out. It owns the lossless [message model](message), [parsing](parse),
 //! [validation](validate), [token accounting](tokens), the [head/middle/tail
 //! partition](regions), [exchanges](exchange), [summary markers](marker), and
-//! [edits](edit), the one description of what a pass changes. The [laws] of the
+//! [edits](Edit), the one description of what a pass changes. The [laws] of the
 //! behaviour spec are a public checker, and behind cargo feature `proptest` the
 //! [strategies](crate#property-testing-your-own-transcript-code) that generate valid
 //! transcripts are public too.
@@ -75,7 +75,7 @@ pub mod batch;
 pub mod cache;
 mod defaults;
 mod devec;
-pub mod edit;
+mod edit;
 pub mod error;
 pub mod exchange;
 mod images;

@@ -72,7 +72,7 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<Message>> {
 }
 
 /// Parses a JSON array of messages.
-pub fn parse_json_array(text: &str) -> Result<Vec<Message>> {
+pub(crate) fn parse_json_array(text: &str) -> Result<Vec<Message>> {
     let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| {
         let reason = match Message::from_json(text) {
             Err(Error::NotAnObject { .. }) | Ok(_) => Error::NotATranscript,

@@ -132,7 +132,7 @@ impl Default for RegionConfig {
 
 impl RegionConfig {
     /// The tail budget for a threshold.
-    pub fn tail_budget(&self, threshold_tokens: u64) -> u64 {
+    pub(crate) fn tail_budget(&self, threshold_tokens: u64) -> u64 {
         (threshold_tokens as f64 * self.tail_ratio).floor() as u64
     }
 }

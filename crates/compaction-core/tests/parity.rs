@@ -450,7 +450,7 @@ fn image_parts(msgs: &[Message]) -> Vec<String> {
         .flat_map(|m| match m.content() {
             Some(Content::Parts(p)) => p
                 .iter()
-                .filter(|p| p.is_image())
+                .filter(|p| matches!(p.kind(), Some("image_url" | "input_image" | "image")))
                 .map(|p| p.0.to_string())
                 .collect(),
             _ => Vec::new(),
