@@ -476,9 +476,7 @@ mod tests {
     fn names_indexes_are_told_apart_from_content() {
         let pruned = Message::tool_result(
             "c1",
-            format!(
-                "[pruned] grep `x`: 900 chars, 30 lines of output; names: handler_fn, src/kept.rs",
-            ),
+            "[pruned] grep `x`: 900 chars, 30 lines of output; names: handler_fn, src/kept.rs",
         );
         let p = parse(&pruned.to_wire_json());
         assert!(p.all.contains(&digest("handler_fn")));
