@@ -10,7 +10,7 @@
 //! transcripts are public too.
 //!
 //! ```
-//! use compaction_core::{parse, regions, tokens::Estimator, transcript::Transcript};
+//! use compaction_core::{Transcript, parse, regions, tokens::Estimator};
 //!
 //! let jsonl = r#"{"role":"system","content":"You are terse."}
 //! {"role":"user","content":"hi","ts":1700000000}
@@ -76,7 +76,7 @@ pub mod cache;
 mod defaults;
 mod devec;
 mod edit;
-pub mod error;
+mod error;
 pub mod exchange;
 mod images;
 pub mod laws;
@@ -95,12 +95,12 @@ pub mod regions;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 pub mod tokens;
-pub mod transcript;
+mod transcript;
 pub mod trim;
 pub mod validate;
 
 pub use edit::{Edit, Splice};
-pub use error::{Error, Result};
+pub use error::{Error, Location, Result};
 pub use message::{Content, MarkerKind, Message, Meta, Part, Role, ToolCall};
 pub use tokens::{Estimator, TokenCounter};
-pub use transcript::Transcript;
+pub use transcript::{Calibration, Transcript};

@@ -28,7 +28,7 @@ pub enum Format {
 /// Parses a transcript, detecting JSONL or a JSON array from the first non-blank byte.
 ///
 /// ```
-/// use compaction_core::error::Location;
+/// use compaction_core::Location;
 /// use compaction_core::parse::{self, Format};
 ///
 /// let jsonl = b"{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"assistant\",\"content\":\"hello\"}\n";
@@ -72,7 +72,7 @@ pub fn parse_jsonl(text: &str) -> Result<Vec<Message>> {
 }
 
 /// Parses a JSON array of messages.
-pub(crate) fn parse_json_array(text: &str) -> Result<Vec<Message>> {
+pub fn parse_json_array(text: &str) -> Result<Vec<Message>> {
     let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| {
         let reason = match Message::from_json(text) {
             Err(Error::NotAnObject { .. }) | Ok(_) => Error::NotATranscript,

@@ -1,8 +1,8 @@
 //! Helpers shared by the test modules: the shared fixtures and the region laws.
 
+use compaction_core::Transcript;
 use compaction_core::marker;
 use compaction_core::regions::{RegionConfig, Regions};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Message, Role};
 
 /// The shared fixture transcripts as `(file name, bytes)`, sorted by name, or `None` (after

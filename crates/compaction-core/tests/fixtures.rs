@@ -1,10 +1,10 @@
 //! Data-driven tests over every shared fixture transcript.
 
+use compaction_core::Transcript;
 use compaction_core::exchange::exchanges_from;
 use compaction_core::laws::{self, Pass, PassKind, Protected};
 use compaction_core::parse::{self, Format};
 use compaction_core::regions::{self, RegionConfig, WindowConfig};
-use compaction_core::transcript::Transcript;
 use compaction_core::validate::{self, Issue};
 use compaction_core::{Estimator, Message};
 

@@ -82,6 +82,7 @@ fn check(bytes: &[u8]) {
     }
     if let Ok(s) = std::str::from_utf8(bytes) {
         let _ = parse::parse_jsonl(s);
+        let _ = parse::parse_json_array(s);
         let _ = compaction_core::Message::from_json(s);
     }
 }

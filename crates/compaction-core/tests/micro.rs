@@ -2,6 +2,7 @@
 //! from the transcript alone, defrag cannot livelock, poison exchanges are skipped, the reclaim
 //! gate batches absorption, batch markers survive, and the token trajectory falls.
 
+use compaction_core::Transcript;
 use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
 use compaction_core::ledger::Ledger;
 use compaction_core::micro::{
@@ -9,7 +10,6 @@ use compaction_core::micro::{
     MicroRequest, MicroState, MicroStep, NoopReason,
 };
 use compaction_core::regions;
-use compaction_core::transcript::Transcript;
 use compaction_core::{Estimator, MarkerKind, Message, Role, TokenCounter, ToolCall, marker};
 use proptest::prelude::*;
 

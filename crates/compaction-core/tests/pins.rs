@@ -1,12 +1,12 @@
 //! Pinned messages survive every pass byte-identical and in order: batch, prune, micro,
 //! turn progress and insertion-time trimming work around them.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Law, Pass, Violation};
 use compaction_core::micro::{
     self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
 };
-use compaction_core::transcript::Transcript;
 use compaction_core::trim::{self, TrimConfig};
 use compaction_core::{Estimator, Message, ToolCall, pins, strategies};
 use proptest::prelude::*;

@@ -1,10 +1,10 @@
 //! Preview: the fates a plan announces are the ones the assembled pass applies, whatever the
 //! summaries say.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::micro::{self, MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::preview::{self, Fate, PreviewKind};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Edit, Estimator, Message, TokenCounter, pins, strategies};
 use proptest::prelude::*;
 

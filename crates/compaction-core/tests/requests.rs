@@ -5,10 +5,10 @@
 //! summarizer (the separate reasoning field is already kept out), and `MEDIA:<path>` directive
 //! lines are counted like images instead of sent as text.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep, SummaryJob};
 use compaction_core::material::{self, MaterialConfig};
 use compaction_core::micro::{MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Estimator, MarkerKind, Message, Role, marker};
 
 const MAX: usize = 200_000;

@@ -4,12 +4,12 @@
 //! tool groups, prune, micro, material, the batch planner) pairs on the `call_id`, and the
 //! bytes of both fields survive.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Law, Pass, PassKind, Protected};
 use compaction_core::material::{self, MaterialConfig};
 use compaction_core::micro::{self, MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::prune::CallIndex;
-use compaction_core::transcript::Transcript;
 use compaction_core::validate::{Issue, validate};
 use compaction_core::{Estimator, Message};
 

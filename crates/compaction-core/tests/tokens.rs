@@ -1,9 +1,9 @@
 //! Cached token counts (and the cached latest user index) stay equal to fresh recounts after
 //! any splices.
 
+use compaction_core::Transcript;
 use compaction_core::strategies;
 use compaction_core::tokens::{Estimator, estimate_text};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Content, MarkerKind, Message, Role, TokenCounter, marker};
 use compaction_core::{Edit, Splice};
 use proptest::prelude::*;
