@@ -39,7 +39,6 @@ pub struct Splice {
 /// ];
 /// let edit = Edit::single(1..3, vec![Message::user("[summary] asked and answered")]);
 /// assert_eq!(edit.earliest_changed_index(), Some(1)); // where the prompt cache breaks
-/// assert_eq!(edit.net_removed(), 1);
 ///
 /// // Pure: a new list, the old one untouched...
 /// let after = edit.apply(&msgs).unwrap();

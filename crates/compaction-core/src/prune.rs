@@ -103,7 +103,7 @@ pub struct PrunePlan {
 /// assert_eq!(after.len(), t.len()); // one-for-one: the tool pairing is kept
 /// assert_eq!(after[2].tool_call_id(), Some("c1"));
 /// ```
-pub(crate) fn plan_prune(
+pub fn plan_prune(
     t: &Transcript,
     ranges: &[Range<usize>],
     cfg: &PruneConfig,

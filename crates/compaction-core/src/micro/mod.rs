@@ -68,16 +68,18 @@
 //! let mut t = Transcript::new(msgs, &e);
 //! let cfg = MicroConfig::default();
 //! let mut planner = MicroPlanner::default();
-//! let request = |t| MicroRequest {
-//!     transcript: t,
-//!     hook: MicroHook::Turn,
-//!     threshold_tokens: 10_000,
-//!     compacted: true,
-//!     config: &cfg,
-//!     counter: &e,
-//! };
+//! fn request<'a>(t: &'a Transcript, cfg: &'a MicroConfig, e: &'a Estimator) -> MicroRequest<'a> {
+//!     MicroRequest {
+//!         transcript: t,
+//!         hook: MicroHook::Turn,
+//!         threshold_tokens: 10_000,
+//!         compacted: true,
+//!         config: cfg,
+//!         counter: e,
+//!     }
+//! }
 //!
-//! let plan = planner.plan(&request(&t));
+//! let plan = planner.plan(&request(&t, &cfg, &e));
 //! let MicroStep::Absorb(job) = &plan.step else { panic!("expected an absorb") };
 //! assert_eq!(job.ranges, vec![2..5]);
 //! // The caller asks its summarizer to merge `job.material` into `job.previous_summary`.
@@ -86,7 +88,7 @@
 //! outcome.edit().unwrap().clone().apply_to(&mut t, &e).unwrap();
 //! assert_eq!(planner.state.cursor, Some(3));
 //! // A fresh process recovers the same cursor and summary from the transcript alone.
-//! let fresh = MicroPlanner::default().plan(&request(&t)).resolved.unwrap();
+//! let fresh = MicroPlanner::default().plan(&request(&t, &cfg, &e)).resolved.unwrap();
 //! assert_eq!(fresh.cursor, 3);
 //! assert_eq!(fresh.rolling_summary.as_deref(), Some("Ran sh for request 0."));
 //! ```
