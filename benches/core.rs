@@ -15,12 +15,12 @@
 use std::hint::black_box;
 use std::path::PathBuf;
 
+use compaction_core::Transcript;
 use compaction_core::material::{self, MaterialConfig};
 use compaction_core::parse;
 use compaction_core::redact::redact;
 use compaction_core::regions::{self, RegionConfig, WindowConfig};
 use compaction_core::tokens::{Estimator, estimate_text};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Message, ToolCall};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 

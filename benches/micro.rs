@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::InstantSummarizer;
-use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+use compaction_core::micro::{
+    self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
+};
 use compaction_core::{Estimator, Message, ToolCall, Transcript};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use hermes_compaction::core::micro::MicroOutcomeKind;
@@ -65,7 +67,7 @@ fn tool_heavy(messages: usize) -> Vec<Message> {
 struct Session {
     base: Vec<Message>,
     t: Transcript,
-    state: MicroState,
+    planner: MicroPlanner,
 }
 
 impl Session {
@@ -74,21 +76,28 @@ impl Session {
         Session {
             t: Transcript::new(base.clone(), e),
             base,
-            state: MicroState::default(),
+            planner: MicroPlanner::default(),
         }
     }
 
     fn refill_if_needed(&mut self, e: &Estimator) {
         if self.t.len() * 10 < self.base.len() * 9 {
             self.t = Transcript::new(self.base.clone(), e);
-            self.state = MicroState::default();
+            self.planner = MicroPlanner::default();
         }
     }
 
     /// One pass; `apply` also splices the transcript.
     fn pass(&mut self, cfg: &MicroConfig, e: &Estimator, apply: bool) {
-        let plan = micro::plan_micro(&self.t, THRESHOLD, cfg, &self.state, true, e);
-        self.state.record_plan(&plan);
+        let plan = self.planner.plan(&MicroRequest {
+            transcript: &self.t,
+            hook: MicroHook::Turn,
+            threshold_tokens: THRESHOLD,
+            compacted: true,
+            config: cfg,
+            counter: e,
+        });
+        self.planner.record(MicroEvent::Planned(&plan));
         let MicroStep::Absorb(job) = &plan.step else {
             panic!(
                 "the synthetic session always has an exchange to absorb: {:?}",
@@ -98,7 +107,7 @@ impl Session {
         let summary = format!("Rolling summary: {} exchanges absorbed.", job.ranges.len());
         let out = micro::assemble_micro(&self.t, &plan, &summary, cfg, e).expect("assembles");
         if apply {
-            self.state.record_outcome(&out);
+            self.planner.record(MicroEvent::Assembled(&out));
             out.edit()
                 .expect("an absorb has an edit")
                 .clone()

@@ -16,8 +16,8 @@ fuzz_target!(|text: &str| {
         let _ = marker::parse_body(&m);
     }
     for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
-        let _ = marker::classify_text(&marker::render_text(kind, text));
         let m = marker::render(kind, Role::Assistant, text);
+        let _ = marker::classify_text(&m.text());
         assert_eq!(marker::classify(&m), Some(kind));
         assert!(marker::parse_body(&m).is_some());
     }

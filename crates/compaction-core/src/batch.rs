@@ -50,24 +50,24 @@ pub struct BatchConfig {
     /// Summarizer material bounds.
     pub material: MaterialConfig,
     /// Minimum runway prune-only must buy, in tokens. Default
-    /// [`defaults::PRUNE_MINIMUM_TOKENS`].
+    /// 0.
     pub prune_minimum_tokens: u64,
-    /// Minimum runway as a fraction of the threshold. Default [`defaults::PRUNE_RUNWAY_RATIO`].
+    /// Minimum runway as a fraction of the threshold. Default 0.15.
     pub prune_runway_ratio: f64,
     /// Bound of a summary (facade key `compression.summary_max_tokens`), used to estimate
-    /// whether one summary is enough. Default [`defaults::SUMMARY_MAX_TOKENS`].
+    /// whether one summary is enough. Default 1,000.
     #[serde(alias = "summary_max_tokens")]
     pub summary_max_tokens: u64,
     /// Join neighbours instead of leaving same-role pairs the mainstream APIs accept.
     pub strict_alternation: bool,
     /// Bound of the [ledger](crate::ledger) section a summary carries, in tokens (0: no
-    /// ledger). Default [`defaults::LEDGER_MAX_TOKENS`].
+    /// ledger). Default 3,000.
     pub ledger_max_tokens: u64,
     /// Image parts of the rewritable regions older than the newest user message with an image
     /// (or, when no user message holds one, than the transcript's newest this-many) become a
     /// short placeholder naming their type and size (`[image removed after compaction:
     /// image/png, 45.0 KB; …]`); the originals are archived with the rows the pass replaces.
-    /// Default [`defaults::KEEP_RECENT_IMAGES`].
+    /// Default 3.
     pub keep_recent_images: usize,
 }
 

@@ -18,21 +18,20 @@
 //! time-to-live for automatic caches (OpenAI says 5-10 minutes of inactivity); 300 seconds is
 //! the conservative figure used for both.
 //!
-//! Costs are computed two ways: in dollars (with the prices) and in *input-token equivalents*
-//! (with the ratios only), so a profile without prices, like `local`, still gives gates.
+//! Core keeps what the planners and the facade's gates need: the profile, the time-to-live
+//! rule ([`rewrite_is_free`]), the micro reclaim gate and the prune runway a profile suggests.
+//! Pricing a whole session request by request is the simulator's (`compaction_sim::pricing`).
 //!
 //! ```
 //! use compaction_core::cache::{self, CacheProfile};
 //!
-//! let anthropic = CacheProfile::anthropic();
-//! // Rewriting at a depth that invalidates 100k cached tokens costs 100k x (1.25 - 0.1) x $3/M.
-//! assert!((cache::rewrite_cost(&anthropic, 100_000) - 0.345).abs() < 1e-9);
+//! let anthropic = CacheProfile::named("anthropic").unwrap();
 //! // A micro rewrite 50k tokens deep, with ten requests before the next one and a summary
 //! // that costs nothing to write, must reclaim at least this much to pay for itself:
 //! assert_eq!(cache::micro_reclaim_gate(&anthropic, 50_000, 0, 10), 25_556);
 //! // ...but right after the cache expired the rewrite costs nothing extra.
-//! assert!(cache::cache_expired(&anthropic, 301));
-//! assert_eq!(cache::effective_rewrite_cost(&anthropic, 100_000, Some(301)), 0.0);
+//! assert!(!cache::rewrite_is_free(&anthropic, Some(299)));
+//! assert!(cache::rewrite_is_free(&anthropic, Some(301)));
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -78,7 +77,7 @@ pub const PROFILE_NAMES: [&str; 5] = ["anthropic", "openai", "openai-gpt5", "goo
 impl CacheProfile {
     /// Anthropic (Claude Sonnet 4 list prices): explicit caching, reads at 0.1x, writes at
     /// 1.25x, 5-minute TTL refreshed on use, 1024-token minimum.
-    pub fn anthropic() -> CacheProfile {
+    fn anthropic() -> CacheProfile {
         CacheProfile {
             name: "anthropic".into(),
             cached_input_price_ratio: 0.1,
@@ -94,7 +93,7 @@ impl CacheProfile {
 
     /// OpenAI (GPT-4o list prices): automatic caching of prefixes of 1024 tokens or more,
     /// cached input at 0.5x, no write premium.
-    pub fn openai() -> CacheProfile {
+    fn openai() -> CacheProfile {
         CacheProfile {
             name: "openai".into(),
             cached_input_price_ratio: 0.5,
@@ -108,9 +107,8 @@ impl CacheProfile {
         }
     }
 
-    /// OpenAI's newer models (GPT-5 list prices): as [`openai`](Self::openai) with cached
-    /// input at 0.1x.
-    pub fn openai_gpt5() -> CacheProfile {
+    /// OpenAI's newer models (GPT-5 list prices): as `openai` with cached input at 0.1x.
+    fn openai_gpt5() -> CacheProfile {
         CacheProfile {
             name: "openai-gpt5".into(),
             cached_input_price_ratio: 0.1,
@@ -123,7 +121,7 @@ impl CacheProfile {
 
     /// Google (Gemini 2.5 Pro list prices for prompts up to 200k tokens): implicit caching,
     /// cached input at 0.25x, no write premium.
-    pub fn google() -> CacheProfile {
+    fn google() -> CacheProfile {
         CacheProfile {
             name: "google".into(),
             cached_input_price_ratio: 0.25,
@@ -138,7 +136,7 @@ impl CacheProfile {
     }
 
     /// A self-hosted model: no prices and no cache pricing, so a rewrite never costs extra.
-    pub fn local() -> CacheProfile {
+    fn local() -> CacheProfile {
         CacheProfile {
             name: "local".into(),
             cached_input_price_ratio: 1.0,
@@ -152,7 +150,8 @@ impl CacheProfile {
         }
     }
 
-    /// A named profile (see [`PROFILE_NAMES`]).
+    /// A named profile (see [`PROFILE_NAMES`]): the one table of vendor profiles,
+    /// list prices included (the micro gate weighs the summary's output price).
     pub fn named(name: &str) -> Option<CacheProfile> {
         Some(match name {
             "anthropic" => CacheProfile::anthropic(),
@@ -162,14 +161,6 @@ impl CacheProfile {
             "local" => CacheProfile::local(),
             _ => return None,
         })
-    }
-
-    /// Every named profile, in [`PROFILE_NAMES`] order (what a simulator sweeps).
-    pub fn all() -> Vec<CacheProfile> {
-        PROFILE_NAMES
-            .iter()
-            .filter_map(|n| CacheProfile::named(n))
-            .collect()
     }
 
     /// The profile a model name suggests: `claude*` is anthropic, `gpt-5*` openai-gpt5,
@@ -244,49 +235,20 @@ impl CacheProfile {
     }
 }
 
-/// Extra dollars the next request pays because a rewrite invalidated `prefix_tokens_invalidated`
-/// cached tokens: they are sent at the cache-write price instead of the cached-read price.
-pub fn rewrite_cost(profile: &CacheProfile, prefix_tokens_invalidated: u64) -> f64 {
-    rewrite_cost_tokens(profile, prefix_tokens_invalidated) * profile.input_price_per_mtok / 1e6
-}
-
-/// [`rewrite_cost`] in input-token equivalents (price-free): `tokens x (write - cached)`.
-pub fn rewrite_cost_tokens(profile: &CacheProfile, prefix_tokens_invalidated: u64) -> f64 {
-    if !profile.has_cache() {
-        return 0.0;
-    }
-    let premium = (profile.cache_write_price_ratio - profile.cached_input_price_ratio).max(0.0);
-    prefix_tokens_invalidated as f64 * premium
-}
-
 /// The TTL rule: whether the cache has expired after `secs_since_last_request` idle seconds.
 /// A profile without a cache is always expired. Right after expiry a rewrite costs nothing
 /// extra (the next request re-writes the prefix anyway), so that is the time to compact.
-pub fn cache_expired(profile: &CacheProfile, secs_since_last_request: u64) -> bool {
+pub(crate) fn cache_expired(profile: &CacheProfile, secs_since_last_request: u64) -> bool {
     !profile.has_cache() || secs_since_last_request >= profile.cache_ttl_secs
 }
 
 /// Whether a rewrite now costs nothing extra for the cache's sake: nothing has been sent yet
-/// (`None`), or the cache has expired ([`cache_expired`]) since the last request: the next
+/// (`None`), or the cache has expired (the gap reached `cache_ttl_secs`) since the last request: the next
 /// request re-writes the whole prompt anyway. The facade's proactive prune waives its minimum
 /// reclaim then (`compression.cold_cache_rewrites`).
 /// The caller measures the gap on its own clock; this is arithmetic on the value.
 pub fn rewrite_is_free(profile: &CacheProfile, secs_since_last_request: Option<u64>) -> bool {
     secs_since_last_request.is_none_or(|s| cache_expired(profile, s))
-}
-
-/// [`rewrite_cost`], or 0 when the cache has expired (`None`: no request yet, nothing cached).
-pub fn effective_rewrite_cost(
-    profile: &CacheProfile,
-    prefix_tokens_invalidated: u64,
-    secs_since_last_request: Option<u64>,
-) -> f64 {
-    match secs_since_last_request {
-        Some(secs) if !cache_expired(profile, secs) => {
-            rewrite_cost(profile, prefix_tokens_invalidated)
-        }
-        _ => 0.0,
-    }
 }
 
 /// The smallest reclaim (tokens) for which a micro rewrite `prefix_tokens` deep pays for
@@ -335,105 +297,6 @@ pub fn suggested_prune_runway_ratio(profile: &CacheProfile) -> f64 {
     BASE * (1.0 + lost)
 }
 
-/// The prune low-water mark for `threshold_tokens`: `threshold x (1 - runway)` with the
-/// profile's [`suggested_prune_runway_ratio`].
-pub fn low_water_for(profile: &CacheProfile, threshold_tokens: u64) -> u64 {
-    let runway = suggested_prune_runway_ratio(profile);
-    (threshold_tokens as f64 * (1.0 - runway)).floor() as u64
-}
-
-/// One model request, as a simulator sees it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RequestShape {
-    /// Prompt tokens sent.
-    pub prompt_tokens: u64,
-    /// Leading tokens identical to the previous request's prompt (its cacheable prefix).
-    pub reused_prefix_tokens: u64,
-    /// Output tokens generated.
-    pub output_tokens: u64,
-    /// Seconds since the previous request (`None` for the first).
-    pub secs_since_previous: Option<u64>,
-}
-
-/// What one request costs under a profile.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct RequestCost {
-    /// Prompt tokens read from the cache.
-    pub cached_tokens: u64,
-    /// Prompt tokens sent uncached.
-    pub uncached_tokens: u64,
-    /// Of the uncached tokens, those written to an explicit cache (at the write price).
-    pub cache_write_tokens: u64,
-    /// Output tokens.
-    pub output_tokens: u64,
-    /// Dollars.
-    pub dollars: f64,
-}
-
-impl RequestCost {
-    /// Adds another request's cost.
-    pub fn add(&mut self, other: &RequestCost) {
-        self.cached_tokens += other.cached_tokens;
-        self.uncached_tokens += other.uncached_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-        self.output_tokens += other.output_tokens;
-        self.dollars += other.dollars;
-    }
-
-    /// Cost in input-token equivalents (price-free): cached x c + uncached + writes x (w - 1).
-    pub fn input_token_equivalents(&self, profile: &CacheProfile) -> f64 {
-        self.cached_tokens as f64 * profile.cached_input_price_ratio
-            + self.uncached_tokens as f64
-            + self.cache_write_tokens as f64 * (profile.cache_write_price_ratio - 1.0)
-    }
-}
-
-/// Prices one request. The reused prefix is read from the cache when the cache is live (the
-/// previous request was less than a TTL ago) and the prefix reaches the provider's minimum;
-/// the rest is sent uncached. With explicit caching, a prompt of the minimum size or more is
-/// assumed to carry a breakpoint at its end, so its uncached part is written to the cache.
-pub fn price_request(profile: &CacheProfile, r: &RequestShape) -> RequestCost {
-    let live = r
-        .secs_since_previous
-        .is_some_and(|s| !cache_expired(profile, s));
-    let reused = r.reused_prefix_tokens.min(r.prompt_tokens);
-    let cached = if live && reused >= profile.min_cacheable_prefix_tokens.max(1) {
-        reused
-    } else {
-        0
-    };
-    let uncached = r.prompt_tokens - cached;
-    let writes = if profile.has_cache()
-        && !profile.automatic
-        && r.prompt_tokens >= profile.min_cacheable_prefix_tokens
-    {
-        uncached
-    } else {
-        0
-    };
-    let per_token = profile.input_price_per_mtok / 1e6;
-    let dollars = cached as f64 * profile.cached_input_price_per_mtok / 1e6
-        + (uncached - writes) as f64 * per_token
-        + writes as f64 * per_token * profile.cache_write_price_ratio
-        + r.output_tokens as f64 * profile.output_price_per_mtok / 1e6;
-    RequestCost {
-        cached_tokens: cached,
-        uncached_tokens: uncached,
-        cache_write_tokens: writes,
-        output_tokens: r.output_tokens,
-        dollars,
-    }
-}
-
-/// Prices a whole session, request by request.
-pub fn price_session(profile: &CacheProfile, requests: &[RequestShape]) -> RequestCost {
-    let mut total = RequestCost::default();
-    for r in requests {
-        total.add(&price_request(profile, r));
-    }
-    total
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -467,11 +330,11 @@ mod tests {
 
     #[test]
     fn named_profiles_are_valid_and_round_trip_by_name() {
-        for p in CacheProfile::all() {
+        for name in PROFILE_NAMES {
+            let p = CacheProfile::named(name).unwrap();
             p.validate().unwrap();
-            assert_eq!(CacheProfile::named(&p.name).as_ref(), Some(&p));
+            assert_eq!(p.name, name);
         }
-        assert_eq!(CacheProfile::all().len(), PROFILE_NAMES.len());
         assert!(CacheProfile::named("azure").is_none());
     }
 
@@ -501,34 +364,6 @@ mod tests {
     }
 
     #[test]
-    fn rewrite_costs_with_worked_numbers() {
-        // 100k invalidated tokens.
-        // anthropic: 100k x (1.25 - 0.1) = 115k token-equivalents x $3/M = $0.345
-        assert!(close(
-            rewrite_cost_tokens(&CacheProfile::anthropic(), 100_000),
-            115_000.0
-        ));
-        assert!(close(
-            rewrite_cost(&CacheProfile::anthropic(), 100_000),
-            0.345
-        ));
-        // openai: 100k x (1 - 0.5) x $2.50/M = $0.125
-        assert!(close(rewrite_cost(&CacheProfile::openai(), 100_000), 0.125));
-        // openai-gpt5: 100k x 0.9 x $1.25/M = $0.1125
-        assert!(close(
-            rewrite_cost(&CacheProfile::openai_gpt5(), 100_000),
-            0.1125
-        ));
-        // google: 100k x 0.75 x $1.25/M = $0.09375
-        assert!(close(
-            rewrite_cost(&CacheProfile::google(), 100_000),
-            0.09375
-        ));
-        // local: nothing.
-        assert_eq!(rewrite_cost_tokens(&CacheProfile::local(), 100_000), 0.0);
-    }
-
-    #[test]
     fn micro_gates_with_worked_numbers() {
         // Without a summary, gate = ceil(P (w - c) / (c n + w)), P = 50k, n = 10.
         let gate = |p: CacheProfile| micro_reclaim_gate(&p, 50_000, 0, 10);
@@ -548,19 +383,14 @@ mod tests {
     }
 
     #[test]
-    fn low_water_and_runway() {
+    fn runway_grows_with_what_a_rewrite_throws_away() {
+        let runway = |p: CacheProfile| suggested_prune_runway_ratio(&p);
         // anthropic: lost share (1.25 - 0.1) / 1.25 = 0.92, runway 0.15 x 1.92 = 0.288.
-        assert!(close(
-            suggested_prune_runway_ratio(&CacheProfile::anthropic()),
-            0.288
-        ));
-        assert_eq!(low_water_for(&CacheProfile::anthropic(), 100_000), 71_200);
-        // openai: 0.15 x 1.5 = 0.225.
-        assert_eq!(low_water_for(&CacheProfile::openai(), 100_000), 77_500);
-        // google: 0.15 x 1.75 = 0.2625.
-        assert_eq!(low_water_for(&CacheProfile::google(), 100_000), 73_750);
-        // local: the base 0.15.
-        assert_eq!(low_water_for(&CacheProfile::local(), 100_000), 85_000);
+        assert!(close(runway(CacheProfile::anthropic()), 0.288));
+        // openai: 0.15 x 1.5 = 0.225; google: 0.15 x 1.75 = 0.2625; local: the base 0.15.
+        assert!(close(runway(CacheProfile::openai()), 0.225));
+        assert!(close(runway(CacheProfile::google()), 0.2625));
+        assert!(close(runway(CacheProfile::local()), 0.15));
     }
 
     #[test]
@@ -569,77 +399,17 @@ mod tests {
         assert!(!cache_expired(&a, 299));
         assert!(cache_expired(&a, 300));
         assert!(cache_expired(&CacheProfile::local(), 0));
-        assert!(close(effective_rewrite_cost(&a, 100_000, Some(10)), 0.345));
-        assert_eq!(effective_rewrite_cost(&a, 100_000, Some(300)), 0.0);
-        assert_eq!(effective_rewrite_cost(&a, 100_000, None), 0.0);
-        // A rewrite is free exactly when its effective cost is 0.
-        for secs in [None, Some(0), Some(299), Some(300), Some(3_600)] {
-            assert_eq!(
-                rewrite_is_free(&a, secs),
-                effective_rewrite_cost(&a, 100_000, secs) == 0.0,
-                "{secs:?}"
-            );
+        // A rewrite is free before the first request and once the cache has expired.
+        for (secs, free) in [
+            (None, true),
+            (Some(0), false),
+            (Some(299), false),
+            (Some(300), true),
+            (Some(3_600), true),
+        ] {
+            assert_eq!(rewrite_is_free(&a, secs), free, "{secs:?}");
         }
         assert!(rewrite_is_free(&CacheProfile::local(), Some(0)));
-    }
-
-    #[test]
-    fn requests_priced_with_worked_numbers() {
-        let a = CacheProfile::anthropic();
-        // First request: 20k prompt, nothing cached, written at 1.25x; 1k output.
-        let first = RequestShape {
-            prompt_tokens: 20_000,
-            reused_prefix_tokens: 0,
-            output_tokens: 1_000,
-            secs_since_previous: None,
-        };
-        let c = price_request(&a, &first);
-        assert_eq!(
-            (c.cached_tokens, c.uncached_tokens, c.cache_write_tokens),
-            (0, 20_000, 20_000)
-        );
-        // 20k x 3.75/M + 1k x 15/M = 0.075 + 0.015
-        assert!(close(c.dollars, 0.09));
-        // Next request 30s later reuses 20k of 22k.
-        let next = RequestShape {
-            prompt_tokens: 22_000,
-            reused_prefix_tokens: 20_000,
-            output_tokens: 500,
-            secs_since_previous: Some(30),
-        };
-        let c2 = price_request(&a, &next);
-        assert_eq!((c2.cached_tokens, c2.uncached_tokens), (20_000, 2_000));
-        // 20k x 0.30/M + 2k x 3.75/M + 500 x 15/M = 0.006 + 0.0075 + 0.0075
-        assert!(close(c2.dollars, 0.021));
-        // The same request after the TTL: nothing cached.
-        let late = RequestShape {
-            secs_since_previous: Some(600),
-            ..next
-        };
-        assert_eq!(price_request(&a, &late).cached_tokens, 0);
-        // OpenAI: automatic, no write premium; a reused prefix under 1024 tokens is not cached.
-        let o = CacheProfile::openai();
-        let c3 = price_request(&o, &next);
-        // 20k x 1.25/M + 2k x 2.5/M + 500 x 10/M = 0.025 + 0.005 + 0.005
-        assert!(close(c3.dollars, 0.035));
-        assert_eq!(c3.cache_write_tokens, 0);
-        let small = RequestShape {
-            reused_prefix_tokens: 1_000,
-            ..next
-        };
-        assert_eq!(price_request(&o, &small).cached_tokens, 0);
-        // A session sums its requests; local costs nothing.
-        let total = price_session(&a, &[first, next]);
-        assert!(close(total.dollars, 0.111));
-        assert_eq!(total.output_tokens, 1_500);
-        assert!(close(
-            total.input_token_equivalents(&a),
-            20_000.0 * 0.1 + 22_000.0 + 22_000.0 * 0.25
-        ));
-        assert_eq!(
-            price_session(&CacheProfile::local(), &[first, next]).dollars,
-            0.0
-        );
     }
 
     #[test]

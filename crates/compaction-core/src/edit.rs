@@ -39,7 +39,6 @@ pub struct Splice {
 /// ];
 /// let edit = Edit::single(1..3, vec![Message::user("[summary] asked and answered")]);
 /// assert_eq!(edit.earliest_changed_index(), Some(1)); // where the prompt cache breaks
-/// assert_eq!(edit.net_removed(), 1);
 ///
 /// // Pure: a new list, the old one untouched...
 /// let after = edit.apply(&msgs).unwrap();
@@ -104,14 +103,6 @@ impl Edit {
                         .sum::<u64>(),
             )
         })
-    }
-
-    /// Messages removed minus messages inserted.
-    pub fn net_removed(&self) -> isize {
-        self.splices
-            .iter()
-            .map(|s| s.range.len() as isize - s.replacement.len() as isize)
-            .sum()
     }
 
     /// Checks order and bounds against a transcript length.
@@ -211,7 +202,6 @@ mod tests {
         let removed: Vec<String> = removed.iter().map(|m| m.text().into_owned()).collect();
         assert_eq!(removed, ["m1", "m2", "m5"]);
         assert_eq!(edit.earliest_changed_index(), Some(1));
-        assert_eq!(edit.net_removed(), 1);
     }
 
     #[test]

@@ -49,20 +49,20 @@ use crate::tokens::estimate_text;
 const MAX_ENTRY_CHARS: usize = 200;
 
 /// The heading that opens the ledger section of a summary body.
-pub const HEADING: &str = "## Ledger (kept by the library, not the summarizer: files named and commands run by the summarized tool calls, verbatim, oldest first)";
+pub(crate) const HEADING: &str = "## Ledger (kept by the library, not the summarizer: files named and commands run by the summarized tool calls, verbatim, oldest first)";
 
 const FILES: &str = "Files:";
 const COMMANDS: &str = "Commands:";
 const DROPPED: &str = "- (older entries dropped to fit: ";
 
 /// What a pruned tool output's line puts before its names index.
-pub const PRUNED_NAMES: &str = "; names: ";
+pub(crate) const PRUNED_NAMES: &str = "; names: ";
 
 /// What an elided argument's note puts before its names index (the note ends with `]`).
-pub const ELIDED_NAMES: &str = "; names in it: ";
+pub(crate) const ELIDED_NAMES: &str = "; names in it: ";
 
 /// The label of the names list inside the ledger section.
-pub const NAMES: &str = "Names the agent wrote (its replies and call arguments):";
+pub(crate) const NAMES: &str = "Names the agent wrote (its replies and call arguments):";
 
 /// Names per rendered line.
 const NAMES_PER_LINE: usize = 12;
@@ -423,8 +423,24 @@ pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// Whether `text` holds a label the library writes before a names index (a pruned output's,
+/// an elided argument's, or a ledger's names list), as written or inside a message's JSON: the
+/// cheap test before [`without_name_indexes`].
+///
+/// ```
+/// use compaction_core::ledger::has_name_indexes;
+///
+/// assert!(has_name_indexes("[pruned] bash `ls`: 90 chars; names: src/a.rs"));
+/// assert!(!has_name_indexes("plain text"));
+/// ```
+pub fn has_name_indexes(text: &str) -> bool {
+    text.contains(PRUNED_NAMES.trim_end())
+        || text.contains(ELIDED_NAMES.trim_end())
+        || text.contains(NAMES)
+}
+
 /// `text` without the names indexes the library writes (the ledger's names list, a pruned
-/// line's [`PRUNED_NAMES`] index, an elided argument's [`ELIDED_NAMES`] index): what a
+/// line's `; names: ` index, an elided argument's `; names in it: ` index): what a
 /// measure of recall uses to tell what the content still holds from what only an index
 /// names.
 ///

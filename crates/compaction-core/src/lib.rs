@@ -4,13 +4,13 @@
 //! plain data out. It owns the lossless [message model](message), [parsing](parse),
 //! [validation](validate), [token accounting](tokens), the [head/middle/tail
 //! partition](regions), [exchanges](exchange), [summary markers](marker), and
-//! [edits](edit), the one description of what a pass changes. The [laws] of the
+//! [edits](Edit), the one description of what a pass changes. The [laws] of the
 //! behaviour spec are a public checker, and behind cargo feature `proptest` the
 //! [strategies](crate#property-testing-your-own-transcript-code) that generate valid
 //! transcripts are public too.
 //!
 //! ```
-//! use compaction_core::{parse, regions, tokens::Estimator, transcript::Transcript};
+//! use compaction_core::{Transcript, parse, regions, tokens::Estimator};
 //!
 //! let jsonl = r#"{"role":"system","content":"You are terse."}
 //! {"role":"user","content":"hi","ts":1700000000}
@@ -73,10 +73,10 @@
 pub mod anthropic;
 pub mod batch;
 pub mod cache;
-pub mod defaults;
+mod defaults;
 mod devec;
-pub mod edit;
-pub mod error;
+mod edit;
+mod error;
 pub mod exchange;
 mod images;
 pub mod laws;
@@ -95,12 +95,12 @@ pub mod regions;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 pub mod tokens;
-pub mod transcript;
+mod transcript;
 pub mod trim;
 pub mod validate;
 
 pub use edit::{Edit, Splice};
-pub use error::{Error, Result};
+pub use error::{Error, Location, Result};
 pub use message::{Content, MarkerKind, Message, Meta, Part, Role, ToolCall};
 pub use tokens::{Estimator, TokenCounter};
-pub use transcript::Transcript;
+pub use transcript::{Calibration, Transcript};

@@ -4,7 +4,7 @@
 //! is reference material, not an instruction; the latest user message after it is the active
 //! task), a heading, the summary body, and an end line. Batch, micro and turn-progress
 //! markers share the format, so each path can read what the other wrote, and
-//! [`parse_body`] returns exactly the body that [`render_text`] was given.
+//! [`parse_body`] returns exactly the body that [`render`] was given.
 //!
 //! Summaries written by Hermes Agent (text starting `[CONTEXT COMPACTION` or the legacy
 //! `[CONTEXT SUMMARY]:`) are recognised as batch markers so such a transcript can be resumed,
@@ -86,7 +86,7 @@ fn prefix_with(kind: MarkerKind, preamble: &str) -> String {
 
 /// The marker text for a body. A [`MarkerKind::Continuation`] has no body: its text is always
 /// the fixed text of the [continuation].
-pub fn render_text(kind: MarkerKind, body: &str) -> String {
+pub(crate) fn render_text(kind: MarkerKind, body: &str) -> String {
     if kind == MarkerKind::Continuation {
         return CONTINUATION_TEXT.to_owned();
     }
@@ -230,7 +230,7 @@ pub(crate) fn split_merged(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-/// The body of a summary marker: exactly what [`render_text`] was given for markers written here; for
+/// The body of a summary marker: exactly what [`render`] was given for markers written here; for
 /// a foreign (Hermes Agent) summary, the text after its first line.
 /// A [continuation] has none.
 pub fn parse_body(m: &Message) -> Option<String> {
@@ -261,11 +261,11 @@ pub fn parse_body(m: &Message) -> Option<String> {
 
 /// The sentence a summary ends with when the compacted detail can be recalled from a store
 /// (see [`with_recall_note`]).
-pub const RECALL_NOTE: &str = "Detail left out of this summary is archived and can be recalled: \
+pub(crate) const RECALL_NOTE: &str = "Detail left out of this summary is archived and can be recalled: \
 call the recall_compacted tool with a search query, or with the handle shown in a trimmed \
 output, to read the original text.";
 
-/// `body` followed by a blank line and [`RECALL_NOTE`], for summaries written while a store
+/// `body` followed by a blank line and the recall note (a sentence naming the `recall_compacted` tool), for summaries written while a store
 /// keeps what was compacted. Idempotent: a body that already ends with the note is returned
 /// unchanged, so a rolling summary never accumulates copies.
 pub fn with_recall_note(body: &str) -> String {
@@ -279,7 +279,7 @@ pub fn with_recall_note(body: &str) -> String {
     format!("{trimmed}\n\n{RECALL_NOTE}")
 }
 
-/// `body` without a trailing [`RECALL_NOTE`] (what to hand a summarizer as the previous
+/// `body` without a trailing recall note (what to hand a summarizer as the previous
 /// summary, so the note is not summarized).
 pub fn without_recall_note(body: &str) -> &str {
     match body.trim_end().strip_suffix(RECALL_NOTE) {

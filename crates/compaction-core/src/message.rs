@@ -266,7 +266,7 @@ impl Message {
 
     /// A copy of this message with other content, without copying the old content first
     /// (cheaper than `clone` then [`set_content`](Self::set_content) for large messages).
-    pub fn with_content(&self, content: Option<Content>) -> Message {
+    pub(crate) fn with_content(&self, content: Option<Content>) -> Message {
         let mut m = Message {
             b: Arc::new(Body {
                 role: self.b.role.clone(),

@@ -28,7 +28,7 @@ pub enum Format {
 /// Parses a transcript, detecting JSONL or a JSON array from the first non-blank byte.
 ///
 /// ```
-/// use compaction_core::error::Location;
+/// use compaction_core::Location;
 /// use compaction_core::parse::{self, Format};
 ///
 /// let jsonl = b"{\"role\":\"user\",\"content\":\"hi\"}\n{\"role\":\"assistant\",\"content\":\"hello\"}\n";

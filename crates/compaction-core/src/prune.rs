@@ -194,8 +194,8 @@ impl PrunePlan {
     }
 
     /// Gives the pending rewrites at the indices `keep` accepts their names index (a pruned
-    /// output's line its [`PRUNED_NAMES`](crate::ledger::PRUNED_NAMES) index, an elided
-    /// argument its [`ELIDED_NAMES`](crate::ledger::ELIDED_NAMES) one) and updates
+    /// output's line its `; names: ` index, an elided
+    /// argument its `; names in it: ` one) and updates
     /// `reclaimed_tokens`; the others stay as planned. Nothing is pending afterwards.
     pub(crate) fn add_names(
         &mut self,

@@ -26,21 +26,21 @@ pub struct WindowConfig {
     /// definitions), subtracted from the window like the output reservation. Default 0.
     pub host_reserve_tokens: u64,
     /// Threshold as a fraction of the effective window (facade key `compression.threshold`).
-    /// Default [`defaults::THRESHOLD`].
+    /// Default 0.5.
     #[serde(alias = "threshold_percent")]
     pub threshold: f64,
     /// Windows below this many tokens use at least `small_window_min_threshold`. Default
-    /// [`defaults::SMALL_WINDOW_TOKENS`].
+    /// 512,000.
     pub small_window_tokens: u64,
     /// Minimum threshold fraction for small windows. Default
-    /// [`defaults::SMALL_WINDOW_MIN_THRESHOLD`].
+    /// 0.5.
     #[serde(alias = "small_window_min_percent")]
     pub small_window_min_threshold: f64,
-    /// Absolute floor of the threshold. Default [`defaults::THRESHOLD_FLOOR_TOKENS`].
+    /// Absolute floor of the threshold. Default 16,000.
     pub threshold_floor_tokens: u64,
     /// How far the floor may lift the threshold: at most this fraction of the effective
     /// window, so a small window keeps the rest for a tool loop. Default
-    /// [`defaults::FLOOR_CAP`].
+    /// 0.70.
     #[serde(alias = "floor_cap_percent")]
     pub floor_cap: f64,
     /// Absolute cap of the threshold in tokens, whatever the window (0: no cap). Default 0.
@@ -103,15 +103,15 @@ impl WindowConfig {
 #[serde(default)]
 pub struct RegionConfig {
     /// Messages after the system prompt kept in the head until the first compaction. Default
-    /// [`defaults::PROTECT_FIRST_N`].
+    /// 3.
     pub protect_first_n: usize,
-    /// Minimum number of messages in the tail. Default [`defaults::PROTECT_LAST_N`].
+    /// Minimum number of messages in the tail. Default 6.
     pub protect_last_n: usize,
     /// Tail budget as a fraction of the threshold (facade key `compression.tail_ratio`).
-    /// Default [`defaults::TAIL_RATIO`].
+    /// Default 0.05.
     pub tail_ratio: f64,
     /// How far past the budget the tail may stretch to keep a tool group whole. Default
-    /// [`defaults::TAIL_SOFT_CEILING`].
+    /// 1.5.
     pub tail_soft_ceiling: f64,
     /// The tail reaches back to hold at least this many real user requests verbatim (0: only
     /// the latest, which is always kept). Default 0.
@@ -132,7 +132,7 @@ impl Default for RegionConfig {
 
 impl RegionConfig {
     /// The tail budget for a threshold.
-    pub fn tail_budget(&self, threshold_tokens: u64) -> u64 {
+    pub(crate) fn tail_budget(&self, threshold_tokens: u64) -> u64 {
         (threshold_tokens as f64 * self.tail_ratio).floor() as u64
     }
 }

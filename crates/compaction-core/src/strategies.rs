@@ -281,7 +281,7 @@ impl SplitMix {
 }
 
 /// Any string as a marker body, including ones that contain marker syntax themselves.
-pub fn marker_body() -> BoxedStrategy<String> {
+pub(crate) fn marker_body() -> BoxedStrategy<String> {
     prop_oneof![
         3 => text(200),
         1 => Just(format!("a\n{}\nb", marker::END_LINE)),

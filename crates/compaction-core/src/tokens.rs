@@ -136,7 +136,7 @@ pub fn estimate_text(text: &str) -> u64 {
 }
 
 /// CJK ideographs, Hangul, Kana, and full-width forms: one token per code point.
-pub fn is_wide(c: char) -> bool {
+pub(crate) fn is_wide(c: char) -> bool {
     matches!(c as u32,
         0x1100..=0x11FF        // Hangul Jamo
         | 0x2E80..=0x9FFF      // CJK radicals, punctuation, Kana, Bopomofo, ideographs

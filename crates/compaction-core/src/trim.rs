@@ -7,7 +7,7 @@
 //! never changes because of that blob. The compact form is
 //!
 //! 1. a header line in the shape pruning writes (tool, key argument such as the command or
-//!    the path and line range, size, exit status), starting with [`TRIMMED_PREFIX`];
+//!    the path and line range, size, exit status), starting with `[trimmed]`;
 //! 2. a head excerpt, cut at a line boundary;
 //! 3. an explicit elision note with the number of lines and characters left out and the
 //!    handle of the full text;
@@ -58,7 +58,7 @@ use crate::prune::{self, Family, PRUNED_PREFIX, ToolInfo};
 use crate::tokens::TokenCounter;
 
 /// First characters of every compact form this module writes.
-pub const TRIMMED_PREFIX: &str = "[trimmed]";
+pub(crate) const TRIMMED_PREFIX: &str = "[trimmed]";
 
 /// First characters of every trim handle.
 const HANDLE_PREFIX: &str = "trim-";

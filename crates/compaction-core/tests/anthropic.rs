@@ -5,7 +5,9 @@
 use compaction_core::anthropic::{self, strategies as anthropic_strategies};
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Pass};
-use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+use compaction_core::micro::{
+    self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
+};
 use compaction_core::{Estimator, Message, Transcript, validate};
 use proptest::prelude::*;
 use serde_json::value::RawValue;
@@ -378,16 +380,16 @@ proptest! {
         let msgs = anthropic::parse(&(lines.join("\n") + "\n")).unwrap();
         let mut t = Transcript::new(msgs, &e);
         let cfg = MicroConfig::default();
-        let mut state = MicroState::default();
+        let mut planner = MicroPlanner::default();
         for _ in 0..6 {
-            let plan = micro::plan_micro(&t, threshold, &cfg, &state, true, &e);
-            state.record_plan(&plan);
+            let plan = planner.plan(&MicroRequest { transcript: &t, hook: MicroHook::Turn, threshold_tokens: threshold, compacted: true, config: &cfg, counter: &e });
+            planner.record(MicroEvent::Planned(&plan));
             if !matches!(plan.step, MicroStep::Absorb(_) | MicroStep::Defrag(_)) {
                 break;
             }
             let before = t.messages().to_vec();
             let out = micro::assemble_micro(&t, &plan, "Ran bash; files changed.", &cfg, &e).unwrap();
-            state.record_outcome(&out);
+            planner.record(MicroEvent::Assembled(&out));
             let pass = Pass::of_micro(&plan, &cfg, Some(&out));
             if let Some(edit) = out.edit() {
                 edit.clone().apply_to(&mut t, &e).unwrap();

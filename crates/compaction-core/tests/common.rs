@@ -1,9 +1,9 @@
 //! Helpers shared by the test modules: the shared fixtures and the region laws.
 
-use compaction_core::Message;
+use compaction_core::Transcript;
 use compaction_core::marker;
 use compaction_core::regions::{RegionConfig, Regions};
-use compaction_core::transcript::Transcript;
+use compaction_core::{Message, Role};
 
 /// The shared fixture transcripts as `(file name, bytes)`, sorted by name, or `None` (after
 /// printing why) when the directory is missing and `HERMES_REQUIRE_SHARED` is not `1`.
@@ -35,7 +35,7 @@ pub fn assert_region_laws(t: &Transcript, r: &Regions, cfg: &RegionConfig) {
     // The head holds the whole leading system block.
     let sys = msgs
         .iter()
-        .take_while(|m| m.role().is_system_like())
+        .take_while(|m| matches!(m.role(), Role::System | Role::Developer))
         .count();
     assert!(r.head.end >= sys, "{r:?} (system block of {sys})");
     // No cut splits a tool group.

@@ -282,7 +282,9 @@ fn real_user_text_needs_no_continuation() {
 /// continuation of its own.
 #[test]
 fn micro_passes_keep_the_continuation_single() {
-    use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+    use compaction_core::micro::{
+        self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
+    };
     let mut msgs = vec![Message::system("You are a computer-use agent.")];
     for turn in 0..3 {
         msgs.push(image_only());
@@ -302,17 +304,24 @@ fn micro_passes_keep_the_continuation_single() {
     let e = Estimator::default();
     let mut t = Transcript::new(msgs, &e);
     let cfg = MicroConfig::default();
-    let mut state = MicroState::default();
+    let mut planner = MicroPlanner::default();
     let mut absorbed = 0;
     for _ in 0..12 {
         let before = t.messages().to_vec();
-        let plan = micro::plan_micro(&t, 12_000, &cfg, &state, true, &e);
-        state.record_plan(&plan);
+        let plan = planner.plan(&MicroRequest {
+            transcript: &t,
+            hook: MicroHook::Turn,
+            threshold_tokens: 12_000,
+            compacted: true,
+            config: &cfg,
+            counter: &e,
+        });
+        planner.record(MicroEvent::Planned(&plan));
         if !matches!(plan.step, MicroStep::Absorb(_) | MicroStep::Defrag(_)) {
             continue;
         }
         let out = micro::assemble_micro(&t, &plan, "rolling summary", &cfg, &e).expect("assembles");
-        state.record_outcome(&out);
+        planner.record(MicroEvent::Assembled(&out));
         if let Some(edit) = out.edit() {
             edit.clone().apply_to(&mut t, &e).expect("applies");
             absorbed += 1;

@@ -1,7 +1,7 @@
 //! Errors never quote transcript text: every parse and validation error names the field and
 //! the position (line, message index, key index), not the key, the value or the role.
 
-use compaction_core::error::Location;
+use compaction_core::Location;
 use compaction_core::parse;
 use compaction_core::validate::{self, Issue};
 use compaction_core::{Error, Message};

@@ -2,11 +2,11 @@
 
 use std::ops::Range;
 
+use compaction_core::Transcript;
 use compaction_core::exchange::{exchanges_from, next_exchange};
 use compaction_core::marker;
 use compaction_core::regions;
 use compaction_core::strategies;
-use compaction_core::transcript::Transcript;
 use compaction_core::{Estimator, Message};
 use proptest::prelude::*;
 

@@ -1,10 +1,10 @@
 //! The law checker: identity passes keep every law; broken passes name the right law.
 
+use compaction_core::Transcript;
 use compaction_core::exchange::next_exchange;
 use compaction_core::laws::{self, Law, LawOptions, Pass, PassKind, Protected, Violation};
 use compaction_core::regions::{self, Regions};
 use compaction_core::strategies;
-use compaction_core::transcript::Transcript;
 use compaction_core::{Estimator, MarkerKind, Message, Role, ToolCall, marker};
 use proptest::prelude::*;
 

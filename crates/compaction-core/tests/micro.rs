@@ -2,14 +2,14 @@
 //! from the transcript alone, defrag cannot livelock, poison exchanges are skipped, the reclaim
 //! gate batches absorption, batch markers survive, and the token trajectory falls.
 
+use compaction_core::Transcript;
 use compaction_core::laws::{self, LawOptions, Pass, PassKind, Protected};
 use compaction_core::ledger::Ledger;
 use compaction_core::micro::{
-    self, CursorSource, MicroConfig, MicroOutcome, MicroPlan, MicroState, MicroStep, NoopReason,
-    USER_JOIN_SEPARATOR,
+    self, CursorSource, MicroConfig, MicroEvent, MicroHook, MicroOutcome, MicroPlan, MicroPlanner,
+    MicroRequest, MicroState, MicroStep, NoopReason,
 };
 use compaction_core::regions;
-use compaction_core::transcript::Transcript;
 use compaction_core::{Estimator, MarkerKind, Message, Role, TokenCounter, ToolCall, marker};
 use proptest::prelude::*;
 
@@ -154,7 +154,7 @@ enum Ran {
 
 struct Harness {
     t: Transcript,
-    state: MicroState,
+    planner: MicroPlanner,
     cfg: MicroConfig,
     threshold: u64,
     compacted: bool,
@@ -166,7 +166,7 @@ impl Harness {
         let e = Estimator::default();
         Harness {
             t: Transcript::new(msgs, &e),
-            state: MicroState::default(),
+            planner: MicroPlanner::default(),
             cfg,
             threshold,
             compacted,
@@ -174,26 +174,37 @@ impl Harness {
         }
     }
 
+    fn request(&self, hook: MicroHook) -> MicroRequest<'_> {
+        MicroRequest {
+            transcript: &self.t,
+            hook,
+            threshold_tokens: self.threshold,
+            compacted: self.compacted,
+            config: &self.cfg,
+            counter: &self.e,
+        }
+    }
+
+    /// The plan of a fresh planner holding this harness's state (no scans remembered).
+    fn plan_for(&self, hook: MicroHook, state: &MicroState) -> MicroPlan {
+        let mut planner = MicroPlanner::default();
+        planner.state = state.clone();
+        planner.plan(&self.request(hook))
+    }
+
     fn plan(&self) -> MicroPlan {
-        micro::plan_micro(
-            &self.t,
-            self.threshold,
-            &self.cfg,
-            &self.state,
-            self.compacted,
-            &self.e,
-        )
+        self.plan_for(MicroHook::Turn, &self.planner.state)
     }
 
     fn plan_progress(&self) -> MicroPlan {
-        micro::plan_turn_progress(
-            &self.t,
-            self.threshold,
-            &self.cfg,
-            &self.state,
-            self.compacted,
-            &self.e,
-        )
+        self.plan_for(MicroHook::ToolRound, &self.planner.state)
+    }
+
+    /// Where a plan from `state` resumes: its cursor and rolling summary.
+    fn resolved(&self, state: &MicroState) -> micro::Resolved {
+        self.plan_for(MicroHook::Turn, state)
+            .resolved
+            .expect("a turn plan resolves its cursor")
     }
 
     /// Runs one pass with `summarize` (None = the summarizer failed) and checks laws 1 to 6
@@ -205,7 +216,7 @@ impl Harness {
     ) -> Ran {
         let before = self.t.messages().to_vec();
         let protected = Protected::from_regions(&plan.regions);
-        self.state.record_plan(&plan);
+        self.planner.record(MicroEvent::Planned(&plan));
         let mut described = Pass::of_micro(&plan, &self.cfg, None);
         let (ran, kind, expect_progress) = match &plan.step {
             MicroStep::Noop(_) => (Ran::Noop, PassKind::Unchanged, false),
@@ -213,13 +224,13 @@ impl Harness {
             MicroStep::Skip { .. } => (Ran::Skipped, PassKind::Unchanged, false),
             MicroStep::Absorb(_) | MicroStep::Defrag(_) => match summarize(&plan) {
                 None => {
-                    self.state.record_failure(&plan);
+                    self.planner.record(MicroEvent::Failed(&plan));
                     (Ran::Failed, PassKind::Failed, false)
                 }
                 Some(summary) => {
                     let out = micro::assemble_micro(&self.t, &plan, &summary, &self.cfg, &self.e)
                         .expect("a fresh plan assembles");
-                    self.state.record_outcome(&out);
+                    self.planner.record(MicroEvent::Assembled(&out));
                     described = Pass::of_micro(&plan, &self.cfg, Some(&out));
                     if let Some(edit) = out.edit() {
                         edit.clone()
@@ -278,9 +289,8 @@ impl Harness {
     /// Law 7: a fresh state given only the transcript resolves the same cursor and rolling
     /// summary as the in-memory state.
     fn assert_recoverable(&self) {
-        let r = regions::partition(&self.t, self.threshold, &self.cfg.regions, self.compacted);
-        let memory = micro::resolve_cursor(&self.t, &r, &self.state);
-        let fresh = micro::resolve_cursor(&self.t, &r, &MicroState::default());
+        let memory = self.resolved(&self.planner.state);
+        let fresh = self.resolved(&MicroState::default());
         assert_eq!(
             (
                 memory.cursor,
@@ -291,7 +301,7 @@ impl Harness {
             "memory {memory:?} vs fresh {fresh:?}"
         );
         if memory.source == CursorSource::Memory {
-            assert_eq!(self.state.cursor, Some(memory.cursor));
+            assert_eq!(self.planner.state.cursor, Some(memory.cursor));
         }
     }
 
@@ -442,8 +452,11 @@ fn one_pass_absorbs_the_oldest_exchange_into_one_marker() {
     let (text, ledger) = Ledger::split(&body);
     assert_eq!(text, "did request 0");
     assert_eq!(ledger.files(), ["src/lib.rs"]);
-    assert_eq!(h.state.cursor, Some(3));
-    assert_eq!(h.state.rolling_summary.as_deref(), Some(body.as_str()));
+    assert_eq!(h.planner.state.cursor, Some(3));
+    assert_eq!(
+        h.planner.state.rolling_summary.as_deref(),
+        Some(body.as_str())
+    );
 
     // The second pass replaces the marker: the first user message now borders the second.
     let plan = h.plan();
@@ -468,7 +481,7 @@ fn one_pass_absorbs_the_oldest_exchange_into_one_marker() {
     assert_eq!(text, "did 0 and 1");
     assert_eq!(ledger.files(), ["src/lib.rs"]);
     assert_eq!(texts[4], "request 2");
-    assert_eq!(h.state.cursor, Some(4));
+    assert_eq!(h.planner.state.cursor, Some(4));
     assert_eq!(h.count(MarkerKind::Micro), 1);
 }
 
@@ -476,10 +489,9 @@ fn one_pass_absorbs_the_oldest_exchange_into_one_marker() {
 fn cursor_is_recovered_from_the_transcript_alone() {
     let mut h = Harness::new(tool_heavy(20), MicroConfig::default(), 20_000, true);
     absorb_all(&mut h, 5);
-    let r = regions::partition(&h.t, 20_000, &h.cfg.regions, true);
-    let fresh = micro::resolve_cursor(&h.t, &r, &MicroState::default());
-    assert_eq!(Some(fresh.cursor), h.state.cursor);
-    assert_eq!(fresh.rolling_summary, h.state.rolling_summary);
+    let fresh = h.resolved(&MicroState::default());
+    assert_eq!(Some(fresh.cursor), h.planner.state.cursor);
+    assert_eq!(fresh.rolling_summary, h.planner.state.rolling_summary);
     assert!(matches!(
         fresh.source,
         CursorSource::Marker {
@@ -492,16 +504,18 @@ fn cursor_is_recovered_from_the_transcript_alone() {
     let mut fresh_h = Harness::new(h.t.messages().to_vec(), h.cfg.clone(), 20_000, true);
     assert_eq!(fresh_h.plan().step, h.plan().step);
     // A cursor outside the middle falls back to the transcript.
-    fresh_h.state.cursor = Some(100_000);
-    fresh_h.state.rolling_summary = Some("stale".into());
-    let r = regions::partition(&fresh_h.t, 20_000, &h.cfg.regions, true);
-    assert_eq!(micro::resolve_cursor(&fresh_h.t, &r, &fresh_h.state), fresh);
+    fresh_h.planner.state.cursor = Some(100_000);
+    fresh_h.planner.state.rolling_summary = Some("stale".into());
+    assert_eq!(fresh_h.resolved(&fresh_h.planner.state), fresh);
     // A cursor inside the middle whose summary disagrees with the marker also falls back.
-    fresh_h.state.cursor = fresh.cursor.checked_add(1);
-    assert_eq!(micro::resolve_cursor(&fresh_h.t, &r, &fresh_h.state), fresh);
+    fresh_h.planner.state.cursor = fresh.cursor.checked_add(1);
+    assert_eq!(fresh_h.resolved(&fresh_h.planner.state), fresh);
     // The state survives a JSON round trip.
-    let json = serde_json::to_string(&h.state).unwrap();
-    assert_eq!(serde_json::from_str::<MicroState>(&json).unwrap(), h.state);
+    let json = serde_json::to_string(&h.planner.state).unwrap();
+    assert_eq!(
+        serde_json::from_str::<MicroState>(&json).unwrap(),
+        h.planner.state
+    );
 }
 
 #[test]
@@ -566,8 +580,8 @@ fn defrag_rewrites_the_marker_in_place_and_a_stubborn_summarizer_cannot_livelock
     // A summarizer that does shrink: the marker is rewritten in place, nothing else moves.
     let mut h = Harness::new(tool_heavy(60), cfg, 20_000, true);
     absorb_all(&mut h, 3);
-    h.state.rolling_summary = None; // force rehydration too
-    h.state.cursor = None;
+    h.planner.state.rolling_summary = None; // force rehydration too
+    h.planner.state.cursor = None;
     let big = "word ".repeat(40);
     let plan = h.plan();
     let MicroStep::Absorb(_) = &plan.step else {
@@ -575,7 +589,7 @@ fn defrag_rewrites_the_marker_in_place_and_a_stubborn_summarizer_cannot_livelock
     };
     h.pass(plan, &mut |_| Some(big.clone()));
     let before = h.t.messages().to_vec();
-    let cursor = h.state.cursor;
+    let cursor = h.planner.state.cursor;
     let plan = h.plan();
     let MicroStep::Defrag(job) = &plan.step else {
         panic!("expected a defrag, got {:?}", plan.step);
@@ -585,8 +599,8 @@ fn defrag_rewrites_the_marker_in_place_and_a_stubborn_summarizer_cannot_livelock
     assert_eq!(job.ledger.files(), ["src/lib.rs"]);
     let i = job.marker_index;
     assert_eq!(h.pass(plan, &mut |_| Some("short".into())), Ran::Defragged);
-    assert_eq!(h.state.cursor, cursor);
-    let rolling = h.state.rolling_summary.clone().unwrap();
+    assert_eq!(h.planner.state.cursor, cursor);
+    let rolling = h.planner.state.rolling_summary.clone().unwrap();
     assert_eq!(Ledger::split(&rolling).0, "short");
     assert_eq!(Ledger::split(&rolling).1.files(), ["src/lib.rs"]);
     assert_eq!(h.t.len(), before.len());
@@ -612,7 +626,7 @@ fn a_failing_defrag_engages_the_guard_until_the_summary_grows() {
     assert!(matches!(plan.step, MicroStep::Defrag(_)), "{:?}", plan.step);
     // The summarizer errors on the defrag: failure recorded, guard engaged.
     assert_eq!(h.pass(plan, &mut |_| None), Ran::Failed);
-    assert!(h.state.defrag_failed_at_tokens.is_some());
+    assert!(h.planner.state.defrag_failed_at_tokens.is_some());
     let plan = h.plan();
     assert!(matches!(plan.step, MicroStep::Absorb(_)), "{:?}", plan.step);
 }
@@ -636,23 +650,23 @@ fn a_poison_exchange_is_skipped_after_three_failures() {
     }
     assert_eq!(ran, vec![Ran::Failed; 3]);
     assert_eq!(h.t.messages(), &before_failures[..]);
-    assert_eq!(h.state.failures.map(|f| f.count), Some(3));
+    assert_eq!(h.planner.state.failures.map(|f| f.count), Some(3));
     let plan = h.plan();
     let MicroStep::Skip { range, failures } = plan.step.clone() else {
         panic!("expected a skip, got {:?}", plan.step);
     };
     assert_eq!(failures, 3);
     assert_eq!(h.pass(plan, &mut summarize), Ran::Skipped);
-    assert_eq!(h.state.cursor, Some(range.end));
-    assert_eq!(h.state.failures, None);
+    assert_eq!(h.planner.state.cursor, Some(range.end));
+    assert_eq!(h.planner.state.failures, None);
     // Absorption continues after it; the poison exchange stays in the transcript.
     assert_eq!(h.pass(h.plan(), &mut summarize), Ran::Absorbed);
     assert!(h.t.messages().iter().any(|m| m.text() == "POISON"));
     assert_eq!(h.count(MarkerKind::Micro), 1);
     // A different exchange failing restarts the count.
     let plan = h.plan();
-    h.state.record_failure(&plan);
-    assert_eq!(h.state.failures.map(|f| f.count), Some(1));
+    h.planner.record(MicroEvent::Failed(&plan));
+    assert_eq!(h.planner.state.failures.map(|f| f.count), Some(1));
 }
 
 #[test]
@@ -743,8 +757,8 @@ fn batch_markers_give_the_cursor_and_are_never_dropped() {
     assert_eq!(h.count(MarkerKind::Batch), 1);
     assert_eq!(h.count(MarkerKind::Micro), 1);
     // After a batch compaction the state resets and the next pass resumes from the marker.
-    h.state.reset();
-    assert_eq!(h.state, MicroState::default());
+    h.planner.record(MicroEvent::Reset);
+    assert_eq!(h.planner.state, MicroState::default());
 }
 
 #[test]
@@ -762,7 +776,7 @@ fn strict_alternation_joins_user_messages_verbatim() {
     // users and join them.
     assert_eq!(
         joined,
-        ["request 0", "request 1", "request 2", "request 3"].join(USER_JOIN_SEPARATOR)
+        ["request 0", "request 1", "request 2", "request 3"].join("\n\n[next user message]\n\n")
     );
     assert_eq!(marker::classify(&msgs[2]), Some(MarkerKind::Micro));
     assert_eq!(msgs[3].text(), "request 4");
@@ -984,6 +998,30 @@ fn memo_step(t: &mut Transcript, e: &Estimator, op: u8, arg: u16, n: &mut usize)
     }
 }
 
+/// The plan of a fresh planner holding `state` (no scans remembered).
+fn from_scratch(state: &MicroState, req: &MicroRequest<'_>) -> MicroPlan {
+    let mut planner = MicroPlanner::default();
+    planner.state = state.clone();
+    planner.plan(req)
+}
+
+/// A turn or tool-round request at a 4,000-token threshold, compacted.
+fn req<'a>(
+    t: &'a Transcript,
+    hook: MicroHook,
+    cfg: &'a MicroConfig,
+    e: &'a Estimator,
+) -> MicroRequest<'a> {
+    MicroRequest {
+        transcript: t,
+        hook,
+        threshold_tokens: 4_000,
+        compacted: true,
+        config: cfg,
+        counter: e,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
@@ -995,8 +1033,9 @@ proptest! {
     ) {
         let e = Estimator::default();
         let mut t = Transcript::new(vec![Message::system("sys")], &e);
-        let mut state = MicroState::default();
-        let mut memo = micro::PlanMemo::default();
+        // One planner carries its scans from plan to plan; each plan is checked against a
+        // fresh planner holding the same state.
+        let mut planner = MicroPlanner::default();
         let mut n = 0;
         for (op, arg, gate, absorb) in ops {
             // A clone appended to differently must not inherit the original's scans.
@@ -1008,20 +1047,25 @@ proptest! {
                 memo_step(&mut t, &e, op, arg, &mut n);
             }
             let cfg = MicroConfig { min_reclaim_tokens: gate, ..MicroConfig::default() };
-            let fresh = micro::plan_micro(&t, threshold, &cfg, &state, compacted, &e);
-            let memo_plan =
-                micro::plan_micro_memo(&t, threshold, &cfg, &state, compacted, &e, &mut memo);
+            let request = |hook| MicroRequest {
+                transcript: &t,
+                hook,
+                threshold_tokens: threshold,
+                compacted,
+                config: &cfg,
+                counter: &e,
+            };
+            let fresh = from_scratch(&planner.state, &request(MicroHook::Turn));
+            let memo_plan = planner.plan(&request(MicroHook::Turn));
             prop_assert_eq!(&memo_plan, &fresh);
-            let fresh_tp = micro::plan_turn_progress(&t, threshold, &cfg, &state, compacted, &e);
-            let memo_tp = micro::plan_turn_progress_memo(
-                &t, threshold, &cfg, &state, compacted, &e, &mut memo,
-            );
+            let fresh_tp = from_scratch(&planner.state, &request(MicroHook::ToolRound));
+            let memo_tp = planner.plan(&request(MicroHook::ToolRound));
             prop_assert_eq!(&memo_tp, &fresh_tp);
-            state.record_plan(&fresh);
+            planner.record(MicroEvent::Planned(&fresh));
             // Sometimes the pass runs: the transcript is rewritten under the memo.
             if absorb && let MicroStep::Absorb(_) = &fresh.step {
                 let out = micro::assemble_micro(&t, &fresh, &merge(&fresh), &cfg, &e).unwrap();
-                state.record_outcome(&out);
+                planner.record(MicroEvent::Assembled(&out));
                 out.edit().unwrap().clone().apply_to(&mut t, &e).unwrap();
             }
         }
@@ -1037,13 +1081,15 @@ fn a_memo_follows_a_gated_session_as_it_grows_then_absorbs_what_a_fresh_plan_doe
         ..MicroConfig::default()
     };
     let mut t = Transcript::new(base[..1].to_vec(), &e);
-    let state = MicroState::default();
-    let mut memo = micro::PlanMemo::default();
+    let mut planner = MicroPlanner::default();
     let mut gated = 0;
     for m in &base[1..] {
         t.push(m.clone(), &e);
-        let p = micro::plan_micro_memo(&t, 4_000, &cfg, &state, true, &e, &mut memo);
-        assert_eq!(p, micro::plan_micro(&t, 4_000, &cfg, &state, true, &e));
+        let p = planner.plan(&req(&t, MicroHook::Turn, &cfg, &e));
+        assert_eq!(
+            p,
+            MicroPlanner::default().plan(&req(&t, MicroHook::Turn, &cfg, &e))
+        );
         gated += usize::from(matches!(p.step, MicroStep::Gated { .. }));
     }
     assert!(
@@ -1055,8 +1101,11 @@ fn a_memo_follows_a_gated_session_as_it_grows_then_absorbs_what_a_fresh_plan_doe
         min_reclaim_tokens: 3_000,
         ..MicroConfig::default()
     };
-    let p = micro::plan_micro_memo(&t, 4_000, &low, &state, true, &e, &mut memo);
-    assert_eq!(p, micro::plan_micro(&t, 4_000, &low, &state, true, &e));
+    let p = planner.plan(&req(&t, MicroHook::Turn, &low, &e));
+    assert_eq!(
+        p,
+        MicroPlanner::default().plan(&req(&t, MicroHook::Turn, &low, &e))
+    );
     let MicroStep::Absorb(job) = &p.step else {
         panic!("expected an absorb, got {:?}", p.step);
     };
@@ -1074,8 +1123,7 @@ fn a_memo_follows_a_long_gated_turn_as_it_grows() {
         vec![Message::system("sys"), Message::user("fix everything")],
         &e,
     );
-    let state = MicroState::default();
-    let mut memo = micro::PlanMemo::default();
+    let mut planner = MicroPlanner::default();
     let mut gated = 0;
     for i in 0..150 {
         let id = format!("c{i}");
@@ -1084,10 +1132,10 @@ fn a_memo_follows_a_long_gated_turn_as_it_grows() {
             &e,
         );
         t.push(Message::tool_result(&id, "z".repeat(900)), &e);
-        let p = micro::plan_turn_progress_memo(&t, 4_000, &cfg, &state, true, &e, &mut memo);
+        let p = planner.plan(&req(&t, MicroHook::ToolRound, &cfg, &e));
         assert_eq!(
             p,
-            micro::plan_turn_progress(&t, 4_000, &cfg, &state, true, &e)
+            MicroPlanner::default().plan(&req(&t, MicroHook::ToolRound, &cfg, &e))
         );
         gated += usize::from(matches!(p.step, MicroStep::Gated { .. }));
         // A lower gate in between: the plan absorbs exactly what a fresh plan does.
@@ -1096,10 +1144,10 @@ fn a_memo_follows_a_long_gated_turn_as_it_grows() {
                 min_reclaim_tokens: 2_000,
                 ..MicroConfig::default()
             };
-            let p = micro::plan_turn_progress_memo(&t, 4_000, &low, &state, true, &e, &mut memo);
+            let p = planner.plan(&req(&t, MicroHook::ToolRound, &low, &e));
             assert_eq!(
                 p,
-                micro::plan_turn_progress(&t, 4_000, &low, &state, true, &e)
+                MicroPlanner::default().plan(&req(&t, MicroHook::ToolRound, &low, &e))
             );
             assert!(matches!(p.step, MicroStep::Absorb(_)), "{:?}", p.step);
         }

@@ -90,7 +90,7 @@ struct Outcome {
 
 /// One forced batch pass with a fixed summary per job; the laws must hold.
 /// The spec's original batch numbers these cases were written against (a 0.20 tail, prune-only
-/// buying at least 8,000 tokens), not `compaction_core::defaults`: the cases are about where
+/// buying at least 8,000 tokens), not `BatchConfig::default()`: the cases are about where
 /// the ask and the reply land, which needs a summary to be planned.
 fn spec_batch() -> BatchConfig {
     BatchConfig {
@@ -450,7 +450,7 @@ fn image_parts(msgs: &[Message]) -> Vec<String> {
         .flat_map(|m| match m.content() {
             Some(Content::Parts(p)) => p
                 .iter()
-                .filter(|p| p.is_image())
+                .filter(|p| matches!(p.kind(), Some("image_url" | "input_image" | "image")))
                 .map(|p| p.0.to_string())
                 .collect(),
             _ => Vec::new(),

@@ -1,10 +1,12 @@
 //! Pinned messages survive every pass byte-identical and in order: batch, prune, micro,
 //! turn progress and insertion-time trimming work around them.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Law, Pass, Violation};
-use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
-use compaction_core::transcript::Transcript;
+use compaction_core::micro::{
+    self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
+};
 use compaction_core::trim::{self, TrimConfig};
 use compaction_core::{Estimator, Message, ToolCall, pins, strategies};
 use proptest::prelude::*;
@@ -128,7 +130,7 @@ fn micro_passes(
         regions: b.regions.clone(),
         ..MicroConfig::default()
     };
-    let mut state = MicroState::default();
+    let mut planner = MicroPlanner::default();
     let pins_only = |before: &[Message], after: &[Message], pass: &Pass| {
         let v: Vec<Violation> = laws::check(before, after, pass, &e)
             .into_iter()
@@ -139,17 +141,31 @@ fn micro_passes(
     };
     for round in 0..12 {
         let plan = if round % 2 == 0 {
-            micro::plan_micro(&t, b.threshold_tokens, &cfg, &state, b.compacted, &e)
+            planner.plan(&MicroRequest {
+                transcript: &t,
+                hook: MicroHook::Turn,
+                threshold_tokens: b.threshold_tokens,
+                compacted: b.compacted,
+                config: &cfg,
+                counter: &e,
+            })
         } else {
-            micro::plan_turn_progress(&t, b.threshold_tokens, &cfg, &state, b.compacted, &e)
+            planner.plan(&MicroRequest {
+                transcript: &t,
+                hook: MicroHook::ToolRound,
+                threshold_tokens: b.threshold_tokens,
+                compacted: b.compacted,
+                config: &cfg,
+                counter: &e,
+            })
         };
-        state.record_plan(&plan);
+        planner.record(MicroEvent::Planned(&plan));
         if !matches!(plan.step, MicroStep::Absorb(_) | MicroStep::Defrag(_)) {
             continue;
         }
         let before = t.messages().to_vec();
         let out = micro::assemble_micro(&t, &plan, "rolling summary", &cfg, &e).unwrap();
-        state.record_outcome(&out);
+        planner.record(MicroEvent::Assembled(&out));
         if let Some(edit) = out.edit() {
             for s in &edit.splices {
                 prop_assert!(

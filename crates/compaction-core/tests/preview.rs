@@ -1,10 +1,10 @@
 //! Preview: the fates a plan announces are the ones the assembled pass applies, whatever the
 //! summaries say.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
-use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+use compaction_core::micro::{self, MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::preview::{self, Fate, PreviewKind};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Edit, Estimator, Message, TokenCounter, pins, strategies};
 use proptest::prelude::*;
 
@@ -118,11 +118,11 @@ proptest! {
         let e = Estimator::default();
         let t = Transcript::new(msgs, &e);
         let cfg = MicroConfig { regions: b.regions.clone(), ..MicroConfig::default() };
-        let state = MicroState::default();
+        let mut planner = MicroPlanner::default();
         let plan = if progress {
-            micro::plan_turn_progress(&t, b.threshold_tokens, &cfg, &state, b.compacted, &e)
+            planner.plan(&MicroRequest { transcript: &t, hook: MicroHook::ToolRound, threshold_tokens: b.threshold_tokens, compacted: b.compacted, config: &cfg, counter: &e })
         } else {
-            micro::plan_micro(&t, b.threshold_tokens, &cfg, &state, b.compacted, &e)
+            planner.plan(&MicroRequest { transcript: &t, hook: MicroHook::Turn, threshold_tokens: b.threshold_tokens, compacted: b.compacted, config: &cfg, counter: &e })
         };
         let p = preview::of_micro(&t, &plan, &e);
         prop_assert_eq!(p.messages.len(), t.len());

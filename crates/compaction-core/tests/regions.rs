@@ -1,8 +1,8 @@
 //! Region laws for arbitrary transcripts and budgets.
 
+use compaction_core::Transcript;
 use compaction_core::regions::{self, RegionConfig};
 use compaction_core::strategies::{self, TranscriptConfig};
-use compaction_core::transcript::Transcript;
 use compaction_core::{Estimator, Message, ToolCall};
 use proptest::prelude::*;
 

@@ -5,10 +5,10 @@
 //! summarizer (the separate reasoning field is already kept out), and `MEDIA:<path>` directive
 //! lines are counted like images instead of sent as text.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep, SummaryJob};
 use compaction_core::material::{self, MaterialConfig};
-use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
-use compaction_core::transcript::Transcript;
+use compaction_core::micro::{MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::{Estimator, MarkerKind, Message, Role, marker};
 
 const MAX: usize = 200_000;
@@ -129,14 +129,14 @@ fn micro_jobs_bound_the_rolling_summary_they_merge_into() {
     }
     let t = Transcript::new(msgs, &e);
     // Defrag: the summary alone is what is sent.
-    let plan = micro::plan_micro(
-        &t,
-        20_000,
-        &MicroConfig::default(),
-        &MicroState::default(),
-        true,
-        &e,
-    );
+    let plan = MicroPlanner::default().plan(&MicroRequest {
+        transcript: &t,
+        hook: MicroHook::Turn,
+        threshold_tokens: 20_000,
+        compacted: true,
+        config: &MicroConfig::default(),
+        counter: &e,
+    });
     let MicroStep::Defrag(job) = &plan.step else {
         panic!("expected a defrag, got {:?}", plan.step);
     };
@@ -151,7 +151,14 @@ fn micro_jobs_bound_the_rolling_summary_they_merge_into() {
         defrag_threshold_tokens: u64::MAX,
         ..MicroConfig::default()
     };
-    let plan = micro::plan_micro(&t, 20_000, &cfg, &MicroState::default(), true, &e);
+    let plan = MicroPlanner::default().plan(&MicroRequest {
+        transcript: &t,
+        hook: MicroHook::Turn,
+        threshold_tokens: 20_000,
+        compacted: true,
+        config: &cfg,
+        counter: &e,
+    });
     let MicroStep::Absorb(job) = &plan.step else {
         panic!("expected an absorb, got {:?}", plan.step);
     };

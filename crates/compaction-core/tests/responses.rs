@@ -4,12 +4,12 @@
 //! tool groups, prune, micro, material, the batch planner) pairs on the `call_id`, and the
 //! bytes of both fields survive.
 
+use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Law, Pass, PassKind, Protected};
 use compaction_core::material::{self, MaterialConfig};
-use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+use compaction_core::micro::{self, MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::prune::CallIndex;
-use compaction_core::transcript::Transcript;
 use compaction_core::validate::{Issue, validate};
 use compaction_core::{Estimator, Message};
 
@@ -216,7 +216,14 @@ fn a_micro_pass_absorbs_an_exchange_of_responses_calls() {
     let e = Estimator::default();
     let t = Transcript::new(session(20, 2_000), &e);
     let cfg = MicroConfig::default();
-    let plan = micro::plan_micro(&t, 20_000, &cfg, &MicroState::default(), true, &e);
+    let plan = MicroPlanner::default().plan(&MicroRequest {
+        transcript: &t,
+        hook: MicroHook::Turn,
+        threshold_tokens: 20_000,
+        compacted: true,
+        config: &cfg,
+        counter: &e,
+    });
     let MicroStep::Absorb(job) = &plan.step else {
         panic!("expected an absorb, got {:?}", plan.step);
     };

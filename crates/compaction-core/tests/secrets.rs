@@ -12,7 +12,7 @@
 
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::material::MaterialConfig;
-use compaction_core::micro::{self, MicroConfig, MicroStep};
+use compaction_core::micro::{self, MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::{Estimator, Message, ToolCall, Transcript};
 use proptest::prelude::*;
 
@@ -277,7 +277,14 @@ fn check_micro(msgs: Vec<Message>, secret: &Secret, canary: &str) {
     let t = Transcript::new(msgs, &e);
     let mut cfg = MicroConfig::default();
     cfg.regions.protect_first_n = 2;
-    let plan = micro::plan_micro(&t, 2_000, &cfg, &micro::MicroState::default(), false, &e);
+    let plan = MicroPlanner::default().plan(&MicroRequest {
+        transcript: &t,
+        hook: MicroHook::Turn,
+        threshold_tokens: 2_000,
+        compacted: false,
+        config: &cfg,
+        counter: &e,
+    });
     let MicroStep::Absorb(job) = &plan.step else {
         panic!("expected an absorption, got {:?}", plan.step);
     };

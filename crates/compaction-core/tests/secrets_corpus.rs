@@ -172,10 +172,12 @@ fn no_credential_becomes_a_name() {
             assert_clean("ledger name", name, &planted);
         }
         // A names line of a summary body read back: the credential is not taken as a name.
+        let mut names_only = Ledger::default();
+        names_only.observe(&Message::assistant("run_step_1 then deploy_v2"));
+        let section = names_only.render(100_000).unwrap();
         let body = format!(
-            "{}\n{}\n- run_step_1, {}, deploy_v2",
-            compaction_core::ledger::HEADING,
-            compaction_core::ledger::NAMES,
+            "{}\n- run_step_1, {}, deploy_v2",
+            section.trim_end(),
             planted.text
         );
         let (_, read) = Ledger::split(&body);

@@ -69,7 +69,9 @@ fn transcripts_cover_what_they_promise() {
                 seen[4] |= c.image_count() > 0;
             }
             let text = m.text();
-            seen[5] |= text.chars().any(compaction_core::tokens::is_wide);
+            seen[5] |= text.chars().any(|c| {
+                ('\u{2E80}'..='\u{9FFF}').contains(&c) || ('\u{AC00}'..='\u{D7AF}').contains(&c)
+            });
             seen[6] |= text.len() >= 50_000;
             seen[7] |= m.extra_fields().any(|(k, _)| k == "reasoning_content");
             seen[8] |= m.extra_fields().any(|(k, _)| k == "timestamp");

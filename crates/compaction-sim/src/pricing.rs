@@ -1,6 +1,19 @@
 //! How the simulator prices a replay: the built-in price table (dollars per million tokens,
 //! every reused prefix token a cache hit), or a provider cache profile
-//! ([`CacheProfile`]: time-to-live, minimum cacheable prefix, explicit cache writes).
+//! ([`CacheProfile`]: time-to-live, minimum cacheable prefix, explicit cache writes), priced
+//! request by request ([`price_request`], [`price_session`]).
+//!
+//! ```
+//! use compaction_sim::pricing::{self, RequestShape};
+//! use hermes_compaction::CacheProfile;
+//!
+//! let anthropic = CacheProfile::named("anthropic").unwrap();
+//! let first = RequestShape { prompt_tokens: 20_000, output_tokens: 1_000, ..Default::default() };
+//! // Nothing cached yet: 20k written at 1.25 x $3/M, 1k output at $15/M.
+//! let cost = pricing::price_request(&anthropic, &first);
+//! assert!((cost.dollars - 0.09).abs() < 1e-9);
+//! assert_eq!(pricing::profiles().len(), 5);
+//! ```
 
 use std::path::Path;
 
@@ -9,6 +22,7 @@ use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use hermes_compaction::CacheProfile;
+use hermes_compaction::core::cache::{self, PROFILE_NAMES};
 
 use crate::{Error, Result};
 
@@ -20,7 +34,7 @@ pub enum Pricing {
     /// minimum prefix, no write premium); summary calls at the table's summary prices.
     Table(Prices),
     /// A provider cache profile, priced request by request with
-    /// [`price_request`](hermes_compaction::core::cache::price_request); summary calls at the
+    /// [`price_request`]; summary calls at the
     /// profile's input and output prices. The replay's compressor runs with this profile, so
     /// its cache-aware decisions (prune runway, micro reclaim gate) follow it too.
     Profile(CacheProfile),
@@ -64,10 +78,7 @@ impl Pricing {
             }]);
         };
         Ok(match name {
-            "all" => CacheProfile::all()
-                .into_iter()
-                .map(Pricing::Profile)
-                .collect(),
+            "all" => profiles().into_iter().map(Pricing::Profile).collect(),
             "prices" => vec![table()?],
             "custom" => vec![Pricing::Profile(config.compression.cache_custom.clone())],
             _ => match CacheProfile::named(name) {
@@ -75,7 +86,7 @@ impl Pricing {
                 None => {
                     return Err(Error::Config(format!(
                         "--cache-profile {name}: unknown (expected one of {}, custom, prices, all)",
-                        hermes_compaction::core::cache::PROFILE_NAMES.join(", ")
+                        PROFILE_NAMES.join(", ")
                     )));
                 }
             },
@@ -202,5 +213,186 @@ impl Prices {
             + summary_in as f64 * self.summary_input_per_mtok
             + summary_out as f64 * self.summary_output_per_mtok)
             / 1e6
+    }
+}
+
+/// Every named cache profile, in [`PROFILE_NAMES`] order (what `--cache-profile all` sweeps).
+pub fn profiles() -> Vec<CacheProfile> {
+    PROFILE_NAMES
+        .iter()
+        .filter_map(|n| CacheProfile::named(n))
+        .collect()
+}
+
+/// One model request, as the simulator sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestShape {
+    /// Prompt tokens sent.
+    pub prompt_tokens: u64,
+    /// Leading tokens identical to the previous request's prompt (its cacheable prefix).
+    pub reused_prefix_tokens: u64,
+    /// Output tokens generated.
+    pub output_tokens: u64,
+    /// Seconds since the previous request (`None` for the first).
+    pub secs_since_previous: Option<u64>,
+}
+
+/// What one request (or a session, summed with [`add`](Self::add)) costs under a profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RequestCost {
+    /// Prompt tokens read from the cache.
+    pub cached_tokens: u64,
+    /// Prompt tokens sent uncached.
+    pub uncached_tokens: u64,
+    /// Of the uncached tokens, those written to an explicit cache (at the write price).
+    pub cache_write_tokens: u64,
+    /// Output tokens.
+    pub output_tokens: u64,
+    /// Dollars.
+    pub dollars: f64,
+}
+
+impl RequestCost {
+    /// Adds another request's cost.
+    pub fn add(&mut self, other: &RequestCost) {
+        self.cached_tokens += other.cached_tokens;
+        self.uncached_tokens += other.uncached_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+        self.output_tokens += other.output_tokens;
+        self.dollars += other.dollars;
+    }
+
+    /// Cost in input-token equivalents (price-free): cached x c + uncached + writes x (w - 1).
+    pub fn input_token_equivalents(&self, profile: &CacheProfile) -> f64 {
+        self.cached_tokens as f64 * profile.cached_input_price_ratio
+            + self.uncached_tokens as f64
+            + self.cache_write_tokens as f64 * (profile.cache_write_price_ratio - 1.0)
+    }
+}
+
+/// Whether the cache has expired `secs` after the previous request (always, for a profile
+/// without a cache): core's time-to-live rule.
+pub(crate) fn cache_expired(profile: &CacheProfile, secs: u64) -> bool {
+    cache::rewrite_is_free(profile, Some(secs))
+}
+
+/// Prices one request. The reused prefix is read from the cache when the cache is live (the
+/// previous request was less than a TTL ago) and the prefix reaches the provider's minimum;
+/// the rest is sent uncached. With explicit caching, a prompt of the minimum size or more is
+/// assumed to carry a breakpoint at its end, so its uncached part is written to the cache.
+pub fn price_request(profile: &CacheProfile, r: &RequestShape) -> RequestCost {
+    let live = r
+        .secs_since_previous
+        .is_some_and(|s| !cache_expired(profile, s));
+    let reused = r.reused_prefix_tokens.min(r.prompt_tokens);
+    let cached = if live && reused >= profile.min_cacheable_prefix_tokens.max(1) {
+        reused
+    } else {
+        0
+    };
+    let uncached = r.prompt_tokens - cached;
+    let writes = if profile.has_cache()
+        && !profile.automatic
+        && r.prompt_tokens >= profile.min_cacheable_prefix_tokens
+    {
+        uncached
+    } else {
+        0
+    };
+    let per_token = profile.input_price_per_mtok / 1e6;
+    let dollars = cached as f64 * profile.cached_input_price_per_mtok / 1e6
+        + (uncached - writes) as f64 * per_token
+        + writes as f64 * per_token * profile.cache_write_price_ratio
+        + r.output_tokens as f64 * profile.output_price_per_mtok / 1e6;
+    RequestCost {
+        cached_tokens: cached,
+        uncached_tokens: uncached,
+        cache_write_tokens: writes,
+        output_tokens: r.output_tokens,
+        dollars,
+    }
+}
+
+/// Prices a whole session, request by request.
+pub fn price_session(profile: &CacheProfile, requests: &[RequestShape]) -> RequestCost {
+    let mut total = RequestCost::default();
+    for r in requests {
+        total.add(&price_request(profile, r));
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-9
+    }
+
+    fn named(name: &str) -> CacheProfile {
+        CacheProfile::named(name).unwrap()
+    }
+
+    #[test]
+    fn every_named_profile_is_swept_once() {
+        let names: Vec<String> = profiles().into_iter().map(|p| p.name).collect();
+        assert_eq!(names, PROFILE_NAMES);
+    }
+
+    #[test]
+    fn requests_priced_with_worked_numbers() {
+        let a = named("anthropic");
+        // First request: 20k prompt, nothing cached, written at 1.25x; 1k output.
+        let first = RequestShape {
+            prompt_tokens: 20_000,
+            reused_prefix_tokens: 0,
+            output_tokens: 1_000,
+            secs_since_previous: None,
+        };
+        let c = price_request(&a, &first);
+        assert_eq!(
+            (c.cached_tokens, c.uncached_tokens, c.cache_write_tokens),
+            (0, 20_000, 20_000)
+        );
+        // 20k x 3.75/M + 1k x 15/M = 0.075 + 0.015
+        assert!(close(c.dollars, 0.09));
+        // Next request 30s later reuses 20k of 22k.
+        let next = RequestShape {
+            prompt_tokens: 22_000,
+            reused_prefix_tokens: 20_000,
+            output_tokens: 500,
+            secs_since_previous: Some(30),
+        };
+        let c2 = price_request(&a, &next);
+        assert_eq!((c2.cached_tokens, c2.uncached_tokens), (20_000, 2_000));
+        // 20k x 0.30/M + 2k x 3.75/M + 500 x 15/M = 0.006 + 0.0075 + 0.0075
+        assert!(close(c2.dollars, 0.021));
+        // The same request after the TTL: nothing cached.
+        let late = RequestShape {
+            secs_since_previous: Some(600),
+            ..next
+        };
+        assert_eq!(price_request(&a, &late).cached_tokens, 0);
+        // OpenAI: automatic, no write premium; a reused prefix under 1024 tokens is not cached.
+        let o = named("openai");
+        let c3 = price_request(&o, &next);
+        // 20k x 1.25/M + 2k x 2.5/M + 500 x 10/M = 0.025 + 0.005 + 0.005
+        assert!(close(c3.dollars, 0.035));
+        assert_eq!(c3.cache_write_tokens, 0);
+        let small = RequestShape {
+            reused_prefix_tokens: 1_000,
+            ..next
+        };
+        assert_eq!(price_request(&o, &small).cached_tokens, 0);
+        // A session sums its requests; local costs nothing.
+        let total = price_session(&a, &[first, next]);
+        assert!(close(total.dollars, 0.111));
+        assert_eq!(total.output_tokens, 1_500);
+        assert!(close(
+            total.input_token_equivalents(&a),
+            20_000.0 * 0.1 + 22_000.0 + 22_000.0 * 0.25
+        ));
+        assert_eq!(price_session(&named("local"), &[first, next]).dollars, 0.0);
     }
 }

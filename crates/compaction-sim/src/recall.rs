@@ -155,10 +155,7 @@ fn parse(json: &str) -> Parsed {
         };
     }
     let all = digests(&mut |f| strings(&v, f));
-    let unindexed = if json.contains(ledger::PRUNED_NAMES.trim_end())
-        || json.contains(ledger::ELIDED_NAMES.trim_end())
-        || json.contains(ledger::NAMES)
-    {
+    let unindexed = if ledger::has_name_indexes(json) {
         digests(&mut |f| strings(&v, &mut |s| f(&ledger::without_name_indexes(s))))
     } else {
         all.clone()
@@ -479,10 +476,7 @@ mod tests {
     fn names_indexes_are_told_apart_from_content() {
         let pruned = Message::tool_result(
             "c1",
-            format!(
-                "[pruned] grep `x`: 900 chars, 30 lines of output{}handler_fn, src/kept.rs",
-                ledger::PRUNED_NAMES
-            ),
+            "[pruned] grep `x`: 900 chars, 30 lines of output; names: handler_fn, src/kept.rs",
         );
         let p = parse(&pruned.to_wire_json());
         assert!(p.all.contains(&digest("handler_fn")));

@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use hermes_compaction::core::cache::{self, RequestShape};
 use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript};
 use hermes_compaction::llm::Summarizer;
 use hermes_compaction::store::Store;
@@ -26,7 +25,7 @@ use crate::clock::SimClock;
 use crate::counting::CountingSummarizer;
 use crate::latency::{LatencyOptions, Tracker};
 use crate::policy::Variant;
-use crate::pricing::{Prices, Pricing};
+use crate::pricing::{self, Prices, Pricing, RequestShape};
 use crate::retention::Wire;
 use crate::row::Row;
 use crate::score::Scorer;
@@ -365,7 +364,7 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
                 + mtok(summary_out, p.summary_output_per_mtok);
         }
         Pricing::Profile(p) => {
-            let total = cache::price_session(p, requests);
+            let total = pricing::price_session(p, requests);
             row.cache_hit_tokens = total.cached_tokens;
             row.cache_miss_tokens = total.uncached_tokens;
             row.cache_write_tokens = total.cache_write_tokens;
@@ -374,7 +373,7 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
                 .filter(|r| {
                     p.has_cache()
                         && r.secs_since_previous
-                            .is_some_and(|s| cache::cache_expired(p, s))
+                            .is_some_and(|s| pricing::cache_expired(p, s))
                 })
                 .count() as u64;
             row.prompt_token_equivalents = total.input_token_equivalents(p);
@@ -515,7 +514,7 @@ mod tests {
                 secs_since_previous: Some(400),
             },
         ];
-        for p in CacheProfile::all() {
+        for p in pricing::profiles() {
             let mut row = Row {
                 output_tokens: 2_000,
                 summary_prompt_tokens: 10_000,
@@ -523,7 +522,7 @@ mod tests {
                 ..Row::default()
             };
             price(&mut row, &Pricing::Profile(p.clone()), &requests);
-            let core = cache::price_session(&p, &requests);
+            let core = pricing::price_session(&p, &requests);
             let summaries =
                 (10_000.0 * p.input_price_per_mtok + 1_000.0 * p.output_price_per_mtok) / 1e6;
             assert!(
@@ -539,7 +538,7 @@ mod tests {
         let mut row = Row::default();
         price(
             &mut row,
-            &Pricing::Profile(CacheProfile::anthropic()),
+            &Pricing::Profile(CacheProfile::named("anthropic").unwrap()),
             &requests,
         );
         // Only the second request reads the cache; the third comes after the 300 s TTL.

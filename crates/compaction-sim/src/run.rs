@@ -85,11 +85,10 @@ impl Options {
     ///
     /// ```
     /// use compaction_sim::{Options, Pricing};
-    /// use hermes_compaction::CacheProfile;
     ///
     /// let traced = Options { trace: true, ..Options::default() };
     /// assert!(traced.check().is_ok());
-    /// let every = CacheProfile::all().into_iter().map(Pricing::Profile).collect();
+    /// let every = compaction_sim::pricing::profiles().into_iter().map(Pricing::Profile).collect();
     /// let e = Options { pricings: every, ..traced }.check().unwrap_err();
     /// assert_eq!(e.to_string(), "--trace and --trace-text take one pricing (not --cache-profile all)");
     /// ```

@@ -49,7 +49,7 @@ fn cold_cache_rewrites_never_raise_the_cost() {
             })
             .collect();
         let options = Options {
-            pricings: vec![Pricing::Profile(CacheProfile::anthropic())],
+            pricings: vec![Pricing::Profile(CacheProfile::named("anthropic").unwrap())],
             threads: 1,
             ..Options::default()
         };
@@ -100,7 +100,7 @@ fn the_price_table_has_no_cold_cache() {
             let variants = vec![v.without_ttl_rule(), v];
             for pricing in [
                 Pricing::Table(Default::default()),
-                Pricing::Profile(CacheProfile::anthropic()),
+                Pricing::Profile(CacheProfile::named("anthropic").unwrap()),
             ] {
                 let table = matches!(pricing, Pricing::Table(_));
                 let options = Options {

@@ -3,8 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
+use compaction_core::batch::BatchConfig;
 use compaction_core::cache::CacheProfile;
-use compaction_core::defaults;
+use compaction_core::micro::MicroConfig;
+use compaction_core::prune::PruneConfig;
 use compaction_core::regions::{RegionConfig, WindowConfig};
 use compaction_core::trim::TrimConfig;
 
@@ -26,7 +28,7 @@ pub use provider::{BuildSummarizer, summarizer_from_config};
 pub const MIN_THRESHOLD_TOKENS: u64 = 1_024;
 
 /// The smallest `model.context_length` accepted (the CLI's `--context-length` included).
-pub const MIN_CONTEXT_LENGTH: u64 = defaults::MIN_CONTEXT_LENGTH;
+pub const MIN_CONTEXT_LENGTH: u64 = 1_024;
 
 /// Keys of `[compression]` (and of a profile) that were renamed: the old name is still
 /// accepted, with a warning, as the new one. Old name, new name.
@@ -93,7 +95,7 @@ pub struct ModelConfig {
 impl Default for ModelConfig {
     fn default() -> Self {
         ModelConfig {
-            context_length: defaults::CONTEXT_LENGTH,
+            context_length: WindowConfig::default().context_length,
             output_reserve_tokens: 0,
             host_reserve_tokens: 0,
             name: String::new(),
@@ -169,57 +171,66 @@ pub struct CompressionConfig {
 }
 
 impl Default for CompressionConfig {
+    /// Every policy number core also knows comes from core's configuration defaults, so a
+    /// core-only user and a facade user get the same threshold, tail and runway.
     fn default() -> Self {
+        let window = WindowConfig::default();
+        let regions = RegionConfig::default();
+        let prune = PruneConfig::default();
+        let batch = BatchConfig::default();
+        let micro = MicroConfig::default();
+        let trim = TrimConfig::default();
         CompressionConfig {
             enabled: true,
             timing: Timing::Eager,
-            threshold: defaults::THRESHOLD,
-            small_window_tokens: defaults::SMALL_WINDOW_TOKENS,
-            small_window_min_threshold: defaults::SMALL_WINDOW_MIN_THRESHOLD,
-            threshold_floor_tokens: defaults::THRESHOLD_FLOOR_TOKENS,
-            floor_cap: defaults::FLOOR_CAP,
-            threshold_tokens: defaults::THRESHOLD_CAP_TOKENS,
-            protect_first_n: defaults::PROTECT_FIRST_N,
-            protect_last_n: defaults::PROTECT_LAST_N,
-            min_tail_user_messages: defaults::MIN_TAIL_USER_MESSAGES,
-            tail_ratio: defaults::TAIL_RATIO,
-            tail_soft_ceiling: defaults::TAIL_SOFT_CEILING,
+            threshold: window.threshold,
+            small_window_tokens: window.small_window_tokens,
+            small_window_min_threshold: window.small_window_min_threshold,
+            threshold_floor_tokens: window.threshold_floor_tokens,
+            floor_cap: window.floor_cap,
+            threshold_tokens: window.threshold_cap_tokens,
+            protect_first_n: regions.protect_first_n,
+            protect_last_n: regions.protect_last_n,
+            min_tail_user_messages: regions.min_tail_user_messages,
+            tail_ratio: regions.tail_ratio,
+            tail_soft_ceiling: regions.tail_soft_ceiling,
             max_attempts: 3,
-            prune_minimum_tokens: defaults::PRUNE_MINIMUM_TOKENS,
-            prune_runway_ratio: defaults::PRUNE_RUNWAY_RATIO,
-            prune_tool_output_min_tokens: defaults::PRUNE_TOOL_OUTPUT_MIN_TOKENS,
-            prune_argument_max_chars: defaults::PRUNE_ARGUMENT_MAX_CHARS,
-            proactive_prune_tokens: defaults::PROACTIVE_PRUNE_TOKENS,
-            prune_keep_cited: defaults::PRUNE_KEEP_CITED,
-            prune_names_max_chars: defaults::PRUNE_NAMES_MAX_CHARS,
+            prune_minimum_tokens: batch.prune_minimum_tokens,
+            prune_runway_ratio: batch.prune_runway_ratio,
+            prune_tool_output_min_tokens: prune.tool_output_min_tokens,
+            prune_argument_max_chars: prune.argument_max_chars,
+            // A facade-only policy (core has no proactive prune).
+            proactive_prune_tokens: 16_000,
+            prune_keep_cited: prune.keep_cited,
+            prune_names_max_chars: prune.names_max_chars,
             redaction_rules: String::new(),
             proactive_prune_min_reclaim_tokens: 4_096,
             prepare_at: 0.0,
-            protected_tools: defaults::protected_tools(),
+            protected_tools: prune.protected_tools,
             fallback_to_extractive: true,
             failure_cooldown_secs: 60,
             failure_cooldown_max_secs: 900,
             anti_thrash_max_ineffective: 2,
             anti_thrash_probe_secs: 300,
-            strict_alternation: defaults::STRICT_ALTERNATION,
-            summary_max_tokens: defaults::SUMMARY_MAX_TOKENS,
-            ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,
+            strict_alternation: batch.strict_alternation,
+            summary_max_tokens: u32::try_from(batch.summary_max_tokens).unwrap_or(u32::MAX),
+            ledger_max_tokens: batch.ledger_max_tokens,
             micro_compact: false,
             micro_compact_every_n_turns: 1,
-            micro_compact_defrag_threshold_tokens: defaults::MICRO_DEFRAG_THRESHOLD_TOKENS,
-            micro_compact_max_consecutive_failures: defaults::MICRO_MAX_CONSECUTIVE_FAILURES,
+            micro_compact_defrag_threshold_tokens: micro.defrag_threshold_tokens,
+            micro_compact_max_consecutive_failures: micro.max_consecutive_failures,
             micro_compact_min_reclaim_tokens: ReclaimGate::Off,
             micro_compact_gate_horizon_requests: 2,
-            insert_trim_tokens: defaults::INSERT_TRIM_TOKENS,
-            insert_trim_head_chars: defaults::INSERT_TRIM_HEAD_CHARS,
-            insert_trim_tail_chars: defaults::INSERT_TRIM_TAIL_CHARS,
+            insert_trim_tokens: trim.max_tokens,
+            insert_trim_head_chars: trim.head_chars,
+            insert_trim_tail_chars: trim.tail_chars,
             insert_trim_user_pastes: false,
             cache_profile: "auto".into(),
             cache_aware: true,
             cold_cache_rewrites: true,
             cache_custom: CacheProfile {
                 name: "custom".into(),
-                ..CacheProfile::local()
+                ..CacheProfile::default()
             },
         }
     }
@@ -761,7 +772,9 @@ pub(crate) fn assumed_profile() -> CacheProfile {
         input_price_per_mtok: 1.0,
         cached_input_price_per_mtok: ASSUMED_CACHED_READ_RATIO,
         output_price_per_mtok: 5.0,
-        ..CacheProfile::openai_gpt5()
+        cache_ttl_secs: 300,
+        min_cacheable_prefix_tokens: 1_024,
+        automatic: true,
     }
 }
 

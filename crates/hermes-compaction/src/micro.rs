@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use compaction_core::Transcript;
-use compaction_core::micro::{self, MicroStep};
+use compaction_core::micro::{self, MicroEvent, MicroHook, MicroRequest, MicroStep};
 
 use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
@@ -77,33 +77,25 @@ impl Compressor {
         let compacted = self.state().compacted;
         // Nothing in a micro pass may fail the turn: a bug in planning is caught, logged
         // (without content) and the pass skipped.
-        // The memo lets a plan resume the scans of the previous ones (a panic drops it).
-        let mut memo = self.rt.take_memo();
-        let planned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match hook {
-            Hook::Turn => micro::plan_micro_memo(
-                t,
-                self.threshold_tokens(),
-                &cfg,
-                self.rt.micro_state(),
-                compacted,
-                self.counter(),
-                &mut memo,
-            ),
-            Hook::ToolRound => micro::plan_turn_progress_memo(
-                t,
-                self.threshold_tokens(),
-                &cfg,
-                self.rt.micro_state(),
-                compacted,
-                self.counter(),
-                &mut memo,
-            ),
-        }));
+        // Core's planner resumes the scans of its previous plans (a panic drops them).
+        let counter = self.counter_arc();
+        let req = MicroRequest {
+            transcript: t,
+            hook: match hook {
+                Hook::Turn => MicroHook::Turn,
+                Hook::ToolRound => MicroHook::ToolRound,
+            },
+            threshold_tokens: self.threshold_tokens(),
+            compacted,
+            config: &cfg,
+            counter: counter.as_ref(),
+        };
+        let planned =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.rt.micro_plan(&req)));
         let Ok(plan) = planned else {
             tracing::error!("Micro-compaction: planning panicked; pass skipped");
             return None;
         };
-        self.rt.keep_memo(memo);
         if let Some(micro::Resolved {
             cursor,
             source: micro::CursorSource::Marker { index, kind },
@@ -140,16 +132,16 @@ impl Compressor {
         };
         match &plan.step {
             MicroStep::Noop(_) => {
-                self.rt.micro_planned(&plan);
+                self.rt.micro_record(MicroEvent::Planned(&plan));
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Gated { .. } => {
-                self.rt.micro_planned(&plan);
+                self.rt.micro_record(MicroEvent::Planned(&plan));
                 report.outcome = MicroOutcomeKind::Gated;
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Skip { .. } => {
-                self.rt.micro_planned(&plan);
+                self.rt.micro_record(MicroEvent::Planned(&plan));
                 report.outcome = MicroOutcomeKind::ExchangeSkipped;
                 tracing::info!(
                     cursor = self.rt.micro_state().cursor,

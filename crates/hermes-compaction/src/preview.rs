@@ -57,14 +57,17 @@ impl Compressor {
         if self.config().compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
             cfg.min_reclaim_tokens = self.cache_gate(t);
         }
-        let plan = micro::plan_micro(
-            t,
-            self.threshold_tokens(),
-            &cfg,
-            self.micro_state(),
-            self.state().compacted,
-            self.counter(),
-        );
+        // A planner of its own, from the compressor's state: a preview changes nothing.
+        let mut planner = micro::MicroPlanner::default();
+        planner.state = self.micro_state().clone();
+        let plan = planner.plan(&micro::MicroRequest {
+            transcript: t,
+            hook: micro::MicroHook::Turn,
+            threshold_tokens: self.threshold_tokens(),
+            compacted: self.state().compacted,
+            config: &cfg,
+            counter: self.counter(),
+        });
         compaction_core::preview::of_micro(t, &plan, self.counter())
     }
 

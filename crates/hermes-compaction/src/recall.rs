@@ -10,7 +10,7 @@
 //! an explanation the model can act on, not an error; only a failing store is an `Err`.
 //!
 //! Summaries written while a store is configured end with
-//! [`RECALL_NOTE`](compaction_core::marker::RECALL_NOTE), so the model knows the tool exists.
+//! the recall note ([`with_recall_note`](compaction_core::marker::with_recall_note)), so the model knows the tool exists.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

@@ -454,7 +454,7 @@ fn a_known_cache_profile_raises_the_prune_runway() {
     cfg.compression.cache_profile = "anthropic".into();
     let aware = hermes_compaction::compressor::batch_config(&cfg);
     let suggested = compaction_core::cache::suggested_prune_runway_ratio(
-        &compaction_core::cache::CacheProfile::anthropic(),
+        &compaction_core::cache::CacheProfile::named("anthropic").unwrap(),
     );
     assert!(suggested > 0.15);
     assert_eq!(aware.prune_runway_ratio, suggested);

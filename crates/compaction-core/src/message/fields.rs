@@ -57,7 +57,7 @@ impl Role {
     }
 
     /// System-like roles (system, developer) that open a transcript's head.
-    pub fn is_system_like(&self) -> bool {
+    pub(crate) fn is_system_like(&self) -> bool {
         matches!(self, Role::System | Role::Developer)
     }
 }
@@ -167,7 +167,7 @@ impl Part {
     }
 
     /// Whether this is an image part.
-    pub fn is_image(&self) -> bool {
+    pub(crate) fn is_image(&self) -> bool {
         matches!(
             self.kind(),
             Some("image_url") | Some("input_image") | Some("image")

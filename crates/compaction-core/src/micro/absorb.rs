@@ -5,55 +5,30 @@ use std::ops::Range;
 
 use super::assemble::arrangement;
 use super::memo::GateScan;
+use super::pairing::{has_open_call, pairs_inside};
 use super::{
-    AbsorbJob, DefragJob, ExchangeId, MicroConfig, MicroPlan, MicroState, MicroStep, NoopReason,
-    PlanMemo, resolve_cursor,
+    AbsorbJob, DefragJob, ExchangeId, MicroConfig, MicroPlan, MicroRequest, MicroState, MicroStep,
+    NoopReason, PlanMemo, resolve_cursor,
 };
 use crate::ledger::Ledger;
 use crate::marker;
 use crate::material::{self, MaterialConfig};
 use crate::message::{MarkerKind, Message, Role};
 use crate::regions;
-use crate::tokens::TokenCounter;
-use crate::transcript::Transcript;
 
-/// Plans a micro pass (spec section 5, steps 2 to 7).
-///
-/// `compacted` says whether the session has been compacted before (head protection decays),
-/// exactly as for [`regions::partition`].
-pub fn plan_micro(
-    t: &Transcript,
-    threshold_tokens: u64,
-    cfg: &MicroConfig,
-    state: &MicroState,
-    compacted: bool,
-    counter: &dyn TokenCounter,
-) -> MicroPlan {
-    let mut memo = PlanMemo::default();
-    plan_micro_memo(
-        t,
+/// Plans a micro pass (spec section 5, steps 2 to 7), resuming what earlier plans of the same
+/// transcript found (see [`PlanMemo`]): while the reclaim gate holds and the transcript only
+/// grows, a plan reads only the exchanges appended since the last one instead of every
+/// exchange after the cursor again.
+pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMemo) -> MicroPlan {
+    let MicroRequest {
+        transcript: t,
         threshold_tokens,
-        cfg,
-        state,
         compacted,
+        config: cfg,
         counter,
-        &mut memo,
-    )
-}
-
-/// [`plan_micro`] resuming what earlier plans of the same transcript found (see [`PlanMemo`]):
-/// the same plan, but while the reclaim gate holds and the transcript only grows, a plan
-/// reads only the exchanges appended since the last one instead of every exchange after the
-/// cursor again.
-pub fn plan_micro_memo(
-    t: &Transcript,
-    threshold_tokens: u64,
-    cfg: &MicroConfig,
-    state: &MicroState,
-    compacted: bool,
-    counter: &dyn TokenCounter,
-    memo: &mut PlanMemo,
-) -> MicroPlan {
+        ..
+    } = *req;
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
     if resolved
@@ -254,54 +229,6 @@ fn next_micro_exchange(
             return Some(r);
         }
     }
-}
-
-/// Whether removing `range` leaves no tool result without its call and no call that had a
-/// result without it: every result inside answers a call inside, and no call inside is
-/// answered outside.
-pub(super) fn pairs_inside(messages: &[Message], range: Range<usize>) -> bool {
-    let span = &messages[range.clone()];
-    let calls: Vec<&str> = span
-        .iter()
-        .flat_map(|m| m.tool_calls().iter().map(|c| c.call_id()))
-        .collect();
-    let answered: Vec<&str> = span
-        .iter()
-        .filter(|m| m.is_tool())
-        .filter_map(Message::tool_call_id)
-        .collect();
-    if span.iter().any(|m| m.is_tool())
-        && answered.len() != span.iter().filter(|m| m.is_tool()).count()
-    {
-        return false;
-    }
-    if answered.iter().any(|a| !calls.contains(a)) {
-        return false;
-    }
-    let unanswered: Vec<&str> = calls
-        .iter()
-        .copied()
-        .filter(|c| !answered.contains(c))
-        .collect();
-    // Rare: a call whose result is not inside. Only then look at the rest of the transcript.
-    unanswered.is_empty()
-        || !messages[range.end..]
-            .iter()
-            .filter_map(Message::tool_call_id)
-            .any(|id| unanswered.contains(&id))
-}
-
-/// Whether `range` holds a tool call it does not answer itself (then whether it is
-/// absorbable depends on what is appended later).
-fn has_open_call(messages: &[Message], range: Range<usize>) -> bool {
-    let span = &messages[range];
-    span.iter()
-        .flat_map(|m| m.tool_calls().iter().map(|c| c.call_id()))
-        .any(|c| {
-            !span
-                .iter()
-                .any(|m| m.is_tool() && m.tool_call_id() == Some(c))
-        })
 }
 
 /// A summary body's text (without its ledger) and the ledger it carries; `(None, empty)` for

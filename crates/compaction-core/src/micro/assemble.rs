@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use super::absorb::pairs_inside;
+use super::pairing::pairs_inside;
 use super::{AbsorbJob, MicroConfig, MicroOutcome, MicroPlan, MicroStep, USER_JOIN_SEPARATOR};
 use crate::edit::{Edit, Splice};
 use crate::error::Error;

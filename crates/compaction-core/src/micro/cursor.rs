@@ -47,7 +47,7 @@ pub struct Resolved {
 /// marker between the head and the end of the tail (clamped to the middle), else the start of
 /// the middle. A micro marker gives the rolling summary; a batch marker does not (see the
 /// [module docs](crate::micro)).
-pub fn resolve_cursor(t: &Transcript, r: &Regions, state: &MicroState) -> Resolved {
+pub(crate) fn resolve_cursor(t: &Transcript, r: &Regions, state: &MicroState) -> Resolved {
     let msgs = t.messages();
     let middle = &r.middle;
     if let Some(c) = state

@@ -7,13 +7,13 @@ use crate::transcript::Transcript;
 
 /// What earlier plans of the same transcript found, so that a plan of that transcript grown
 /// only by appends resumes their scans instead of redoing them (the one-shot replay and an
-/// agent loop plan once per turn). Plain data, owned by the caller next to its
-/// [`MicroState`](super::MicroState); a fresh (default) memo is always correct. Each entry is
+/// agent loop plan once per turn). Plain data, kept by the
+/// [`MicroPlanner`](super::MicroPlanner) next to its state; a fresh (default) memo is always correct. Each entry is
 /// used only while the transcript's lineage, its length, the cursor and the middle's start
 /// agree with what the scan saw, and the middle did not shrink; otherwise the scan starts
 /// over.
 #[derive(Clone, Debug, Default)]
-pub struct PlanMemo {
+pub(crate) struct PlanMemo {
     pub(super) gate: Option<GateScan>,
     pub(super) turn: Option<TurnScan>,
     no_progress: Option<Clear>,

@@ -4,16 +4,18 @@
 //! exchange of the middle is folded into one rolling summary. Like the [batch
 //! planner](crate::batch), planning is pure and split in two:
 //!
-//! 1. [`plan_micro`] resolves the cursor, finds the exchange(s) to absorb and prepares the
-//!    summarizer material, or decides to defrag, skip, wait (gated) or do nothing;
+//! 1. [`MicroPlanner::plan`] takes one [`MicroRequest`] (the transcript, the hook, the
+//!    threshold, the configuration), resolves the cursor, finds the exchange(s) to absorb and
+//!    prepares the summarizer material, or decides to defrag, skip, wait (gated) or do nothing;
 //! 2. the caller runs the summarizer (merge prompt for [`MicroStep::Absorb`], defrag prompt for
 //!    [`MicroStep::Defrag`]);
 //! 3. [`assemble_micro`] turns the plan and the new summary into one [`Edit`](crate::Edit) of
 //!    the transcript the plan was made from, plus the new cursor and rolling summary.
 //!
-//! The caller owns a [`MicroState`] (plain, serializable data) and reports back what happened
-//! with [`MicroState::record_plan`], [`MicroState::record_outcome`] and
-//! [`MicroState::record_failure`]; a successful batch compaction calls [`MicroState::reset`].
+//! The caller owns a [`MicroPlanner`] (its [`MicroState`] is plain, serializable data) and
+//! reports back what became of each plan with one step, [`MicroPlanner::record`] and a
+//! [`MicroEvent`]: the failure and skip policy is the planner's, not the caller's. A successful
+//! batch compaction or a reload records [`MicroEvent::Reset`].
 //!
 //! # Decisions
 //!
@@ -21,7 +23,7 @@
 //!   place: it sits between the two user messages that bounded that exchange, so it takes the
 //!   assistant role and alternation holds. Earlier absorbed exchanges (reclaim gate) and the
 //!   superseded micro marker are removed. The cursor is then the marker's index plus one, which
-//!   is exactly what [`resolve_cursor`] recovers from the transcript alone (law 7).
+//!   is exactly what a fresh planner recovers from the transcript alone (law 7).
 //! - **Rehydration.** Without a usable in-memory cursor, the last micro or batch marker between
 //!   the head and the end of the tail decides: the cursor resumes just after it (clamped to the
 //!   middle). A micro marker also gives the rolling summary (its body, via
@@ -32,7 +34,7 @@
 //! - **User messages** are never absorbed, rewritten or removed. Users that become adjacent
 //!   when a marker or exchange between them is dropped stay separate and verbatim (the law 3
 //!   exception). With [`MicroConfig::strict_alternation`] they are joined into one user message
-//!   instead: the original texts in order, separated by [`USER_JOIN_SEPARATOR`], each a verbatim
+//!   instead: the original texts in order, separated by a `[next user message]` line, each a verbatim
 //!   substring of the result; the first message's other fields are kept and the store keeps
 //!   both originals as archived rows.
 //! - **Progress markers.** A finished long turn's progress marker belongs to that turn's
@@ -51,7 +53,7 @@
 //!   last marker.
 //!
 //! ```
-//! use compaction_core::micro::{self, MicroConfig, MicroState, MicroStep};
+//! use compaction_core::micro::{self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 //! use compaction_core::{Estimator, Message, Transcript, ToolCall};
 //!
 //! let mut msgs = vec![Message::system("You are an agent.")];
@@ -65,19 +67,28 @@
 //! let e = Estimator::default();
 //! let mut t = Transcript::new(msgs, &e);
 //! let cfg = MicroConfig::default();
-//! let mut state = MicroState::default();
+//! let mut planner = MicroPlanner::default();
+//! fn request<'a>(t: &'a Transcript, cfg: &'a MicroConfig, e: &'a Estimator) -> MicroRequest<'a> {
+//!     MicroRequest {
+//!         transcript: t,
+//!         hook: MicroHook::Turn,
+//!         threshold_tokens: 10_000,
+//!         compacted: true,
+//!         config: cfg,
+//!         counter: e,
+//!     }
+//! }
 //!
-//! let plan = micro::plan_micro(&t, 10_000, &cfg, &state, true, &e);
+//! let plan = planner.plan(&request(&t, &cfg, &e));
 //! let MicroStep::Absorb(job) = &plan.step else { panic!("expected an absorb") };
 //! assert_eq!(job.ranges, vec![2..5]);
 //! // The caller asks its summarizer to merge `job.material` into `job.previous_summary`.
 //! let outcome = micro::assemble_micro(&t, &plan, "Ran sh for request 0.", &cfg, &e).unwrap();
-//! state.record_outcome(&outcome);
+//! planner.record(MicroEvent::Assembled(&outcome));
 //! outcome.edit().unwrap().clone().apply_to(&mut t, &e).unwrap();
-//! assert_eq!(state.cursor, Some(3));
+//! assert_eq!(planner.state.cursor, Some(3));
 //! // A fresh process recovers the same cursor and summary from the transcript alone.
-//! let r = compaction_core::regions::partition(&t, 10_000, &cfg.regions, true);
-//! let fresh = micro::resolve_cursor(&t, &r, &MicroState::default());
+//! let fresh = MicroPlanner::default().plan(&request(&t, &cfg, &e)).resolved.unwrap();
 //! assert_eq!(fresh.cursor, 3);
 //! assert_eq!(fresh.rolling_summary.as_deref(), Some("Ran sh for request 0."));
 //! ```
@@ -90,27 +101,135 @@ use crate::defaults;
 use crate::material::MaterialConfig;
 use crate::message::{MarkerKind, Message};
 use crate::regions::RegionConfig;
+use crate::tokens::TokenCounter;
+use crate::transcript::Transcript;
 
 mod absorb;
 mod assemble;
 mod cursor;
 mod memo;
 mod outcome;
+mod pairing;
 mod plan;
 mod progress;
 
 pub use self::{
-    absorb::{plan_micro, plan_micro_memo},
     assemble::assemble_micro,
-    cursor::{CursorSource, Resolved, resolve_cursor},
-    memo::PlanMemo,
+    cursor::{CursorSource, Resolved},
     outcome::{MicroOutcome, MicroOutcomeKind},
     plan::{AbsorbJob, DefragJob, MicroPlan, MicroStep, NoopReason},
-    progress::{plan_turn_progress, plan_turn_progress_memo},
 };
+use self::{cursor::resolve_cursor, memo::PlanMemo};
+
+/// Which hook a micro plan serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MicroHook {
+    /// After a finished turn: absorb the oldest whole exchange(s) of the middle into the
+    /// rolling summary, or defrag it (spec section 5).
+    Turn,
+    /// After a tool round inside a turn: fold the oldest tool group(s) of a turn that outgrew
+    /// the tail into the turn's progress marker (spec section 4a). Returns
+    /// [`NoopReason::EarlierProgressMarker`] while a finished turn's progress marker is still in
+    /// the middle (the next [`Turn`](Self::Turn) plan absorbs it with its exchange), so there is
+    /// never more than one progress marker.
+    ToolRound,
+}
+
+/// Everything one micro plan depends on besides the planner's own state.
+#[derive(Clone, Copy)]
+#[allow(missing_debug_implementations)] // the counter is any `TokenCounter`
+pub struct MicroRequest<'a> {
+    /// The transcript to plan for.
+    pub transcript: &'a Transcript,
+    /// The hook the plan serves.
+    pub hook: MicroHook,
+    /// The compaction threshold, tokens (the partition's, as for
+    /// [`regions::partition`](crate::regions::partition)).
+    pub threshold_tokens: u64,
+    /// Whether the session has been compacted before (head protection decays), as for
+    /// [`regions::partition`](crate::regions::partition).
+    pub compacted: bool,
+    /// The micro configuration (with the reclaim gate the caller settled on).
+    pub config: &'a MicroConfig,
+    /// What sizes messages and summaries.
+    pub counter: &'a dyn TokenCounter,
+}
+
+/// What became of a plan, reported with [`MicroPlanner::record`].
+#[derive(Clone, Copy, Debug)]
+pub enum MicroEvent<'a> {
+    /// The plan ran no summary (noop, gated, a skipped exchange), or its edit could not be
+    /// stored: the cursor moves as the plan says (past a skipped exchange), nothing is counted.
+    Planned(&'a MicroPlan),
+    /// The plan's summary or assembly failed. Counted against its exchange: after
+    /// [`MicroConfig::max_consecutive_failures`] in a row the next plan skips it. A failed defrag
+    /// is not planned again until the summary has grown.
+    Failed(&'a MicroPlan),
+    /// The plan assembled to this outcome (applied, or kept out by the caller's gain check).
+    Assembled(&'a MicroOutcome),
+    /// The transcript was rewritten outside micro-compaction (a batch summary, a reload): the
+    /// next plan resolves its cursor and rolling summary from the transcript.
+    Reset,
+}
+
+/// The micro planner a session keeps between passes: its [`MicroState`] (cursor, rolling
+/// summary, failure counts; plain, serializable data) and what earlier plans of a transcript
+/// that only grew found, so a plan resumes their scans (a fresh planner is always correct,
+/// only slower).
+///
+/// ```
+/// use compaction_core::micro::{MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep};
+/// use compaction_core::{Estimator, Message, Transcript};
+///
+/// let e = Estimator::default();
+/// let t = Transcript::new(vec![Message::system("sys"), Message::user("hi")], &e);
+/// let cfg = MicroConfig::default();
+/// let mut planner = MicroPlanner::default();
+/// let plan = planner.plan(&MicroRequest {
+///     transcript: &t,
+///     hook: MicroHook::Turn,
+///     threshold_tokens: 10_000,
+///     compacted: false,
+///     config: &cfg,
+///     counter: &e,
+/// });
+/// assert!(matches!(plan.step, MicroStep::Noop(_)));
+/// planner.record(MicroEvent::Planned(&plan));
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct MicroPlanner {
+    /// Cursor, rolling summary and failure counts.
+    pub state: MicroState,
+    memo: PlanMemo,
+}
+
+impl MicroPlanner {
+    /// Plans a micro (or turn-progress) pass: the decision, and for a pass that summarizes,
+    /// the job the caller hands its summarizer before [`assemble_micro`].
+    pub fn plan(&mut self, req: &MicroRequest<'_>) -> MicroPlan {
+        // Taken for the plan: a plan that panics leaves a fresh memo behind.
+        let mut memo = std::mem::take(&mut self.memo);
+        let plan = match req.hook {
+            MicroHook::Turn => absorb::plan(req, &self.state, &mut memo),
+            MicroHook::ToolRound => progress::plan(req, &self.state, &mut memo),
+        };
+        self.memo = memo;
+        plan
+    }
+
+    /// Records what became of a plan: the one step between two plans.
+    pub fn record(&mut self, event: MicroEvent<'_>) {
+        match event {
+            MicroEvent::Planned(plan) => self.state.record_plan(plan),
+            MicroEvent::Failed(plan) => self.state.record_failure(plan),
+            MicroEvent::Assembled(outcome) => self.state.record_outcome(outcome),
+            MicroEvent::Reset => self.state = MicroState::default(),
+        }
+    }
+}
 
 /// The visible separator between user messages joined under strict alternation.
-pub const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
+pub(crate) const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
 
 /// Micro-compaction policy.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,7 +240,7 @@ pub struct MicroConfig {
     /// Summarizer material bounds.
     pub material: MaterialConfig,
     /// Rolling summary size above which a pass defrags instead of absorbing. Default
-    /// [`defaults::MICRO_DEFRAG_THRESHOLD_TOKENS`].
+    /// 1,000.
     pub defrag_threshold_tokens: u64,
     /// Failures of the same exchange in a row before it is skipped. Default 3 (0 means 1).
     pub max_consecutive_failures: u32,
@@ -153,7 +272,7 @@ impl Default for MicroConfig {
 }
 
 /// What micro-compaction remembers between passes. Owned by the caller; serializable so it
-/// can be persisted, but the transcript stays the source of truth (see [`resolve_cursor`]).
+/// can be persisted, but the transcript stays the source of truth (a fresh state resolves the cursor from it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MicroState {
@@ -170,16 +289,9 @@ pub struct MicroState {
 }
 
 impl MicroState {
-    /// Forgets everything (after a successful batch compaction): the next pass rehydrates
-    /// from the transcript.
-    pub fn reset(&mut self) {
-        *self = MicroState::default();
-    }
-
     /// Records a plan: adopts its resolved cursor and rolling summary, and for
-    /// [`MicroStep::Skip`] moves the cursor past the skipped exchange. Call it for every plan;
-    /// for noop, gated and skip plans it is the whole pass.
-    pub fn record_plan(&mut self, plan: &MicroPlan) {
+    /// [`MicroStep::Skip`] moves the cursor past the skipped exchange.
+    fn record_plan(&mut self, plan: &MicroPlan) {
         if let Some(r) = &plan.resolved {
             self.cursor = Some(r.cursor);
             self.rolling_summary = r.rolling_summary.clone();
@@ -192,7 +304,7 @@ impl MicroState {
 
     /// Records a successful [`assemble_micro`] whose edit the caller applied (or, for
     /// [`MicroOutcome::DefragFailed`], a failed defrag).
-    pub fn record_outcome(&mut self, outcome: &MicroOutcome) {
+    fn record_outcome(&mut self, outcome: &MicroOutcome) {
         match outcome {
             MicroOutcome::Absorbed {
                 cursor,
@@ -218,7 +330,7 @@ impl MicroState {
 
     /// Records that the summarizer (or the store commit) failed for `plan`: the transcript is
     /// unchanged and the failure is counted against the exchange, or the defrag guard engages.
-    pub fn record_failure(&mut self, plan: &MicroPlan) {
+    fn record_failure(&mut self, plan: &MicroPlan) {
         self.record_plan(plan);
         match &plan.step {
             MicroStep::Absorb(job) => {

@@ -129,14 +129,6 @@ impl MicroOutcomeKind {
             .into_iter()
             .find(|k| k.as_str() == s && *k != MicroOutcomeKind::Progressed)
     }
-
-    /// Whether the pass rewrote the transcript (absorbed, progressed, defrag).
-    pub fn changed_transcript(self) -> bool {
-        matches!(
-            self,
-            MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed | MicroOutcomeKind::Defrag
-        )
-    }
 }
 
 impl std::fmt::Display for MicroOutcomeKind {

@@ -6,13 +6,12 @@ use std::ops::Range;
 use super::absorb::{ledger_of, material_for, split_summary};
 use super::memo::TurnScan;
 use super::{
-    AbsorbJob, ExchangeId, MicroConfig, MicroPlan, MicroState, MicroStep, NoopReason, PlanMemo,
+    AbsorbJob, ExchangeId, MicroPlan, MicroRequest, MicroState, MicroStep, NoopReason, PlanMemo,
 };
 use crate::marker;
 use crate::message::{MarkerKind, Role};
 use crate::regions;
-use crate::tokens::TokenCounter;
-use crate::transcript::{Transcript, groups};
+use crate::transcript::groups;
 
 /// Plans a turn-progress pass for the hook the agent calls after each tool round (spec
 /// section 4a): when the active turn is split, the oldest whole tool group of `turn_middle`
@@ -21,39 +20,17 @@ use crate::transcript::{Transcript, groups};
 ///
 /// Returns [`NoopReason::EarlierProgressMarker`] while a finished turn's progress marker is
 /// still in the middle (the micro pass absorbs it with its exchange), so there is never more
-/// than one progress marker.
-pub fn plan_turn_progress(
-    t: &Transcript,
-    threshold_tokens: u64,
-    cfg: &MicroConfig,
-    state: &MicroState,
-    compacted: bool,
-    counter: &dyn TokenCounter,
-) -> MicroPlan {
-    let mut memo = PlanMemo::default();
-    plan_turn_progress_memo(
-        t,
+/// than one progress marker. The middle is searched for such a marker only where earlier plans
+/// (see [`PlanMemo`]) did not search it already.
+pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMemo) -> MicroPlan {
+    let MicroRequest {
+        transcript: t,
         threshold_tokens,
-        cfg,
-        state,
         compacted,
+        config: cfg,
         counter,
-        &mut memo,
-    )
-}
-
-/// [`plan_turn_progress`] resuming what earlier plans of the same transcript found (see
-/// [`PlanMemo`]): the same plan, but the middle is searched for an earlier turn's progress
-/// marker only where earlier plans did not search it already.
-pub fn plan_turn_progress_memo(
-    t: &Transcript,
-    threshold_tokens: u64,
-    cfg: &MicroConfig,
-    state: &MicroState,
-    compacted: bool,
-    counter: &dyn TokenCounter,
-    memo: &mut PlanMemo,
-) -> MicroPlan {
+        ..
+    } = *req;
     let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
     let mut plan = MicroPlan {
         regions: r.clone(),

@@ -9,7 +9,7 @@
 //!    …) are rules in the format of gitleaks' configuration: each rule's keywords gate it (one
 //!    Aho-Corasick pass finds which keywords occur), its regex finds the secret in its secret
 //!    group, its entropy floor and allowlists are honoured. The bundled ruleset
-//!    ([`BUNDLED_RULES_TOML`], written for this project) is used unless another is
+//!    ([`bundled`], written for this project) is used unless another is
 //!    [`install`]ed (the facade's `compression.redaction_rules`, which takes gitleaks' own
 //!    file as it is). A rule that cannot be used is listed in [`Ruleset::skipped`] with its
 //!    reason, never dropped silently.
@@ -79,9 +79,7 @@ pub use cut::{redacted_head, redacted_tail};
 pub use junction::redact_adjacent;
 pub(crate) use junction::redact_adjacent_messages;
 pub use names::looks_like_token;
-pub use ruleset::{
-    BUNDLED_RULES_TOML, Finding, Ruleset, SkippedRule, bundled, install, installed, uninstall,
-};
+pub use ruleset::{Finding, Ruleset, SkippedRule, bundled, install, installed};
 
 /// The replacement text for a secret.
 pub const REDACTED: &str = "[REDACTED]";
@@ -104,7 +102,7 @@ pub fn redact(text: &str) -> Cow<'_, str> {
 }
 
 /// [`redact`] with `rules` in place of the installed ruleset.
-pub fn redact_with<'t>(rules: &Ruleset, text: &'t str) -> Cow<'t, str> {
+pub(crate) fn redact_with<'t>(rules: &Ruleset, text: &'t str) -> Cow<'t, str> {
     let spans = secret_spans(rules, text);
     if spans.is_empty() {
         return Cow::Borrowed(text);

@@ -26,7 +26,7 @@ use super::{REDACTED, Spans};
 
 /// The ruleset compaction-core ships and uses unless another is installed: written for this
 /// project in gitleaks' format (`crates/compaction-core/rules/secrets.toml`).
-pub const BUNDLED_RULES_TOML: &str = include_str!("../../rules/secrets.toml");
+pub(crate) const BUNDLED_RULES_TOML: &str = include_str!("../../rules/secrets.toml");
 
 /// A compiled ruleset in gitleaks' format. Build one with [`Ruleset::from_toml`], use it for
 /// every redaction with [`install`].
@@ -399,13 +399,7 @@ pub fn install(rules: Ruleset) -> Option<Arc<Ruleset>> {
     g.replace(Arc::new(rules))
 }
 
-/// Goes back to the bundled ruleset.
-pub fn uninstall() -> Option<Arc<Ruleset>> {
-    let mut g = INSTALLED.write().unwrap_or_else(|p| p.into_inner());
-    g.take()
-}
-
-/// The bundled ruleset ([`BUNDLED_RULES_TOML`]), compiled once.
+/// The bundled ruleset (`crates/compaction-core/rules/secrets.toml`), compiled once.
 pub fn bundled() -> Arc<Ruleset> {
     BUNDLED.clone()
 }

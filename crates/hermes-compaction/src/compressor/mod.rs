@@ -667,7 +667,7 @@ pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
         max_consecutive_failures: c.micro_compact_max_consecutive_failures,
         min_reclaim_tokens: c.micro_compact_min_reclaim_tokens.fixed_tokens(),
         strict_alternation: c.strict_alternation,
-        defrag_max_ratio: compaction_core::defaults::MICRO_DEFRAG_MAX_RATIO,
+        defrag_max_ratio: compaction_core::micro::MicroConfig::default().defrag_max_ratio,
         ledger_max_tokens: c.ledger_max_tokens,
     }
 }

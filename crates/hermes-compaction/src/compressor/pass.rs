@@ -19,7 +19,7 @@
 //! and emit the telemetry line, so a report's outcome and failure cannot disagree.
 
 use compaction_core::batch::{self, BatchPlan, SummaryJob};
-use compaction_core::micro::{self, MicroConfig, MicroOutcome, MicroPlan, MicroStep};
+use compaction_core::micro::{self, MicroConfig, MicroEvent, MicroOutcome, MicroPlan, MicroStep};
 use compaction_core::{Edit, MarkerKind, Transcript};
 use compaction_llm::{ErrorClass, SummaryKind, SummaryRequest, WarmPrefix};
 
@@ -134,7 +134,7 @@ impl Compressor {
             } = job
             {
                 // Core counts a defrag that did not shrink enough against the next one.
-                self.rt.micro.state.record_outcome(o);
+                self.rt.micro_record(MicroEvent::Assembled(o));
             }
             return Ok(Applied::NoGain);
         };
@@ -300,9 +300,11 @@ impl Compressor {
             ) => {}
             (Job::Batch { .. }, Stage::Commit) if f.kind == FailureKind::StaleGeneration => {}
             (Job::Batch { .. }, _) => self.record_failure(),
-            (Job::Micro { plan, .. }, Stage::Commit) => self.rt.micro.state.record_plan(plan),
+            (Job::Micro { plan, .. }, Stage::Commit) => {
+                self.rt.micro_record(MicroEvent::Planned(plan));
+            }
             (Job::Micro { plan, .. }, _) => {
-                self.rt.micro.state.record_failure(plan);
+                self.rt.micro_record(MicroEvent::Failed(plan));
                 if let FailureKind::Summarizer(class) = f.kind {
                     tracing::warn!(
                         class = class.as_str(),
@@ -323,7 +325,7 @@ impl Compressor {
                 if *summarize {
                     self.rt.state.compacted = true;
                     // The next micro pass resumes from the batch marker.
-                    self.rt.micro.state.reset();
+                    self.rt.micro_record(MicroEvent::Reset);
                 }
                 self.rt.epoch += 1;
                 self.rt.awaiting_effect = true;
@@ -334,7 +336,7 @@ impl Compressor {
             }
             Job::Micro { outcome, .. } => {
                 if let Some(o) = outcome {
-                    self.rt.micro.state.record_outcome(o);
+                    self.rt.micro_record(MicroEvent::Assembled(o));
                 }
                 // Usage measured before the rewrite no longer applies.
                 self.rt.epoch += 1;

@@ -5,7 +5,7 @@
 use compaction_core::Edit;
 #[cfg(feature = "store")]
 use compaction_core::Message;
-use compaction_core::micro::{MicroPlan, MicroState, PlanMemo};
+use compaction_core::micro::{MicroEvent, MicroPlan, MicroPlanner, MicroRequest, MicroState};
 
 use super::ThrashState;
 
@@ -85,9 +85,8 @@ pub(crate) struct Requested {
 /// Micro state the compressor keeps between passes.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct MicroRuntime {
-    pub(super) state: MicroState,
-    /// What earlier plans found, resumed while the transcript only grows (content-free).
-    pub(super) memo: PlanMemo,
+    /// Core's planner: the micro state and what earlier plans found (content-free).
+    pub(crate) planner: MicroPlanner,
     pub(super) turns: u64,
     pub(super) rounds: u64,
     pub(super) passes_total: u64,
@@ -97,7 +96,7 @@ pub(crate) struct MicroRuntime {
 impl Runtime {
     /// The micro state (cursor, rolling summary, failure counts).
     pub(crate) fn micro_state(&self) -> &MicroState {
-        &self.micro.state
+        &self.micro.planner.state
     }
 
     /// Advances the turn (`tool_round: false`) or tool-round counter; whether the hook is
@@ -112,19 +111,14 @@ impl Runtime {
         *counter % every == 0
     }
 
-    /// The plan memo, taken for a plan (a planning panic drops it).
-    pub(crate) fn take_memo(&mut self) -> PlanMemo {
-        std::mem::take(&mut self.micro.memo)
+    /// Core's micro plan for `req`, from the compressor's micro state.
+    pub(crate) fn micro_plan(&mut self, req: &MicroRequest<'_>) -> MicroPlan {
+        self.micro.planner.plan(req)
     }
 
-    /// The memo back after a plan.
-    pub(crate) fn keep_memo(&mut self, memo: PlanMemo) {
-        self.micro.memo = memo;
-    }
-
-    /// A micro plan that summarizes nothing (noop, gated, skipped exchange) was made.
-    pub(crate) fn micro_planned(&mut self, plan: &MicroPlan) {
-        self.micro.state.record_plan(plan);
+    /// Reports what became of a micro plan to core's planner.
+    pub(crate) fn micro_record(&mut self, event: MicroEvent<'_>) {
+        self.micro.planner.record(event);
     }
 
     /// Counts a finished micro pass that saved `saved` tokens; the running totals.
@@ -153,7 +147,7 @@ impl Runtime {
     /// usage measured before the undo no longer applies.
     pub(crate) fn restore(&mut self, thrash: ThrashState, micro: MicroState) {
         self.state = thrash;
-        self.micro.state = micro;
+        self.micro.planner.state = micro;
         self.epoch += 1;
     }
 

@@ -4,6 +4,7 @@
 
 use compaction_core::Transcript;
 #[cfg(feature = "store")]
+use compaction_core::micro::MicroEvent;
 use compaction_core::{MarkerKind, Message, TokenCounter};
 
 use super::Compressor;
@@ -238,7 +239,7 @@ impl Compressor {
         self.rt.unpersisted_removed.clear();
         self.rt.resync_pending = false;
         self.rt.store_moved = false;
-        self.rt.micro.state.reset();
+        self.rt.micro_record(MicroEvent::Reset);
         self.rt.proactive_rearm_at = None;
         self.rt.awaiting_effect = false;
         self.rt.epoch += 1;

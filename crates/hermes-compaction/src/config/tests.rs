@@ -150,7 +150,7 @@ fn cache_profiles_resolve_by_name_model_or_custom_table() {
         .load()
         .unwrap()
         .0;
-    assert_eq!(cfg.cache_profile(), Some(CacheProfile::openai()));
+    assert_eq!(cfg.cache_profile(), CacheProfile::named("openai"));
     let cfg = ConfigLoader::new()
         .toml(
             "[compression]\ncache_profile = \"custom\"\n[compression.cache_custom]\n\
