@@ -62,6 +62,8 @@ pub mod config;
 mod config_env;
 #[cfg(feature = "llm")]
 mod deadline;
+#[cfg(feature = "llm")]
+pub mod driver;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]
@@ -89,14 +91,14 @@ pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
-pub use compressor::{Compressor, CompressorBuilder, RequestTicket, ThrashState};
+pub use compressor::{Compressor, CompressorBuilder, RequestTicket, Status, ThrashState, Usage};
 pub use config::{Config, ConfigError, ReclaimGate};
 #[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
-pub use report::{BatchReport, MicroReport, Outcome, Resume, Trigger};
+pub use report::{BatchReport, MicroReport, Outcome, PassReport, PassStats, Resume, Trigger};
 #[cfg(feature = "llm")]
 pub use report::{DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse};
 #[cfg(feature = "llm")]
