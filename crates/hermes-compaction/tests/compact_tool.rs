@@ -47,7 +47,9 @@ fn a_request_is_honoured_once_per_user_turn_with_its_focus() {
 
         let (_, report) = c.before_request(&mut t).await;
         let report = report.expect("the requested pass ran");
-        assert_eq!(report.trigger, Trigger::BeforeRequest);
+        // The report names why the pass ran: the model asked (a forcing trigger).
+        assert_eq!(report.trigger, Trigger::Requested);
+        assert!(report.trigger.forces());
         assert!(
             matches!(report.outcome, Outcome::Summarized | Outcome::Pruned),
             "{:?}",
