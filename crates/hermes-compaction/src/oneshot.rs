@@ -323,7 +323,7 @@ pub enum SessionOneShotError {
 /// use hermes_compaction::core::{Message, ToolCall};
 /// use hermes_compaction::oneshot::one_shot_session;
 /// use hermes_compaction::store::{Store, TranscriptStore};
-/// use hermes_compaction::{Compressor, Config, OneShot};
+/// use hermes_compaction::{Compressor, Config, OneShot, PassReport};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();

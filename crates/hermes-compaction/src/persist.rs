@@ -19,7 +19,7 @@ use crate::report::{FailureKind, PassFailure};
 /// use hermes_compaction::core::{Estimator, Message};
 /// use hermes_compaction::llm::ExtractiveSummarizer;
 /// use hermes_compaction::store::Store;
-/// use hermes_compaction::{Compressor, Config};
+/// use hermes_compaction::{Compressor, Config, OneShot};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// // One store per deployment (a file path, `sqlite:` or `postgres://` URL), one session per

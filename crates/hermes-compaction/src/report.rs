@@ -596,7 +596,7 @@ impl BatchReport {
     /// use std::sync::Arc;
     /// use hermes_compaction::core::{laws, Estimator, Message, ToolCall};
     /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::{Compressor, Config};
+    /// use hermes_compaction::{Compressor, Config, OneShot};
     ///
     /// let mut msgs = vec![Message::system("sys")];
     /// for i in 0..40 {

@@ -59,7 +59,7 @@ impl Compressor {
     /// use std::sync::Arc;
     /// use hermes_compaction::core::{Estimator, Message};
     /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::{Compressor, Config};
+    /// use hermes_compaction::{Compressor, Config, OneShot};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let mut config = Config::default();
