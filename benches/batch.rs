@@ -6,6 +6,7 @@
 
 mod common;
 
+use hermes_compaction::OneShot;
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -69,7 +70,10 @@ fn batch_pass(c: &mut Criterion) {
                     (c, base.clone())
                 },
                 |(mut comp, mut t)| {
-                    let r = rt.block_on(comp.compress(&mut t, None));
+                    let r = rt
+                        .block_on(comp.one_shot(&mut t, OneShot::batch()))
+                        .batch
+                        .unwrap();
                     // Returned so that dropping the transcript is not timed.
                     (black_box(r), t, comp)
                 },

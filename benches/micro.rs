@@ -270,7 +270,7 @@ fn micro_one_shot_gated(c: &mut Criterion) {
             .summarizer(Arc::new(InstantSummarizer))
             .counter(counter.clone())
             .session("bench")
-            .one_shot(mode)
+            .one_shot(mode.clone())
             .build()
             .unwrap();
         (comp, Transcript::new(base.to_vec(), counter.as_ref()))
@@ -283,8 +283,8 @@ fn micro_one_shot_gated(c: &mut Criterion) {
         // hook may find nothing to plan at all (`noop`) after the gate refused the others, so
         // the premise is what the run did, not which of the two refusals came last.
         let (mut comp, mut t) = fresh(&base);
-        let report = rt.block_on(comp.one_shot(&mut t));
-        assert_eq!(report.passes, 0, "{report:?}");
+        let report = rt.block_on(comp.one_shot(&mut t, mode.clone()));
+        assert_eq!(report.stats.passes, 0, "{report:?}");
         assert!(
             matches!(report.outcome.as_str(), "gated" | "noop"),
             "{report:?}"
@@ -297,7 +297,7 @@ fn micro_one_shot_gated(c: &mut Criterion) {
         g.bench_with_input(BenchmarkId::from_parameter(n), &n, |b, _| {
             b.iter_batched(
                 || fresh(&base),
-                |(mut comp, mut t)| rt.block_on(comp.one_shot(&mut t)),
+                |(mut comp, mut t)| rt.block_on(comp.one_shot(&mut t, mode.clone())),
                 criterion::BatchSize::LargeInput,
             )
         });

@@ -1,6 +1,7 @@
 //! The laws of spec section 2, checked with `laws::check` over every shared fixture in every
 //! mode: a batch pass, a prune-only pass and a run of micro passes, each through the facade.
 
+use hermes_compaction::OneShot;
 use hermes_compaction::core::laws::{self, LawOptions, Pass, PassKind, Protected};
 use hermes_compaction::core::{Estimator, Message, Transcript};
 use hermes_compaction::{BatchReport, Outcome};
@@ -28,7 +29,7 @@ fn batch_pass(r: &BatchReport) -> Pass {
         .map(Protected::from_regions)
         .unwrap_or_default();
     Pass::new(kind, protected).with_options(LawOptions {
-        tail_demotion_reported: r.demoted_tail_outputs > 0,
+        tail_demotion_reported: r.stats.demoted_tail_outputs > 0,
         ..LawOptions::default()
     })
 }
@@ -46,7 +47,10 @@ fn a_forced_batch_pass_keeps_the_laws_on_every_fixture() {
         let mut c = extractive(config(64_000), &name);
         let mut t = c.transcript(msgs);
         let before = t.messages().to_vec();
-        let r = rt.block_on(c.compress(&mut t, None));
+        let r = rt
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         summarized += usize::from(r.outcome == Outcome::Summarized);
         assert_laws(&name, "batch", &before, t.messages(), &batch_pass(&r));
     }

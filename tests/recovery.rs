@@ -79,7 +79,10 @@ fn cursor_recovery_across_backends() {
             );
         }
         assert_eq!(micro_markers(t.messages()), 1);
-        c.micro_state().cursor.expect("a cursor after three passes")
+        c.status()
+            .micro
+            .cursor
+            .expect("a cursor after three passes")
     });
 
     // The command line moves the active transcript out of the source database.
@@ -134,7 +137,7 @@ fn cursor_recovery_across_backends() {
                 "{backend}"
             );
             assert!(
-                r.earliest_changed_index.unwrap() + 1 >= cursor,
+                r.stats.earliest_changed_index.unwrap() + 1 >= cursor,
                 "{backend}: re-absorbed before the cursor {cursor} ({r:?})"
             );
             assert_eq!(micro_markers(t.messages()), 1, "{backend}");

@@ -2,6 +2,7 @@
 //! CLI imports it into a SQLite session, the facade loads it from the store and commits a
 //! batch pass with `archive_and_compact`, and the CLI exports what the store then holds.
 
+use hermes_compaction::OneShot;
 use hermes_compaction::Outcome;
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::core::parse;
@@ -53,7 +54,7 @@ fn fixtures_round_trip_through_cli_facade_and_store() {
                 .build()
                 .unwrap();
             let mut t = c.transcript(loaded);
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             let stored = store.load_active(&session).await.unwrap();
             assert_eq!(
                 wire(&stored),

@@ -10,6 +10,7 @@
 //! message byte for byte) holds an 8-character run of a secret. The look-alike corpus,
 //! planted the same way, survives into the summarizer's material unchanged.
 
+use hermes_compaction::PassReport;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,13 +157,13 @@ async fn run(mode: OneShot, summarizer: Arc<dyn Summarizer>, input: &[Message]) 
         .summarizer(summarizer)
         .counter(Arc::new(Estimator::default()))
         .session("s22")
-        .one_shot(mode)
+        .one_shot(mode.clone())
         .build()
         .unwrap();
     let mut t = c.transcript(input.to_vec());
-    let report = c.one_shot(&mut t).await;
+    let report = c.one_shot(&mut t, mode.clone()).await;
     assert!(!report.failed(), "{mode:?}: {report:?}");
-    assert!(report.passes > 0, "{mode:?} changed nothing");
+    assert!(report.stats.passes > 0, "{mode:?} changed nothing");
     written(input, t.messages())
 }
 
@@ -178,12 +179,17 @@ fn no_planted_credential_reaches_the_endpoint_or_the_written_transcript() {
     rt().block_on(async {
         let mut failures = Vec::new();
         for mode in [
-            OneShot::Batch,
+            OneShot::batch(),
             OneShot::Micro { max_passes: None },
             OneShot::Prune,
         ] {
             let name = mode.as_str();
-            let out = run(mode, Arc::new(ExtractiveSummarizer::default()), &input).await;
+            let out = run(
+                mode.clone(),
+                Arc::new(ExtractiveSummarizer::default()),
+                &input,
+            )
+            .await;
             for f in leaks(&corpus, &out) {
                 failures.push(format!("{name}, extractive: written: {f}"));
             }
@@ -233,7 +239,7 @@ fn look_alikes_reach_the_summarizer_unchanged() {
     let input = session(&corpus, false);
     rt().block_on(async {
         let server = fake_endpoint().await;
-        run(OneShot::Batch, openai(&server), &input).await;
+        run(OneShot::batch(), openai(&server), &input).await;
         let requests = server.received_requests().await.expect("recording on");
         let sent: String = requests
             .iter()
@@ -285,9 +291,12 @@ fn an_echoing_endpoint_never_becomes_the_summary() {
             .build()
             .unwrap();
         let mut t = c.transcript(input.clone());
-        let report = c.one_shot(&mut t).await;
+        let report = c.one_shot(&mut t, OneShot::batch()).await;
         assert!(!report.failed(), "{report:?}");
-        assert!(report.fallback_used, "the extractive fallback is reported");
+        assert!(
+            report.stats.fallback_used(),
+            "the extractive fallback is reported"
+        );
         assert!(!report.over_threshold(), "{report:?}");
         let requests = server.received_requests().await.expect("recording on");
         assert!(

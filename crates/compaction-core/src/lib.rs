@@ -92,6 +92,7 @@ pub mod preview;
 pub mod prune;
 pub mod redact;
 pub mod regions;
+pub mod stats;
 #[cfg(feature = "proptest")]
 pub mod strategies;
 pub mod tokens;

@@ -36,9 +36,9 @@
 
 use serde::Serialize;
 
-use hermes_compaction::Compressor;
 use hermes_compaction::core::Transcript;
 use hermes_compaction::preview::Fate;
+use hermes_compaction::{Compressor, OneShot};
 
 use crate::counting::SummaryUsage;
 use crate::pricing::Pricing;
@@ -286,7 +286,7 @@ impl Tracker {
         if (t.current_tokens() as f64) < share * self.threshold as f64 {
             return;
         }
-        let preview = c.preview(t);
+        let preview = c.preview(t, OneShot::batch());
         let summarized: Vec<usize> = preview
             .messages
             .iter()
@@ -402,7 +402,7 @@ impl Tracker {
 /// The span the batch pass [`preview`](Compressor::preview) would summarize on `t` now.
 fn span(c: &Compressor, t: &Transcript) -> Option<Span> {
     let summarized: Vec<usize> = c
-        .preview(t)
+        .preview(t, OneShot::batch())
         .messages
         .iter()
         .filter(|m| matches!(m.fate, Fate::Summarized { .. }))

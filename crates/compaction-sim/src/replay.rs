@@ -1,12 +1,15 @@
-//! The replay driver: the one place that calls the facade's hooks in the order an agent does.
+//! The replay: a recorded transcript through the facade's hooks in the order an agent calls
+//! them, as the facade's one hook-order driver
+//! ([`HookOrder`](hermes_compaction::driver::HookOrder), which the one-shot micro run steps
+//! through too) names them.
 //!
 //! Each user message starts a turn (and ends the previous one with
 //! [`Compressor::finalize_turn`]); before each assistant message the model is called:
 //! [`Compressor::after_tool_round`] when a tool round just finished, then
 //! [`Compressor::before_request`], the prompt is measured, and [`Compressor::after_response`]
-//! receives that size as the provider's usage. Tool results go through
-//! [`Compressor::on_tool_result`] when the variant trims on insertion. The prompt is the
-//! compacted transcript as it is at that moment.
+//! receives that size as the provider's usage (recorded only: the next request compacts). Tool
+//! results are trimmed as [`Compressor::before_append`] trims them when the variant trims on
+//! insertion. The prompt is the compacted transcript as it is at that moment.
 //!
 //! The prefix-cache model: a request reuses the longest run of leading messages whose wire
 //! JSON is unchanged since the previous request; those tokens are cache hits, the rest misses.
@@ -16,10 +19,11 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript};
+use hermes_compaction::driver::{HookOrder, Moment};
 use hermes_compaction::llm::Summarizer;
 use hermes_compaction::store::Store;
 use hermes_compaction::trim::{find_call, trim_for_insert};
-use hermes_compaction::{Compressor, Persistence};
+use hermes_compaction::{Compressor, PassStats, Persistence, Usage};
 
 use crate::clock::SimClock;
 use crate::counting::CountingSummarizer;
@@ -160,8 +164,8 @@ pub async fn replay(
     } else {
         None
     };
-    let trim_cfg = c.config().trim();
-    let threshold = c.threshold_tokens().max(1);
+    let trim_cfg = c.status().config.trim();
+    let threshold = c.status().threshold_tokens.max(1);
     let mut row = Row {
         policy: variant.name.clone(),
         profile: options.pricing.name().into(),
@@ -185,29 +189,23 @@ pub async fn replay(
         wires: Vec::with_capacity(msgs.len()),
         scorer: Scorer::default(),
     };
-    let mut in_turn = false;
+    let mut order = HookOrder::default();
     let mut latency = options.latency;
-    if !c.config().compression.enabled {
+    if !c.status().config.compression.enabled {
         // No pass will come: nothing to prepare for.
         latency.prepare_at = None;
     }
-    let mut waits = Tracker::new(latency, threshold, c.warm_cache());
+    let mut waits = Tracker::new(latency, threshold, c.status().warm_cache);
     for m in msgs {
         let original = Wire::of(m);
         if let Some(ts) = time::timestamp_ms(m) {
             seen_ms = Some(seen_ms.map_or(ts, |s| s.max(ts)));
         }
-        if m.is_user() {
-            if in_turn {
-                let before = counting.usage();
-                finalize(&mut c, &mut t, &mut row, &mut prompt).await;
-                waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
-            }
-            in_turn = true;
-            row.turns += 1;
-        }
+        // The hooks in the order an agent calls them (the facade's one driver).
+        let moments = order.before(&t, m);
+        let (mut now, mut round_start) = (0, counting.usage());
         if m.is_assistant() {
-            let now = match (seen_ms.take(), last_request_ms) {
+            now = match (seen_ms.take(), last_request_ms) {
                 (Some(ts), Some(last)) => ts.max(last),
                 (Some(ts), None) => ts,
                 (None, Some(last)) => last.saturating_add(gap_ms),
@@ -215,73 +213,89 @@ pub async fn replay(
             };
             sim_clock.set(now);
             waits.request_at(now);
-            let before = counting.usage();
-            if t.messages().last().is_some_and(Message::is_tool)
-                && let Some(r) = c.after_tool_round(&mut t).await
-                && (row.record_micro(&r) || r.messages_after != r.messages_before)
-            {
-                prompt.rewrite(&t);
-            }
-            waits.in_turn(before, counting.usage());
-            waits.before_trigger(&c, &t, row.events);
-            let before = counting.usage();
-            let (ticket, report) = c.before_request(&mut t).await;
-            waits.trigger(before, counting.usage(), now);
-            if let Some(r) = report
-                && (row.record_batch(&r) || r.messages_after != r.messages_before)
-            {
-                prompt.rewrite(&t);
-            }
-            if prompt.wires.len() != t.len() {
-                prompt.rewrite(&t);
-            }
-            let tokens = t.current_tokens();
-            let common = prompt.scorer.request(&mut row, &original, &prompt.wires);
-            let reused = t.tokens_in(0..common).min(tokens);
-            let output = counter.count_message(m);
-            requests.push(RequestShape {
-                prompt_tokens: tokens,
-                reused_prefix_tokens: reused,
-                output_tokens: output,
-                secs_since_previous: last_request_ms.map(|last| (now - last) / 1_000),
-            });
-            last_request_ms = Some(now);
-            if options.trace {
-                trace.push(TraceLine {
-                    policy: variant.name.clone(),
-                    transcript: name.into(),
-                    request: row.requests,
-                    chars: prompt.wires.iter().map(|w| w.chars).collect(),
-                    hashes: prompt
-                        .wires
-                        .iter()
-                        .map(|w| format!("{:016x}", w.hash))
-                        .collect(),
-                });
-            }
-            if options.trace_text {
-                for w in &prompt.wires {
-                    if texts_seen.insert(w.hash) {
-                        texts.push(TraceText {
-                            hash: format!("{:016x}", w.hash),
-                            wire: w.json.clone(),
-                        });
+            round_start = counting.usage();
+        }
+        for moment in moments {
+            match moment {
+                Moment::TurnEnd => {
+                    let before = counting.usage();
+                    finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+                    waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
+                }
+                Moment::ToolRound => {
+                    if let Some(r) = c.after_tool_round(&mut t).await
+                        && (row.record_micro(&r) || changed(&r.stats))
+                    {
+                        prompt.rewrite(&t);
                     }
                 }
+                Moment::Request => {
+                    waits.in_turn(round_start, counting.usage());
+                    waits.before_trigger(&c, &t, row.events);
+                    let before = counting.usage();
+                    let (ticket, report) = c.before_request(&mut t).await;
+                    waits.trigger(before, counting.usage(), now);
+                    if let Some(r) = report
+                        && (row.record_batch(&r) || changed(&r.stats))
+                    {
+                        prompt.rewrite(&t);
+                    }
+                    if prompt.wires.len() != t.len() {
+                        prompt.rewrite(&t);
+                    }
+                    let tokens = t.current_tokens();
+                    let common = prompt.scorer.request(&mut row, &original, &prompt.wires);
+                    let reused = t.tokens_in(0..common).min(tokens);
+                    let output = counter.count_message(m);
+                    requests.push(RequestShape {
+                        prompt_tokens: tokens,
+                        reused_prefix_tokens: reused,
+                        output_tokens: output,
+                        secs_since_previous: last_request_ms.map(|last| (now - last) / 1_000),
+                    });
+                    last_request_ms = Some(now);
+                    if options.trace {
+                        trace.push(TraceLine {
+                            policy: variant.name.clone(),
+                            transcript: name.into(),
+                            request: row.requests,
+                            chars: prompt.wires.iter().map(|w| w.chars).collect(),
+                            hashes: prompt
+                                .wires
+                                .iter()
+                                .map(|w| format!("{:016x}", w.hash))
+                                .collect(),
+                        });
+                    }
+                    if options.trace_text {
+                        for w in &prompt.wires {
+                            if texts_seen.insert(w.hash) {
+                                texts.push(TraceText {
+                                    hash: format!("{:016x}", w.hash),
+                                    wire: w.json.clone(),
+                                });
+                            }
+                        }
+                    }
+                    row.requests += 1;
+                    row.prompt_tokens += tokens;
+                    row.reused_prefix_tokens += reused;
+                    let occ = tokens as f64 / threshold as f64;
+                    row.occupancy_sum += occ;
+                    row.peak_occupancy = row.peak_occupancy.max(occ);
+                    row.occupancy.push(occ as f32);
+                    if tokens > context_length {
+                        row.overflows += 1;
+                    }
+                    c.after_response(&mut t, ticket, Usage::prompt(tokens).record_only())
+                        .await;
+                    waits.after_request(&c, &t, now, row.events);
+                    row.output_tokens += output;
+                }
             }
-            row.requests += 1;
-            row.prompt_tokens += tokens;
-            row.reused_prefix_tokens += reused;
-            let occ = tokens as f64 / threshold as f64;
-            row.occupancy_sum += occ;
-            row.peak_occupancy = row.peak_occupancy.max(occ);
-            row.occupancy.push(occ as f32);
-            if tokens > context_length {
-                row.overflows += 1;
-            }
-            c.after_response(&mut t, ticket, tokens);
-            waits.after_request(&c, &t, now, row.events);
-            row.output_tokens += output;
+        }
+        if m.is_user() {
+            row.turns += 1;
         }
         prompt.scorer.observe(m, &original);
         let mut m = m.clone();
@@ -294,7 +308,7 @@ pub async fn replay(
                     .as_ref()
                     .map(|p| (&*p.store, p.session.as_str())),
                 &trim_cfg,
-                c.counter(),
+                c.status().counter,
                 find_call(&t, &m).as_ref(),
                 m,
             )
@@ -307,9 +321,9 @@ pub async fn replay(
             wire = Wire::of(&m);
         }
         prompt.wires.push(wire);
-        t.push(m, c.counter());
+        t.push(m, c.status().counter);
     }
-    if in_turn {
+    if order.finish() == Some(Moment::TurnEnd) {
         let before = counting.usage();
         finalize(&mut c, &mut t, &mut row, &mut prompt).await;
         waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
@@ -328,10 +342,16 @@ pub async fn replay(
 
 async fn finalize(c: &mut Compressor, t: &mut Transcript, row: &mut Row, prompt: &mut Prompt) {
     if let Some(r) = c.finalize_turn(t).await
-        && (row.record_micro(&r) || r.messages_after != r.messages_before)
+        && (row.record_micro(&r) || changed(&r.stats))
     {
         prompt.rewrite(t);
     }
+}
+
+/// Whether a pass changed the number of messages (the prompt is then rewritten even when the
+/// row does not count it).
+fn changed(stats: &PassStats) -> bool {
+    stats.messages_after != stats.messages_before
 }
 
 /// Fills the cache split and the cost of `row` from its requests and summary tokens.

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use hermes_compaction::core::micro::MicroOutcomeKind;
-use hermes_compaction::{BatchReport, MicroReport, Outcome};
+use hermes_compaction::{BatchReport, MicroReport, Outcome, PassStats};
 
 /// The numbers of one policy over one transcript (or, for totals, over several). Everything
 /// is a sum, a maximum or a list, so totals are exact; the derived means are in
@@ -370,7 +370,7 @@ impl Row {
     }
 
     pub(crate) fn record_batch(&mut self, r: &BatchReport) -> bool {
-        self.compaction_ms += r.duration.as_secs_f64() * 1e3;
+        self.compaction_ms += r.stats.duration.as_secs_f64() * 1e3;
         let changed = match r.outcome {
             Outcome::Pruned => {
                 self.prune_events += 1;
@@ -383,25 +383,30 @@ impl Row {
             _ => false,
         };
         if changed {
-            self.event(r.tokens_before, r.tokens_after, r.earliest_changed_index);
+            self.event(&r.stats);
         }
         changed
     }
 
     pub(crate) fn record_micro(&mut self, r: &MicroReport) -> bool {
-        self.compaction_ms += r.duration.as_secs_f64() * 1e3;
+        self.compaction_ms += r.stats.duration.as_secs_f64() * 1e3;
         let changed = matches!(
             r.outcome,
             MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed | MicroOutcomeKind::Defrag
         );
         if changed {
             self.micro_events += 1;
-            self.event(r.tokens_before, r.tokens_after, r.earliest_changed_index);
+            self.event(&r.stats);
         }
         changed
     }
 
-    fn event(&mut self, before: u64, after: u64, earliest: Option<usize>) {
+    fn event(&mut self, stats: &PassStats) {
+        let (before, after, earliest) = (
+            stats.tokens_before,
+            stats.tokens_after,
+            stats.earliest_changed_index,
+        );
         self.events += 1;
         self.reclaimed_tokens += before.saturating_sub(after);
         if let Some(i) = earliest {

@@ -10,6 +10,7 @@
 
 use compaction_core::micro::MicroOutcomeKind;
 use compaction_core::regions::WindowConfig;
+use compaction_core::stats::PassStats;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -136,6 +137,34 @@ impl MicroPass {
         self.messages_before = before;
         self.messages_after = after;
         self
+    }
+
+    /// Sets every count a pass report shares ([`PassStats`]): tokens (with the delta and the
+    /// occupancy, so set the window first), messages, the first index rewritten, summarizer
+    /// usage, whether the fallback wrote the summary or the summarizer was skipped, the wall
+    /// time.
+    ///
+    /// ```
+    /// use compaction_core::micro::MicroOutcomeKind;
+    /// use compaction_core::stats::PassStats;
+    /// use compaction_telemetry::{MicroPass, Window};
+    ///
+    /// let stats = PassStats { tokens_after: 700, messages_after: 8, passes: 1, fallback_passes: 1, ..PassStats::at(1_000, 12) };
+    /// let window = Window { threshold_tokens: 1_000, context_limit: 2_000 };
+    /// let ev = MicroPass::new("s", MicroOutcomeKind::Absorbed).window(Some(window)).stats(&stats);
+    /// assert_eq!((ev.tokens_delta, ev.messages_after, ev.fallback_used), (-300, 8, true));
+    /// assert_eq!(ev.occupancy_pct, Some(70.0));
+    /// ```
+    pub fn stats(self, stats: &PassStats) -> MicroPass {
+        let mut ev = self
+            .tokens(stats.tokens_before, stats.tokens_after)
+            .messages(stats.messages_before as u64, stats.messages_after as u64);
+        ev.duration_ms = stats.duration.as_millis() as u64;
+        ev.earliest_changed_index = stats.earliest_changed_index.map(|i| i as u64);
+        ev.summary_tokens = stats.summary_tokens;
+        ev.fallback_used = stats.fallback_used();
+        ev.summarizer_skipped = stats.summarizer_skipped();
+        ev
     }
 
     /// Sets the window (or clears it with `None`) and recomputes the occupancy.
@@ -374,6 +403,30 @@ impl BatchAttempt {
         self.messages_before = before;
         self.messages_after = after;
         self
+    }
+
+    /// Sets every count a pass report shares ([`PassStats`]), as
+    /// [`MicroPass::stats`] does (set the window first: the occupancy follows the tokens).
+    ///
+    /// ```
+    /// use compaction_core::stats::PassStats;
+    /// use compaction_telemetry::{BatchAttempt, BatchOutcome, TriggerSource};
+    ///
+    /// let stats = PassStats { tokens_after: 4_000, earliest_changed_index: Some(3), passes: 1, ..PassStats::at(9_000, 50) };
+    /// let ev = BatchAttempt::new("s", TriggerSource::Preflight, BatchOutcome::Compacted).stats(&stats);
+    /// assert_eq!((ev.tokens_before, ev.tokens_after, ev.earliest_changed_index), (9_000, 4_000, Some(3)));
+    /// assert!(!ev.fallback_used);
+    /// ```
+    pub fn stats(self, stats: &PassStats) -> BatchAttempt {
+        let mut ev = self
+            .tokens(stats.tokens_before, stats.tokens_after)
+            .messages(stats.messages_before as u64, stats.messages_after as u64);
+        ev.total_duration_ms = stats.duration.as_millis() as u64;
+        ev.earliest_changed_index = stats.earliest_changed_index.map(|i| i as u64);
+        ev.summary_tokens = stats.summary_tokens;
+        ev.fallback_used = stats.fallback_used();
+        ev.summarizer_skipped = stats.summarizer_skipped();
+        ev
     }
 
     /// Sets the window (or clears it with `None`) and recomputes the occupancy.

@@ -19,7 +19,7 @@ impl PassArgs {
             (_, Some(_)) => Err(Error::Config(
                 "--passes applies to --mode micro only".into(),
             )),
-            (Mode::Batch, None) => Ok(OneShot::Batch),
+            (Mode::Batch, None) => Ok(OneShot::batch()),
             (Mode::Prune, None) => Ok(OneShot::Prune),
         }
     }
@@ -56,7 +56,13 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     if args.focus.is_some() && args.pass.mode != Mode::Batch {
         return Err(Error::Config("--focus applies to --mode batch only".into()));
     }
-    let builder = compressor_builder(&args.engine, mode)?;
+    let mode = match mode {
+        OneShot::Batch { .. } => OneShot::Batch {
+            focus: args.focus.clone(),
+        },
+        other => other,
+    };
+    let builder = compressor_builder(&args.engine, mode.clone())?;
     let input = input::read(
         &args.input,
         args.input_format.format,
@@ -88,7 +94,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let anthropic = input.anthropic;
     let mut t = c.transcript(input.messages);
     let rt = runtime()?;
-    let report = rt.block_on(c.one_shot_with_focus(&mut t, args.focus.clone()));
+    let report = rt.block_on(c.one_shot(&mut t, mode));
     check(&report, "nothing was written")?;
     if let Some(telemetry) = telemetry {
         telemetry.finish().map_err(Error::Telemetry)?;
@@ -124,9 +130,9 @@ fn dry_run(
     let mut c = compressor(args, builder)?;
     let t = c.transcript(input.messages);
     let preview = match args.pass.mode {
-        Mode::Batch => c.preview(&t),
-        Mode::Prune => c.preview_prune(&t),
-        Mode::Micro => c.preview_micro(&t),
+        Mode::Batch => c.preview(&t, OneShot::batch()),
+        Mode::Prune => c.preview(&t, OneShot::Prune),
+        Mode::Micro => c.preview(&t, OneShot::Micro { max_passes: None }),
     };
     if args.json {
         let text = serde_json::to_string(&preview).map_err(|e| Error::Io {

@@ -9,7 +9,7 @@ use compaction_sim::{Options, Policy};
 use hermes_compaction::core::Message;
 use hermes_compaction::oneshot::one_shot_session;
 use hermes_compaction::store::{Access, ExportForm, export_jsonl};
-use hermes_compaction::{Compressor, CompressorBuilder};
+use hermes_compaction::{Compressor, CompressorBuilder, OneShot};
 
 use crate::cli::{DemoArgs, EngineArgs, ExportFormat, SessionCommand, StoreArgs};
 use crate::compact::{check, with_note};
@@ -62,8 +62,9 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
             pass,
             engine,
         } => {
-            let builder = compressor_builder(&engine, pass.one_shot()?)?;
-            rt.block_on(compact(&store, builder))?
+            let mode = pass.one_shot()?;
+            let builder = compressor_builder(&engine, mode.clone())?;
+            rt.block_on(compact(&store, builder, mode))?
         }
         SessionCommand::History { store } => rt.block_on(history::history(&store))?,
         SessionCommand::Undo { store, to } => rt.block_on(history::undo(&store, to))?,
@@ -92,9 +93,13 @@ pub fn run(cmd: SessionCommand, out: &mut dyn std::io::Write) -> Result<()> {
 /// `session compact`: `builder`'s one-shot run over the stored session, every pass committed
 /// by the facade ([`one_shot_session`]); the summary line, after a `note:` line when the run
 /// has one.
-pub async fn compact(store: &StoreArgs, builder: CompressorBuilder) -> Result<String> {
+pub async fn compact(
+    store: &StoreArgs,
+    builder: CompressorBuilder,
+    mode: OneShot,
+) -> Result<String> {
     with_store(&store.db, Access::Existing, async |db| {
-        let run = one_shot_session(builder, db, &store.session).await?;
+        let run = one_shot_session(builder, db, &store.session, mode).await?;
         check(
             &run.report,
             &if run.generation_confirmed {
@@ -155,7 +160,10 @@ pub fn demo(args: &DemoArgs, out: &mut dyn std::io::Write) -> Result<()> {
     let store = StoreArgs { db, session };
     let summarizer = build_summarizer(&config, None)?;
     let builder = Compressor::builder(config.clone()).summarizer(summarizer);
-    write_out(out, &rt.block_on(compact(&store, builder))?)?;
+    write_out(
+        out,
+        &rt.block_on(compact(&store, builder, OneShot::batch()))?,
+    )?;
     let inputs = vec![("coding-agent.jsonl".to_owned(), messages)];
     let policies = [
         Policy::None,

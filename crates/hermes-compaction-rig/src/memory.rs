@@ -1,5 +1,6 @@
 //! [`CompactingMemory`]: rig's conversation memory over the library's compressor and store.
 
+use hermes_compaction::PassReport;
 use std::sync::Arc;
 
 use hermes_compaction::compressor::Persistence;
@@ -163,9 +164,10 @@ impl CompactingMemory {
             .session(session)
             .store(persistence)
             .build()?;
-        c.load_state().await?;
         let mut before = messages.clone();
         let mut t = c.transcript(messages);
+        // The cooldowns and the anti-thrash pause the last flush stored.
+        c.reload(&mut t).await?;
         let (_, mut report) = c.before_request(&mut t).await;
         let reloaded = report
             .as_ref()
@@ -177,7 +179,8 @@ impl CompactingMemory {
             before = t.messages().to_vec();
             report = c.before_request(&mut t).await.1;
         }
-        c.save_state().await?;
+        // The compaction state, for the next load (nothing else is unwritten here).
+        c.flush(&mut t).await?;
         let kept = t.messages().to_vec();
         let messages = convert::to_rig(&kept)?;
         Ok(Loaded {

@@ -11,14 +11,15 @@
 //! what a framework must: [`Compressor::reload`] adopts the store's rows and generation and
 //! writes what the agent appended, then the session goes on. At the end every message the
 //! agent ever appended is in the store, active or archived. The anti-thrash state is saved
-//! with each flush ([`Compressor::save_state`]) and read back on resume
-//! ([`Compressor::load_state`]).
+//! with each flush ([`Compressor::flush`]) and read back on resume
+//! ([`Compressor::reload`]).
 //!
 //! ```text
 //! cargo run -p hermes-compaction --example agent_loop
 //! ```
 #![allow(clippy::print_stdout)]
 
+use hermes_compaction::{OneShot, PassReport, Usage};
 use std::sync::Arc;
 
 use hermes_compaction::compressor::Persistence;
@@ -93,14 +94,13 @@ async fn main() {
         .store(persistence.clone())
         .build()
         .unwrap();
-    // On resume: the cooldowns and the anti-thrash pause the last process saved.
-    c.load_state().await.unwrap();
-
     let mut t = c.transcript(resumed);
+    // On resume: the cooldowns and the anti-thrash pause the last process flushed.
+    c.reload(&mut t).await.unwrap();
     if t.is_empty() {
         t.push(
             Message::system("You are a careful coding agent."),
-            c.counter(),
+            c.status().counter,
         );
     }
     // Every message the agent appends, to check at the end that the store has them all.
@@ -114,9 +114,9 @@ async fn main() {
         }
         // A user message: optionally trimmed if it is a giant paste, then appended.
         let user = Message::user(format!("Request {turn}: make the test suite pass."));
-        let (user, _) = c.on_user_message(user).await;
+        let (user, _) = c.before_append(&t, user).await;
         appended.push(user.to_wire_json());
-        t.push(user, c.counter());
+        t.push(user, c.status().counter);
 
         let mut round = 0;
         loop {
@@ -149,30 +149,32 @@ async fn main() {
             largest_request = largest_request.max(prompt_tokens);
             // After every response: the provider's count calibrates the estimate, and a count
             // over the threshold compacts now rather than before the next request.
-            c.after_response(&mut t, ticket, prompt_tokens);
-            if let Some(r) = c.check_usage(&mut t).await {
+            if let Some(r) = c
+                .after_response(&mut t, ticket, Usage::prompt(prompt_tokens))
+                .await
+            {
                 println!("turn {turn}: batch pass on reported usage: {:?}", r.outcome);
             }
             match reply {
                 Reply::Tool(call) => {
                     let result = run_tool(&call, turn);
                     appended.push(call.to_wire_json());
-                    t.push(call, c.counter());
+                    t.push(call, c.status().counter);
                     // A tool result: trimmed on insertion when large (the original goes to
                     // the store first, recallable by handle).
-                    let (result, status) = c.on_tool_result(&t, result).await;
+                    let (result, status) = c.before_append(&t, result).await;
                     if matches!(status, TrimStatus::Trimmed { .. }) {
                         trimmed += 1;
                     }
                     appended.push(result.to_wire_json());
-                    t.push(result, c.counter());
+                    t.push(result, c.status().counter);
                     // After each tool round inside a turn: long turns are compacted as they go.
                     c.after_tool_round(&mut t).await;
                     round += 1;
                 }
                 Reply::Final(answer) => {
                     appended.push(answer.to_wire_json());
-                    t.push(answer, c.counter());
+                    t.push(answer, c.status().counter);
                     break;
                 }
                 Reply::ContextTooLong => unreachable!("handled above"),
@@ -183,7 +185,11 @@ async fn main() {
         if let Some(r) = c.finalize_turn(&mut t).await {
             println!(
                 "turn {turn}: micro pass {:?}, {} -> {} messages, {} -> {} tokens",
-                r.outcome, r.messages_before, r.messages_after, r.tokens_before, r.tokens_after
+                r.outcome,
+                r.stats.messages_before,
+                r.stats.messages_after,
+                r.stats.tokens_before,
+                r.stats.tokens_after
             );
         }
         // Make the turn durable: `flush` appends what the agent added since the last flush
@@ -201,16 +207,12 @@ async fn main() {
             // The store is unavailable: the next flush writes what this one could not.
             Err(e) => println!("turn {turn}: the store is unavailable ({e}); the session goes on"),
         }
-        // The anti-thrash state, for the next process to resume with (`load_state`).
-        if let Err(e) = c.save_state().await {
-            println!("turn {turn}: the compaction state was not saved ({e})");
-        }
     }
 
     let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
     let stored = store.load_active("demo").await.unwrap();
     assert_eq!(wire(&stored), wire(t.messages()));
-    assert!(c.store_in_sync(&t));
+    assert!(c.status().in_sync(&t));
     assert!(largest_request <= CONTEXT);
     // The second writer's pass was noticed and recovered from, and nothing the agent appended
     // was lost: each message is in the store, active or archived.
@@ -233,7 +235,7 @@ async fn main() {
     let saved = store.compaction_state("demo").await.unwrap();
     assert_eq!(
         &hermes_compaction::ThrashState::read_from(&saved),
-        c.state()
+        c.status().state
     );
     println!(
         "done: {} messages, ~{} tokens in the window; largest request {largest_request} of {CONTEXT}; \
@@ -259,12 +261,16 @@ async fn second_writer_compacts(store: &Arc<dyn TranscriptStore>, config: Config
         .build()
         .unwrap();
     let mut t = other.transcript(messages);
-    let r = other.compress(&mut t, None).await;
+    let r = other
+        .one_shot(&mut t, OneShot::batch())
+        .await
+        .batch
+        .unwrap();
     assert_eq!(r.failure, None, "the second writer's pass: {r:?}");
     println!(
         "another writer compacted the session: {:?}, generation {:?}",
         r.outcome,
-        other.store_generation()
+        other.status().store_generation
     );
 }
 
@@ -278,7 +284,7 @@ async fn reload(c: &mut Compressor, t: &mut Transcript, turn: usize) -> usize {
                 "turn {turn}: another writer moved the session on: reloaded {} messages at \
                  generation {:?}, {written} of ours written after them",
                 t.len(),
-                c.store_generation()
+                c.status().store_generation
             );
             1
         }

@@ -24,6 +24,7 @@
 // A command-line example: its table goes to stdout, a usage error to stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+use hermes_compaction::{OneShot, PassReport};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -80,7 +81,7 @@ fn main() {
         for _ in 0..MICRO_PASSES {
             let pass = Instant::now();
             if let Some(r) = rt.block_on(c.finalize_turn(&mut t)) {
-                fallbacks += usize::from(r.fallback_used);
+                fallbacks += usize::from(r.stats.fallback_used());
             }
             slowest = slowest.max(pass.elapsed());
         }
@@ -90,7 +91,10 @@ fn main() {
         let mut c = compressor(&server.base_url(), false);
         let mut t = c.transcript(session(80));
         let started = Instant::now();
-        let b = rt.block_on(c.compress(&mut t, None));
+        let b = rt
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         let batch = started.elapsed();
         let ok = micro <= MICRO_BOUND && batch <= BATCH_BOUND && !b.failed();
         kept &= ok;

@@ -180,7 +180,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
                 "ask {i}: {}",
                 "please review the module ".repeat(50)
             )),
-            c.counter(),
+            c.status().counter,
         );
         let started = Instant::now();
         let (_ticket, report) = c.before_request(&mut t).await;
@@ -189,7 +189,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
             && r.outcome == Outcome::Summarized
         {
             waits.push(waited);
-            fallbacks += usize::from(r.fallback_used);
+            fallbacks += usize::from(r.stats.fallback_used());
         } else {
             other_max = other_max.max(waited);
         }
@@ -200,7 +200,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
                 "answer {i}: {}",
                 "the module looks fine ".repeat(60)
             )),
-            c.counter(),
+            c.status().counter,
         );
     }
     Side {
@@ -208,7 +208,7 @@ async fn side(args: &Args, prepare_at: f64, label: &str) -> Side {
         turns,
         waits,
         other_max,
-        totals: c.prepared_totals(),
+        totals: c.status().prepared_totals,
         requests: server.requests(),
         fallbacks,
     }

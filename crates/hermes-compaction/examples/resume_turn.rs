@@ -23,6 +23,7 @@
 //! ```
 #![allow(clippy::print_stdout)]
 
+use hermes_compaction::{OneShot, Usage};
 use std::sync::Arc;
 
 use hermes_compaction::core::{Estimator, Message, ToolCall, Transcript, laws};
@@ -72,7 +73,7 @@ fn check_pass(before: &Transcript, t: &Transcript, report: &BatchReport, c: &Com
         before.messages(),
         t.messages(),
         &report.law_pass(),
-        c.counter(),
+        c.status().counter,
     );
     assert!(violations.is_empty(), "laws: {violations:?}");
     let resume = report
@@ -97,7 +98,7 @@ async fn main() {
         .build()
         .expect("valid config");
     let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
-    t.push(Message::user(ASK), c.counter());
+    t.push(Message::user(ASK), c.status().counter);
 
     let (mut rounds_done, mut passes, mut largest) = (0usize, 0usize, 0u64);
     loop {
@@ -113,8 +114,8 @@ async fn main() {
             println!(
                 "pass {passes} ({:?}) after round {rounds_done}: {} -> {} tokens; resuming ask #{} with calls {:?} answered",
                 r.outcome,
-                r.tokens_before,
-                r.tokens_after,
+                r.stats.tokens_before,
+                r.stats.tokens_after,
                 resume.ask_index.unwrap_or(0),
                 resume.pending_calls,
             );
@@ -124,18 +125,19 @@ async fn main() {
         // The model call: the provider reports what it counted.
         let reply = model(rounds_done);
         let prompt_tokens = t.current_tokens();
-        c.after_response(&mut t, ticket, prompt_tokens);
+        c.after_response(&mut t, ticket, Usage::prompt(prompt_tokens).record_only())
+            .await;
         let calls = reply.tool_calls().to_vec();
-        t.push(reply, c.counter());
+        t.push(reply, c.status().counter);
         if calls.is_empty() {
             break; // The model answered: the turn is over.
         }
         // The tools run; results come in one at a time.
         for (i, call) in calls.iter().enumerate() {
-            t.push(run_tool(call), c.counter());
+            t.push(run_tool(call), c.status().counter);
             if i + 1 < calls.len() {
                 // A pass asked for while a result is still owed is skipped.
-                let r = c.compress(&mut t, None).await;
+                let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
                 assert_eq!(r.outcome, Outcome::Skipped);
                 let resume = r.in_turn.expect("inside the turn");
                 assert!(!resume.results_complete);
@@ -149,8 +151,12 @@ async fn main() {
         // After the tool round: micro passes (when enabled) may land here too.
         let before = t.clone();
         if let Some(r) = c.after_tool_round(&mut t).await {
-            let violations =
-                laws::check(before.messages(), t.messages(), &r.law_pass(), c.counter());
+            let violations = laws::check(
+                before.messages(),
+                t.messages(),
+                &r.law_pass(),
+                c.status().counter,
+            );
             assert!(violations.is_empty(), "laws: {violations:?}");
         }
     }

@@ -124,9 +124,4 @@ impl Compressor {
         self.rt.request(Requested { focus }, turn);
         "Compaction requested: it runs before your next request. Continue with the task.".into()
     }
-
-    /// Whether a requested compaction waits for the next `before_request`.
-    pub fn compaction_requested(&self) -> bool {
-        self.rt.compaction_requested()
-    }
 }

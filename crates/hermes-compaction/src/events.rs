@@ -8,7 +8,7 @@ use compaction_telemetry::{
 
 use crate::config::Config;
 use crate::report::FailureKind;
-use crate::report::{BatchReport, MicroReport, Outcome, Trigger};
+use crate::report::{BatchReport, MicroReport, Outcome, PassReport, Trigger};
 
 /// The telemetry event for a batch report.
 pub fn batch_attempt(
@@ -19,7 +19,8 @@ pub fn batch_attempt(
     summary_model: &str,
 ) -> BatchAttempt {
     let trigger = match report.trigger {
-        Trigger::BeforeRequest => TriggerSource::Preflight,
+        // The model's request runs at the planned check: the line keeps calling it that.
+        Trigger::BeforeRequest | Trigger::Requested => TriggerSource::Preflight,
         Trigger::Usage => TriggerSource::Usage,
         Trigger::Overflow => TriggerSource::OverflowError,
         Trigger::Manual => TriggerSource::Manual,
@@ -38,8 +39,7 @@ pub fn batch_attempt(
     };
     let mut ev = BatchAttempt::new(session_id, trigger, outcome)
         .window(Some(window))
-        .tokens(report.tokens_before, report.tokens_after)
-        .messages(report.messages_before as u64, report.messages_after as u64);
+        .stats(&report.stats);
     if let Some(plan) = plan {
         let r = plan.region_tokens;
         ev = ev.regions(r.head, r.middle, r.tail);
@@ -47,10 +47,6 @@ pub fn batch_attempt(
     ev.failure_class = report.failure_kind().map(failure_class);
     ev.prune_accepted = matches!(report.outcome, Outcome::Pruned);
     ev.fell_through = report.fell_through;
-    ev.fallback_used = report.fallback_used;
-    ev.summarizer_skipped = report.summarizer_skipped;
-    ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
-    ev.summary_tokens = report.summary_tokens;
     if let Some(p) = &report.prepared {
         ev.prepared = Some(p.outcome.as_str().to_owned());
         ev.prepared_wasted_tokens = p.wasted_tokens();
@@ -58,7 +54,6 @@ pub fn batch_attempt(
     ev.summary_model = matches!(report.outcome, Outcome::Summarized | Outcome::Failed)
         .then(|| summary_model.to_owned());
     ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
-    ev.total_duration_ms = report.duration.as_millis() as u64;
     ev
 }
 
@@ -118,20 +113,14 @@ pub fn micro_pass(
     };
     let mut ev = MicroPass::new(session_id, outcome)
         .window(Some(window))
-        .tokens(report.tokens_before, report.tokens_after)
-        .messages(report.messages_before as u64, report.messages_after as u64);
+        .stats(&report.stats);
     ev.exchange_tokens = report.exchange_tokens;
     ev.rolling_summary_tokens = report.rolling_summary_tokens;
     ev.cursor = report.cursor.unwrap_or(0) as u64;
     ev.passes_total = passes_total;
     ev.tokens_saved_total = tokens_saved_total;
-    ev.duration_ms = report.duration.as_millis() as u64;
     ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
     ev.aux_model = Some(aux_model.to_owned());
-    ev.earliest_changed_index = report.earliest_changed_index.map(|i| i as u64);
-    ev.summary_tokens = report.summary_tokens;
-    ev.fallback_used = report.fallback_used;
-    ev.summarizer_skipped = report.summarizer_skipped;
     ev
 }
 

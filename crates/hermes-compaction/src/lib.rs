@@ -61,6 +61,7 @@ pub mod config;
 #[cfg(feature = "config")]
 mod config_env;
 #[cfg(feature = "llm")]
+pub mod driver;
 #[cfg(all(feature = "llm", feature = "telemetry"))]
 mod events;
 #[cfg(feature = "llm")]
@@ -86,7 +87,7 @@ pub use compaction_core::cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]
-pub use compressor::{Compressor, CompressorBuilder, RequestTicket, ThrashState};
+pub use compressor::{Compressor, CompressorBuilder, RequestTicket, Status, ThrashState, Usage};
 #[cfg(feature = "config")]
 pub use config::ConfigLoader;
 #[cfg(feature = "llm")]
@@ -97,7 +98,7 @@ pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
-pub use report::{BatchReport, MicroReport, Outcome, Resume, Trigger};
+pub use report::{BatchReport, MicroReport, Outcome, PassReport, PassStats, Resume, Trigger};
 #[cfg(feature = "llm")]
 pub use report::{DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse};
 #[cfg(feature = "llm")]

@@ -7,7 +7,7 @@
 //! exchange failing `micro_compact_max_consecutive_failures` times is skipped), logged without
 //! content, and reported in the [`MicroReport`] and in telemetry.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use compaction_core::Transcript;
 use compaction_core::micro::{self, MicroEvent, MicroHook, MicroRequest, MicroStep};
@@ -16,8 +16,8 @@ use crate::compressor::Compressor;
 pub use crate::compressor::micro_config;
 use crate::compressor::pass::Job;
 use crate::config::{ReclaimGate, Timing};
-use crate::report::MicroReport;
 use crate::report::{Applied, SummaryUse};
+use crate::report::{MicroReport, PassStats};
 use compaction_core::micro::MicroOutcomeKind;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl Compressor {
     }
 
     /// The micro state (cursor, rolling summary, failure counts).
-    pub fn micro_state(&self) -> &micro::MicroState {
+    pub(crate) fn micro_state(&self) -> &micro::MicroState {
         self.rt.micro_state()
     }
 
@@ -113,19 +113,11 @@ impl Compressor {
         let mut report = MicroReport {
             outcome: MicroOutcomeKind::Noop,
             failure: None,
-            fallback_used: false,
-            summarizer_skipped: false,
+            stats: PassStats::at(t.current_tokens(), t.len()),
             fallback_cause: None,
-            tokens_before: t.current_tokens(),
-            tokens_after: t.current_tokens(),
-            messages_before: t.len(),
-            messages_after: t.len(),
             exchange_tokens: 0,
             rolling_summary_tokens: plan.rolling_summary_tokens,
             cursor: None,
-            earliest_changed_index: None,
-            summary_tokens: 0,
-            duration: Duration::ZERO,
             regions: plan.regions.clone(),
             strict_alternation: cfg.strict_alternation,
             in_turn: crate::report::Resume::at(t),
@@ -162,7 +154,7 @@ impl Compressor {
         let result = self.run_pass(t, &mut job, &mut used).await;
         let assembled = match &job {
             Job::Micro { outcome, .. } => outcome.as_ref().map(micro::MicroOutcome::kind),
-            Job::Batch { .. } => None,
+            Job::Batch { .. } | Job::Undo { .. } => None,
         };
         let changed = matches!(result, Ok(Applied::Changed { .. }));
         report.settle(result, used, assembled, defrag, t);
@@ -191,8 +183,8 @@ impl Compressor {
                 "Micro-compaction defrag: rolling summary re-summarized"
             ),
             _ => tracing::info!(
-                before = report.messages_before,
-                after = report.messages_after,
+                before = report.stats.messages_before,
+                after = report.stats.messages_after,
                 "Micro-compaction: messages before -> after"
             ),
         }
@@ -241,11 +233,11 @@ impl Compressor {
     }
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {
-        report.duration = started.elapsed();
+        report.stats.duration = started.elapsed();
         report.cursor = self.rt.micro_state().cursor;
         let (passes_total, tokens_saved_total) = self
             .rt
-            .count_micro_pass(report.tokens_before as i64 - report.tokens_after as i64);
+            .count_micro_pass(report.stats.tokens_before as i64 - report.stats.tokens_after as i64);
         #[cfg(feature = "telemetry")]
         crate::events::emit_micro(
             self.session_id(),

@@ -1,23 +1,25 @@
 //! One-shot passes over a whole transcript, with no agent loop around them: what
 //! `hermes-compaction compact` and `session compact` run, and what a maintenance job would.
 //!
-//! [`Compressor::prune_only`] is one forced prune-only batch pass; [`Compressor::micro_run`]
-//! runs micro passes the way the agent-loop micro policy does (whole exchanges of earlier turns
-//! into the rolling summary, then the older part of the current turn into its progress marker)
-//! until nothing is absorbable or a pass limit is reached; [`Compressor::one_shot`] picks one
-//! of them (or a forced batch pass) and reports in one vocabulary. Every pass goes through the
+//! [`Compressor::one_shot`] makes the run its [`OneShot`] mode names: one forced batch pass
+//! (with an optional focus), one forced prune-only pass, or micro passes the way the
+//! agent-loop micro policy makes them (whole exchanges of earlier turns into the rolling
+//! summary, then the older part of the current turn into its progress marker, driven by
+//! [`HookOrder`](crate::driver::HookOrder), the one hook-order driver the simulator uses too) until
+//! nothing is absorbable or a pass limit is reached, and reports in one vocabulary. Every pass goes through the
 //! compressor's own path: planned, summarized, committed to the store when one is configured,
 //! applied, and emitted as a telemetry event. [`one_shot_session`] (feature `store`) runs
 //! one over a stored session and commits every pass.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use compaction_core::Transcript;
 
 use crate::compressor::Compressor;
 pub use crate::compressor::OneShot;
+use crate::driver::{HookOrder, Moment};
 use crate::report::PassFailure;
-use crate::report::{BatchReport, MicroReport, Outcome};
+use crate::report::{BatchReport, MicroReport, Outcome, PassReport, PassStats};
 use compaction_core::micro::MicroOutcomeKind;
 
 /// What a one-shot run ended with: the last pass's outcome, in the vocabulary of its kind.
@@ -77,31 +79,16 @@ pub struct OneShotReport {
     /// cause. A failed run left the transcript as it was after its last successful pass
     /// (and, with a store, committed exactly those passes).
     pub failure: Option<PassFailure>,
-    /// Passes that changed the transcript.
-    pub passes: u32,
-    /// Messages before the run.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
-    /// Tokens before the run (estimated).
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
+    /// The counts of the run: the stats of each pass [`add`](PassStats::add)ed to those of
+    /// the transcript it was given (passes that changed it, tokens and messages before and
+    /// after, the first index any pass rewrote, passes the fallback wrote and passes that did
+    /// not call the summarizer, tail outputs demoted, wall time of the whole run).
+    pub stats: PassStats,
     /// The compaction threshold in tokens.
     pub threshold_tokens: u64,
-    /// The first message index any pass rewrote.
-    pub earliest_changed_index: Option<usize>,
-    /// Tool outputs in the protected tail demoted as a last resort (batch only).
-    pub demoted_tail_outputs: usize,
-    /// Whether the extractive fallback wrote a summary.
-    pub fallback_used: bool,
-    /// Passes whose summary the extractive fallback wrote (the summarizer failed, or was
-    /// skipped while its circuit breaker was open).
-    pub fallback_passes: u32,
-    /// Of those, the passes that did not call the summarizer at all (breaker open).
-    pub skipped_passes: u32,
-    /// Wall time of the run.
-    pub duration: Duration,
+    /// The pass of a batch or prune run, with what only a batch pass says (its trigger,
+    /// regions, [`law_pass`](BatchReport::law_pass), prepared summary); `None` for a micro run.
+    pub batch: Option<BatchReport>,
     /// Why a micro run ended at or over the threshold (not the pass limit): where the
     /// tokens that micro does not rewrite are, in counts only, and what would go further.
     pub note: Option<String>,
@@ -113,52 +100,27 @@ impl OneShotReport {
             mode,
             outcome: OneShotOutcome::Batch(Outcome::NotNeeded),
             failure: None,
-            passes: 0,
-            messages_before: t.len(),
-            messages_after: t.len(),
-            tokens_before: t.current_tokens(),
-            tokens_after: t.current_tokens(),
+            stats: PassStats::at(t.current_tokens(), t.len()),
             threshold_tokens,
-            earliest_changed_index: None,
-            demoted_tail_outputs: 0,
-            fallback_used: false,
-            fallback_passes: 0,
-            skipped_passes: 0,
-            duration: Duration::ZERO,
+            batch: None,
             note: None,
         }
     }
 
-    /// Whether a pass failed (summarizer, store or plan), so the run did not do what was
-    /// asked.
-    pub fn failed(&self) -> bool {
-        self.failure.is_some()
-    }
-
-    /// The kind of the failure, when the run failed.
-    pub fn failure_kind(&self) -> Option<crate::FailureKind> {
-        self.failure.as_ref().map(|f| f.kind)
-    }
-
-    /// The failure's content-free cause (the store error's message), when it has one.
-    pub fn failure_cause(&self) -> Option<&str> {
-        self.failure.as_ref().and_then(|f| f.cause.as_deref())
-    }
-
     /// Whether the result is still at or over the compaction threshold.
     pub fn over_threshold(&self) -> bool {
-        self.tokens_after >= self.threshold_tokens
+        self.stats.tokens_after >= self.threshold_tokens
     }
 
     /// The warning for a run whose passes used the extractive fallback rather than the
     /// configured summarizer (it failed, or its circuit breaker was open), so a run that
     /// succeeded on the fallback says so. `None` when every summary came from the summarizer.
     pub fn fallback_warning(&self) -> Option<String> {
-        if self.fallback_passes == 0 {
+        if self.stats.fallback_passes == 0 {
             return None;
         }
-        let n = self.fallback_passes;
-        let skipped = match self.skipped_passes {
+        let n = self.stats.fallback_passes;
+        let skipped = match self.stats.skipped_passes {
             0 => String::new(),
             k => format!(
                 "; {k} of them did not call it (circuit breaker open after repeated failures, see auxiliary.compression.breaker_failures)"
@@ -182,10 +144,10 @@ impl OneShotReport {
     /// # let mut c = Compressor::builder(Config::default()).session("s1").build().unwrap();
     /// # let mut t = c.transcript(vec![Message::user("hi")]);
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
-    /// let mut report = rt.block_on(c.one_shot(&mut t));
+    /// let mut report = rt.block_on(c.one_shot(&mut t, OneShot::batch()));
     /// assert_eq!(report.failure_line(), None);
     /// // What a run that committed one pass and then lost its store reports:
-    /// report.passes = 1;
+    /// report.stats.passes = 1;
     /// report.failure = Some(PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()), store_generation: None });
     /// let line = report.failure_line().unwrap();
     /// assert!(line.starts_with("the batch pass failed after 1 successful pass: "), "{line}");
@@ -193,7 +155,7 @@ impl OneShotReport {
     /// ```
     pub fn failure_line(&self) -> Option<String> {
         let f = self.failure.as_ref()?;
-        let earlier = match self.passes {
+        let earlier = match self.stats.passes {
             0 => String::new(),
             n => format!(
                 " after {n} successful pass{}",
@@ -206,17 +168,28 @@ impl OneShotReport {
         ))
     }
 
-    fn changed_at(&mut self, index: Option<usize>) {
-        if let Some(i) = index {
-            self.earliest_changed_index = Some(self.earliest_changed_index.map_or(i, |e| e.min(i)));
-        }
+    /// The run's one batch or prune pass, added.
+    fn add_batch(&mut self, r: BatchReport) {
+        self.failure = r.failure.clone();
+        self.stats.add(&r.stats);
+        self.batch = Some(r);
     }
 
     fn end(mut self, t: &Transcript, started: Instant) -> OneShotReport {
-        self.messages_after = t.len();
-        self.tokens_after = t.current_tokens();
-        self.duration = started.elapsed();
+        self.stats.messages_after = t.len();
+        self.stats.tokens_after = t.current_tokens();
+        self.stats.duration = started.elapsed();
         self
+    }
+}
+
+impl PassReport for OneShotReport {
+    fn stats(&self) -> &PassStats {
+        &self.stats
+    }
+
+    fn failure(&self) -> Option<&PassFailure> {
+        self.failure.as_ref()
     }
 }
 
@@ -230,15 +203,16 @@ impl std::fmt::Display for OneShotReport {
             "mode={} outcome={} passes={} messages={}->{} tokens={}->{} earliest_changed={} demoted_tail_outputs={} ms={} threshold={} over_threshold={}",
             self.mode,
             self.outcome,
-            self.passes,
-            self.messages_before,
-            self.messages_after,
-            self.tokens_before,
-            self.tokens_after,
-            self.earliest_changed_index
+            self.stats.passes,
+            self.stats.messages_before,
+            self.stats.messages_after,
+            self.stats.tokens_before,
+            self.stats.tokens_after,
+            self.stats
+                .earliest_changed_index
                 .map_or("-".to_owned(), |i| i.to_string()),
-            self.demoted_tail_outputs,
-            self.duration.as_millis(),
+            self.stats.demoted_tail_outputs,
+            self.stats.duration.as_millis(),
             self.threshold_tokens,
             self.over_threshold(),
         )
@@ -335,9 +309,8 @@ pub enum SessionOneShotError {
     Config(#[from] crate::config::ConfigError),
 }
 
-/// Runs the one-shot run `builder` is for
-/// ([`CompressorBuilder::one_shot`](crate::CompressorBuilder::one_shot), a batch pass unless
-/// given) over stored session `session`, committing every pass: what `hermes-compaction session
+/// Runs the one-shot run `mode` over stored session `session` (the compressor is built for it:
+/// [`CompressorBuilder::one_shot`](crate::CompressorBuilder::one_shot)), committing every pass: what `hermes-compaction session
 /// compact` and a maintenance job do. The session is loaded in one snapshot
 /// ([`Persistence::load`](crate::compressor::Persistence::load)), the compressor is built
 /// from `builder` with the session's id and one [`Persistence`](crate::compressor::Persistence)
@@ -350,7 +323,7 @@ pub enum SessionOneShotError {
 /// use hermes_compaction::core::{Message, ToolCall};
 /// use hermes_compaction::oneshot::one_shot_session;
 /// use hermes_compaction::store::{Store, TranscriptStore};
-/// use hermes_compaction::{Compressor, Config, OneShot};
+/// use hermes_compaction::{Compressor, Config, OneShot, PassReport};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
@@ -365,8 +338,8 @@ pub enum SessionOneShotError {
 /// store.import_session("s1", &mut messages).await.unwrap();
 /// let mut config = Config::default();
 /// config.model.context_length = 16_000;
-/// let builder = Compressor::builder(config).one_shot(OneShot::Prune);
-/// let run = one_shot_session(builder, store.clone(), "s1").await.unwrap();
+/// let builder = Compressor::builder(config);
+/// let run = one_shot_session(builder, store.clone(), "s1", OneShot::Prune).await.unwrap();
 /// assert!(!run.report.failed());
 /// assert_eq!((run.generation_before, run.generation_after), (0, 1));
 /// assert_eq!(store.generation("s1").await.unwrap(), 1);
@@ -374,7 +347,7 @@ pub enum SessionOneShotError {
 /// assert!(run.to_string().ends_with(" generation=0->1"));
 /// // An unknown session is an error, not a report.
 /// let builder = Compressor::builder(Config::default());
-/// assert!(one_shot_session(builder, store, "s2").await.is_err());
+/// assert!(one_shot_session(builder, store, "s2", OneShot::batch()).await.is_err());
 /// # });
 /// ```
 #[cfg(feature = "store")]
@@ -382,13 +355,18 @@ pub async fn one_shot_session(
     builder: crate::CompressorBuilder,
     store: std::sync::Arc<dyn compaction_store::TranscriptStore>,
     session: &str,
+    mode: OneShot,
 ) -> Result<SessionOneShot, SessionOneShotError> {
     let (persistence, messages) = crate::compressor::Persistence::load(store, session).await?;
     let generation_before = persistence.generation;
-    let mut c = builder.session(session).store(persistence).build()?;
+    let mut c = builder
+        .session(session)
+        .store(persistence)
+        .one_shot(mode.clone())
+        .build()?;
     let mut t = c.transcript(messages);
-    let report = c.one_shot(&mut t).await;
-    let counted = c.store_generation().unwrap_or(generation_before);
+    let report = c.one_shot(&mut t, mode).await;
+    let counted = c.status().store_generation.unwrap_or(generation_before);
     // After a failed commit, what the store said it holds (asked once, by the pass runner).
     let (generation_after, generation_confirmed) =
         match report.failure.as_ref().and_then(|f| f.store_generation) {
@@ -406,10 +384,66 @@ pub async fn one_shot_session(
 }
 
 impl Compressor {
+    /// A one-shot run over `t` with no agent loop around it (see the [module](self)
+    /// documentation): one forced batch pass (with its focus), one forced prune-only pass, or
+    /// micro passes until nothing is absorbable (at most `max_passes` that change the
+    /// transcript). Every pass goes through the compressor's own path (planned, summarized,
+    /// committed with a store, applied, emitted as telemetry) and the report speaks one
+    /// vocabulary whatever the mode.
+    ///
+    /// A micro run needs `compression.micro_compact` (a compressor built with
+    /// [`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot) for a
+    /// micro run has it); without it the report says `disabled`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hermes_compaction::core::{Estimator, Message, ToolCall};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::{Compressor, Config, OneShot};
+    ///
+    /// let mut msgs = vec![Message::system("You are a coding agent.")];
+    /// for i in 0..30 {
+    ///     let id = format!("call_{i}");
+    ///     msgs.push(Message::user(format!("request {i}: run the tests")));
+    ///     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "shell", "{}")]));
+    ///     msgs.push(Message::tool_result(&id, "ok\n".repeat(2_000)));
+    ///     msgs.push(Message::assistant(format!("request {i} done")));
+    /// }
+    /// let mut config = Config::default();
+    /// config.model.context_length = 16_000;
+    /// let mut c = Compressor::builder(config)
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .build()
+    ///     .unwrap();
+    /// let mut t = c.transcript(msgs);
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let r = rt.block_on(c.one_shot(&mut t, OneShot::Prune));
+    /// assert_eq!((r.outcome.as_str(), r.stats.passes), ("pruned", 1));
+    /// let r = rt.block_on(c.one_shot(&mut t, OneShot::Batch { focus: Some("request 29".into()) }));
+    /// assert_eq!(r.outcome.as_str(), "summarized");
+    /// assert!(r.stats.tokens_after < r.stats.tokens_before);
+    /// ```
+    pub async fn one_shot(&mut self, t: &mut Transcript, mode: OneShot) -> OneShotReport {
+        let started = Instant::now();
+        let mut report = OneShotReport::start(mode.without_focus(), t, self.threshold_tokens());
+        let r = match mode {
+            OneShot::Micro { max_passes } => return self.micro_run(t, max_passes).await,
+            OneShot::Batch { focus } => self.compress(t, focus).await,
+            OneShot::Prune => self.prune_only(t).await,
+        };
+        report.outcome = match (&report.mode, r.outcome) {
+            (OneShot::Prune, Outcome::NotNeeded) => OneShotOutcome::NothingToPrune,
+            (_, o) => OneShotOutcome::Batch(o),
+        };
+        report.add_batch(r);
+        report.end(t, started)
+    }
+
     /// One forced prune-only pass: old tool outputs and long arguments shortened, no
     /// summarizer. Committed (with a store), applied and reported like any batch pass
     /// (trigger `Manual`, outcome `Pruned` or why not).
-    pub async fn prune_only(&mut self, t: &mut Transcript) -> BatchReport {
+    async fn prune_only(&mut self, t: &mut Transcript) -> BatchReport {
         self.rt.prune_next(true);
         let report = self.compress(t, None).await;
         self.rt.prune_next(false);
@@ -427,11 +461,7 @@ impl Compressor {
     /// `compression.micro_compact` (a compressor built with
     /// [`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot) for a
     /// micro run has it); without it the report says `disabled`.
-    pub async fn micro_run(
-        &mut self,
-        t: &mut Transcript,
-        max_passes: Option<u32>,
-    ) -> OneShotReport {
+    async fn micro_run(&mut self, t: &mut Transcript, max_passes: Option<u32>) -> OneShotReport {
         let started = Instant::now();
         let mut report =
             OneShotReport::start(OneShot::Micro { max_passes }, t, self.threshold_tokens());
@@ -441,7 +471,7 @@ impl Compressor {
         }
         report.outcome = OneShotOutcome::Micro(MicroOutcomeKind::Noop);
         let mut report = self.micro_replay(t, max_passes, report).await;
-        let limited = max_passes.is_some_and(|m| report.passes >= m);
+        let limited = max_passes.is_some_and(|m| report.stats.passes >= m);
         if !limited && !report.failed() && t.current_tokens() >= self.threshold_tokens() {
             report.note = Some(self.micro_shortfall(t, report.outcome));
         }
@@ -493,21 +523,21 @@ impl Compressor {
             .min((t.len() as u32).saturating_mul(2).saturating_add(4));
         let messages =
             std::mem::replace(t, Transcript::new(Vec::new(), self.counter())).into_messages();
-        let mut in_turn = false;
+        let mut order = HookOrder::default();
         let mut going = limit > 0;
         for m in messages {
-            let moment = if m.is_user() {
-                std::mem::replace(&mut in_turn, true).then_some(false)
-            } else if m.is_assistant() && t.messages().last().is_some_and(|l| l.is_tool()) {
-                Some(true)
-            } else {
-                None
-            };
-            if going && let Some(in_turn) = moment {
-                going = self
-                    .micro_step(t, in_turn, limit, &mut report)
-                    .await
-                    .is_some();
+            for moment in order.before(t, &m) {
+                let in_turn = match moment {
+                    Moment::TurnEnd => false,
+                    Moment::ToolRound => true,
+                    Moment::Request => continue,
+                };
+                if going {
+                    going = self
+                        .micro_step(t, in_turn, limit, &mut report)
+                        .await
+                        .is_some();
+                }
             }
             t.push(m, self.counter());
         }
@@ -541,23 +571,17 @@ impl Compressor {
         let Some(r) = self.micro_due(t, in_turn).await else {
             return Some(false);
         };
-        if r.fallback_used {
-            report.fallback_used = true;
-            report.fallback_passes += 1;
-        }
-        report.skipped_passes += u32::from(r.summarizer_skipped);
+        report.stats.add(&r.stats);
         if r.failure.is_some() {
             report.outcome = OneShotOutcome::Micro(r.outcome);
             report.failure = r.failure;
             return None;
         }
-        if r.earliest_changed_index.is_some() {
+        if r.stats.passes > 0 {
             report.outcome = OneShotOutcome::Micro(r.outcome);
-            report.passes += 1;
-            report.changed_at(r.earliest_changed_index);
-            return (report.passes < limit).then_some(true);
+            return (report.stats.passes < limit).then_some(true);
         }
-        if report.passes == 0 {
+        if report.stats.passes == 0 {
             report.outcome = OneShotOutcome::Micro(r.outcome);
         }
         // A skipped exchange or a rejected defrag: the next attempt moves on.
@@ -580,46 +604,6 @@ impl Compressor {
             }
         }
         None
-    }
-
-    /// The one-shot run the compressor was built for
-    /// ([`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot), a
-    /// batch pass unless given) over `t` (see the [module](self) documentation).
-    pub async fn one_shot(&mut self, t: &mut Transcript) -> OneShotReport {
-        self.one_shot_with_focus(t, None).await
-    }
-
-    /// [`one_shot`](Self::one_shot) with a focus topic for a batch pass, as
-    /// [`compress`](Self::compress) takes one (the summary keeps what concerns it in full
-    /// detail; it is redacted and bounded before it reaches the summarizer). Prune and micro
-    /// runs have no summary to focus and ignore it.
-    pub async fn one_shot_with_focus(
-        &mut self,
-        t: &mut Transcript,
-        focus: Option<String>,
-    ) -> OneShotReport {
-        let mode = self.one_shot_mode();
-        let started = Instant::now();
-        let mut report = OneShotReport::start(mode, t, self.threshold_tokens());
-        let r = match mode {
-            OneShot::Micro { max_passes } => return self.micro_run(t, max_passes).await,
-            OneShot::Batch => self.compress(t, focus).await,
-            OneShot::Prune => self.prune_only(t).await,
-        };
-        report.outcome = match (mode, r.outcome) {
-            (OneShot::Prune, Outcome::NotNeeded) => OneShotOutcome::NothingToPrune,
-            (_, o) => OneShotOutcome::Batch(o),
-        };
-        report.failure = r.failure;
-        if matches!(r.outcome, Outcome::Summarized | Outcome::Pruned) {
-            report.passes = 1;
-        }
-        report.changed_at(r.earliest_changed_index);
-        report.demoted_tail_outputs = r.demoted_tail_outputs;
-        report.fallback_used = r.fallback_used;
-        report.fallback_passes = u32::from(r.fallback_used);
-        report.skipped_passes = u32::from(r.summarizer_skipped);
-        report.end(t, started)
     }
 }
 
@@ -678,24 +662,25 @@ mod tests {
             .unwrap()
     }
 
-    fn run(c: &mut Compressor, t: &mut Transcript) -> OneShotReport {
+    fn run(c: &mut Compressor, t: &mut Transcript, mode: OneShot) -> OneShotReport {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(c.one_shot(t))
+        rt.block_on(c.one_shot(t, mode))
     }
 
     #[test]
     fn prune_only_never_summarizes_and_then_finds_nothing() {
-        let mut c = compressor(OneShot::Prune);
+        let mode = OneShot::Prune;
+        let mut c = compressor(mode.clone());
         let mut t = c.transcript(session(30, 6_000));
-        let r = run(&mut c, &mut t);
-        assert_eq!((r.outcome.as_str(), r.passes), ("pruned", 1), "{r:?}");
-        assert!(r.tokens_after < r.tokens_before);
+        let r = run(&mut c, &mut t, mode.clone());
+        assert_eq!((r.outcome.as_str(), r.stats.passes), ("pruned", 1), "{r:?}");
+        assert!(r.stats.tokens_after < r.stats.tokens_before);
         assert!(t.messages().iter().all(|m| marker::classify(m).is_none()));
-        let again = run(&mut c, &mut t);
+        let again = run(&mut c, &mut t, OneShot::Prune);
         assert_eq!(
-            (again.outcome, again.passes),
+            (again.outcome, again.stats.passes),
             (OneShotOutcome::NothingToPrune, 0)
         );
     }
@@ -703,11 +688,11 @@ mod tests {
     #[test]
     fn micro_absorbs_inside_a_long_single_turn() {
         let mode = OneShot::Micro { max_passes: None };
-        let mut c = compressor(mode);
+        let mut c = compressor(mode.clone());
         let mut t = c.transcript(single_turn(60));
-        let r = run(&mut c, &mut t);
-        assert!(r.passes > 0, "{r:?}");
-        assert!(r.tokens_after < r.tokens_before, "{r:?}");
+        let r = run(&mut c, &mut t, mode.clone());
+        assert!(r.stats.passes > 0, "{r:?}");
+        assert!(r.stats.tokens_after < r.stats.tokens_before, "{r:?}");
         assert!(
             t.messages()
                 .iter()
@@ -721,21 +706,21 @@ mod tests {
         let mode = OneShot::Micro {
             max_passes: Some(1),
         };
-        let mut c = compressor(mode);
+        let mut c = compressor(mode.clone());
         let mut t = c.transcript(single_turn(120));
-        let r = run(&mut c, &mut t);
-        assert_eq!(r.passes, 1, "{r:?}");
+        let r = run(&mut c, &mut t, mode.clone());
+        assert_eq!(r.stats.passes, 1, "{r:?}");
         assert!(r.over_threshold(), "{r:?}");
     }
 
     #[test]
     fn micro_without_the_switch_is_disabled() {
-        let mut c = compressor(OneShot::Batch);
+        let mut c = compressor(OneShot::batch());
         let mut t = c.transcript(session(30, 6_000));
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        let r = rt.block_on(c.micro_run(&mut t, None));
-        assert_eq!((r.outcome, r.passes), (OneShotOutcome::Disabled, 0));
+        let r = rt.block_on(c.one_shot(&mut t, OneShot::Micro { max_passes: None }));
+        assert_eq!((r.outcome, r.stats.passes), (OneShotOutcome::Disabled, 0));
     }
 }

@@ -19,7 +19,7 @@ use crate::report::{FailureKind, PassFailure};
 /// use hermes_compaction::core::{Estimator, Message};
 /// use hermes_compaction::llm::ExtractiveSummarizer;
 /// use hermes_compaction::store::Store;
-/// use hermes_compaction::{Compressor, Config};
+/// use hermes_compaction::{Compressor, Config, OneShot};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// // One store per deployment (a file path, `sqlite:` or `postgres://` URL), one session per
@@ -41,7 +41,7 @@ use crate::report::{FailureKind, PassFailure};
 /// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
 /// // Every pass commits to the store (archive_and_compact) before it changes `t`; `flush`
 /// // persists what the agent appended.
-/// c.compress(&mut t, None).await;
+/// c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
 /// c.flush(&mut t).await.unwrap();
 /// # });
 /// ```

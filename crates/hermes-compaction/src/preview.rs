@@ -6,21 +6,24 @@ use compaction_core::batch::{self, BatchRequest};
 use compaction_core::micro;
 pub use compaction_core::preview::{Fate, MessagePreview, PlannedSummary, Preview, PreviewKind};
 
-use crate::compressor::Compressor;
+use crate::compressor::{Compressor, OneShot};
 use crate::config::ReclaimGate;
 
 impl Compressor {
-    /// The batch pass [`compress`](Self::compress) would run on `t` now (forced, with the
-    /// compressor's settings and state), as a [`Preview`]: every message's fate, the summaries
-    /// it would write, tokens before and after (each summary estimated from
-    /// `summary_max_tokens`). Calls no summarizer, writes nothing, changes no state.
+    /// What [`one_shot`](Self::one_shot)`(t, mode)` would do first on `t` now (with the
+    /// compressor's settings and state), as a [`Preview`]: every message's fate, the
+    /// summaries it would write, tokens before and after (each summary estimated from
+    /// `summary_max_tokens`). A batch preview is the forced batch pass (its focus changes no
+    /// fate and is ignored); a prune preview the prune-only pass; a micro preview the micro
+    /// pass the next [`finalize_turn`](Self::finalize_turn) would make (the reclaim gate as
+    /// configured). Calls no summarizer, writes nothing, changes no state.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use hermes_compaction::core::{Estimator, Message};
     /// use hermes_compaction::llm::ExtractiveSummarizer;
     /// use hermes_compaction::preview::Fate;
-    /// use hermes_compaction::{Compressor, Config};
+    /// use hermes_compaction::{Compressor, Config, OneShot};
     ///
     /// let mut config = Config::default();
     /// config.model.context_length = 16_000;
@@ -36,23 +39,21 @@ impl Compressor {
     ///     msgs.push(Message::assistant(format!("answer {i}: {}", "done ".repeat(80))));
     /// }
     /// let t = c.transcript(msgs);
-    /// let p = c.preview(&t);
+    /// let p = c.preview(&t, OneShot::batch());
     /// assert!(p.messages.iter().any(|m| matches!(m.fate, Fate::Summarized { .. })));
     /// assert!(p.tokens_after < p.tokens_before);
+    /// // Nothing to prune in a conversation without tool outputs.
+    /// assert_eq!(c.preview(&t, OneShot::Prune).tokens_after, p.tokens_before);
     /// ```
-    pub fn preview(&self, t: &Transcript) -> Preview {
-        self.preview_batch(t, false)
+    pub fn preview(&self, t: &Transcript, mode: OneShot) -> Preview {
+        match mode {
+            OneShot::Batch { .. } => self.preview_batch(t, false),
+            OneShot::Prune => self.preview_batch(t, true),
+            OneShot::Micro { .. } => self.preview_micro(t),
+        }
     }
 
-    /// The prune-only pass [`prune_only`](Self::prune_only) would run now, as a [`Preview`].
-    pub fn preview_prune(&self, t: &Transcript) -> Preview {
-        self.preview_batch(t, true)
-    }
-
-    /// The micro pass [`finalize_turn`](Self::finalize_turn) would run now (with the
-    /// compressor's micro state and reclaim gate), as a [`Preview`]; the new rolling summary is
-    /// estimated at the size of the current one.
-    pub fn preview_micro(&self, t: &Transcript) -> Preview {
+    fn preview_micro(&self, t: &Transcript) -> Preview {
         let mut cfg = self.micro_settings().clone();
         if self.config().compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
             cfg.min_reclaim_tokens = self.cache_gate(t);

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use compaction_core::Transcript;
+pub use compaction_core::stats::PassStats;
 
 use compaction_llm::ErrorClass;
 
@@ -12,6 +13,10 @@ use compaction_llm::ErrorClass;
 pub enum Trigger {
     /// The planned check before a model request.
     BeforeRequest,
+    /// The model asked for a compaction ([`Compressor::request_compaction`](crate::Compressor::request_compaction));
+    /// made at the next request, even below the threshold, but it waits out a failure
+    /// cooldown or an anti-thrash pause like an automatic pass.
+    Requested,
     /// Real usage after a response was over the threshold.
     Usage,
     /// The provider rejected a request as too large.
@@ -20,6 +25,25 @@ pub enum Trigger {
     Manual,
     /// Proactive prune below the threshold.
     Proactive,
+}
+
+impl Trigger {
+    /// Whether a pass with this trigger is made even below the threshold: the user's or the
+    /// model's request, the provider's refusal and the proactive prune are; the planned check
+    /// and the usage check compact only when over it.
+    ///
+    /// ```
+    /// use hermes_compaction::Trigger;
+    ///
+    /// assert!(Trigger::Manual.forces() && Trigger::Overflow.forces());
+    /// assert!(!Trigger::BeforeRequest.forces() && !Trigger::Usage.forces());
+    /// ```
+    pub fn forces(self) -> bool {
+        match self {
+            Trigger::BeforeRequest | Trigger::Usage => false,
+            Trigger::Requested | Trigger::Overflow | Trigger::Manual | Trigger::Proactive => true,
+        }
+    }
 }
 
 /// What a batch attempt did.
@@ -300,6 +324,95 @@ pub(crate) struct SummaryUse {
     pub summary_tokens: u64,
 }
 
+impl SummaryUse {
+    /// Writes what the summarizer did into a report's stats and fallback cause.
+    fn settle(self, stats: &mut PassStats, fallback_cause: &mut Option<ErrorClass>) {
+        stats.fallback_passes = u32::from(self.fallback_used);
+        stats.skipped_passes = u32::from(self.summarizer_skipped);
+        stats.summary_tokens = self.summary_tokens;
+        *fallback_cause = self.fallback_cause;
+    }
+}
+
+/// What every pass report says the same way: its counts and its failure, and the
+/// questions asked of them, answered once for every report ([`BatchReport`],
+/// [`MicroReport`], [`OneShotReport`](crate::OneShotReport)).
+///
+/// ```
+/// use hermes_compaction::{FailureKind, PassFailure, PassReport};
+/// # use std::sync::Arc;
+/// # use hermes_compaction::core::Message;
+/// # use hermes_compaction::{Compressor, Config, OneShot};
+/// # let mut c = Compressor::builder(Config::default()).session("s1").build().unwrap();
+/// # let mut t = c.transcript(vec![Message::user("hi")]);
+/// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+/// let mut report = rt.block_on(c.one_shot(&mut t, OneShot::batch()));
+/// assert!(!report.failed());
+/// report.failure = Some(PassFailure { kind: FailureKind::Store, cause: Some("disk full".into()), store_generation: None });
+/// assert_eq!(report.failure_kind(), Some(FailureKind::Store));
+/// assert_eq!(report.failure_cause(), Some("disk full"));
+/// ```
+pub trait PassReport {
+    /// The counts.
+    fn stats(&self) -> &PassStats;
+
+    /// Why the pass (or run) failed, when it did.
+    fn failure(&self) -> Option<&PassFailure>;
+
+    /// Whether the pass could not do what was asked: the summarizer (and the extractive
+    /// fallback, when configured), the store or the plan failed, and
+    /// [`failure`](Self::failure) says which and why. True also for an overflow pass applied
+    /// in memory without its commit. Not a failure: a pass with nothing to do, gated or
+    /// skipped. A command line exits non-zero on it.
+    fn failed(&self) -> bool {
+        self.failure().is_some()
+    }
+
+    /// The kind of the failure, when there was one.
+    fn failure_kind(&self) -> Option<FailureKind> {
+        self.failure().map(|f| f.kind)
+    }
+
+    /// The failure's content-free cause (the store error's message), when it has one.
+    fn failure_cause(&self) -> Option<&str> {
+        self.failure().and_then(|f| f.cause.as_deref())
+    }
+}
+
+impl PassReport for BatchReport {
+    fn stats(&self) -> &PassStats {
+        &self.stats
+    }
+
+    fn failure(&self) -> Option<&PassFailure> {
+        self.failure.as_ref()
+    }
+}
+
+impl PassReport for MicroReport {
+    fn stats(&self) -> &PassStats {
+        &self.stats
+    }
+
+    fn failure(&self) -> Option<&PassFailure> {
+        self.failure.as_ref()
+    }
+}
+
+/// A pass's stats once it changed `t`: one pass, ending at `earliest` and at `t`'s size.
+trait Changed {
+    fn changed(&mut self, earliest: Option<usize>, t: &Transcript);
+}
+
+impl Changed for PassStats {
+    fn changed(&mut self, earliest: Option<usize>, t: &Transcript) {
+        self.earliest_changed_index = earliest;
+        self.tokens_after = t.current_tokens();
+        self.messages_after = t.len();
+        self.passes = u32::from(earliest.is_some());
+    }
+}
+
 /// The result of one batch attempt. Counts only, never content.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BatchReport {
@@ -310,36 +423,19 @@ pub struct BatchReport {
     /// Why it failed, when it did (also set for an overflow pass applied without its
     /// commit, see [`applied_unpersisted`](Self::applied_unpersisted)).
     pub failure: Option<PassFailure>,
-    /// Tokens before (calibrated when available) and after (estimated).
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before and after.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
+    /// The counts: tokens and messages before and after, the first index rewritten, whether
+    /// the fallback wrote the summary (`fallback_passes`) or the summarizer was skipped
+    /// (`skipped_passes`: its circuit breaker open, or the pass's deadline passed), tail
+    /// outputs demoted, summarizer usage, wall time.
+    pub stats: PassStats,
     /// Threshold in tokens.
     pub threshold_tokens: u64,
-    /// First message index the pass rewrote (where the prompt cache breaks).
-    pub earliest_changed_index: Option<usize>,
-    /// Whether the extractive fallback produced a summary.
-    pub fallback_used: bool,
-    /// Whether the summarizer was skipped because its circuit breaker is open (repeated or
-    /// slow transient failures; `auxiliary.compression.breaker_failures`) or the pass's
-    /// deadline had passed.
-    pub summarizer_skipped: bool,
     /// When the fallback wrote a summary: the class of the summarizer's failure it answered
     /// (`echoed_prompt`, `transient`, ...; for a skipped call, the failure that opened the
     /// breaker).
     pub fallback_cause: Option<ErrorClass>,
-    /// Tool outputs demoted inside the tail as a last resort (law 1 exception).
-    pub demoted_tail_outputs: usize,
     /// Whether prune-only was tried and rejected in favour of a summary.
     pub fell_through: bool,
-    /// Summarizer usage, when reported.
-    pub summary_tokens: u64,
-    /// Wall time of the attempt.
-    pub duration: Duration,
     /// The partition the pass was planned with (what it promised not to touch).
     pub regions: Option<compaction_core::regions::Regions>,
     /// The pass was applied to the transcript although the store failed to persist it (an
@@ -462,23 +558,6 @@ pub struct PreparedTotals {
 }
 
 impl BatchReport {
-    /// Whether the pass could not do what was asked: the summarizer, the store or the plan
-    /// failed ([`failure`](Self::failure) says which and why). True also for an overflow pass
-    /// applied in memory without its commit. A command line exits non-zero on it.
-    pub fn failed(&self) -> bool {
-        self.failure.is_some()
-    }
-
-    /// The kind of the failure, when the pass failed.
-    pub fn failure_kind(&self) -> Option<FailureKind> {
-        self.failure.as_ref().map(|f| f.kind)
-    }
-
-    /// The failure's content-free cause (the store error's message), when it has one.
-    pub fn failure_cause(&self) -> Option<&str> {
-        self.failure.as_ref().and_then(|f| f.cause.as_deref())
-    }
-
     /// The outcome, failure and summarizer fields from the pass runner's one result:
     /// `planned` (summarized or pruned) once applied, `no_gain`, or `failed` with its
     /// failure.
@@ -489,10 +568,7 @@ impl BatchReport {
         used: SummaryUse,
         t: &Transcript,
     ) {
-        self.fallback_used = used.fallback_used;
-        self.summarizer_skipped = used.summarizer_skipped;
-        self.fallback_cause = used.fallback_cause;
-        self.summary_tokens = used.summary_tokens;
+        used.settle(&mut self.stats, &mut self.fallback_cause);
         match result {
             Ok(Applied::NoGain) => self.outcome = Outcome::NoGain,
             Ok(Applied::Changed {
@@ -500,11 +576,9 @@ impl BatchReport {
                 unpersisted,
             }) => {
                 self.outcome = planned;
-                self.earliest_changed_index = earliest_changed_index;
+                self.stats.changed(earliest_changed_index, t);
                 self.applied_unpersisted = unpersisted.is_some();
                 self.failure = unpersisted;
-                self.tokens_after = t.current_tokens();
-                self.messages_after = t.len();
             }
             Err(f) => {
                 self.outcome = Outcome::Failed;
@@ -522,7 +596,7 @@ impl BatchReport {
     /// use std::sync::Arc;
     /// use hermes_compaction::core::{laws, Estimator, Message, ToolCall};
     /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::{Compressor, Config};
+    /// use hermes_compaction::{Compressor, Config, OneShot};
     ///
     /// let mut msgs = vec![Message::system("sys")];
     /// for i in 0..40 {
@@ -542,8 +616,8 @@ impl BatchReport {
     ///     .unwrap();
     /// let mut t = c.transcript(msgs.clone());
     /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// let report = rt.block_on(c.compress(&mut t, None));
-    /// assert!(laws::check(&msgs, t.messages(), &report.law_pass(), c.counter()).is_empty());
+    /// let report = rt.block_on(c.one_shot(&mut t, OneShot::batch())).batch.unwrap();
+    /// assert!(laws::check(&msgs, t.messages(), &report.law_pass(), c.status().counter).is_empty());
     /// ```
     pub fn law_pass(&self) -> compaction_core::laws::Pass {
         use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
@@ -564,7 +638,7 @@ impl BatchReport {
         Pass::new(kind, protected).with_options(LawOptions {
             strict_alternation: self.strict_alternation,
             expect_progress: changed,
-            tail_demotion_reported: changed && self.demoted_tail_outputs > 0,
+            tail_demotion_reported: changed && self.stats.demoted_tail_outputs > 0,
         })
     }
 }
@@ -580,37 +654,20 @@ pub struct MicroReport {
     /// Why the summarizer, store or plan failed, when it did (with the store error's
     /// content-free message as its cause).
     pub failure: Option<PassFailure>,
-    /// The summarizer failed with a non-fatal error and the extractive fallback
-    /// (`compression.fallback_to_extractive`) made the summary, as in a batch pass.
-    pub fallback_used: bool,
-    /// The summarizer was skipped because its circuit breaker is open (repeated or slow
-    /// transient failures; `auxiliary.compression.breaker_failures`) or the pass's deadline
-    /// had passed.
-    pub summarizer_skipped: bool,
+    /// The counts, as for a batch pass ([`BatchReport::stats`]): the fallback wrote the
+    /// summary when the summarizer failed with a non-fatal error
+    /// (`compression.fallback_to_extractive`).
+    pub stats: PassStats,
     /// When the fallback wrote the summary: the class of the summarizer's failure it answered
     /// (an echo of the prompt is `echoed_prompt`; for a skipped call, the failure that opened
     /// the breaker). A pass the fallback wrote is never reported as the summarizer's.
     pub fallback_cause: Option<ErrorClass>,
-    /// Tokens before and after.
-    pub tokens_before: u64,
-    /// Tokens after.
-    pub tokens_after: u64,
-    /// Messages before and after.
-    pub messages_before: usize,
-    /// Messages after.
-    pub messages_after: usize,
     /// Tokens of the absorbed exchanges.
     pub exchange_tokens: u64,
     /// Estimated tokens of the rolling summary after the pass.
     pub rolling_summary_tokens: u64,
     /// The cursor after the pass.
     pub cursor: Option<usize>,
-    /// First message index the pass rewrote.
-    pub earliest_changed_index: Option<usize>,
-    /// Summarizer usage, when reported.
-    pub summary_tokens: u64,
-    /// Wall time.
-    pub duration: Duration,
     /// The partition the pass was planned with.
     pub regions: compaction_core::regions::Regions,
     /// The strict-alternation option the pass ran with (what laws 3 and 4 demand of it).
@@ -620,26 +677,6 @@ pub struct MicroReport {
 }
 
 impl MicroReport {
-    /// Whether the pass could not do what was asked: the summarizer (and the extractive
-    /// fallback, when configured), the store or the plan failed; the transcript is unchanged
-    /// and [`failure`](Self::failure) says which (outcome `summarize_failed`, `store_failed`,
-    /// or `defrag_failed` for a failed defrag call). Not a failure: noop, gated, an exchange
-    /// skipped after earlier failures, a defrag output that was merely not short enough. A
-    /// command line exits non-zero on it.
-    pub fn failed(&self) -> bool {
-        self.failure.is_some()
-    }
-
-    /// The kind of the failure, when the pass failed.
-    pub fn failure_kind(&self) -> Option<FailureKind> {
-        self.failure.as_ref().map(|f| f.kind)
-    }
-
-    /// The failure's content-free cause (the store error's message), when it has one.
-    pub fn failure_cause(&self) -> Option<&str> {
-        self.failure.as_ref().and_then(|f| f.cause.as_deref())
-    }
-
     /// The outcome, failure and summarizer fields from the pass runner's one result:
     /// core's outcome of what was applied or rejected (`defrag_failed` for a defrag that did
     /// not shrink enough), or the failure's outcome (`summarize_failed`, `defrag_failed` for
@@ -652,10 +689,7 @@ impl MicroReport {
         defrag: bool,
         t: &Transcript,
     ) {
-        self.fallback_used = used.fallback_used;
-        self.summarizer_skipped = used.summarizer_skipped;
-        self.fallback_cause = used.fallback_cause;
-        self.summary_tokens = used.summary_tokens;
+        used.settle(&mut self.stats, &mut self.fallback_cause);
         match result {
             Ok(applied) => {
                 self.outcome = assembled.unwrap_or(MicroOutcomeKind::Noop);
@@ -664,9 +698,7 @@ impl MicroReport {
                     ..
                 } = applied
                 {
-                    self.earliest_changed_index = earliest_changed_index;
-                    self.tokens_after = t.current_tokens();
-                    self.messages_after = t.len();
+                    self.stats.changed(earliest_changed_index, t);
                 }
             }
             Err(f) => {

@@ -4,9 +4,9 @@
 
 /// Durable anti-thrash and cooldown state.
 ///
-/// It survives a restart through the store: [`Compressor::save_state`](crate::Compressor::save_state) writes it into the
+/// It survives a restart through the store: [`Compressor::flush`](crate::Compressor::flush) writes it into the
 /// session's [`CompactionState`](compaction_store::CompactionState) (mapping:
-/// [`ThrashState::write_to`]) and [`Compressor::load_state`](crate::Compressor::load_state) reads it back.
+/// [`ThrashState::write_to`]) and [`Compressor::reload`](crate::Compressor::reload) reads it back.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThrashState {
     /// Whether the session has been compacted (head protection decays).
@@ -33,7 +33,7 @@ impl ThrashState {
     /// `ineffective` in its columns, `compacted`, `consecutive_failures` and
     /// `paused_until_ms` under the key [`THRASH_STATE_KEY`] of `extra`. Other keys of
     /// `extra` are kept; an `extra` that is not a JSON object is kept under `"value"`.
-    /// [`Compressor::save_state`](crate::Compressor::save_state) writes it.
+    /// [`Compressor::flush`](crate::Compressor::flush) writes it.
     ///
     /// ```
     /// use hermes_compaction::compressor::ThrashState;
@@ -68,7 +68,7 @@ impl ThrashState {
     /// The state a session's [`CompactionState`](compaction_store::CompactionState) holds
     /// (the inverse of [`write_to`](Self::write_to)). What is missing or malformed reads as
     /// its default (a negative cooldown as none), so a state written by another version or
-    /// by hand never fails a resume. [`Compressor::load_state`](crate::Compressor::load_state)
+    /// by hand never fails a resume. [`Compressor::reload`](crate::Compressor::reload)
     /// reads it.
     pub fn read_from(stored: &compaction_store::CompactionState) -> Self {
         let thrash = stored.extra.get(THRASH_STATE_KEY);

@@ -7,7 +7,7 @@
 //! succeeded. Without a store, or when the write fails, the original is returned unchanged, so
 //! nothing is ever lost. The agent appends whatever the hook returns.
 //!
-//! The compressor's hooks (`on_tool_result`, `on_user_message`) also leave one content-free
+//! The compressor's insertion hook (`before_append`) also leave one content-free
 //! `insert trim telemetry: {json}` line per trim that was due (trimmed, kept for want of a
 //! store, kept after a failed store write; none when no trim was needed), with the session's
 //! running totals (feature `telemetry`). [`trim_for_insert`] itself emits nothing.
@@ -136,9 +136,14 @@ mod hooks {
     use compaction_telemetry::TrimSource;
 
     impl Compressor {
-        /// The tool-result hook: call it with the result the agent is about to append to `t`
-        /// (the assistant message with the call already in `t`); append the message it
-        /// returns. The original is kept in the compressor's store (given to
+        /// The insertion hook: call it with each tool result and user message the agent is
+        /// about to append to `t` (for a result, the assistant message with the call already
+        /// in `t`); append the message it returns.
+        ///
+        /// A tool result is trimmed per `compression.insert_trim_*`; a user message only when
+        /// `compression.insert_trim_user_pastes` is on (a giant paste); anything else, and
+        /// whatever needs no trim, comes back unchanged with [`TrimStatus::NotNeeded`]. The
+        /// original is kept in the compressor's store (given to
         /// [`CompressorBuilder::store`](crate::CompressorBuilder::store)); without one nothing
         /// is trimmed. Trims per `compression.insert_trim_*`; see the
         /// [module docs](crate::trim). A trim that
@@ -169,19 +174,22 @@ mod hooks {
         ///     .unwrap();
         /// let mut t = c.transcript(vec![Message::user("run the tests")]);
         /// let call = ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#);
-        /// t.push(Message::assistant_tool_calls("", vec![call]), c.counter());
+        /// t.push(Message::assistant_tool_calls("", vec![call]), c.status().counter);
         /// let result = Message::tool_result("c1", "test case ... ok\n".repeat(2_000));
         /// // The original goes to the store first; the compact form is what the agent appends.
-        /// let (result, status) = c.on_tool_result(&t, result).await;
+        /// let (result, status) = c.before_append(&t, result).await;
         /// assert!(matches!(status, TrimStatus::Trimmed { .. }));
-        /// t.push(result, c.counter());
+        /// t.push(result, c.status().counter);
         /// # });
         /// ```
-        pub async fn on_tool_result(
+        pub async fn before_append(
             &self,
             t: &Transcript,
             message: Message,
         ) -> (Message, TrimStatus) {
+            if message.is_user() {
+                return self.user_paste(message).await;
+            }
             let cfg = self.config().trim();
             let tool = find_call(t, &message);
             let (message, status) = trim_for_insert(
@@ -197,10 +205,8 @@ mod hooks {
             (message, status)
         }
 
-        /// The user-message hook: trims a giant paste when `compression.insert_trim_user_pastes`
-        /// is on (otherwise returns the message unchanged with [`TrimStatus::NotNeeded`]).
-        /// Telemetry as for [`on_tool_result`](Compressor::on_tool_result).
-        pub async fn on_user_message(&self, message: Message) -> (Message, TrimStatus) {
+        /// A user message: trims a giant paste when `compression.insert_trim_user_pastes` is on.
+        async fn user_paste(&self, message: Message) -> (Message, TrimStatus) {
             if !self.config().compression.insert_trim_user_pastes || !message.is_user() {
                 return (message, TrimStatus::NotNeeded);
             }

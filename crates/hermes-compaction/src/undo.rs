@@ -1,10 +1,12 @@
 //! [`Compressor::undo_last`]: revert the last pass applied to the transcript, in memory and
 //! (with a store) as a new generation, with the compressor's state following.
 
-use compaction_core::{Edit, Message, Splice, Transcript};
+use compaction_core::{Message, Transcript};
 
-use crate::compressor::{Compressor, LastPass};
+use crate::compressor::Compressor;
+use crate::compressor::pass::Job;
 use crate::report::FailureKind;
+use crate::report::SummaryUse;
 
 /// What [`Compressor::undo_last`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,37 +43,7 @@ pub enum UndoError {
     },
 }
 
-/// The edit that turns `edit.apply(before)` back into `before`, in the coordinates of the
-/// edited transcript, with what each of its splices must find there.
-fn inverse(before: &[Message], edit: &Edit) -> (Edit, Vec<Vec<String>>) {
-    let mut offset = 0isize;
-    let mut splices = Vec::with_capacity(edit.splices.len());
-    let mut written = Vec::with_capacity(edit.splices.len());
-    for s in &edit.splices {
-        let start = (s.range.start as isize + offset) as usize;
-        splices.push(Splice {
-            range: start..start + s.replacement.len(),
-            replacement: before[s.range.clone()].to_vec(),
-        });
-        written.push(s.replacement.iter().map(Message::to_wire_json).collect());
-        offset += s.replacement.len() as isize - s.range.len() as isize;
-    }
-    (Edit { splices }, written)
-}
-
 impl Compressor {
-    /// Remembers how to revert `edit`, about to be applied to `t` (costs what the edit
-    /// replaces, not the transcript).
-    pub(crate) fn remember_pass(&mut self, t: &Transcript, edit: &Edit) {
-        let (inverse, written) = inverse(t.messages(), edit);
-        self.rt.keep_last_pass(LastPass {
-            inverse,
-            written,
-            thrash: self.state().clone(),
-            micro: self.micro_state().clone(),
-        });
-    }
-
     /// Reverts the last pass this compressor applied to `t` (batch, prune, micro, defrag or
     /// progress): the messages it replaced come back where they were, and what the agent
     /// appended since stays. With a store the reversal is committed first, as a new
@@ -87,7 +59,7 @@ impl Compressor {
     /// use std::sync::Arc;
     /// use hermes_compaction::core::{Estimator, Message};
     /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::{Compressor, Config};
+    /// use hermes_compaction::{Compressor, Config, OneShot};
     ///
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// let mut config = Config::default();
@@ -104,7 +76,7 @@ impl Compressor {
     ///     msgs.push(Message::assistant(format!("answer {i}: {}", "done ".repeat(80))));
     /// }
     /// let mut t = c.transcript(msgs.clone());
-    /// c.compress(&mut t, None).await;
+    /// c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
     /// assert!(t.len() < msgs.len());
     /// c.undo_last(&mut t).await.unwrap();
     /// assert_eq!(t.messages(), &msgs[..]);
@@ -128,68 +100,30 @@ impl Compressor {
             self.rt.keep_last_pass(last);
             return Err(UndoError::Changed);
         }
-        #[cfg_attr(not(feature = "store"), allow(unused_mut))]
-        let mut edit = last.inverse.clone();
-        #[cfg(feature = "store")]
-        {
-            let label = compaction_store::PassLabel::new(compaction_store::GenerationKind::Restore);
-            if let Err(e) = self.persist_edit_as(t, &mut edit, Some(label)).await {
-                self.rt.keep_last_pass(last);
-                return Err(UndoError::Store {
-                    failure: e.failure,
-                    cause: e.cause,
-                });
-            }
-        }
+        // Through the one pass runner: committed (labelled `restore`), applied, and the
+        // state from before the reverted pass put back.
         let (tokens_before, messages_before) = (t.current_tokens(), t.len());
-        if edit.apply_to(t, self.counter()).is_err() {
-            // Unreachable: the ranges were checked against `t` above.
-            return Err(UndoError::Changed);
+        let mut job = Job::Undo { last: Some(last) };
+        let mut used = SummaryUse::default();
+        let result = self.run_pass(t, &mut job, &mut used).await;
+        if let Err(f) = result {
+            if let Job::Undo { last: Some(last) } = job {
+                self.rt.keep_last_pass(last);
+            }
+            return Err(match (f.kind, f.cause) {
+                // Unreachable: the ranges were checked against `t` above.
+                (FailureKind::Plan, _) => UndoError::Changed,
+                (failure, cause) => UndoError::Store {
+                    failure,
+                    cause: cause.unwrap_or_default(),
+                },
+            });
         }
-        let pause = self.config().compression.failure_cooldown_secs * 1_000;
-        let now = self.now_ms();
-        let mut thrash = last.thrash;
-        thrash.paused_until_ms = Some(thrash.paused_until_ms.unwrap_or(0).max(now + pause));
-        self.rt.restore(thrash, last.micro);
         Ok(UndoReport {
             tokens_before,
             tokens_after: t.current_tokens(),
             messages_before,
             messages_after: t.len(),
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_inverse_of_an_edit_restores_the_original() {
-        let before: Vec<Message> = (0..8).map(|i| Message::user(format!("m{i}"))).collect();
-        let edit = Edit {
-            splices: vec![
-                Splice {
-                    range: 0..0,
-                    replacement: vec![Message::assistant("new first")],
-                },
-                Splice {
-                    range: 1..4,
-                    replacement: vec![Message::assistant("summary")],
-                },
-                Splice {
-                    range: 5..6,
-                    replacement: vec![Message::user("a"), Message::user("b")],
-                },
-                Splice {
-                    range: 7..8,
-                    replacement: vec![],
-                },
-            ],
-        };
-        let after = edit.apply(&before).unwrap();
-        let (inv, written) = inverse(&before, &edit);
-        assert_eq!(inv.apply(&after).unwrap(), before);
-        assert_eq!(written[2].len(), 2);
     }
 }

@@ -2,6 +2,7 @@
 //! anti-thrash, stale usage, overflow retries, persistence, and the laws on generated
 //! transcripts.
 
+use hermes_compaction::{OneShot, PassReport, Usage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -50,12 +51,15 @@ fn auth_and_quota_abort_and_leave_the_transcript_byte_identical() {
         s.fail_always(Some(err.clone()));
         let mut t = c.transcript(session(200, 300));
         let before = t.messages().to_vec();
-        let r = rt.block_on(c.compress(&mut t, None));
+        let r = rt
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
-        assert!(!r.fallback_used);
+        assert!(!r.stats.fallback_used());
         assert_eq!(t.messages(), &before[..]);
-        assert!(c.state().cooldown_until_ms.is_some());
+        assert!(c.status().state.cooldown_until_ms.is_some());
     }
 }
 
@@ -78,16 +82,22 @@ fn other_failures_use_the_fallback_or_abort_per_config() {
         let (mut c, s) = scripted(config(16_000));
         s.fail_always(Some(err.clone()));
         let mut t = c.transcript(session(200, 300));
-        let r = rt.block_on(c.compress(&mut t, None));
+        let r = rt
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{err:?}");
-        assert!(r.fallback_used, "{err:?}");
-        assert!(r.tokens_after < r.tokens_before);
+        assert!(r.stats.fallback_used(), "{err:?}");
+        assert!(r.stats.tokens_after < r.stats.tokens_before);
 
         let (mut c, s) = scripted(no_fallback(16_000));
         s.fail_always(Some(err.clone()));
         let mut t = c.transcript(session(200, 300));
         let before = t.messages().to_vec();
-        let r = rt.block_on(c.compress(&mut t, None));
+        let r = rt
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Failed, "{err:?}");
         assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
         assert_eq!(t.messages(), &before[..], "{err:?}");
@@ -112,7 +122,7 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Failed);
-    let first = c.state().cooldown_until_ms.unwrap() - test_clock();
+    let first = c.status().state.cooldown_until_ms.unwrap() - test_clock();
     // Inside the cooldown: skipped without calling the summarizer.
     let calls = s.calls();
     let (_, r) = rt.block_on(c.before_request(&mut t));
@@ -122,7 +132,7 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     NOW.fetch_add(first + 1, Ordering::SeqCst);
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Failed);
-    let second = c.state().cooldown_until_ms.unwrap() - test_clock();
+    let second = c.status().state.cooldown_until_ms.unwrap() - test_clock();
     assert!(second > first, "{second} > {first}");
     // Issue 20, item 4: inside this cooldown too, a transcript over the window is not skipped
     // (the request would be refused): the pass is tried at once, as the overflow hook would.
@@ -136,9 +146,12 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     assert!(s.calls() > calls);
     // The user can always force it.
     s.fail_always(None);
-    let r = rt.block_on(c.compress(&mut t, None));
+    let r = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
-    assert_eq!(c.state().cooldown_until_ms, None);
+    assert_eq!(c.status().state.cooldown_until_ms, None);
 }
 
 #[test]
@@ -150,11 +163,14 @@ fn usage_from_before_a_compaction_is_ignored() {
         let mut small = c.transcript(vec![Message::user("x")]);
         rt.block_on(c.before_request(&mut small)).0
     };
-    let r = rt.block_on(c.compress(&mut t, None));
+    let r = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
     let after = t.current_tokens();
     // A huge usage figure measured before the compaction must not calibrate the transcript.
-    c.after_response(&mut t, stale_ticket, 1_000_000);
+    rt.block_on(c.after_response(&mut t, stale_ticket, Usage::prompt(1_000_000).record_only()));
     assert_eq!(t.current_tokens(), after);
     assert_eq!(t.calibration(), None);
 }
@@ -163,16 +179,16 @@ fn usage_from_before_a_compaction_is_ignored() {
 fn ineffective_compactions_pause_automatic_compaction() {
     let rt = rt();
     let (mut c, _s) = scripted_on_test_clock(config(16_000));
-    let threshold = c.threshold_tokens();
+    let threshold = c.status().threshold_tokens;
     for round in 0..2 {
         let mut t = c.transcript(session(200, 300));
         let (ticket, r) = rt.block_on(c.before_request(&mut t));
         assert_eq!(r.unwrap().outcome, Outcome::Summarized, "round {round}");
         // The provider says the prompt is still over the threshold: ineffective.
-        c.after_response(&mut t, ticket, threshold + 1);
+        rt.block_on(c.after_response(&mut t, ticket, Usage::prompt(threshold + 1).record_only()));
     }
-    assert_eq!(c.state().ineffective, 2);
-    assert!(c.state().paused_until_ms.is_some());
+    assert_eq!(c.status().state.ineffective, 2);
+    assert!(c.status().state.paused_until_ms.is_some());
     // Over the threshold within the window: paused.
     let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
@@ -183,13 +199,16 @@ fn ineffective_compactions_pause_automatic_compaction() {
     let (_, r) = rt.block_on(c.before_request(&mut big));
     assert_eq!(r.unwrap().outcome, Outcome::Summarized);
     assert!(big.current_tokens() <= 16_000);
-    assert!(c.state().paused_until_ms.is_some());
+    assert!(c.status().state.paused_until_ms.is_some());
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Skipped);
     // Forcing it works and clears the pause.
-    let r = rt.block_on(c.compress(&mut t, None));
+    let r = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
-    assert_eq!(c.state().paused_until_ms, None);
+    assert_eq!(c.status().state.paused_until_ms, None);
 }
 
 #[test]
@@ -227,7 +246,10 @@ fn a_failed_summary_never_drops_the_middle() {
     s.push_error(Error::Transient { status: Some(502) });
     let mut t = c.transcript(session(200, 300));
     let before = t.messages().to_vec();
-    let r = rt.block_on(c.compress(&mut t, None));
+    let r = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Failed);
     assert_eq!(t.messages(), &before[..]);
 }
@@ -240,7 +262,10 @@ fn exactly_one_summary_remains_after_repeated_passes() {
     let mut t = c.transcript(session(200, 300));
     for i in 0..4 {
         s.push_text(format!("summary {i}"));
-        let r = rt.block_on(c.compress(&mut t, None));
+        let r = rt
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "pass {i}");
         let markers = t
             .messages()
@@ -249,7 +274,7 @@ fn exactly_one_summary_remains_after_repeated_passes() {
             .count();
         assert_eq!(markers, 1, "pass {i}");
         for m in session(10, 300).into_iter().skip(1) {
-            t.push(m, c.counter());
+            t.push(m, c.status().counter);
         }
     }
     let reqs = s.requests();
@@ -275,7 +300,7 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
             .build()
             .unwrap();
         let mut t = c.transcript(session(200, 300));
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         // What a resumed agent loads is exactly the compacted transcript.
         let loaded = store.load_active("s1").await.unwrap();
@@ -300,10 +325,10 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
         store.archive_and_compact("s1", &mut commit).await.unwrap();
         other.remove(1);
         for m in session(100, 300).into_iter().skip(1) {
-            t.push(m, c.counter());
+            t.push(m, c.status().counter);
         }
         let before = t.messages().to_vec();
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
         // Unchanged apart from the row ids the flush stamped.
@@ -326,7 +351,7 @@ proptest! {
         }
         let mut t = c.transcript(msgs);
         let before = t.messages().to_vec();
-        let r = rt.block_on(c.compress(&mut t, None));
+        let r = rt.block_on(c.one_shot(&mut t, OneShot::batch())).batch.unwrap();
         let kind = match r.outcome {
             Outcome::Summarized => PassKind::Batch,
             Outcome::Pruned => PassKind::Prune,
@@ -342,7 +367,7 @@ proptest! {
         prop_assert!(v.is_empty(), "{:?}: {:?}", r.outcome, v);
         if matches!(kind, PassKind::Batch | PassKind::Prune) {
             // Law 8: every committed batch pass shrinks the transcript.
-            prop_assert!(r.tokens_after < r.tokens_before, "{:?}", r);
+            prop_assert!(r.stats.tokens_after < r.stats.tokens_before, "{:?}", r);
         }
     }
 }
@@ -356,26 +381,26 @@ fn proactive_prune_commits_only_a_worthwhile_reclaim_and_rearms_after_growth() {
     let (mut c, s) = scripted(cfg);
     // Below the threshold (150K) but over the proactive size, with big old tool outputs.
     let mut t = c.transcript(session(60, 3_000));
-    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.threshold_tokens());
+    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.status().threshold_tokens);
     let (_, r) = rt.block_on(c.before_request(&mut t));
     let r = r.expect("proactive pass ran");
     assert_eq!(r.outcome, Outcome::Pruned);
-    assert!(r.tokens_before - r.tokens_after >= 4_096);
+    assert!(r.stats.tokens_before - r.stats.tokens_after >= 4_096);
     assert_eq!(s.calls(), 0, "prune-only never calls the summarizer");
-    let reclaimed = r.tokens_before - r.tokens_after;
-    let rearm_at = r.tokens_after + reclaimed;
+    let reclaimed = r.stats.tokens_before - r.stats.tokens_after;
+    let rearm_at = r.stats.tokens_after + reclaimed;
     // Disarmed until the transcript grows again by what was reclaimed.
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert!(r.is_none());
     for m in session(1, 30).into_iter().skip(1) {
-        t.push(m, c.counter());
+        t.push(m, c.status().counter);
     }
     assert!(t.current_tokens() < rearm_at);
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert!(r.is_none(), "still disarmed");
     while t.current_tokens() < rearm_at {
         for m in session(2, 3_000).into_iter().skip(1) {
-            t.push(m, c.counter());
+            t.push(m, c.status().counter);
         }
     }
     let (_, r) = rt.block_on(c.before_request(&mut t));
@@ -404,7 +429,7 @@ fn proactive_held_back(cold_cache_rewrites: bool) -> (Compressor, compaction_cor
     let (_, r) = rt().block_on(c.before_request(&mut t));
     assert!(r.is_none());
     for m in session(60, 3_000).into_iter().skip(1) {
-        t.push(m, c.counter());
+        t.push(m, c.status().counter);
     }
     (c, t)
 }
@@ -414,7 +439,7 @@ fn a_cold_cache_lets_a_held_back_proactive_prune_through() {
     let rt = rt();
     let (mut c, mut t) = proactive_held_back(true);
     let before = t.messages().to_vec();
-    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.threshold_tokens());
+    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.status().threshold_tokens);
     // Warm (10 s after the last request): the reclaim is under the minimum, nothing changes
     // and the pass re-arms.
     TTL_NOW.fetch_add(10_000, Ordering::SeqCst);
@@ -431,7 +456,7 @@ fn a_cold_cache_lets_a_held_back_proactive_prune_through() {
     let (_, r) = rt.block_on(c.before_request(&mut t));
     let r = r.expect("the cold cache re-arms the proactive prune");
     assert_eq!(r.outcome, Outcome::Pruned);
-    assert!(r.tokens_after < r.tokens_before);
+    assert!(r.stats.tokens_after < r.stats.tokens_before);
     assert_ne!(t.messages(), &before[..]);
 
     // With the rule off, the same gap changes nothing.
@@ -477,19 +502,23 @@ fn real_usage_over_the_threshold_compacts_at_once() {
     let (mut c, _s) = scripted(cfg);
     // Estimated just under the threshold (54,400).
     let mut t = c.transcript(session(380, 300));
-    assert!(t.current_tokens() < c.threshold_tokens());
-    assert!(t.current_tokens() > c.threshold_tokens() * 3 / 4);
+    assert!(t.current_tokens() < c.status().threshold_tokens);
+    assert!(t.current_tokens() > c.status().threshold_tokens * 3 / 4);
     let (ticket, r) = rt.block_on(c.before_request(&mut t));
     assert!(r.is_none(), "the estimate is below the threshold");
-    // Only the estimate: no calibration, no pass.
-    assert!(rt.block_on(c.check_usage(&mut t)).is_none());
     // The provider counts far more than the estimate: compact now.
-    c.after_response(&mut t, ticket, c.threshold_tokens() + 10_000);
-    let r = rt.block_on(c.check_usage(&mut t)).expect("a pass ran");
+    let usage = Usage::prompt(c.status().threshold_tokens + 10_000);
+    let r = rt
+        .block_on(c.after_response(&mut t, ticket, usage))
+        .expect("a pass ran");
     assert_eq!(r.trigger, hermes_compaction::Trigger::Usage);
     assert!(matches!(r.outcome, Outcome::Summarized | Outcome::Pruned));
     // The rewrite dropped the calibration: no second pass from the same (stale) usage.
-    assert!(rt.block_on(c.check_usage(&mut t)).is_none());
+    assert!(
+        rt.block_on(c.after_response(&mut t, ticket, usage))
+            .is_none()
+    );
+    assert_eq!(t.calibration(), None);
 }
 
 #[test]
@@ -502,17 +531,18 @@ fn when_the_estimate_undercounts_the_providers_count_drives_the_plan() {
     // ~5K estimated tokens, but the provider reports 70K (e.g. a tokenizer far from chars/4).
     let mut t = c.transcript(session(40, 300));
     let estimated = t.estimated_total();
-    assert!(estimated * 5 < c.threshold_tokens());
+    assert!(estimated * 5 < c.status().threshold_tokens);
     let (ticket, _) = rt.block_on(c.before_request(&mut t));
-    c.after_response(&mut t, ticket, 70_000);
-    let r = rt.block_on(c.check_usage(&mut t)).expect("a pass ran");
+    let r = rt
+        .block_on(c.after_response(&mut t, ticket, Usage::prompt(70_000)))
+        .expect("a pass ran");
     assert!(
         matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
         "{:?}",
         r.outcome
     );
     // Scaled back to the provider's units, the result is under the threshold.
-    assert!(t.estimated_total() * 70_000 / estimated < c.threshold_tokens());
+    assert!(t.estimated_total() * 70_000 / estimated < c.status().threshold_tokens);
 }
 
 /// What `preview` announces is what `compress` then does: every message kept, pinned, pruned
@@ -530,14 +560,18 @@ fn preview_is_what_compress_then_does() {
                 assert!(t.pin(i, true));
             }
             let before = t.messages().to_vec();
-            let p = c.preview(&t);
-            assert_eq!(c.preview(&t), p, "a preview changes nothing");
+            let p = c.preview(&t, OneShot::batch());
+            assert_eq!(
+                c.preview(&t, OneShot::batch()),
+                p,
+                "a preview changes nothing"
+            );
             assert_eq!(s.requests().len(), 0, "a preview calls no summarizer");
             assert_eq!(p.kind, PreviewKind::Batch);
             if let Some(i) = pin {
                 assert_eq!(p.messages[i].fate, Fate::Pinned);
             }
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized);
             assert_eq!(s.requests().len(), p.summaries.len());
             // Rebuild the compacted transcript from the preview: kept messages verbatim,

@@ -1,6 +1,7 @@
 //! The summarizer circuit breaker every pass shares: a summarizer that keeps failing is paid
 //! for a few times, then skipped until a probe interval has passed on the compressor's clock.
 
+use hermes_compaction::{OneShot, PassReport};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,8 +40,11 @@ fn micro_passes_stop_calling_a_dead_summarizer_until_the_probe() {
     for _ in 0..10 {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
         assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{r:?}");
-        assert!(r.fallback_used, "the fallback wrote every summary: {r:?}");
-        skipped.push(r.summarizer_skipped);
+        assert!(
+            r.stats.fallback_used(),
+            "the fallback wrote every summary: {r:?}"
+        );
+        skipped.push(r.stats.summarizer_skipped());
         now.fetch_add(1_000, Ordering::SeqCst);
     }
     assert_eq!(s.calls(), 3, "three failures open the breaker");
@@ -54,10 +58,13 @@ fn micro_passes_stop_calling_a_dead_summarizer_until_the_probe() {
     // After the probe interval one call probes; a failure re-opens the breaker.
     now.fetch_add(120_000, Ordering::SeqCst);
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert!(!r.summarizer_skipped && r.fallback_used, "{r:?}");
+    assert!(
+        !r.stats.summarizer_skipped() && r.stats.fallback_used(),
+        "{r:?}"
+    );
     assert_eq!(s.calls(), 4);
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert!(r.summarizer_skipped, "{r:?}");
+    assert!(r.stats.summarizer_skipped(), "{r:?}");
     assert_eq!(s.calls(), 4);
 
     // The summarizer is back: the next probe succeeds and closes the breaker.
@@ -68,7 +75,10 @@ fn micro_passes_stop_calling_a_dead_summarizer_until_the_probe() {
     now.fetch_add(121_000, Ordering::SeqCst);
     for expected in [5, 6, 7] {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-        assert!(!r.fallback_used && !r.summarizer_skipped, "{r:?}");
+        assert!(
+            !r.stats.fallback_used() && !r.stats.summarizer_skipped(),
+            "{r:?}"
+        );
         assert_eq!(s.calls(), expected);
     }
 }
@@ -104,7 +114,7 @@ fn without_a_fallback_an_open_breaker_fails_fast_for_every_pass_kind() {
         r.failure_kind(),
         Some(FailureKind::Summarizer(ErrorClass::Transient))
     );
-    assert!(r.summarizer_skipped, "{r:?}");
+    assert!(r.stats.summarizer_skipped(), "{r:?}");
     assert!(t.messages() == before.as_slice(), "failure changes nothing");
     // A batch pass over a chat without tool outputs (pruning cannot help) is skipped too.
     let mut chat = vec![Message::system("You are a helpful assistant.")];
@@ -113,9 +123,12 @@ fn without_a_fallback_an_open_breaker_fails_fast_for_every_pass_kind() {
         chat.push(Message::assistant(format!("answer {i}: ").repeat(120)));
     }
     let mut t = c.transcript(chat.clone());
-    let b = rt.block_on(c.compress(&mut t, None));
+    let b = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert!(b.failed(), "{b:?}");
-    assert!(b.summarizer_skipped, "{b:?}");
+    assert!(b.stats.summarizer_skipped(), "{b:?}");
     assert_eq!(s.calls(), 3, "no call while the breaker is open");
     assert!(t.messages() == chat.as_slice(), "failure changes nothing");
 }
@@ -135,7 +148,7 @@ fn a_zero_threshold_never_opens() {
     let mut t = c.transcript(tool_session(60, 600));
     for _ in 0..6 {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-        assert!(!r.summarizer_skipped);
+        assert!(!r.stats.summarizer_skipped());
     }
     assert_eq!(s.calls(), 6);
 }
@@ -214,7 +227,10 @@ fn one_slow_failure_opens_the_breaker_for_the_interval_after_its_end() {
     let mut t = c.transcript(tool_session(60, 600));
     // The first pass pays the slow failure (the call ran from 1_000_000 to 1_060_000).
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert!(r.fallback_used && !r.summarizer_skipped, "{r:?}");
+    assert!(
+        r.stats.fallback_used() && !r.stats.summarizer_skipped(),
+        "{r:?}"
+    );
     assert_eq!(r.fallback_cause, Some(ErrorClass::Transient));
     assert_eq!(calls(), 1);
     let ended = now.load(Ordering::SeqCst);
@@ -223,26 +239,35 @@ fn one_slow_failure_opens_the_breaker_for_the_interval_after_its_end() {
     for at in [ended, ended + 60_000, ended + 119_999] {
         now.store(at, Ordering::SeqCst);
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-        assert!(r.summarizer_skipped && r.fallback_used, "at {at}: {r:?}");
+        assert!(
+            r.stats.summarizer_skipped() && r.stats.fallback_used(),
+            "at {at}: {r:?}"
+        );
         assert_eq!(r.fallback_cause, Some(ErrorClass::Transient));
     }
     assert_eq!(calls(), 1, "no call while the breaker is open");
     // Half open at end + 120 s: one probe, which fails slowly and re-opens it from its end.
     now.store(ended + 120_000, Ordering::SeqCst);
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert!(!r.summarizer_skipped && r.fallback_used, "{r:?}");
+    assert!(
+        !r.stats.summarizer_skipped() && r.stats.fallback_used(),
+        "{r:?}"
+    );
     assert_eq!(calls(), 2);
     let probe_end = now.load(Ordering::SeqCst);
     now.store(probe_end + 119_999, Ordering::SeqCst);
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-    assert!(r.summarizer_skipped, "{r:?}");
+    assert!(r.stats.summarizer_skipped(), "{r:?}");
     assert_eq!(calls(), 2);
     // The endpoint recovers: the next probe succeeds and closes the breaker.
     s.fail.store(false, Ordering::SeqCst);
     now.store(probe_end + 120_000, Ordering::SeqCst);
     for expected in [3, 4] {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
-        assert!(!r.fallback_used && !r.summarizer_skipped, "{r:?}");
+        assert!(
+            !r.stats.fallback_used() && !r.stats.summarizer_skipped(),
+            "{r:?}"
+        );
         assert_eq!(r.fallback_cause, None);
         assert_eq!(calls(), expected);
     }
@@ -269,7 +294,8 @@ fn fast_failures_open_it_after_the_configured_count() {
         .map(|_| {
             rt.block_on(c.finalize_turn(&mut t))
                 .expect("a pass ran")
-                .summarizer_skipped
+                .stats
+                .summarizer_skipped()
         })
         .collect();
     assert_eq!(skipped, [false, false, false, true, true]);
@@ -305,11 +331,14 @@ fn a_hanging_summarizer_is_cut_at_the_pass_deadline() {
     let mut t = c.transcript(tool_session(60, 600));
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
     assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{r:?}");
-    assert!(r.fallback_used && !r.summarizer_skipped, "{r:?}");
+    assert!(
+        r.stats.fallback_used() && !r.stats.summarizer_skipped(),
+        "{r:?}"
+    );
     assert_eq!(r.fallback_cause, Some(ErrorClass::Transient));
     let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
     assert!(
-        r.summarizer_skipped,
+        r.stats.summarizer_skipped(),
         "the deadline opened the breaker: {r:?}"
     );
     assert_eq!(s.0.load(Ordering::SeqCst), 1);

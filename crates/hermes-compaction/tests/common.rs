@@ -89,7 +89,7 @@ pub fn tool_session(turns: usize, repeat: usize) -> Vec<Message> {
 /// `NEAR_WINDOW_RATIO` of the context length minus the output reservation): the prompt a
 /// paused or cooling-down compressor may leave alone.
 pub fn over_threshold_within_window(c: &Compressor, repeat: usize) -> Vec<Message> {
-    let window = (c.config().window().effective_window() as f64
+    let window = (c.status().config.window().effective_window() as f64
         * hermes_compaction::compressor::NEAR_WINDOW_RATIO) as u64;
     let e = Estimator::default();
     let size = |m: &[Message]| -> u64 {
@@ -98,7 +98,7 @@ pub fn over_threshold_within_window(c: &Compressor, repeat: usize) -> Vec<Messag
             .sum()
     };
     let mut turns = 1;
-    while size(&tool_session(turns, repeat)) < c.threshold_tokens() {
+    while size(&tool_session(turns, repeat)) < c.status().threshold_tokens {
         turns += 1;
     }
     let msgs = tool_session(turns, repeat);

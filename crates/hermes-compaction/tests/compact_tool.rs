@@ -1,5 +1,6 @@
 //! The `compact_context` tool: the model asks, the next `before_request` compacts, bounded.
 
+use hermes_compaction::OneShot;
 use std::sync::Arc;
 
 use compaction_core::Message;
@@ -30,7 +31,7 @@ fn a_request_is_honoured_once_per_user_turn_with_its_focus() {
         let mut c = with_summarizer(cfg, s.clone());
         // Below the threshold: nothing would run on its own.
         let mut t = c.transcript(tool_session(400, 40));
-        assert!(t.current_tokens() < c.threshold_tokens());
+        assert!(t.current_tokens() < c.status().threshold_tokens);
         s.push_text("a short summary");
         let (_, none) = c.before_request(&mut t).await;
         assert!(none.is_none());
@@ -40,19 +41,21 @@ fn a_request_is_honoured_once_per_user_turn_with_its_focus() {
         let args = serde_json::json!({ "focus": focus }).to_string();
         let answer = c.request_compaction(&t, &args);
         assert!(answer.starts_with("Compaction requested"), "{answer}");
-        assert!(c.compaction_requested());
+        assert!(c.status().compaction_requested);
         // A second call before it ran is declined, and nothing else is scheduled.
         assert!(c.request_compaction(&t, "{}").contains("already scheduled"));
 
         let (_, report) = c.before_request(&mut t).await;
         let report = report.expect("the requested pass ran");
-        assert_eq!(report.trigger, Trigger::BeforeRequest);
+        // The report names why the pass ran: the model asked (a forcing trigger).
+        assert_eq!(report.trigger, Trigger::Requested);
+        assert!(report.trigger.forces());
         assert!(
             matches!(report.outcome, Outcome::Summarized | Outcome::Pruned),
             "{:?}",
             report.outcome
         );
-        assert!(!c.compaction_requested());
+        assert!(!c.status().compaction_requested);
         if report.outcome == Outcome::Summarized {
             let sent = s.requests()[0].focus.clone().unwrap();
             assert!(sent.starts_with("the parser rewrite"), "{sent}");
@@ -69,7 +72,7 @@ fn a_request_is_honoured_once_per_user_turn_with_its_focus() {
         let (_, none) = c.before_request(&mut t).await;
         assert!(none.is_none());
         // A new user turn: allowed again.
-        t.push(Message::user("next task"), c.counter());
+        t.push(Message::user("next task"), c.status().counter);
         assert!(
             c.request_compaction(&t, "")
                 .starts_with("Compaction requested")
@@ -88,7 +91,7 @@ fn bad_arguments_are_explained_and_schedule_nothing() {
             !answer.contains(bad) || bad.len() < 4,
             "the arguments are not echoed"
         );
-        assert!(!c.compaction_requested());
+        assert!(!c.status().compaction_requested);
     }
 }
 
@@ -102,9 +105,9 @@ fn a_requested_pass_waits_out_a_cooldown() {
         let mut t = c.transcript(tool_session(60, 20));
         // A failed summarizer starts a cooldown.
         s.push_error(compaction_llm::Error::Transient { status: Some(502) });
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
-        assert!(c.state().cooldown_until_ms.is_some());
+        assert!(c.status().state.cooldown_until_ms.is_some());
         let before = t.messages().to_vec();
         assert!(
             c.request_compaction(&t, "{}")
@@ -114,7 +117,7 @@ fn a_requested_pass_waits_out_a_cooldown() {
         assert_eq!(report.unwrap().outcome, Outcome::Skipped);
         assert_eq!(t.messages(), &before[..]);
         assert!(
-            !c.compaction_requested(),
+            !c.status().compaction_requested,
             "a skipped request is not kept to loop on"
         );
     });

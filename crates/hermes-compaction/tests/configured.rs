@@ -5,6 +5,7 @@
 
 use compaction_core::marker;
 use hermes_compaction::{Compressor, Config, FailureKind, Outcome, summarizer_from_config};
+use hermes_compaction::{OneShot, PassReport};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -89,7 +90,7 @@ async fn pass(
     }
     let mut t = comp.transcript(msgs);
     let before = t.messages().to_vec();
-    let r = comp.compress(&mut t, None).await;
+    let r = comp.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
     (r, before, t.messages().to_vec())
 }
 
@@ -125,7 +126,7 @@ async fn a_missing_auxiliary_model_falls_back_to_the_main_model() {
     assert_eq!(summarizer_from_config(&c).unwrap().name(), "aux-model");
     let (r, _, after) = pass(c).await;
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
-    assert!(!r.fallback_used);
+    assert!(!r.stats.fallback_used());
     assert!(batch_body(&after).contains("written by the main model"));
     assert_eq!(models_asked(&server).await, ["aux-model", "main-model"]);
 
@@ -169,7 +170,7 @@ async fn a_402_that_resets_falls_back_and_a_plain_402_aborts() {
     }
     let (r, before, after) = pass(configured(&server, "aux-model", "main-model", true)).await;
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
-    assert!(r.fallback_used);
+    assert!(r.stats.fallback_used());
     assert!(after.len() < before.len());
     assert_eq!(models_asked(&server).await, ["aux-model", "main-model"]);
 
@@ -190,7 +191,7 @@ async fn a_402_that_resets_falls_back_and_a_plain_402_aborts() {
         r.failure_kind(),
         Some(FailureKind::Summarizer(compaction_llm::ErrorClass::Quota))
     );
-    assert!(!r.fallback_used);
+    assert!(!r.stats.fallback_used());
     assert_eq!(after, before);
     assert_eq!(models_asked(&server).await, ["aux-model"]);
 }
@@ -213,7 +214,7 @@ async fn a_400_out_of_extra_usage_leaves_the_transcript_unchanged() {
         r.failure_kind(),
         Some(FailureKind::Summarizer(compaction_llm::ErrorClass::Quota))
     );
-    assert!(!r.fallback_used);
+    assert!(!r.stats.fallback_used());
     assert_eq!(after, before);
 }
 
@@ -267,7 +268,7 @@ async fn the_request_is_bounded_with_its_previous_summary() {
         .build()
         .unwrap();
     let mut t = comp.transcript(msgs);
-    let r = comp.compress(&mut t, None).await;
+    let r = comp.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
     let sizes: Vec<usize> = server
         .received_requests()
@@ -319,9 +320,9 @@ async fn the_agents_own_model_gets_the_warm_request_on_the_wire() {
         assert!(none.is_none());
         let sent: Vec<String> = t.messages().iter().map(|m| m.to_wire_json()).collect();
         for m in &msgs[split..] {
-            t.push(m.clone(), c.counter());
+            t.push(m.clone(), c.status().counter);
         }
-        let report = c.compress(&mut t, None).await;
+        let report = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{aux:?}");
         let requests = server.received_requests().await.unwrap();
         let body: Value = serde_json::from_slice(&requests[0].body).unwrap();

@@ -3,6 +3,7 @@
 
 use compaction_core::laws;
 use compaction_core::{Message, ToolCall, Transcript};
+use hermes_compaction::OneShot;
 use hermes_compaction::{Compressor, Outcome, Resume};
 
 use crate::common::{config, extractive, rt};
@@ -29,7 +30,7 @@ fn mid_tool_loop(c: &Compressor, rounds: usize) -> Transcript {
         ));
         msgs.push(Message::tool_result(&id, format!("round {r} ").repeat(200)));
     }
-    Transcript::new(msgs, c.counter())
+    Transcript::new(msgs, c.status().counter)
 }
 
 fn changed(o: Outcome) -> bool {
@@ -40,7 +41,7 @@ fn changed(o: Outcome) -> bool {
 fn a_pass_after_a_tool_result_reports_the_ask_and_the_tool_state() {
     let mut c = extractive(config(16_000));
     let mut t = mid_tool_loop(&c, 6);
-    assert!(t.current_tokens() >= c.threshold_tokens());
+    assert!(t.current_tokens() >= c.status().threshold_tokens);
     let before = t.clone();
     let (_ticket, report) = rt().block_on(c.before_request(&mut t));
     let report = report.expect("over the threshold: a pass");
@@ -70,7 +71,7 @@ fn a_pass_after_a_tool_result_reports_the_ask_and_the_tool_state() {
         before.messages(),
         t.messages(),
         &report.law_pass(),
-        c.counter(),
+        c.status().counter,
     );
     assert!(violations.is_empty(), "{violations:?}");
 }
@@ -81,10 +82,13 @@ fn no_pass_runs_between_a_tool_call_and_its_result() {
     let mut t = mid_tool_loop(&c, 6);
     t.push(
         Message::assistant_tool_calls("", vec![ToolCall::function("call-6", "shell", "{}")]),
-        c.counter(),
+        c.status().counter,
     );
     let before: Vec<String> = t.messages().iter().map(Message::to_wire_json).collect();
-    let report = rt().block_on(c.compress(&mut t, None));
+    let report = rt()
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(report.outcome, Outcome::Skipped);
     let resume = report.in_turn.expect("inside the turn");
     assert!(!resume.results_complete);
@@ -92,8 +96,11 @@ fn no_pass_runs_between_a_tool_call_and_its_result() {
     let after: Vec<String> = t.messages().iter().map(Message::to_wire_json).collect();
     assert_eq!(before, after, "the transcript is untouched");
     // With the result in, the pass runs.
-    t.push(Message::tool_result("call-6", "ok"), c.counter());
-    let report = rt().block_on(c.compress(&mut t, None));
+    t.push(Message::tool_result("call-6", "ok"), c.status().counter);
+    let report = rt()
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert!(report.in_turn.unwrap().results_complete);
 }
@@ -102,8 +109,11 @@ fn no_pass_runs_between_a_tool_call_and_its_result() {
 fn a_pass_between_turns_reports_no_turn() {
     let mut c = extractive(config(16_000));
     let mut t = mid_tool_loop(&c, 6);
-    t.push(Message::assistant("ported"), c.counter());
-    let report = rt().block_on(c.compress(&mut t, None));
+    t.push(Message::assistant("ported"), c.status().counter);
+    let report = rt()
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert_eq!(report.in_turn, None);
 }
@@ -120,10 +130,10 @@ fn between_turns_waits_for_the_end_of_the_tool_loop() {
     let mut c = timed(Timing::BetweenTurns);
     let mut t = mid_tool_loop(&c, 6);
     assert!(
-        t.current_tokens() >= c.threshold_tokens(),
+        t.current_tokens() >= c.status().threshold_tokens,
         "{} over {}",
         t.current_tokens(),
-        c.threshold_tokens()
+        c.status().threshold_tokens
     );
     let stamp = t.stamp();
     let (_, report) = rt().block_on(c.before_request(&mut t));
@@ -131,8 +141,8 @@ fn between_turns_waits_for_the_end_of_the_tool_loop() {
     assert_eq!(t.stamp(), stamp);
     assert!(rt().block_on(c.after_tool_round(&mut t)).is_none());
     // The turn ends; the next turn's first request gets the pass.
-    t.push(Message::assistant("ported"), c.counter());
-    t.push(Message::user("now the lexer"), c.counter());
+    t.push(Message::assistant("ported"), c.status().counter);
+    t.push(Message::user("now the lexer"), c.status().counter);
     let (_, report) = rt().block_on(c.before_request(&mut t));
     let report = report.expect("a pass before the turn's first request");
     assert!(changed(report.outcome), "{:?}", report.outcome);
@@ -147,12 +157,15 @@ fn between_turns_waits_for_the_end_of_the_tool_loop() {
 fn manual_makes_no_automatic_pass_but_compress_and_overflow_work() {
     let mut c = timed(hermes_compaction::config::Timing::Manual);
     let mut t = mid_tool_loop(&c, 6);
-    t.push(Message::assistant("ported"), c.counter());
-    t.push(Message::user("now the lexer"), c.counter());
+    t.push(Message::assistant("ported"), c.status().counter);
+    t.push(Message::user("now the lexer"), c.status().counter);
     let (_, report) = rt().block_on(c.before_request(&mut t));
     assert!(report.is_none());
     assert!(rt().block_on(c.finalize_turn(&mut t)).is_none());
-    let report = rt().block_on(c.compress(&mut t, None));
+    let report = rt()
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert!(rt().block_on(c.on_context_overflow(&mut t)).is_some());
 }

@@ -1,6 +1,7 @@
 //! Micro-compaction through the facade hooks: cadence, trajectory and laws, failures and
 //! skips, batch interplay, cursor recovery through the store, and long turns.
 
+use hermes_compaction::{OneShot, PassReport, Usage};
 use std::sync::Arc;
 
 use compaction_core::laws::{self, PassKind};
@@ -115,10 +116,10 @@ fn failures_leave_the_transcript_unchanged_and_a_poison_exchange_is_skipped() {
     );
     // The next pass works on the following exchange.
     s.fail_always(None);
-    let cursor = c.micro_state().cursor.unwrap();
+    let cursor = c.status().micro.cursor.unwrap();
     let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
     assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
-    assert!(r.earliest_changed_index.unwrap() >= cursor);
+    assert!(r.stats.earliest_changed_index.unwrap() >= cursor);
 }
 
 #[test]
@@ -133,15 +134,18 @@ fn batch_then_micro_and_micro_then_batch() {
     assert_eq!(markers(t.messages(), MarkerKind::Micro), 1);
     // Micro then batch: the rolling summary feeds the batch update; one summary remains.
     s.push_text("batch summary");
-    let r = rt.block_on(c.compress(&mut t, None));
+    let r = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
     assert!(s.requests().last().unwrap().previous_summary.is_some());
     assert_eq!(markers(t.messages(), MarkerKind::Micro), 0);
     assert_eq!(markers(t.messages(), MarkerKind::Batch), 1);
-    assert_eq!(c.micro_state(), &Default::default());
+    assert_eq!(c.status().micro, &Default::default());
     // Batch then micro: the micro pass resumes after the batch marker and never drops it.
     for m in session(30, 600).into_iter().skip(1) {
-        t.push(m, c.counter());
+        t.push(m, c.status().counter);
     }
     let r = rt.block_on(c.finalize_turn(&mut t)).unwrap();
     assert_eq!(r.outcome, MicroOutcomeKind::Absorbed);
@@ -177,7 +181,7 @@ fn a_fresh_compressor_resumes_from_what_the_store_loads() {
                 let r = c.finalize_turn(&mut t).await.unwrap();
                 assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{backend}");
             }
-            let cursor = c.micro_state().cursor;
+            let cursor = c.status().micro.cursor;
             // Resume: a new process loads the active rows and continues.
             let loaded = dyn_store.load_active("s").await.unwrap();
             let wire = |m: &[Message]| m.iter().map(Message::to_wire_json).collect::<Vec<_>>();
@@ -204,7 +208,7 @@ fn a_fresh_compressor_resumes_from_what_the_store_loads() {
                 "{backend}"
             );
             assert!(
-                r.earliest_changed_index.unwrap() + 1 >= cursor.unwrap(),
+                r.stats.earliest_changed_index.unwrap() + 1 >= cursor.unwrap(),
                 "{backend}"
             );
             assert_eq!(markers(t2.messages(), MarkerKind::Micro), 1, "{backend}");
@@ -233,7 +237,7 @@ fn long_turn_stays_under_the_threshold_without_batch_passes() {
     let mut cfg = micro_config(64_000);
     cfg.compression.enabled = false;
     let mut c = with_summarizer(cfg, Arc::new(ScriptedSummarizer::new()));
-    let threshold = c.threshold_tokens();
+    let threshold = c.status().threshold_tokens;
     let mut t = c.transcript(Vec::new());
     let mut peak = 0;
     let mut prev_tool = false;
@@ -263,7 +267,7 @@ fn long_turn_stays_under_the_threshold_without_batch_passes() {
             rt.block_on(c.finalize_turn(&mut t));
         }
         prev_tool = m.is_tool();
-        t.push(m, c.counter());
+        t.push(m, c.status().counter);
     }
     eprintln!("long turn: peak {peak} of threshold {threshold}");
 }
@@ -427,11 +431,11 @@ fn micro_passes_follow_the_batch_fallback_rule() {
         assert_eq!(s.calls(), 1, "{case}");
         if absorbed {
             assert_eq!(r.outcome, MicroOutcomeKind::Absorbed, "{case}");
-            assert!(r.fallback_used && !r.failed(), "{case}: {r:?}");
+            assert!(r.stats.fallback_used() && !r.failed(), "{case}: {r:?}");
             check_laws(&before, t.messages(), &r, false);
         } else {
             assert_eq!(r.outcome, MicroOutcomeKind::SummarizeFailed, "{case}");
-            assert!(r.failed() && !r.fallback_used, "{case}: {r:?}");
+            assert!(r.failed() && !r.stats.fallback_used(), "{case}: {r:?}");
             assert_eq!(
                 r.failure_kind(),
                 Some(hermes_compaction::FailureKind::Summarizer(err.class()))
@@ -463,12 +467,12 @@ fn an_unknown_provider_gets_the_economic_gate_and_none_turns_it_off() {
     assert_eq!(ungated.outcome, MicroOutcomeKind::Absorbed);
     let gated = run("auto");
     // P is the whole transcript (no cursor yet), S the smallest summary the gate assumes.
-    let p = gated.tokens_before as f64;
+    let p = gated.stats.tokens_before as f64;
     let gate = (p * 0.9 + 5.0 * 256.0) / (0.1 * 2.0 + 1.0);
     match gated.outcome {
-        MicroOutcomeKind::Gated => assert_eq!(gated.tokens_after, gated.tokens_before),
+        MicroOutcomeKind::Gated => assert_eq!(gated.stats.tokens_after, gated.stats.tokens_before),
         MicroOutcomeKind::Absorbed => {
-            let reclaimed = (gated.tokens_before - gated.tokens_after) as f64;
+            let reclaimed = (gated.stats.tokens_before - gated.stats.tokens_after) as f64;
             assert!(
                 reclaimed >= gate,
                 "reclaimed {reclaimed} under the gate {gate}"
@@ -507,9 +511,10 @@ fn agent_loop(msgs: &[Message], cfg: Config) -> (Vec<MicroOutcomeKind>, Vec<Micr
                 }
                 let (ticket, _) = c.before_request(&mut t).await;
                 let prompt = t.current_tokens();
-                c.after_response(&mut t, ticket, prompt);
+                c.after_response(&mut t, ticket, Usage::prompt(prompt).record_only())
+                    .await;
             }
-            t.push(m.clone(), c.counter());
+            t.push(m.clone(), c.status().counter);
         }
         if in_turn && let Some(r) = c.finalize_turn(&mut t).await {
             outcomes.push(r.outcome);
@@ -634,7 +639,7 @@ fn an_echo_of_the_prompt_is_never_written_as_a_summary() {
         let r = rt.block_on(c.finalize_turn(&mut t)).expect("a pass ran");
         if r.outcome == MicroOutcomeKind::Absorbed || r.outcome == MicroOutcomeKind::Defrag {
             absorbed += 1;
-            assert!(r.fallback_used, "pass {pass}: {r:?}");
+            assert!(r.stats.fallback_used(), "pass {pass}: {r:?}");
             assert_eq!(r.fallback_cause, Some(ErrorClass::EchoedPrompt), "{r:?}");
             assert!(!r.failed(), "{r:?}");
         }
@@ -662,6 +667,6 @@ fn an_echo_of_the_prompt_is_never_written_as_a_summary() {
             ErrorClass::EchoedPrompt
         ))
     );
-    assert!(!r.fallback_used);
+    assert!(!r.stats.fallback_used());
     assert!(t.messages() == before.as_slice());
 }

@@ -1,6 +1,7 @@
 //! Behaviours Hermes Agent's own compressor tests pin (issue 21), through the compressor with
 //! the extractive summarizer, as `hermes-compaction compact` runs it.
 
+use hermes_compaction::{OneShot, PassReport};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -87,7 +88,10 @@ fn a_pass_lands_under_the_threshold_in_tiny_windows() {
         ] {
             let mut c = extractive(config(window));
             let mut t = c.transcript(msgs);
-            let r = rt.block_on(c.compress(&mut t, None));
+            let r = rt
+                .block_on(c.one_shot(&mut t, OneShot::batch()))
+                .batch
+                .unwrap();
             let regions = r.regions.clone().expect("planned");
             let protected = t.tokens_in(0..regions.head.len())
                 + t.tokens_in(t.len() - regions.tail.len()..t.len());
@@ -101,9 +105,9 @@ fn a_pass_lands_under_the_threshold_in_tiny_windows() {
                 r.outcome
             );
             assert!(
-                r.tokens_after < r.threshold_tokens,
+                r.stats.tokens_after < r.threshold_tokens,
                 "{name} at {window}: {} tokens after, threshold {}",
-                r.tokens_after,
+                r.stats.tokens_after,
                 r.threshold_tokens
             );
             checked += 1;
@@ -127,8 +131,14 @@ fn a_merged_hermes_summary_counts_as_compacted_and_does_not_stack() {
     msgs.insert(5, Message::assistant("understood"));
     let mut c = extractive(config(20_000));
     let mut t = c.transcript(msgs);
-    assert!(c.state().compacted, "a merged summary was not recognised");
-    let r = rt().block_on(c.compress(&mut t, None));
+    assert!(
+        c.status().state.compacted,
+        "a merged summary was not recognised"
+    );
+    let r = rt()
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
     // Head protection decayed to the system prompt.
     assert_eq!(r.regions.unwrap().head, 0..1);
@@ -162,7 +172,10 @@ fn a_middle_of_one_summary_costs_no_call() {
     let mut c = with_summarizer(config(8_000), s);
     let mut t = c.transcript(msgs);
     let before = t.messages().to_vec();
-    let r = rt().block_on(c.compress(&mut t, None));
+    let r = rt()
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0, "{r:?}");
     assert_ne!(r.outcome, Outcome::Summarized);
     assert_eq!(summaries(t.messages()), 1);
@@ -175,12 +188,12 @@ fn the_threshold_cap_triggers_a_pass_below_the_window_threshold() {
     let mut cfg = config(1_000_000);
     cfg.compression.threshold_tokens = 20_000;
     let mut c = extractive(cfg);
-    assert_eq!(c.threshold_tokens(), 20_000);
+    assert_eq!(c.status().threshold_tokens, 20_000);
     let mut t = c.transcript(tools(120, 600));
     assert!(t.current_tokens() > 20_000);
     let (_, report) = rt().block_on(c.before_request(&mut t));
     let report = report.expect("the capped threshold triggered a pass");
-    assert!(report.tokens_after < 20_000, "{report:?}");
+    assert!(report.stats.tokens_after < 20_000, "{report:?}");
 }
 
 /// Issue 21, item 16: `compression.min_tail_user_messages` keeps the last N user requests
@@ -194,7 +207,10 @@ fn the_last_user_requests_are_kept_verbatim_when_asked() {
         cfg.compression.min_tail_user_messages = n;
         let mut c = extractive(cfg);
         let mut t = c.transcript(msgs.clone());
-        let r = rt().block_on(c.compress(&mut t, None));
+        let r = rt()
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{n}: {r:?}");
         let kept = asks.iter().filter(|a| t.messages().contains(a)).count();
         assert!(kept >= n.max(1), "{n}: only {kept} asks kept verbatim");
@@ -217,7 +233,10 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
         msgs.push(Message::user(blank));
         let mut c = extractive(config(20_000));
         let mut t = c.transcript(msgs);
-        let r = rt().block_on(c.compress(&mut t, None));
+        let r = rt()
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
         let at = t.messages().iter().position(|m| *m == ask).expect("kept");
         let s = t
@@ -273,7 +292,7 @@ fn stripped_image_payloads_are_archived() {
             .build()
             .unwrap();
         let mut t = c.transcript(msgs);
-        let r = c.prune_only(&mut t).await;
+        let r = c.one_shot(&mut t, OneShot::Prune).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Pruned, "{r:?}");
         let placeholders = t
             .messages()
@@ -313,7 +332,7 @@ fn run_micro(msgs: Vec<Message>, window: u64) -> (hermes_compaction::OneShotRepo
         .build()
         .unwrap();
     let mut t = c.transcript(msgs);
-    let r = rt().block_on(c.one_shot(&mut t));
+    let r = rt().block_on(c.one_shot(&mut t, OneShot::Micro { max_passes: None }));
     (r, t.messages().to_vec())
 }
 
@@ -351,7 +370,7 @@ fn micro_makes_progress_or_says_why_not() {
     let (r, after) = run_micro(codex.clone(), 32_000);
     assert!(!r.failed(), "{r:?}");
     assert!(
-        r.passes > 0 && r.tokens_after < r.tokens_before,
+        r.stats.passes > 0 && r.stats.tokens_after < r.stats.tokens_before,
         "codex: {r:?}"
     );
     assert!(after.iter().any(|m| marker::classify(m).is_some()));
@@ -383,7 +402,7 @@ fn micro_makes_progress_or_says_why_not() {
     }
     let (r, _) = run_micro(turns, 32_000);
     assert!(
-        r.passes > 0 && r.tokens_after < r.tokens_before,
+        r.stats.passes > 0 && r.stats.tokens_after < r.stats.tokens_before,
         "turns: {r:?}"
     );
 
@@ -435,7 +454,10 @@ fn the_ask_before_a_blank_echo_and_a_tool_run_survives_two_compactions_once() {
     let mut c = extractive(config(20_000));
     let mut t = c.transcript(msgs);
     for pass in 0..2 {
-        let r = rt().block_on(c.compress(&mut t, None));
+        let r = rt()
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert!(
             matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
             "pass {pass}: {r:?}"
@@ -453,7 +475,7 @@ fn the_ask_before_a_blank_echo_and_a_tool_run_survives_two_compactions_once() {
         if pass == 0 {
             for m in tools(40, 600).into_iter().skip(1) {
                 if *m.role() != compaction_core::Role::User {
-                    t.push(m, c.counter());
+                    t.push(m, c.status().counter);
                 }
             }
         }
@@ -500,7 +522,10 @@ fn the_next_ask_after_an_oversized_output_stays_verbatim() {
         msgs.push(ask.clone());
         let mut c = extractive(config(20_000));
         let mut t = c.transcript(msgs);
-        let r = rt().block_on(c.compress(&mut t, None));
+        let r = rt()
+            .block_on(c.one_shot(&mut t, OneShot::batch()))
+            .batch
+            .unwrap();
         assert!(
             matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
             "shape {shape}: {r:?}"
@@ -517,7 +542,7 @@ fn the_next_ask_after_an_oversized_output_stays_verbatim() {
             "shape {shape}: the visible reply is only in the summary"
         );
         assert!(
-            r.tokens_after <= c.threshold_tokens(),
+            r.stats.tokens_after <= c.status().threshold_tokens,
             "shape {shape}: {r:?}"
         );
     }

@@ -1,6 +1,7 @@
 //! The one pass runner: batch and micro passes meet a panicking summarizer, a summary that
 //! gains nothing and an extractive answer the same way.
 
+use hermes_compaction::{OneShot, PassReport};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -67,7 +68,10 @@ fn a_panicking_summarizer_is_a_transient_failure_in_every_pass_kind() {
             let mut c = with_summarizer(cfg, s.clone());
             let before = chat();
             let mut t = c.transcript(before.clone());
-            let b = rt.block_on(c.compress(&mut t, None));
+            let b = rt
+                .block_on(c.one_shot(&mut t, OneShot::batch()))
+                .batch
+                .unwrap();
             let mut t2 = c.transcript(tool_session(60, 600));
             let before2 = t2.messages().to_vec();
             let m = rt
@@ -77,7 +81,7 @@ fn a_panicking_summarizer_is_a_transient_failure_in_every_pass_kind() {
             if fallback {
                 assert_eq!(b.outcome, Outcome::Summarized, "{case}: {b:?}");
                 assert_eq!(m.outcome, MicroOutcomeKind::Absorbed, "{case}: {m:?}");
-                assert!(b.fallback_used && m.fallback_used, "{case}");
+                assert!(b.stats.fallback_used() && m.stats.fallback_used(), "{case}");
                 assert!(!b.failed() && !m.failed(), "{case}");
             } else {
                 let transient = Some(FailureKind::Summarizer(ErrorClass::Transient));
@@ -111,12 +115,17 @@ fn panics_open_the_shared_breaker() {
         .build()
         .unwrap();
     let mut t = c.transcript(chat());
-    rt.block_on(c.compress(&mut t, None));
+    rt.block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     let mut t2 = c.transcript(tool_session(60, 600));
     rt.block_on(c.finalize_turn(&mut t2));
     let r = rt.block_on(c.finalize_turn(&mut t2)).expect("a pass ran");
     assert_eq!(s.calls.load(Ordering::SeqCst), 2, "{r:?}");
-    assert!(r.summarizer_skipped && r.fallback_used, "{r:?}");
+    assert!(
+        r.stats.summarizer_skipped() && r.stats.fallback_used(),
+        "{r:?}"
+    );
 }
 
 /// A summary that does not shrink what it replaces commits nothing in either mode: the
@@ -135,13 +144,16 @@ fn a_batch_pass_without_gain_commits_nothing_and_is_no_failure() {
     s.push_text("The summary says a great deal about very little. ".repeat(120));
     let mut c = with_summarizer(config(32_000), s.clone());
     let mut t = c.transcript(before.clone());
-    let b = rt.block_on(c.compress(&mut t, None));
+    let b = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(s.calls(), 1);
     assert_eq!(b.outcome, Outcome::NoGain, "{b:?}");
     assert!(!b.failed() && b.failure.is_none(), "{b:?}");
     assert!(t.messages() == before.as_slice());
-    assert_eq!(c.state().consecutive_failures, 0);
-    assert_eq!(c.state().cooldown_until_ms, None);
+    assert_eq!(c.status().state.consecutive_failures, 0);
+    assert_eq!(c.status().state.cooldown_until_ms, None);
 }
 
 /// See [`a_batch_pass_without_gain_commits_nothing_and_is_no_failure`].
@@ -167,7 +179,7 @@ fn a_micro_pass_without_gain_commits_nothing_and_is_no_failure() {
     assert_eq!(m.outcome, MicroOutcomeKind::DefragFailed, "{m:?}");
     assert!(!m.failed() && m.failure.is_none(), "{m:?}");
     assert!(t.messages() == before.as_slice());
-    assert_eq!(c.state().cooldown_until_ms, None);
+    assert_eq!(c.status().state.cooldown_until_ms, None);
 }
 
 /// A summarizer that answered with its own extractive fallback (its response says so) is
@@ -187,10 +199,16 @@ fn an_extractive_answer_is_a_fallback_in_both_modes() {
     s.push_response(extractive("Rolling summary: step 0 ran bash."));
     let mut c = with_summarizer(micro(config(32_000)), s.clone());
     let mut t = c.transcript(chat());
-    let b = rt.block_on(c.compress(&mut t, None));
+    let b = rt
+        .block_on(c.one_shot(&mut t, OneShot::batch()))
+        .batch
+        .unwrap();
     assert_eq!(b.outcome, Outcome::Summarized, "{b:?}");
     let mut t2 = c.transcript(tool_session(60, 600));
     let m = rt.block_on(c.finalize_turn(&mut t2)).expect("a pass ran");
     assert_eq!(m.outcome, MicroOutcomeKind::Absorbed, "{m:?}");
-    assert!(b.fallback_used && m.fallback_used, "{b:?} {m:?}");
+    assert!(
+        b.stats.fallback_used() && m.stats.fallback_used(),
+        "{b:?} {m:?}"
+    );
 }

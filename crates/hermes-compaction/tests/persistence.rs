@@ -1,6 +1,7 @@
 //! Persistence through the compressor: `flush` mid-session, overflow passes that go on when
 //! the store fails (and the resync after them), and store failure causes in reports and logs.
 
+use hermes_compaction::{OneShot, PassReport, Usage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,11 +66,11 @@ fn flushing_mid_session_never_duplicates_rows() {
             for turn in 0..30 {
                 if turn % 10 == 9 {
                     // A `/compress` now and then: batch commits mid-session too.
-                    reports.push(c.compress(&mut t, None).await);
+                    reports.push(c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap());
                 }
                 t.push(
                     Message::user(format!("request {turn}: fix it")),
-                    c.counter(),
+                    c.status().counter,
                 );
                 assert_eq!(c.flush(&mut t).await.unwrap(), 1);
                 // Idempotent: nothing new, nothing written.
@@ -87,33 +88,38 @@ fn flushing_mid_session_never_duplicates_rows() {
                         prompt = t.current_tokens();
                     }
                     largest = largest.max(prompt);
-                    c.after_response(&mut t, ticket, prompt);
-                    reports.extend(c.check_usage(&mut t).await);
+                    reports.extend(
+                        c.after_response(&mut t, ticket, Usage::prompt(prompt))
+                            .await,
+                    );
                     let id = format!("call_{turn}_{round}");
                     t.push(
                         Message::assistant_tool_calls(
                             "",
                             vec![ToolCall::function(&id, "bash", r#"{"command":"make"}"#)],
                         ),
-                        c.counter(),
+                        c.status().counter,
                     );
                     t.push(
                         Message::tool_result(&id, format!("line {turn} {round}\n").repeat(150)),
-                        c.counter(),
+                        c.status().counter,
                     );
                     assert_eq!(c.flush(&mut t).await.unwrap(), 2);
                     if let Some(r) = c.after_tool_round(&mut t).await {
                         assert_eq!(r.failure, None, "{r:?}");
-                        micro_passes += usize::from(r.earliest_changed_index.is_some());
+                        micro_passes += usize::from(r.stats.earliest_changed_index.is_some());
                     }
                     assert_mirrored(&store, "agent", &t, &format!("turn {turn} round {round}"))
                         .await;
                 }
-                t.push(Message::assistant(format!("done {turn}")), c.counter());
+                t.push(
+                    Message::assistant(format!("done {turn}")),
+                    c.status().counter,
+                );
                 c.flush(&mut t).await.unwrap();
                 if let Some(r) = c.finalize_turn(&mut t).await {
                     assert_eq!(r.failure, None, "{r:?}");
-                    micro_passes += usize::from(r.earliest_changed_index.is_some());
+                    micro_passes += usize::from(r.stats.earliest_changed_index.is_some());
                 }
                 assert_mirrored(&store, "agent", &t, &format!("end of turn {turn}")).await;
             }
@@ -129,8 +135,8 @@ fn flushing_mid_session_never_duplicates_rows() {
                     "{r:?}"
                 );
             }
-            assert!(c.state().cooldown_until_ms.is_none());
-            assert!(c.store_in_sync(&t));
+            assert!(c.status().state.cooldown_until_ms.is_none());
+            assert!(c.status().in_sync(&t));
             crate::common::finish(store).await;
         }
     });
@@ -154,7 +160,7 @@ fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
     let mut t = c.transcript(crate::common::over_threshold_within_window(&c, 100));
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Failed);
-    assert!(c.state().cooldown_until_ms.is_some());
+    assert!(c.status().state.cooldown_until_ms.is_some());
     let (_, r) = rt.block_on(c.before_request(&mut t));
     assert_eq!(r.unwrap().outcome, Outcome::Skipped);
     // The provider refuses the request: the overflow hook tries at once.
@@ -179,7 +185,7 @@ fn an_overflow_pass_ignores_the_cooldown_and_the_pause() {
     let r = rt.block_on(c.on_context_overflow(&mut t)).unwrap();
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
     // Still bounded by max_attempts.
-    for _ in 1..c.config().compression.max_attempts {
+    for _ in 1..c.status().config.compression.max_attempts {
         assert!(rt.block_on(c.on_context_overflow(&mut t)).is_some());
     }
     assert!(rt.block_on(c.on_context_overflow(&mut t)).is_none());
@@ -207,17 +213,17 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             assert_eq!(r.failure_kind(), Some(FailureKind::Store));
             assert_eq!(r.failure_cause(), Some("injected fault"));
             assert!(t.current_tokens() < before);
-            assert!(!c.store_in_sync(&t));
+            assert!(!c.status().in_sync(&t));
             // No cooldown: the pass did what the agent needed.
-            assert!(c.state().cooldown_until_ms.is_none());
+            assert!(c.status().state.cooldown_until_ms.is_none());
             // The store still holds the rows from before the pass.
             assert_eq!(store.load_active("s").await.unwrap().len(), appended);
 
             // The agent goes on appending; the next flush resyncs.
-            t.push(Message::user("next request"), c.counter());
+            t.push(Message::user("next request"), c.status().counter);
             let written = c.flush(&mut t).await.unwrap();
             assert!(written > 0);
-            assert!(c.store_in_sync(&t));
+            assert!(c.status().in_sync(&t));
             assert_mirrored(&store, "s", &t, "after the resync").await;
             assert_eq!(c.flush(&mut t).await.unwrap(), 0);
             // Law 9: every message ever appended is still in the store.
@@ -229,9 +235,9 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             );
             // Later passes commit normally.
             for m in tool_session(60, 100).into_iter().skip(1) {
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert_eq!(
                 (r.outcome, r.failure_kind()),
                 (Outcome::Summarized, None),
@@ -272,14 +278,14 @@ fn a_resync_after_another_writer_changed_the_session_is_refused() {
         store.archive_and_compact("s", &mut commit).await.unwrap();
         let err = c.flush(&mut t).await.unwrap_err();
         assert!(!err.to_string().is_empty());
-        assert!(!c.store_in_sync(&t));
+        assert!(!c.status().in_sync(&t));
         assert_eq!(
             store.load_active("s").await.unwrap().len(),
             theirs.len() - 2,
             "the other writer's state is kept"
         );
         // A later automatic pass fails cleanly (and the transcript is unchanged).
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert!(r.failure.is_some(), "{r:?}");
         assert!(r.failure_cause().is_some());
     });
@@ -297,13 +303,13 @@ fn a_failed_commit_reports_its_cause() {
         let mut t = c.transcript(tool_session(120, 100));
         let before = wire(t.messages());
         store.inject_fault(FaultPoint::AfterArchive);
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::Store));
         assert_eq!(r.failure_cause(), Some("injected fault"));
         assert!(!r.applied_unpersisted);
         assert_eq!(wire(t.messages()), before);
-        assert!(c.store_in_sync(&t));
+        assert!(c.status().in_sync(&t));
     });
     assert!(
         logs.iter()
@@ -334,23 +340,29 @@ fn a_law_check_taken_before_a_flush_holds() {
             .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         let before = t.messages().to_vec();
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         assert!(t.messages()[0].row_id().is_some(), "the pass flushed first");
-        let v = compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.counter());
+        let v =
+            compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.status().counter);
         assert!(v.is_empty(), "{v:?}");
         // And a failed pass after a flush: unchanged but for the stamped ids.
         let before = t.messages().to_vec();
         for m in tool_session(40, 100).into_iter().skip(1) {
-            t.push(m, c.counter());
+            t.push(m, c.status().counter);
         }
         let before_len = before.len();
         let snapshot = t.messages().to_vec();
         store.inject_fault(FaultPoint::AfterArchive);
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert!(r.failed());
         assert!(t.messages()[before_len].row_id().is_some());
-        let v = compaction_core::laws::check(&snapshot, t.messages(), &r.law_pass(), c.counter());
+        let v = compaction_core::laws::check(
+            &snapshot,
+            t.messages(),
+            &r.law_pass(),
+            c.status().counter,
+        );
         assert!(v.is_empty(), "{v:?}");
     });
 }
@@ -366,7 +378,7 @@ fn a_one_shot_run_keeps_the_store_failure_cause() {
             .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         store.inject_fault(FaultPoint::AfterArchive);
-        let r = c.one_shot(&mut t).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await;
         assert!(r.failed());
         assert_eq!(r.failure_kind(), Some(FailureKind::Store));
         assert_eq!(r.failure_cause(), Some("injected fault"));
@@ -387,12 +399,11 @@ fn a_failed_micro_commit_names_the_generation_the_store_holds() {
             let dyn_store: Arc<dyn TranscriptStore> = store.clone().into_dyn();
             let mut messages = tool_session(120, 100);
             store.import_session("s", &mut messages).await.unwrap();
-            let micro = |n| {
-                builder(config(16_000)).one_shot(OneShot::Micro {
-                    max_passes: Some(n),
-                })
+            let micro_mode = |n| OneShot::Micro {
+                max_passes: Some(n),
             };
-            let run = one_shot_session(micro(3), dyn_store.clone(), "s")
+            let micro = |n| builder(config(16_000)).one_shot(micro_mode(n));
+            let run = one_shot_session(micro(3), dyn_store.clone(), "s", micro_mode(3))
                 .await
                 .unwrap();
             assert!(!run.report.failed(), "{run}");
@@ -403,7 +414,7 @@ fn a_failed_micro_commit_names_the_generation_the_store_holds() {
             );
             // The next commit lands but is reported failed.
             store.inject_fault(FaultPoint::AfterCommit);
-            let run = one_shot_session(micro(3), dyn_store.clone(), "s")
+            let run = one_shot_session(micro(3), dyn_store.clone(), "s", micro_mode(3))
                 .await
                 .unwrap();
             assert!(run.report.failed(), "{run}");
@@ -425,7 +436,7 @@ fn a_failed_micro_commit_names_the_generation_the_store_holds() {
             // The store cannot be read after the failure either: unconfirmed, not a guess.
             store.inject_fault(FaultPoint::AfterCommit);
             store.inject_fault(FaultPoint::GenerationRead);
-            let run = one_shot_session(micro(3), dyn_store.clone(), "s")
+            let run = one_shot_session(micro(3), dyn_store.clone(), "s", micro_mode(3))
                 .await
                 .unwrap();
             let f = run.report.failure.clone().unwrap();
@@ -475,14 +486,19 @@ fn a_stored_session_runs_one_shot() {
             let dyn_store: Arc<dyn TranscriptStore> = store.clone().into_dyn();
             let mut messages = tool_session(120, 100);
             store.import_session("s", &mut messages).await.unwrap();
-            let run = one_shot_session(builder(config(16_000)), dyn_store.clone(), "s")
-                .await
-                .unwrap();
+            let run = one_shot_session(
+                builder(config(16_000)),
+                dyn_store.clone(),
+                "s",
+                OneShot::batch(),
+            )
+            .await
+            .unwrap();
             assert_eq!(run.report.outcome.as_str(), "summarized", "{run}");
             assert_eq!((run.generation_before, run.generation_after), (0, 1));
             assert_eq!(store.generation("s").await.unwrap(), 1);
             let active = store.load_active("s").await.unwrap();
-            assert_eq!(active.len(), run.report.messages_after);
+            assert_eq!(active.len(), run.report.stats.messages_after);
             assert!(
                 run.to_string()
                     .starts_with("session=s mode=batch outcome=summarized ")
@@ -494,8 +510,8 @@ fn a_stored_session_runs_one_shot() {
                 .collect::<Vec<_>>();
             store.append("s", &mut more).await.unwrap();
             store.inject_fault(FaultPoint::AfterArchive);
-            let batch = builder(config(16_000)).one_shot(OneShot::Batch);
-            let run = one_shot_session(batch, dyn_store.clone(), "s")
+            let batch = builder(config(16_000));
+            let run = one_shot_session(batch, dyn_store.clone(), "s", OneShot::batch())
                 .await
                 .unwrap();
             assert!(run.report.failed(), "{run}");
@@ -508,13 +524,23 @@ fn a_stored_session_runs_one_shot() {
             assert_eq!((run.generation_before, run.generation_after), (1, 1));
             assert_eq!(store.generation("s").await.unwrap(), 1);
             // Errors before any pass.
-            let e = one_shot_session(builder(config(16_000)), dyn_store.clone(), "missing")
-                .await
-                .unwrap_err();
+            let e = one_shot_session(
+                builder(config(16_000)),
+                dyn_store.clone(),
+                "missing",
+                OneShot::batch(),
+            )
+            .await
+            .unwrap_err();
             assert!(matches!(e, SessionOneShotError::Store(_)), "{e}");
-            let e = one_shot_session(builder(config(10)), dyn_store.clone(), "s")
-                .await
-                .unwrap_err();
+            let e = one_shot_session(
+                builder(config(10)),
+                dyn_store.clone(),
+                "s",
+                OneShot::batch(),
+            )
+            .await
+            .unwrap_err();
             assert!(matches!(e, SessionOneShotError::Config(_)), "{e}");
             assert!(e.to_string().contains("model.context_length"), "{e}");
             assert_eq!(store.generation("s").await.unwrap(), 1);
@@ -538,19 +564,19 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                 .build()
                 .unwrap();
             let mut t = c.transcript(tool_session(12, 40));
-            assert!(!c.store_in_sync(&t));
+            assert!(!c.status().in_sync(&t));
             c.flush(&mut t).await.unwrap();
-            assert!(c.store_in_sync(&t));
-            let generation = c.store_generation().unwrap();
+            assert!(c.status().in_sync(&t));
+            let generation = c.status().store_generation.unwrap();
 
             // Pin an old tool output on the transcript: pending until the next flush.
             let pinned = t.messages().iter().position(Message::is_tool).unwrap();
             let text = t.messages()[pinned].to_wire_json();
             assert!(t.pin(pinned, true));
-            assert!(!c.store_in_sync(&t));
+            assert!(!c.status().in_sync(&t));
             assert_eq!(c.flush(&mut t).await.unwrap(), 1);
-            assert!(c.store_in_sync(&t));
-            assert_eq!(c.store_generation(), Some(generation + 1));
+            assert!(c.status().in_sync(&t));
+            assert_eq!(c.status().store_generation, Some(generation + 1));
             assert_mirrored(&store, "p", &t, "after the pin's flush").await;
             let (_, again) = Persistence::load(store.clone().into_dyn(), "p")
                 .await
@@ -562,7 +588,7 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
             );
 
             // A forced pass commits against the pin's generation and keeps the message.
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert!(r.failure.is_none(), "{r:?}");
             assert!(
                 t.messages()
@@ -633,7 +659,7 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                     .any(|m| m.is_pinned() && m.to_wire_json() == pinned_last)
             );
             assert_eq!(c.flush(&mut t).await.unwrap(), 0);
-            assert!(c.store_in_sync(&t));
+            assert!(c.status().in_sync(&t));
             assert_mirrored(&store, "p", &t, "after the reload").await;
             crate::common::finish(store).await;
         }

@@ -3,6 +3,7 @@
 //! discarded (with its cost reported) when they are not; a slow or failing candidate never
 //! fails or holds up a turn.
 
+use hermes_compaction::{OneShot, PassReport};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -94,11 +95,11 @@ async fn turns_until(
     for _ in 0..200 {
         let [ask, answer] = turn(*next);
         *next += 1;
-        t.push(ask, c.counter());
+        t.push(ask, c.status().counter);
         let (_ticket, report) = c.before_request(t).await;
         // The model's answer takes a while: the prepared task gets to run.
         tokio::task::yield_now().await;
-        t.push(answer, c.counter());
+        t.push(answer, c.status().counter);
         if stop(c, &report) {
             return report;
         }
@@ -107,7 +108,7 @@ async fn turns_until(
 }
 
 fn started(c: &Compressor, _: &Option<BatchReport>) -> bool {
-    c.has_prepared()
+    c.status().has_prepared
 }
 
 fn ran(_: &Compressor, r: &Option<BatchReport>) -> bool {
@@ -132,7 +133,7 @@ fn nothing_is_prepared_when_off() {
         assert_eq!(r.outcome, Outcome::Summarized);
         assert_eq!(r.prepared, None);
     });
-    assert_eq!(c.prepared_totals().started, 0);
+    assert_eq!(c.status().prepared_totals.started, 0);
     assert_eq!(s.calls(), 1);
 }
 
@@ -149,20 +150,20 @@ fn a_prepared_summary_is_used_when_the_span_is_unchanged() {
                 .is_none(),
             "started below the threshold, without a pass"
         );
-        let soft = (c.threshold_tokens() as f64 * 0.8) as u64;
-        assert!(t.current_tokens() >= soft && t.current_tokens() < c.threshold_tokens());
+        let soft = (c.status().threshold_tokens as f64 * 0.8) as u64;
+        assert!(t.current_tokens() >= soft && t.current_tokens() < c.status().threshold_tokens);
         // The agent goes on: the transcript grows past the threshold.
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
         let p = report.prepared.expect("a candidate was waiting");
         assert_eq!(p.outcome, PreparedOutcome::Used);
         assert_eq!(p.summary_tokens, SUMMARY_TOKENS);
-        assert_eq!(report.summary_tokens, SUMMARY_TOKENS);
-        assert!(report.tokens_after < report.threshold_tokens);
+        assert_eq!(report.stats.summary_tokens, SUMMARY_TOKENS);
+        assert!(report.stats.tokens_after < report.threshold_tokens);
     });
     // One call only: the one made ahead.
     assert_eq!(s.calls(), 1);
-    let totals = c.prepared_totals();
+    let totals = c.status().prepared_totals;
     assert_eq!((totals.started, totals.used, totals.discarded), (1, 1, 0));
     assert_eq!(totals.wasted_tokens, 0);
     assert!(
@@ -185,14 +186,14 @@ fn a_used_candidate_keeps_the_laws_and_what_came_after_it_verbatim() {
         loop {
             let [ask, answer] = turn(next);
             next += 1;
-            t.push(ask, c.counter());
-            if t.current_tokens() >= c.threshold_tokens() {
+            t.push(ask, c.status().counter);
+            if t.current_tokens() >= c.status().threshold_tokens {
                 break;
             }
             let (_, r) = c.before_request(&mut t).await;
             assert!(r.is_none());
             tokio::task::yield_now().await;
-            t.push(answer, c.counter());
+            t.push(answer, c.status().counter);
         }
         let before = t.messages().to_vec();
         let (_, report) = c.before_request(&mut t).await;
@@ -221,7 +222,7 @@ fn a_prepared_summary_is_discarded_when_the_span_changed() {
         t.replace(
             5,
             Message::user("ask 2: a different question altogether"),
-            c.counter(),
+            c.status().counter,
         );
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
@@ -236,10 +237,10 @@ fn a_prepared_summary_is_discarded_when_the_span_changed() {
             "it had finished: paid for"
         );
         // The pass summarized as usual: its own call.
-        assert_eq!(report.summary_tokens, SUMMARY_TOKENS);
+        assert_eq!(report.stats.summary_tokens, SUMMARY_TOKENS);
     });
     assert_eq!(s.calls(), 2);
-    let totals = c.prepared_totals();
+    let totals = c.status().prepared_totals;
     assert_eq!((totals.used, totals.discarded), (0, 1));
     assert_eq!(totals.wasted_tokens, SUMMARY_TOKENS);
 }
@@ -259,14 +260,14 @@ fn a_failing_or_slow_prepared_call_never_fails_or_holds_up_a_turn() {
         turns_until(&mut c, &mut t, &mut next, started).await;
         let mut turns = 0;
         // Turns below the trigger return while the call is still running.
-        while t.current_tokens() + 300 < c.threshold_tokens() {
+        while t.current_tokens() + 300 < c.status().threshold_tokens {
             turns += 1;
             let [ask, answer] = turn(next);
             next += 1;
-            t.push(ask, c.counter());
+            t.push(ask, c.status().counter);
             let (_, r) = c.before_request(&mut t).await;
             assert!(r.is_none());
-            t.push(answer, c.counter());
+            t.push(answer, c.status().counter);
         }
         assert!(turns > 0);
         assert_eq!(s.calls(), 1, "one call, still running");
@@ -316,17 +317,20 @@ fn a_prepared_summary_that_lost_a_race_is_refused_by_the_store() {
             .build()
             .unwrap();
         let mut t = c.transcript(messages);
-        t.push(Message::system("You are a coding agent."), c.counter());
+        t.push(
+            Message::system("You are a coding agent."),
+            c.status().counter,
+        );
         let mut next = 0;
         turns_until(&mut c, &mut t, &mut next, started).await;
         c.flush(&mut t).await.unwrap();
         // Up to just before the trigger, flushing each turn.
-        while t.current_tokens() + 300 < c.threshold_tokens() {
+        while t.current_tokens() + 300 < c.status().threshold_tokens {
             let [ask, answer] = turn(next);
             next += 1;
-            t.push(ask, c.counter());
+            t.push(ask, c.status().counter);
             assert!(c.before_request(&mut t).await.1.is_none());
-            t.push(answer, c.counter());
+            t.push(answer, c.status().counter);
             c.flush(&mut t).await.unwrap();
         }
         // Another process drops one row of the session.
@@ -358,7 +362,7 @@ fn a_prepared_summary_that_lost_a_race_is_refused_by_the_store() {
         // Recover, and carry on: the next pass is made.
         c.reload(&mut t).await.unwrap();
         assert!(
-            !c.has_prepared(),
+            !c.status().has_prepared,
             "the candidate was settled at the trigger"
         );
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
@@ -368,16 +372,16 @@ fn a_prepared_summary_that_lost_a_race_is_refused_by_the_store() {
         // A candidate started before a reload is stale after it: the next hook drops it
         // (generation changed) and starts afresh.
         turns_until(&mut c, &mut t, &mut next, started).await;
-        let totals = c.prepared_totals();
+        let totals = c.status().prepared_totals;
         c.flush(&mut t).await.unwrap();
         c.reload(&mut t).await.unwrap();
         let [ask, _] = turn(next);
-        t.push(ask, c.counter());
+        t.push(ask, c.status().counter);
         assert!(c.before_request(&mut t).await.1.is_none());
-        let after = c.prepared_totals();
+        let after = c.status().prepared_totals;
         assert_eq!(after.discarded, totals.discarded + 1);
         assert_eq!(after.started, totals.started + 1);
-        assert!(c.has_prepared());
+        assert!(c.status().has_prepared);
     });
 }
 
@@ -392,14 +396,23 @@ fn a_candidate_a_pass_cannot_use_is_discarded() {
         turns_until(&mut c, &mut t, &mut next, started).await;
         tokio::task::yield_now().await;
         // A user's /compress with a focus: the candidate does not serve it.
-        let r = c.compress(&mut t, Some("module 3".into())).await;
+        let r = c
+            .one_shot(
+                &mut t,
+                OneShot::Batch {
+                    focus: Some("module 3".into()),
+                },
+            )
+            .await
+            .batch
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
         assert_eq!(
             r.prepared.map(|p| p.outcome),
             Some(PreparedOutcome::Discarded(DiscardReason::Superseded))
         );
     });
-    let totals = c.prepared_totals();
+    let totals = c.status().prepared_totals;
     assert_eq!((totals.used, totals.discarded), (0, 1));
     assert_eq!(totals.wasted_tokens, SUMMARY_TOKENS);
 }

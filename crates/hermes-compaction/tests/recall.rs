@@ -42,7 +42,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             ))
             .unwrap();
 
-            let (compact, status) = c.on_tool_result(&t, result.clone()).await;
+            let (compact, status) = c.before_append(&t, result.clone()).await;
             let TrimStatus::Trimmed { handle, .. } = &status else {
                 panic!("expected a trim, got {status:?}")
             };
@@ -94,7 +94,7 @@ fn trim_then_recall_returns_the_original_byte_identical() {
             );
             assert!(found.contains("test case_dingo ... FAILED"));
             // The compact form is appended and flushed like any message; it is not trimmed again.
-            let (again, status) = c.on_tool_result(&t, compact.clone()).await;
+            let (again, status) = c.before_append(&t, compact.clone()).await;
             assert_eq!(status, TrimStatus::NotNeeded);
             assert_eq!(again.to_json(), compact.to_json());
             drop((c, p));
@@ -111,7 +111,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
         t.push(shell_call("c", "cargo test"), &Estimator::default());
         let result = Message::tool_result("c", big_log());
         // No store.
-        let (m, status) = c.on_tool_result(&t, result.clone()).await;
+        let (m, status) = c.before_append(&t, result.clone()).await;
         assert_eq!(status, TrimStatus::KeptNoStore);
         assert_eq!(m.to_json(), result.to_json());
         // The store write fails (the session does not exist): kept whole.
@@ -123,12 +123,12 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
             generation: 0,
         };
         let failing = builder(trim_config()).store(p).build().unwrap();
-        let (m, status) = failing.on_tool_result(&t, result.clone()).await;
+        let (m, status) = failing.before_append(&t, result.clone()).await;
         assert_eq!(status, TrimStatus::KeptStoreFailed);
         assert_eq!(m.to_json(), result.to_json());
         // Trimming off.
         let off = extractive(config(64_000));
-        let (_, status) = off.on_tool_result(&t, result.clone()).await;
+        let (_, status) = off.before_append(&t, result.clone()).await;
         assert_eq!(status, TrimStatus::NotNeeded);
         // Protected tools are never trimmed.
         let mut t2 = c.transcript(vec![Message::user("go")]);
@@ -137,7 +137,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
             &Estimator::default(),
         );
         let (_, status) = c
-            .on_tool_result(&t2, Message::tool_result("r", big_log()))
+            .before_append(&t2, Message::tool_result("r", big_log()))
             .await;
         assert_eq!(status, TrimStatus::NotNeeded);
     });
@@ -155,11 +155,12 @@ fn user_pastes_are_trimmed_only_when_enabled() {
             generation: 0,
         };
         let paste = Message::user(big_log());
+        let t0 = compaction_core::Transcript::new(Vec::new(), &Estimator::default());
         let (_, status) = builder(trim_config())
             .store(p.clone())
             .build()
             .unwrap()
-            .on_user_message(paste.clone())
+            .before_append(&t0, paste.clone())
             .await;
         assert_eq!(status, TrimStatus::NotNeeded);
         let mut cfg = trim_config();
@@ -168,7 +169,7 @@ fn user_pastes_are_trimmed_only_when_enabled() {
             .store(p)
             .build()
             .unwrap()
-            .on_user_message(paste.clone())
+            .before_append(&t0, paste.clone())
             .await;
         assert!(matches!(status, TrimStatus::Trimmed { .. }), "{status:?}");
         assert!(m.text().starts_with("[trimmed] pasted text"));

@@ -4,6 +4,7 @@
 
 use compaction_core::laws::{self, PassKind};
 use hermes_compaction::Outcome;
+use hermes_compaction::Usage;
 
 use crate::common::{config, extractive, fixtures, rt};
 
@@ -30,7 +31,7 @@ fn replay(context_length: u64) {
                     }
                     let pass = r.law_pass();
                     assert_eq!(pass.kind, kind);
-                    let v = laws::check(&before, t.messages(), &pass, c.counter());
+                    let v = laws::check(&before, t.messages(), &pass, c.status().counter);
                     assert!(v.is_empty(), "{name}: pass {r:?} broke laws: {v:?}");
                 }
                 let prompt = t.current_tokens();
@@ -41,9 +42,9 @@ fn replay(context_length: u64) {
                     t.len()
                 );
                 // The model "answers" with the estimated prompt size as its usage.
-                c.after_response(&mut t, ticket, prompt);
+                rt.block_on(c.after_response(&mut t, ticket, Usage::prompt(prompt).record_only()));
             }
-            t.push(m, c.counter());
+            t.push(m, c.status().counter);
         }
         eprintln!("{name}: peak {peak} of {context_length}");
     }

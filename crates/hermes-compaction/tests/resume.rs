@@ -6,6 +6,7 @@ use compaction_core::{Edit, Message, Transcript};
 use compaction_store::{Commit, CompactionState, Store, StoreError, StoreOptions};
 use hermes_compaction::compressor::{Persistence, THRASH_STATE_KEY};
 use hermes_compaction::{Compressor, CompressorBuilder, FailureKind, Outcome, ThrashState};
+use hermes_compaction::{OneShot, PassReport};
 
 use crate::common::{builder, config, finish, rt, stores, tool_session};
 
@@ -64,8 +65,8 @@ async fn assert_mirrored(c: &Compressor, store: &Store, t: &Transcript, at: &str
     assert_eq!(wire(&active), wire(t.messages()), "{at}");
     let ids = |m: &[Message]| m.iter().map(Message::row_id).collect::<Vec<_>>();
     assert_eq!(ids(&active), ids(t.messages()), "{at}: row ids");
-    assert_eq!(c.store_generation(), Some(g), "{at}: generation");
-    assert!(c.store_in_sync(t), "{at}");
+    assert_eq!(c.status().store_generation, Some(g), "{at}: generation");
+    assert!(c.status().in_sync(t), "{at}");
 }
 
 /// A second writer compacts mid-session: the next flush and the next pass are refused as
@@ -80,7 +81,7 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             let mut appended = Vec::new();
             for m in tool_session(30, 100) {
                 appended.push(m.to_wire_json());
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
             c.flush(&mut t).await.unwrap();
             other_writer_compacts(&store, "s", 1..9).await;
@@ -88,7 +89,7 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             for i in 0..5 {
                 let m = Message::user(format!("late {i}: \u{0} \"quoted\" 数据库"));
                 appended.push(m.to_wire_json());
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
             // Refused as stale, every time, and nothing is written.
             for _ in 0..3 {
@@ -103,11 +104,11 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             }
             assert_eq!(store.load_all("s").await.unwrap().len(), rows_before);
             // A pass is refused the same way, without starting a cooldown.
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
             assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
-            assert_eq!(c.state().consecutive_failures, 0);
-            assert_eq!(c.state().cooldown_until_ms, None);
+            assert_eq!(c.status().state.consecutive_failures, 0);
+            assert_eq!(c.status().state.cooldown_until_ms, None);
 
             assert_eq!(c.reload(&mut t).await.unwrap(), 5);
             assert_mirrored(&c, &store, &t, "after reload").await;
@@ -122,10 +123,10 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             // The session goes on: appends, passes and flushes succeed.
             for m in tool_session(40, 100).into_iter().skip(1) {
                 appended.push(m.to_wire_json());
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
             assert!(c.flush(&mut t).await.unwrap() > 0);
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert_eq!(r.failure, None);
             assert_mirrored(&c, &store, &t, "after the next pass").await;
@@ -153,7 +154,7 @@ fn a_compressor_built_with_an_old_generation_reloads() {
             };
             let mut c = builder(config(16_000)).store(p).build().unwrap();
             let mut t = c.transcript(snapshot);
-            t.push(Message::user("resumed"), c.counter());
+            t.push(Message::user("resumed"), c.status().counter);
             let e = c.flush(&mut t).await.unwrap_err();
             assert!(
                 matches!(
@@ -197,20 +198,20 @@ fn an_overflow_pass_on_a_stale_generation_loses_nothing_after_reload() {
             let mut appended = Vec::new();
             for m in tool_session(20, 100) {
                 appended.push(m.to_wire_json());
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
             c.flush(&mut t).await.unwrap();
             other_writer_compacts(&store, "s", 1..5).await;
             // The agent goes on without flushing: these exist only in memory.
             for m in tool_session(120, 100).into_iter().skip(1) {
                 appended.push(m.to_wire_json());
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
             let r = c.on_context_overflow(&mut t).await.unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert!(r.applied_unpersisted);
             assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
-            assert!(!c.store_in_sync(&t));
+            assert!(!c.status().in_sync(&t));
             // The summary folded some of the unflushed messages.
             let in_t: Vec<String> = wire(t.messages());
             assert!(appended.iter().skip(81).any(|m| !in_t.contains(m)));
@@ -251,7 +252,7 @@ async fn restartable(test: &str) -> Vec<(String, StoreOptions, Option<std::path:
     out
 }
 
-/// `save_state` before a restart, `load_state` after it: every field comes back, on both
+/// `flush` before a restart, `reload` after it: every field comes back, on both
 /// backends, the other keys of `extra` are kept, and the restored pause really pauses.
 #[test]
 fn thrash_state_survives_a_restart_through_the_store() {
@@ -274,8 +275,8 @@ fn thrash_state_survives_a_restart_through_the_store() {
                     ..CompactionState::default()
                 };
                 store.set_compaction_state("s", &stored).await.unwrap();
-                let (c, _) = compressor_with(&store, "s", |b| b.state(state.clone())).await;
-                c.save_state().await.unwrap();
+                let (mut c, mut t) = compressor_with(&store, "s", |b| b.state(state.clone())).await;
+                c.flush(&mut t).await.unwrap();
                 stored = store.compaction_state("s").await.unwrap();
                 assert_eq!(stored.cooldown_until_ms, Some((now + 120_000) as i64));
                 assert_eq!(stored.ineffective_count, 2);
@@ -285,21 +286,32 @@ fn thrash_state_survives_a_restart_through_the_store() {
             }
             let store = Store::connect_with(&url, &options).await.unwrap();
             let (mut c, mut t) = compressor_with(&store, "s", |b| b.clock(move || now)).await;
-            assert_eq!(c.state(), &ThrashState::default());
-            assert_eq!(c.load_state().await.unwrap(), &state);
+            assert_eq!(c.status().state, &ThrashState::default());
+            c.reload(&mut t).await.unwrap();
+            assert_eq!(c.status().state, &state);
             // Effective: automatic passes stay paused until the restored time.
             // Over the threshold, within the window (over it a pass is made even while
             // paused, issue 20 item 4).
             for m in crate::common::over_threshold_within_window(&c, 100) {
-                t.push(m, c.counter());
+                t.push(m, c.status().counter);
             }
             let (_, r) = c.before_request(&mut t).await;
             assert_eq!(r.unwrap().outcome, Outcome::Skipped);
             // Saving again keeps the other key and overwrites only ours.
             // A fresh compressor (default state) on the same session.
-            let (mut c, _) = compressor(&store, "s").await;
-            c.save_state().await.unwrap();
-            assert_eq!(c.load_state().await.unwrap(), &ThrashState::default());
+            let (mut c, mut t) = compressor(&store, "s").await;
+            c.flush(&mut t).await.unwrap();
+            let stored = store.compaction_state("s").await.unwrap();
+            assert_eq!(ThrashState::read_from(&stored), ThrashState::default());
+            // Written once: a flush with nothing changed writes no state again.
+            store
+                .set_compaction_state("s", &CompactionState::default())
+                .await
+                .unwrap();
+            c.flush(&mut t).await.unwrap();
+            let untouched = store.compaction_state("s").await.unwrap();
+            assert_eq!(untouched.extra, serde_json::Value::Null);
+            store.set_compaction_state("s", &stored).await.unwrap();
             assert_eq!(
                 store.compaction_state("s").await.unwrap().extra["cursor"],
                 17

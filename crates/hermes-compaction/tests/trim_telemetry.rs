@@ -84,14 +84,14 @@ fn a_trimmed_tool_result_emits_one_content_free_line_with_running_totals() {
             &Estimator::default(),
         );
         let (_, first) = c
-            .on_tool_result(&t, Message::tool_result("call_1", original.clone()))
+            .before_append(&t, Message::tool_result("call_1", original.clone()))
             .await;
         t.push(
             shell_call("call_2", "cargo test --workspace"),
             &Estimator::default(),
         );
         let (_, next) = c
-            .on_tool_result(&t, Message::tool_result("call_2", second.clone()))
+            .before_append(&t, Message::tool_result("call_2", second.clone()))
             .await;
         (first, next)
     });
@@ -166,7 +166,7 @@ fn kept_results_say_why_and_save_nothing() {
         );
         let result = Message::tool_result("c", log.clone());
         // No store.
-        let (_, no_store) = c.on_tool_result(&t, result.clone()).await;
+        let (_, no_store) = c.before_append(&t, result.clone()).await;
         // The store write fails: the session does not exist.
         let store: Arc<dyn TranscriptStore> =
             Store::connect("sqlite::memory:").await.unwrap().into_dyn();
@@ -176,7 +176,7 @@ fn kept_results_say_why_and_save_nothing() {
             generation: 0,
         };
         let c = builder(trim_config()).store(p).build().unwrap();
-        let (_, failed) = c.on_tool_result(&t, result).await;
+        let (_, failed) = c.before_append(&t, result).await;
         (no_store, failed)
     });
     assert_eq!(
@@ -216,13 +216,13 @@ fn nothing_is_emitted_when_no_trim_was_due() {
             &Estimator::default(),
         );
         // Under the limit.
-        let (_, small) = c.on_tool_result(&t, Message::tool_result("c", "ok")).await;
+        let (_, small) = c.before_append(&t, Message::tool_result("c", "ok")).await;
         // A paste while user-paste trimming is off.
-        let (_, paste) = c.on_user_message(Message::user(big_log("delta"))).await;
+        let (_, paste) = c.before_append(&t, Message::user(big_log("delta"))).await;
         // Trimming off altogether.
         let off = extractive(config(64_000));
         let (_, off) = off
-            .on_tool_result(&t, Message::tool_result("c", big_log("delta")))
+            .before_append(&t, Message::tool_result("c", big_log("delta")))
             .await;
         [small, paste, off]
     });
@@ -237,8 +237,9 @@ fn a_trimmed_user_paste_is_reported_as_such() {
         let p = sqlite_persistence("u").await;
         let mut cfg = trim_config();
         cfg.compression.insert_trim_user_pastes = true;
-        let c = builder(cfg).store(p).build().unwrap();
-        let (_, status) = c.on_user_message(Message::user(paste.clone())).await;
+        let mut c = builder(cfg).store(p).build().unwrap();
+        let t = c.transcript(Vec::new());
+        let (_, status) = c.before_append(&t, Message::user(paste.clone())).await;
         status
     });
     assert!(matches!(status, TrimStatus::Trimmed { .. }), "{status:?}");

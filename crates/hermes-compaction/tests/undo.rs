@@ -6,6 +6,7 @@ use compaction_store::{Commit, GenerationKind, Store};
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::undo::UndoError;
 use hermes_compaction::{FailureKind, Outcome};
+use hermes_compaction::{OneShot, PassReport};
 
 use crate::common::{builder, config, extractive, rt, tool_session};
 
@@ -28,12 +29,12 @@ fn undo_last_reverts_a_batch_pass_in_memory_and_in_the_store() {
             .unwrap();
         let original = tool_session(80, 40);
         let mut t = c.transcript(original.clone());
-        let state_before = c.state().clone();
-        let r = c.compress(&mut t, None).await;
+        let state_before = c.status().state.clone();
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
-        assert!(c.state().compacted && !state_before.compacted);
+        assert!(c.status().state.compacted && !state_before.compacted);
         // The agent goes on after the pass.
-        t.push(Message::user("one more thing"), c.counter());
+        t.push(Message::user("one more thing"), c.status().counter);
         c.flush(&mut t).await.unwrap();
 
         let u = c.undo_last(&mut t).await.unwrap();
@@ -53,8 +54,8 @@ fn undo_last_reverts_a_batch_pass_in_memory_and_in_the_store() {
         assert_eq!(history[2].label.kind, GenerationKind::Restore);
         // State follows: not compacted any more, and the next request does not compact again
         // at once (paused); a manual pass still runs.
-        assert!(!c.state().compacted);
-        assert!(c.state().paused_until_ms.is_some());
+        assert!(!c.status().state.compacted);
+        assert!(c.status().state.paused_until_ms.is_some());
         let (_, again) = c.before_request(&mut t).await;
         assert!(
             again.as_ref().is_none_or(|r| r.outcome == Outcome::Skipped),
@@ -62,7 +63,7 @@ fn undo_last_reverts_a_batch_pass_in_memory_and_in_the_store() {
         );
         assert_eq!(wire(t.messages()), expected);
         assert_eq!(c.undo_last(&mut t).await, Err(UndoError::NothingToUndo));
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         assert_eq!(
             wire(&store.load_active("s").await.unwrap()),
@@ -86,7 +87,7 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
             .unwrap();
         let mut t = c.transcript(tool_session(80, 40));
         assert_eq!(c.undo_last(&mut t).await, Err(UndoError::NothingToUndo));
-        c.compress(&mut t, None).await;
+        c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         let compacted = t.messages().to_vec();
         // Another writer moves the session: the undo is stale and changes nothing.
         let (active, generation) = store.load_active_with_generation("s").await.unwrap();
@@ -112,14 +113,14 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
         // Without a store: a rewrite where the pass wrote makes the undo unsafe.
         let mut c = extractive(config(16_000));
         let mut t = c.transcript(tool_session(80, 40));
-        c.compress(&mut t, None).await;
+        c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         let at = t
             .messages()
             .iter()
             .position(|m| m.marker_kind().is_some())
             .unwrap();
         let edited = Message::user("edited summary");
-        t.replace(at, edited, c.counter());
+        t.replace(at, edited, c.status().counter);
         let before = t.messages().to_vec();
         assert_eq!(c.undo_last(&mut t).await, Err(UndoError::Changed));
         assert_eq!(t.messages(), &before[..]);
@@ -137,18 +138,18 @@ fn undo_last_reverts_micro_passes_and_their_cursor() {
         let mut t = c.transcript(tool_session(60, 40));
         let mut undone = 0;
         for _ in 0..6 {
-            let (before, micro) = (t.messages().to_vec(), c.micro_state().clone());
+            let (before, micro) = (t.messages().to_vec(), c.status().micro.clone());
             let Some(r) = c.finalize_turn(&mut t).await else {
                 continue;
             };
             if r.failed() || wire(t.messages()) == wire(&before) {
                 continue;
             }
-            assert_ne!(c.micro_state(), &micro, "the pass moved the cursor");
+            assert_ne!(c.status().micro, &micro, "the pass moved the cursor");
             c.undo_last(&mut t).await.unwrap();
             assert_eq!(wire(t.messages()), wire(&before));
             assert_eq!(
-                c.micro_state(),
+                c.status().micro,
                 &micro,
                 "the cursor and rolling summary follow"
             );
@@ -182,7 +183,7 @@ fn pins_survive_compress_and_persist() {
             .unwrap();
         assert!(t.pin(pin, true));
         let before = t.messages().to_vec();
-        let r = c.compress(&mut t, None).await;
+        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         let kept: Vec<usize> = t.pinned();
         assert_eq!(kept.len(), 1);
@@ -193,7 +194,8 @@ fn pins_survive_compress_and_persist() {
             before[pin - 1].to_wire_json(),
             "its call stays with it"
         );
-        let v = compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.counter());
+        let v =
+            compaction_core::laws::check(&before, t.messages(), &r.law_pass(), c.status().counter);
         assert!(v.is_empty(), "{v:?}");
         let stored = store.load_active("s").await.unwrap();
         assert_eq!(stored.iter().filter(|m| m.is_pinned()).count(), 1);

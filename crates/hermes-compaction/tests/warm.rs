@@ -2,6 +2,7 @@
 //! sends the agent's last request as it was sent, then one instruction; another model gets
 //! the standalone request.
 
+use hermes_compaction::OneShot;
 use std::sync::Arc;
 
 use compaction_core::{Message, Transcript};
@@ -60,7 +61,7 @@ fn run_agent(cfg: Config) -> (Vec<Seen>, Transcript) {
     rt().block_on(async {
         for m in &session[1..] {
             let calls_model = m.is_user() || m.is_tool();
-            t.push(m.clone(), c.counter());
+            t.push(m.clone(), c.status().counter);
             if calls_model {
                 let before = s.calls();
                 let (_ticket, _report) = c.before_request(&mut t).await;
@@ -144,12 +145,12 @@ fn a_transcript_rewritten_since_the_last_request_gets_the_standalone_request() {
     rt().block_on(async {
         let _ = c.before_request(&mut t).await;
         for m in &session[3..] {
-            t.push(m.clone(), c.counter());
+            t.push(m.clone(), c.status().counter);
         }
         // The host rewrote a message the agent had sent: that prefix is no longer cached.
         let edited = Message::user("step 0: something else");
-        t.replace(1, edited, c.counter());
-        let report = c.compress(&mut t, None).await;
+        t.replace(1, edited, c.status().counter);
+        let report = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
         assert_eq!(report.outcome, hermes_compaction::Outcome::Summarized);
     });
     assert!(s.calls() > 0);

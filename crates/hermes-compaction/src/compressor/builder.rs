@@ -30,13 +30,13 @@ use crate::config::{Config, ConfigError};
 ///     .session("session-1")
 ///     .build()
 ///     .unwrap();
-/// assert_eq!(c.session_id(), "session-1");
+/// assert_eq!(c.status().session_id, "session-1");
 /// // A micro one-shot run turns micro compaction on, before validation, whatever the file says.
 /// let c = Compressor::builder(config.clone())
 ///     .one_shot(OneShot::Micro { max_passes: None })
 ///     .build()
 ///     .unwrap();
-/// assert!(c.config().compression.micro_compact);
+/// assert!(c.status().config.compression.micro_compact);
 /// // A bad value is refused once, here, naming its key.
 /// config.model.context_length = 10;
 /// let e = Compressor::builder(config).build().unwrap_err();
@@ -130,8 +130,8 @@ impl CompressorBuilder {
         self
     }
 
-    /// The one-shot run the compressor is for ([`Compressor::one_shot`] makes it): a micro
-    /// run turns `compression.micro_compact` on and runs every turn, whatever the
+    /// The one-shot run the compressor is for (what [`Compressor::one_shot`] is then given):
+    /// a micro run turns `compression.micro_compact` on and runs every turn, whatever the
     /// configuration says. Applied before validation, so no caller can forget it.
     pub fn one_shot(mut self, mode: OneShot) -> CompressorBuilder {
         self.one_shot = Some(mode);
@@ -142,7 +142,7 @@ impl CompressorBuilder {
     /// compressor; the error names the key and its allowed range.
     pub fn build(self) -> Result<Compressor, ConfigError> {
         let mut config = self.config;
-        if let Some(mode) = self.one_shot {
+        if let Some(mode) = &self.one_shot {
             mode.configure(&mut config);
         }
         config.validate()?;
@@ -153,7 +153,6 @@ impl CompressorBuilder {
             threshold: config.window().threshold_tokens(),
             window_tokens: (config.window().effective_window() as f64 * NEAR_WINDOW_RATIO) as u64,
             call: crate::breaker::CallPolicy::from_config(&config.auxiliary.compression),
-            one_shot: self.one_shot.unwrap_or(OneShot::Batch),
             warm_cache: config.warm_cache_on(),
             config: Arc::new(config),
         };
@@ -185,12 +184,26 @@ impl CompressorBuilder {
     }
 }
 
-/// Which one-shot run to make.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which one-shot run to make ([`Compressor::one_shot`]), or to preview
+/// ([`Compressor::preview`]).
+///
+/// ```
+/// use hermes_compaction::OneShot;
+///
+/// assert_eq!(OneShot::batch().to_string(), "batch");
+/// let focused = OneShot::Batch { focus: Some("the parser".into()) };
+/// assert_eq!(focused.as_str(), "batch");
+/// assert_eq!(OneShot::Micro { max_passes: Some(2) }.to_string(), "micro");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OneShot {
     /// One forced batch pass: prune first, summarize the middle unless pruning alone reaches
     /// the low-water mark.
-    Batch,
+    Batch {
+        /// A topic the summary keeps in full detail (redacted and bounded before it reaches
+        /// the summarizer); a preview ignores it.
+        focus: Option<String>,
+    },
     /// One forced prune-only pass: no summarizer.
     Prune,
     /// Micro passes until nothing is absorbable, at most `max_passes` that change the
@@ -209,12 +222,25 @@ impl std::fmt::Display for OneShot {
 }
 
 impl OneShot {
+    /// A batch pass without a focus.
+    pub fn batch() -> OneShot {
+        OneShot::Batch { focus: None }
+    }
+
     /// `batch`, `prune` or `micro`.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &'static str {
         match self {
-            OneShot::Batch => "batch",
+            OneShot::Batch { .. } => "batch",
             OneShot::Prune => "prune",
             OneShot::Micro { .. } => "micro",
+        }
+    }
+
+    /// The same run without its focus (what a report keeps: counts only, never text).
+    pub(crate) fn without_focus(&self) -> OneShot {
+        match self {
+            OneShot::Batch { .. } => OneShot::batch(),
+            other => other.clone(),
         }
     }
 
@@ -223,7 +249,7 @@ impl OneShot {
     /// is micro whatever the file says). Applied by
     /// [`CompressorBuilder::one_shot`](crate::compressor::CompressorBuilder::one_shot) before
     /// validation.
-    pub(crate) fn configure(self, config: &mut Config) {
+    pub(crate) fn configure(&self, config: &mut Config) {
         if let OneShot::Micro { .. } = self {
             config.compression.micro_compact = true;
             config.compression.micro_compact_every_n_turns = 1;

@@ -5,17 +5,20 @@
 //!
 //! | moment | hook |
 //! |---|---|
+//! | a tool result or a user message is about to be appended | [`Compressor::before_append`] |
 //! | before each model request (and before each call inside a tool loop) | [`Compressor::before_request`] |
-//! | after a response that carried usage | [`Compressor::after_response`], then [`Compressor::check_usage`] |
+//! | after a response that carried usage | [`Compressor::after_response`] |
 //! | the provider said the context window was exceeded | [`Compressor::on_context_overflow`] |
-//! | the user typed `/compress` | [`Compressor::compress`] |
+//! | after a tool round inside a turn | [`Compressor::after_tool_round`] |
+//! | at the end of a turn | [`Compressor::finalize_turn`] |
+//! | the user typed `/compress`, or a maintenance job runs | [`Compressor::one_shot`] |
 //!
 //! Every pass is planned by `compaction_core::batch` as pure data, summarized, committed to the
 //! store (when one is configured) and only then applied to the transcript. Any failure leaves
 //! the transcript byte-identical and is reported in the [`BatchReport`] and in telemetry.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use compaction_core::batch::{
     self, BatchConfig, BatchPlan, BatchRequest, BatchStep, NothingReason,
@@ -23,13 +26,13 @@ use compaction_core::batch::{
 use compaction_core::material::MaterialConfig;
 use compaction_core::prune::PruneConfig;
 use compaction_core::{Message, TokenCounter, Transcript};
-use compaction_llm::{Summarizer, SummaryRequest};
+use compaction_llm::Summarizer;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 #[cfg(feature = "store")]
 pub use crate::persist::Persistence;
-use crate::report::{BatchReport, Outcome, Resume, Trigger};
+use crate::report::{BatchReport, Outcome, PassStats, Resume, Trigger};
 #[cfg(feature = "store")]
 pub use crate::thrash::THRASH_STATE_KEY;
 pub use crate::thrash::ThrashState;
@@ -38,9 +41,11 @@ mod builder;
 pub(crate) mod pass;
 mod prepare;
 mod runtime;
+mod status;
 mod store;
 
 pub use builder::{CompressorBuilder, OneShot};
+pub use status::Status;
 
 pub(crate) use runtime::{LastPass, Requested, Runtime, SentRequest};
 
@@ -58,6 +63,43 @@ pub struct RequestTicket {
     messages: usize,
 }
 
+/// The provider's usage for one response, handed to [`Compressor::after_response`].
+///
+/// ```
+/// use hermes_compaction::compressor::Usage;
+///
+/// let u = Usage::prompt(41_000);
+/// assert!(u.compact_now);
+/// assert!(!u.record_only().compact_now);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Usage {
+    /// The prompt tokens the provider counted for the request.
+    pub prompt_tokens: u64,
+    /// Compact at once when the count is at or over the threshold (trigger
+    /// [`Trigger::Usage`]); otherwise only record it, and the next
+    /// [`before_request`](Compressor::before_request) compacts.
+    pub compact_now: bool,
+}
+
+impl Usage {
+    /// `prompt_tokens` as the provider counted them, compacting at once when over.
+    pub fn prompt(prompt_tokens: u64) -> Usage {
+        Usage {
+            prompt_tokens,
+            compact_now: true,
+        }
+    }
+
+    /// The same count, recorded only: no pass runs before the next request.
+    pub fn record_only(self) -> Usage {
+        Usage {
+            compact_now: false,
+            ..self
+        }
+    }
+}
+
 /// The batch compressor for one session.
 ///
 /// Each hook where an agent loop calls it (the `agent_loop` example runs a whole session):
@@ -66,7 +108,7 @@ pub struct RequestTicket {
 /// use std::sync::Arc;
 /// use hermes_compaction::core::{Estimator, Message, ToolCall};
 /// use hermes_compaction::llm::ExtractiveSummarizer;
-/// use hermes_compaction::{Compressor, Config};
+/// use hermes_compaction::{Compressor, Config, OneShot, Usage};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
 /// let mut config = Config::default();
@@ -79,31 +121,30 @@ pub struct RequestTicket {
 ///     .unwrap();
 /// let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
 /// for turn in 0..30 {
-///     t.push(Message::user(format!("request {turn}: fix module {turn}")), c.counter());
+///     t.push(Message::user(format!("request {turn}: fix module {turn}")), c.status().counter);
 ///     // Before each model request: compacts first when over the threshold.
 ///     let (ticket, _batch) = c.before_request(&mut t).await;
 ///     let prompt_tokens = t.current_tokens(); // what the provider reports
 ///     // After each response: calibrate with the provider's count, compact now if over.
-///     c.after_response(&mut t, ticket, prompt_tokens);
-///     c.check_usage(&mut t).await;
+///     c.after_response(&mut t, ticket, Usage::prompt(prompt_tokens)).await;
 ///     let id = format!("call_{turn}");
 ///     t.push(
 ///         Message::assistant_tool_calls("", vec![ToolCall::function(&id, "shell", "{}")]),
-///         c.counter(),
+///         c.status().counter,
 ///     );
-///     t.push(Message::tool_result(&id, "ok\n".repeat(400)), c.counter());
+///     t.push(Message::tool_result(&id, "ok\n".repeat(400)), c.status().counter);
 ///     // After each tool round inside a turn: long turns are compacted as they go.
 ///     c.after_tool_round(&mut t).await;
-///     t.push(Message::assistant(format!("module {turn} fixed")), c.counter());
+///     t.push(Message::assistant(format!("module {turn} fixed")), c.status().counter);
 ///     // After a turn that finished normally (micro-compaction, when enabled).
 ///     c.finalize_turn(&mut t).await;
 /// }
-/// assert!(t.current_tokens() <= c.threshold_tokens());
+/// assert!(t.current_tokens() <= c.status().threshold_tokens);
 /// // The provider refused a request as too long: compact harder, then retry (bounded).
 /// let report = c.on_context_overflow(&mut t).await;
 /// assert!(report.is_some());
 /// // A user's `/compress`, with a focus topic.
-/// let report = c.compress(&mut t, Some("module 29".into())).await;
+/// let report = c.one_shot(&mut t, OneShot::Batch { focus: Some("module 29".into()) }).await;
 /// let _outcome = report.outcome; // what the pass did, for your logs
 /// # });
 /// ```
@@ -134,8 +175,6 @@ struct Settings {
     window_tokens: u64,
     /// How every pass calls the summarizer (budget, circuit breaker).
     call: crate::breaker::CallPolicy,
-    /// The run [`Compressor::one_shot`] makes.
-    one_shot: OneShot,
     /// Batch summary requests reuse the agent's last request (`Config::warm_cache_on`).
     warm_cache: bool,
 }
@@ -163,17 +202,17 @@ impl Compressor {
     }
 
     /// The current anti-thrash and cooldown state.
-    pub fn state(&self) -> &ThrashState {
+    pub(crate) fn state(&self) -> &ThrashState {
         &self.rt.state
     }
 
     /// The threshold in tokens.
-    pub fn threshold_tokens(&self) -> u64 {
+    pub(crate) fn threshold_tokens(&self) -> u64 {
         self.settings.threshold
     }
 
     /// The token counter.
-    pub fn counter(&self) -> &dyn TokenCounter {
+    pub(crate) fn counter(&self) -> &dyn TokenCounter {
         self.counter.as_ref()
     }
 
@@ -183,14 +222,8 @@ impl Compressor {
     }
 
     /// The configuration (read at construction; it does not change).
-    pub fn config(&self) -> &Config {
+    pub(crate) fn config(&self) -> &Config {
         &self.settings.config
-    }
-
-    /// The run [`one_shot`](Self::one_shot) makes (set with
-    /// [`CompressorBuilder::one_shot`]; a batch pass unless given).
-    pub fn one_shot_mode(&self) -> OneShot {
-        self.settings.one_shot
     }
 
     /// The core batch configuration derived from it.
@@ -241,12 +274,6 @@ impl Compressor {
         return false;
     }
 
-    /// Whether batch summary requests reuse the agent's last request as their prefix
-    /// (`auxiliary.compression.warm_cache`).
-    pub fn warm_cache(&self) -> bool {
-        self.settings.warm_cache
-    }
-
     /// The agent's last request as the prefix of a warm-cache summary request: the first
     /// messages of `t` that [`before_request`](Self::before_request) last saw sent, when
     /// warm-cache requests are on and `t` has only grown since (same lineage).
@@ -257,12 +284,12 @@ impl Compressor {
     }
 
     /// The summarizer.
-    pub fn summarizer(&self) -> &dyn Summarizer {
+    pub(crate) fn summarizer(&self) -> &dyn Summarizer {
         self.summarizer.as_ref()
     }
 
     /// The session id used in telemetry.
-    pub fn session_id(&self) -> &str {
+    pub(crate) fn session_id(&self) -> &str {
         &self.session_id
     }
 
@@ -284,7 +311,7 @@ impl Compressor {
     /// output reservation); beyond it the pass is made all the same, as
     /// [`on_context_overflow`](Self::on_context_overflow) would make it after the provider's
     /// refusal, since the request could not be sent otherwise. The same holds for
-    /// [`check_usage`](Self::check_usage).
+    /// [`after_response`](Self::after_response).
     pub async fn before_request(
         &mut self,
         t: &mut Transcript,
@@ -294,14 +321,11 @@ impl Compressor {
         if let Some(requested) = self.rt.requested.take().filter(|_| enabled) {
             // The model asked (compact_context): forced, but it waits out cooldowns and pauses
             // like an automatic pass.
-            report = Some(
-                self.run(t, Trigger::BeforeRequest, true, requested.focus)
-                    .await,
-            );
+            report = Some(self.run(t, Trigger::Requested, requested.focus).await);
         } else if self.automatic_allowed(t) && t.current_tokens() >= self.settings.threshold {
-            report = Some(self.run(t, Trigger::BeforeRequest, false, None).await);
+            report = Some(self.run(t, Trigger::BeforeRequest, None).await);
         } else if self.automatic_allowed(t) && self.proactive_due(t) {
-            report = Some(self.run(t, Trigger::Proactive, false, None).await);
+            report = Some(self.run(t, Trigger::Proactive, None).await);
         }
         if report.is_none() {
             // Past `prepare_at` of the threshold: start the next pass's summary off the path.
@@ -323,16 +347,38 @@ impl Compressor {
         )
     }
 
-    /// Records the provider's usage for the request the ticket describes. Usage from before
-    /// the last compaction is ignored. Detects ineffective compactions (still over the
-    /// threshold on the first real usage after one) and pauses automatic compaction after
-    /// `anti_thrash_max_ineffective` in a row.
-    pub fn after_response(
+    /// After a response: records the provider's usage for the request the ticket describes
+    /// and, when [`Usage::compact_now`] is set (the default of [`Usage::prompt`]) and the real
+    /// count puts the transcript at or over the threshold, compacts at once (trigger
+    /// [`Trigger::Usage`]) instead of waiting for the next request. Returns the report of
+    /// that pass, `None` when none ran.
+    ///
+    /// Usage from before the last compaction is ignored (the ticket is stale). The first real
+    /// usage after a compaction that is still over the threshold counts as an ineffective
+    /// compaction; `anti_thrash_max_ineffective` in a row pause automatic compaction.
+    pub async fn after_response(
         &mut self,
         t: &mut Transcript,
         ticket: RequestTicket,
-        prompt_tokens: u64,
-    ) {
+        usage: Usage,
+    ) -> Option<BatchReport> {
+        self.record_usage(t, ticket, usage.prompt_tokens);
+        if !usage.compact_now {
+            return None;
+        }
+        if !self.automatic_allowed(t)
+            || t.calibration().is_none()
+            || t.current_tokens() < self.settings.threshold
+        {
+            self.maybe_prepare(t);
+            return None;
+        }
+        Some(self.run(t, Trigger::Usage, None).await)
+    }
+
+    /// The bookkeeping half of [`after_response`](Self::after_response): calibration, the
+    /// overflow count, the anti-thrash measure.
+    fn record_usage(&mut self, t: &mut Transcript, ticket: RequestTicket, prompt_tokens: u64) {
         if ticket.epoch != self.rt.epoch {
             return;
         }
@@ -356,20 +402,6 @@ impl Compressor {
         }
     }
 
-    /// After [`after_response`](Self::after_response): when the real usage the provider just
-    /// reported puts the transcript at or over the threshold, compact now (trigger `usage`)
-    /// instead of waiting for the next request. Returns `None` when no pass was needed.
-    pub async fn check_usage(&mut self, t: &mut Transcript) -> Option<BatchReport> {
-        if !self.automatic_allowed(t)
-            || t.calibration().is_none()
-            || t.current_tokens() < self.settings.threshold
-        {
-            self.maybe_prepare(t);
-            return None;
-        }
-        Some(self.run(t, Trigger::Usage, false, None).await)
-    }
-
     /// The provider rejected a request as too large: compact (forced) and let the caller retry,
     /// at most `compression.max_attempts` times in a row (the count resets with the next
     /// [`after_response`](Self::after_response)). Returns `None` when attempts are used up.
@@ -385,12 +417,17 @@ impl Compressor {
             return None;
         }
         self.rt.overflow_attempts += 1;
-        Some(self.run(t, Trigger::Overflow, true, None).await)
+        Some(self.run(t, Trigger::Overflow, None).await)
     }
 
-    /// A user's explicit `/compress`, with an optional focus topic. Ignores cooldown and pauses.
-    pub async fn compress(&mut self, t: &mut Transcript, focus: Option<String>) -> BatchReport {
-        self.run(t, Trigger::Manual, true, focus).await
+    /// A user's explicit `/compress` (or a one-shot batch or prune run), with an optional
+    /// focus topic. Ignores cooldown and pauses.
+    pub(crate) async fn compress(
+        &mut self,
+        t: &mut Transcript,
+        focus: Option<String>,
+    ) -> BatchReport {
+        self.run(t, Trigger::Manual, focus).await
     }
 
     /// Runs one batch attempt: the checks and the plan, then the pass runner (`pass`).
@@ -398,7 +435,6 @@ impl Compressor {
         &mut self,
         t: &mut Transcript,
         trigger: Trigger,
-        force: bool,
         focus: Option<String>,
     ) -> BatchReport {
         let started = Instant::now();
@@ -406,19 +442,10 @@ impl Compressor {
             trigger,
             outcome: Outcome::NotNeeded,
             failure: None,
-            tokens_before: t.current_tokens(),
-            tokens_after: t.current_tokens(),
-            messages_before: t.len(),
-            messages_after: t.len(),
+            stats: PassStats::at(t.current_tokens(), t.len()),
             threshold_tokens: self.settings.threshold,
-            earliest_changed_index: None,
-            fallback_used: false,
-            summarizer_skipped: false,
             fallback_cause: None,
-            demoted_tail_outputs: 0,
             fell_through: false,
-            summary_tokens: 0,
-            duration: Duration::ZERO,
             regions: None,
             applied_unpersisted: false,
             strict_alternation: self.settings.batch.strict_alternation,
@@ -453,7 +480,7 @@ impl Compressor {
         }
 
         let req = BatchRequest {
-            force: force || matches!(trigger, Trigger::Proactive),
+            force: trigger.forces(),
             prune_only: matches!(trigger, Trigger::Proactive)
                 || std::mem::take(&mut self.rt.prune_only_once),
             focus,
@@ -475,7 +502,7 @@ impl Compressor {
             &req,
             self.counter.as_ref(),
         );
-        report.demoted_tail_outputs = plan.demoted_tail_outputs;
+        report.stats.demoted_tail_outputs = plan.demoted_tail_outputs;
         let planned = match &plan.step {
             BatchStep::Nothing(reason) => {
                 report.outcome = match reason {
@@ -498,7 +525,7 @@ impl Compressor {
                     // what is still missing. Once the cache has gone cold the break is free,
                     // so whatever the prune reclaims is taken.
                     self.rt.proactive_rearm_at =
-                        Some(report.tokens_before + (min - plan.prune.reclaimed_tokens));
+                        Some(report.stats.tokens_before + (min - plan.prune.reclaimed_tokens));
                     report.outcome = Outcome::NotNeeded;
                     return self.finish(report, started, Some(&plan));
                 }
@@ -551,12 +578,12 @@ impl Compressor {
         match self.run_prepared(t, ready, overflow).await {
             Ok((result, used, mut plan, prepared)) => {
                 report.prepared = Some(prepared);
-                report.demoted_tail_outputs = plan.demoted_tail_outputs;
+                report.stats.demoted_tail_outputs = plan.demoted_tail_outputs;
                 report.fell_through = !plan.prune.edit.is_empty();
                 report.settle(Outcome::Summarized, result, used, t);
                 // The prepared plan's tail ended with the messages it saw; the ones appended
                 // since stay verbatim after it.
-                plan.regions.tail.end = report.messages_before;
+                plan.regions.tail.end = report.stats.messages_before;
                 if report.in_turn.is_some() {
                     report.in_turn = Resume::at(t).or(report.in_turn.take());
                 }
@@ -568,26 +595,6 @@ impl Compressor {
                 None
             }
         }
-    }
-
-    /// One summary under the policy every pass shares (`breaker`): the fallback rule, the
-    /// call's time budget and the circuit breaker.
-    pub(crate) async fn summarize_one(
-        &self,
-        req: &SummaryRequest,
-        deadline: Option<Instant>,
-    ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
-    {
-        crate::breaker::summarize(self.calls.as_ref(), deadline, req).await
-    }
-
-    pub(crate) fn record_failure(&mut self) {
-        self.rt.state.consecutive_failures += 1;
-        let c = &self.settings.config.compression;
-        let factor = 1u64 << (self.rt.state.consecutive_failures - 1).min(16);
-        let secs =
-            (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
-        self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
     }
 
     /// Whether an automatic batch pass may run now: compaction is enabled and
@@ -635,7 +642,7 @@ impl Compressor {
         started: Instant,
         plan: Option<&BatchPlan>,
     ) -> BatchReport {
-        report.duration = started.elapsed();
+        report.stats.duration = started.elapsed();
         report.regions = plan.map(|p| p.regions.clone());
         #[cfg(feature = "telemetry")]
         crate::events::emit_batch(

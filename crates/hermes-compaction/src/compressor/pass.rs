@@ -15,15 +15,19 @@
 //!    the inverse for `undo_last`;
 //! 5. **record** the outcome in the runtime state (cooldown, micro state, epoch).
 //!
+//! An undo is a job too ([`Job::Undo`]): the inverse of the last pass, with no summary, no
+//! gain check, committed with the history label `restore`, applied, and recorded by putting
+//! back the state from before the pass it reverts.
+//!
 //! The result is one `Result<Applied, PassFailure>`; the hooks derive their reports from it
 //! and emit the telemetry line, so a report's outcome and failure cannot disagree.
 
 use compaction_core::batch::{self, BatchPlan, SummaryJob};
 use compaction_core::micro::{self, MicroConfig, MicroEvent, MicroOutcome, MicroPlan, MicroStep};
-use compaction_core::{Edit, MarkerKind, Transcript};
+use compaction_core::{Edit, MarkerKind, Message, Splice, Transcript};
 use compaction_llm::{ErrorClass, SummaryKind, SummaryRequest, WarmPrefix};
 
-use super::Compressor;
+use super::{Compressor, LastPass};
 use crate::report::{Applied, FailureKind, PassFailure, SummaryUse};
 
 /// A planned pass, as the runner takes it.
@@ -48,6 +52,13 @@ pub(crate) enum Job<'p> {
         cfg: &'p MicroConfig,
         /// What assembly produced (set by the runner).
         outcome: Option<MicroOutcome>,
+    },
+    /// The reversal of the last pass (`undo_last`), checked against the transcript by the
+    /// caller.
+    Undo {
+        /// What the runner remembered of the pass: its inverse edit and the state from before
+        /// it. Taken by the runner.
+        last: Option<LastPass>,
     },
 }
 
@@ -119,6 +130,7 @@ impl Compressor {
                     })
                     .map_err(drop)
             }
+            Job::Undo { last } => Ok(last.as_ref().map(|l| l.inverse.clone())),
         }));
         let edit = match assembled {
             Ok(Ok(edit)) => edit,
@@ -140,7 +152,11 @@ impl Compressor {
         };
         // 4. Commit, then apply.
         let mut unpersisted = None;
-        if let Err(e) = self.persist_edit(t, &mut edit).await {
+        let committed = match job {
+            Job::Undo { .. } => self.persist_restore(t, &mut edit).await,
+            _ => self.persist_edit(t, &mut edit).await,
+        };
+        if let Err(e) = committed {
             let overflow = matches!(job, Job::Batch { overflow: true, .. });
             let f = PassFailure::from(e);
             if !overflow {
@@ -152,7 +168,10 @@ impl Compressor {
             unpersisted = Some(f);
         }
         let earliest_changed_index = edit.earliest_changed_index();
-        self.remember_pass(t, &edit);
+        if !matches!(job, Job::Undo { .. }) {
+            // One level of undo: an undo itself is not remembered.
+            self.remember_pass(t, &edit);
+        }
         if edit.apply_to(t, counter.as_ref()).is_err() {
             // Unreachable: assembly validated the edit against this transcript. Flagged all
             // the same: a store may already hold the pass the transcript lacks.
@@ -192,6 +211,7 @@ impl Compressor {
                 _ => Vec::new(),
             },
             Job::Micro { plan, .. } => self.micro_request(plan).into_iter().collect(),
+            Job::Undo { .. } => Vec::new(),
         }
     }
 
@@ -290,7 +310,7 @@ impl Compressor {
     /// failure only records the plan: the exchange is not to blame).
     fn failed_with(&mut self, job: &Job<'_>, stage: Stage, f: PassFailure) -> PassFailure {
         match (job, stage) {
-            (_, Stage::Apply) => {}
+            (_, Stage::Apply) | (Job::Undo { .. }, _) => {}
             // A prepared plan that did not assemble is discarded and the pass runs as usual.
             (
                 Job::Batch {
@@ -317,8 +337,23 @@ impl Compressor {
     }
 
     /// Records an applied pass in the runtime state.
-    fn applied(&mut self, job: &Job<'_>, tokens_before: u64, tokens_after: u64) {
+    fn applied(&mut self, job: &mut Job<'_>, tokens_before: u64, tokens_after: u64) {
         match job {
+            Job::Undo { last } => {
+                // The state from before the reverted pass; automatic passes then wait
+                // `failure_cooldown_secs`, so the next request does not compact again at once.
+                if let Some(last) = last.take() {
+                    let pause = self.settings.config.compression.failure_cooldown_secs * 1_000;
+                    let mut thrash = last.thrash;
+                    thrash.paused_until_ms = Some(
+                        thrash
+                            .paused_until_ms
+                            .unwrap_or(0)
+                            .max(self.now_ms() + pause),
+                    );
+                    self.rt.restore(thrash, last.micro);
+                }
+            }
             Job::Batch { summarize, .. } => {
                 self.rt.state.consecutive_failures = 0;
                 self.rt.state.cooldown_until_ms = None;
@@ -343,6 +378,57 @@ impl Compressor {
             }
         }
     }
+
+    /// One summary under the policy every pass shares (`breaker`): the fallback rule, the
+    /// call's time budget and the circuit breaker.
+    async fn summarize_one(
+        &self,
+        req: &SummaryRequest,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
+    {
+        crate::breaker::summarize(self.calls.as_ref(), deadline, req)
+        .await
+    }
+
+    fn record_failure(&mut self) {
+        self.rt.state.consecutive_failures += 1;
+        let c = &self.settings.config.compression;
+        let factor = 1u64 << (self.rt.state.consecutive_failures - 1).min(16);
+        let secs =
+            (c.failure_cooldown_secs.saturating_mul(factor)).min(c.failure_cooldown_max_secs);
+        self.rt.state.cooldown_until_ms = Some(self.now_ms() + secs * 1_000);
+    }
+
+    /// Remembers how to revert `edit`, about to be applied to `t` (costs what the edit
+    /// replaces, not the transcript).
+    fn remember_pass(&mut self, t: &Transcript, edit: &Edit) {
+        let (inverse, written) = inverse(t.messages(), edit);
+        self.rt.keep_last_pass(LastPass {
+            inverse,
+            written,
+            thrash: self.state().clone(),
+            micro: self.rt.micro_state().clone(),
+        });
+    }
+}
+
+/// The edit that turns `edit.apply(before)` back into `before`, in the coordinates of the
+/// edited transcript, with what each of its splices must find there.
+fn inverse(before: &[Message], edit: &Edit) -> (Edit, Vec<Vec<String>>) {
+    let mut offset = 0isize;
+    let mut splices = Vec::with_capacity(edit.splices.len());
+    let mut written = Vec::with_capacity(edit.splices.len());
+    for s in &edit.splices {
+        let start = (s.range.start as isize + offset) as usize;
+        splices.push(Splice {
+            range: start..start + s.replacement.len(),
+            replacement: before[s.range.clone()].to_vec(),
+        });
+        written.push(s.replacement.iter().map(Message::to_wire_json).collect());
+        offset += s.replacement.len() as isize - s.range.len() as isize;
+    }
+    (Edit { splices }, written)
 }
 
 /// The summary request of a batch job, `summary_max_tokens` its configured budget and `today`
@@ -391,12 +477,46 @@ fn gains(
     threshold: u64,
 ) -> bool {
     match job {
-        Job::Micro { .. } => true,
+        Job::Micro { .. } | Job::Undo { .. } => true,
         Job::Batch { prepared, .. } => {
             let (removed, added) = edit.token_change(t, counter);
             added < removed
                 && (prepared.is_none()
                     || t.current_tokens().saturating_sub(removed) + added < threshold)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inverse_of_an_edit_restores_the_original() {
+        let before: Vec<Message> = (0..8).map(|i| Message::user(format!("m{i}"))).collect();
+        let edit = Edit {
+            splices: vec![
+                Splice {
+                    range: 0..0,
+                    replacement: vec![Message::assistant("new first")],
+                },
+                Splice {
+                    range: 1..4,
+                    replacement: vec![Message::assistant("summary")],
+                },
+                Splice {
+                    range: 5..6,
+                    replacement: vec![Message::user("a"), Message::user("b")],
+                },
+                Splice {
+                    range: 7..8,
+                    replacement: vec![],
+                },
+            ],
+        };
+        let after = edit.apply(&before).unwrap();
+        let (inv, written) = inverse(&before, &edit);
+        assert_eq!(inv.apply(&after).unwrap(), before);
+        assert_eq!(written[2].len(), 2);
     }
 }

@@ -1,7 +1,7 @@
 //! A summary prepared ahead (`compression.prepare_at`, issue 34 item 2).
 //!
 //! Past `prepare_at` of the threshold (and below it), [`Compressor::before_request`] and
-//! [`Compressor::check_usage`] copy the transcript's messages and spawn a task on the
+//! [`Compressor::after_response`] copy the transcript's messages and spawn a task on the
 //! caller's tokio runtime, then return at once. The task plans the pass those messages would
 //! get (a forced summary plan, uncalibrated, so the same messages give the same plan) and
 //! makes its summary calls through the one call policy (`breaker`): the same pass deadline
@@ -128,12 +128,12 @@ impl Ready {
 impl Compressor {
     /// Running totals of the summaries prepared ahead in this session: started, used,
     /// discarded, and the summarizer tokens of the discarded ones.
-    pub fn prepared_totals(&self) -> PreparedTotals {
+    pub(crate) fn prepared_totals(&self) -> PreparedTotals {
         self.rt.prepared_totals
     }
 
     /// Whether a summary prepared ahead waits for the next pass (running or ready).
-    pub fn has_prepared(&self) -> bool {
+    pub(crate) fn has_prepared(&self) -> bool {
         self.rt.prepared.is_some()
     }
 

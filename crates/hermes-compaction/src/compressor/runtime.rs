@@ -13,6 +13,8 @@ use super::ThrashState;
 #[derive(Debug, Default)]
 pub(crate) struct Runtime {
     pub(super) state: ThrashState,
+    /// The state as last written to or read from the store (`None`: neither yet).
+    pub(super) state_stored: Option<ThrashState>,
     pub(super) epoch: u64,
     pub(super) awaiting_effect: bool,
     pub(super) overflow_attempts: u32,

@@ -49,6 +49,11 @@ impl Compressor {
     /// takes the store's pins, row ids and generation into `t` (a pin `t` set and has not
     /// written yet stays `t`'s), and goes on; one extra read.
     ///
+    /// The anti-thrash and cooldown state ([`ThrashState`]) is written with the flush when it
+    /// changed since it was last written or read (two store calls then), into the session's
+    /// [`CompactionState`](compaction_store::CompactionState); [`reload`](Self::reload) reads
+    /// it back after a restart.
+    ///
     /// Do not append copies of the transcript's messages to the store yourself: the copies
     /// get the row ids, the transcript does not, and the next commit writes them again.
     ///
@@ -77,10 +82,10 @@ impl Compressor {
     ///     .build()
     ///     .unwrap();
     /// let mut t = c.transcript(vec![Message::system("be brief")]);
-    /// t.push(Message::user("hi"), c.counter());
+    /// t.push(Message::user("hi"), c.status().counter);
     /// assert_eq!(c.flush(&mut t).await.unwrap(), 2); // both written, ids stamped on `t`
     /// assert_eq!(c.flush(&mut t).await.unwrap(), 0); // idempotent
-    /// t.push(Message::assistant("hello"), c.counter());
+    /// t.push(Message::assistant("hello"), c.status().counter);
     /// assert_eq!(c.flush(&mut t).await.unwrap(), 1);
     /// assert_eq!(store.load_active("s1").await.unwrap().len(), t.len());
     /// # }
@@ -90,7 +95,9 @@ impl Compressor {
         &mut self,
         t: &mut Transcript,
     ) -> Result<usize, compaction_store::StoreError> {
-        self.write_unpersisted(t, true).await
+        let written = self.write_unpersisted(t, true).await?;
+        self.save_state().await?;
+        Ok(written)
     }
 
     /// [`flush`](Self::flush); with `check_idle`, a flush with nothing to write reads the
@@ -160,8 +167,11 @@ impl Compressor {
     /// then replaces `t` with the result and adopts the generation. State that described the
     /// old transcript is reset: usage tickets from before (the next
     /// [`after_response`](Self::after_response) with one is ignored), the micro state, the
-    /// proactive-prune re-arm point and a pending resync. The [`ThrashState`] is kept (the
-    /// session counts as compacted when the reloaded rows hold a summary). Returns how many
+    /// proactive-prune re-arm point and a pending resync. The [`ThrashState`] is the one the
+    /// store holds on the first reload of a compressor that has not flushed yet (how a
+    /// resumed session gets its cooldowns and anti-thrash pause back, as the last
+    /// [`flush`](Self::flush) wrote them), and is kept otherwise (the session counts as
+    /// compacted when the reloaded rows hold a summary). Returns how many
     /// messages it appended. On error (the store is unreachable, or moved on again between
     /// the read and the append) nothing changes and it can be called again. Without a store
     /// it does nothing.
@@ -187,8 +197,8 @@ impl Compressor {
     ///     .build()
     ///     .unwrap();
     /// let mut t = c.transcript(messages);
-    /// t.push(Message::user("one"), c.counter());
-    /// t.push(Message::assistant("two"), c.counter());
+    /// t.push(Message::user("one"), c.status().counter);
+    /// t.push(Message::assistant("two"), c.status().counter);
     /// c.flush(&mut t).await.unwrap();
     ///
     /// // Another process compacts the session: it drops the first message.
@@ -196,7 +206,7 @@ impl Compressor {
     /// let mut commit = Commit::from_edit(generation, &Edit::single(0..1, vec![]), &rows).unwrap();
     /// store.archive_and_compact("s1", &mut commit).await.unwrap();
     ///
-    /// t.push(Message::user("three"), c.counter());
+    /// t.push(Message::user("three"), c.status().counter);
     /// match c.flush(&mut t).await {
     ///     // Refused, nothing written: reload (it writes "three" too), then go on.
     ///     Err(compaction_store::StoreError::StaleGeneration { .. }) => assert_eq!(c.reload(&mut t).await.unwrap(), 1),
@@ -251,70 +261,51 @@ impl Compressor {
                 t.pin(i, pinned);
             }
         }
+        self.load_state().await?;
         Ok(written)
     }
 
     /// Writes the [`ThrashState`] (cooldowns, the anti-thrash pause, the compacted flag) into
     /// the session's [`CompactionState`](compaction_store::CompactionState), keeping what
-    /// else its `extra` holds (see [`ThrashState::write_to`]), so
-    /// [`load_state`](Self::load_state) restores it after a restart. Call it when the agent
-    /// makes its turn durable, next to [`flush`](Self::flush). Two store calls (a read, then a
+    /// else its `extra` holds (see [`ThrashState::write_to`]), when it changed since it was
+    /// last written or read: part of [`flush`](Self::flush). Two store calls (a read, then a
     /// write); a no-op without a store.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() {
-    /// use std::sync::Arc;
-    /// use hermes_compaction::compressor::{Persistence, ThrashState};
-    /// use hermes_compaction::core::Estimator;
-    /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::store::{Store, TranscriptStore};
-    /// use hermes_compaction::{Compressor, Config};
-    ///
-    /// let store = Store::connect("sqlite::memory:").await.unwrap().into_dyn();
-    /// store.create_session("s1").await.unwrap();
-    /// let new = |p: Persistence, state: ThrashState| {
-    ///     Compressor::builder(Config::default())
-    ///         .summarizer(Arc::new(ExtractiveSummarizer::default()))
-    ///         .counter(Arc::new(Estimator::default()))
-    ///         .session("s1")
-    ///         .store(p)
-    ///         .state(state)
-    ///         .build()
-    ///         .unwrap()
-    /// };
-    /// let paused = ThrashState { ineffective: 2, paused_until_ms: Some(1_700_000_000_000), ..Default::default() };
-    /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
-    /// new(p, paused.clone()).save_state().await.unwrap();
-    /// // After a restart:
-    /// let (p, _) = Persistence::load(store.clone(), "s1").await.unwrap();
-    /// let mut c = new(p, ThrashState::default());
-    /// assert_eq!(c.load_state().await.unwrap(), &paused);
-    /// # }
-    /// ```
     #[cfg(feature = "store")]
-    pub async fn save_state(&self) -> Result<(), compaction_store::StoreError> {
+    pub(crate) async fn save_state(&mut self) -> Result<(), compaction_store::StoreError> {
         let Some(p) = &self.persistence else {
             return Ok(());
         };
+        if self.rt.state_stored.as_ref() == Some(&self.rt.state) {
+            return Ok(());
+        }
         let mut stored = p.store.compaction_state(&p.session).await?;
         self.rt.state.write_to(&mut stored);
-        p.store.set_compaction_state(&p.session, &stored).await
+        p.store.set_compaction_state(&p.session, &stored).await?;
+        self.rt.state_stored = Some(self.rt.state.clone());
+        Ok(())
     }
 
-    /// Replaces the [`ThrashState`] with the one the session's
+    /// Adopts the [`ThrashState`] the session's
     /// [`CompactionState`](compaction_store::CompactionState) holds (written by
-    /// [`save_state`](Self::save_state); read with [`ThrashState::read_from`]), keeping the
-    /// session compacted when the transcript already showed it was. A no-op without a store.
+    /// [`save_state`](Self::save_state); read with [`ThrashState::read_from`]) when this
+    /// compressor has neither written nor read it yet (a resumed session: part of
+    /// [`reload`](Self::reload)); keeps the session compacted when the transcript already
+    /// showed it was. Once written or read, the state in memory is the newest and is kept. A
+    /// no-op without a store.
     #[cfg(feature = "store")]
-    pub async fn load_state(&mut self) -> Result<&ThrashState, compaction_store::StoreError> {
-        if let Some(p) = &self.persistence {
-            let stored = p.store.compaction_state(&p.session).await?;
-            let compacted = self.rt.state.compacted;
-            self.rt.state = ThrashState::read_from(&stored);
-            self.rt.state.compacted |= compacted;
+    pub(crate) async fn load_state(&mut self) -> Result<(), compaction_store::StoreError> {
+        let Some(p) = &self.persistence else {
+            return Ok(());
+        };
+        if self.rt.state_stored.is_some() {
+            return Ok(());
         }
-        Ok(&self.rt.state)
+        let stored = p.store.compaction_state(&p.session).await?;
+        let compacted = self.rt.state.compacted;
+        self.rt.state = ThrashState::read_from(&stored);
+        self.rt.state.compacted |= compacted;
+        self.rt.state_stored = Some(self.rt.state.clone());
+        Ok(())
     }
 
     /// The session generation the transcript reflects in the store: the one the compressor
@@ -322,7 +313,7 @@ impl Compressor {
     /// of asking the store after a run: it needs no connection, so a store that went away
     /// after the last commit cannot hide what was committed.
     #[cfg(feature = "store")]
-    pub fn store_generation(&self) -> Option<u64> {
+    pub(crate) fn store_generation(&self) -> Option<u64> {
         self.persistence.as_ref().map(|p| p.generation)
     }
 
@@ -364,18 +355,18 @@ impl Compressor {
     ///     .build()
     ///     .unwrap();
     /// let mut t = c.transcript(messages);
-    /// t.push(Message::user("remember the port is 8443"), c.counter());
-    /// assert!(!c.store_in_sync(&t)); // appended, not flushed
+    /// t.push(Message::user("remember the port is 8443"), c.status().counter);
+    /// assert!(!c.status().in_sync(&t)); // appended, not flushed
     /// c.flush(&mut t).await.unwrap();
-    /// assert!(c.store_in_sync(&t));
+    /// assert!(c.status().in_sync(&t));
     /// t.pin(0, true);
-    /// assert!(!c.store_in_sync(&t)); // the pin is not stored yet
+    /// assert!(!c.status().in_sync(&t)); // the pin is not stored yet
     /// assert_eq!(c.flush(&mut t).await.unwrap(), 1);
-    /// assert!(c.store_in_sync(&t));
+    /// assert!(c.status().in_sync(&t));
     /// assert!(store.load_active("s1").await.unwrap()[0].is_pinned());
     /// # }
     /// ```
-    pub fn store_in_sync(&self, t: &Transcript) -> bool {
+    pub(crate) fn store_in_sync(&self, t: &Transcript) -> bool {
         #[cfg(feature = "store")]
         return self.persistence.is_none()
             || (!self.rt.resync_pending
@@ -417,6 +408,22 @@ impl Compressor {
         edit: &mut compaction_core::Edit,
     ) -> Result<(), PersistError> {
         self.persist_edit_as(t, edit, None).await
+    }
+
+    /// [`persist_edit`](Self::persist_edit) of an undo: labelled `restore` in the history.
+    pub(crate) async fn persist_restore(
+        &mut self,
+        t: &mut Transcript,
+        edit: &mut compaction_core::Edit,
+    ) -> Result<(), PersistError> {
+        #[cfg(feature = "store")]
+        let label = Some(compaction_store::PassLabel::new(
+            compaction_store::GenerationKind::Restore,
+        ));
+        #[cfg(feature = "store")]
+        return self.persist_edit_as(t, edit, label).await;
+        #[cfg(not(feature = "store"))]
+        return self.persist_edit(t, edit).await;
     }
 
     /// [`persist_edit`](Self::persist_edit) with the history label given rather than read
