@@ -95,5 +95,5 @@ fn a_provider_defined_outside_the_crate_joins_the_table() {
         .summarizer(s)
         .build()
         .unwrap();
-    assert_eq!(c.summarizer().name(), "acme-small");
+    assert_eq!(c.status().summarizer.name(), "acme-small");
 }

@@ -613,13 +613,13 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                 "the transcript's own pin"
             );
             assert!(t.messages()[last].is_pinned() && t.messages()[other].is_pinned());
-            assert!(c.store_in_sync(&t));
+            assert!(c.status().in_sync(&t));
             assert_eq!(
-                c.store_generation(),
+                c.status().store_generation,
                 Some(session.generation().await.unwrap())
             );
             assert_mirrored(&store, "p", &t, "after adopting the store's pin").await;
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert!(r.failure.is_none(), "{r:?}");
             assert!(t.messages().last().unwrap().is_pinned());
             assert_mirrored(&store, "p", &t, "after the pass with both pins").await;
@@ -635,23 +635,29 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                 Err(compaction_store::StoreError::StaleGeneration { .. }) => {}
                 other => panic!("a flush after a store-side undo: {other:?}"),
             }
-            assert!(!c.store_in_sync(&t), "the store holds another transcript");
+            assert!(
+                !c.status().in_sync(&t),
+                "the store holds another transcript"
+            );
             for i in 0..12 {
                 let id = format!("late-{i}");
                 let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
-                t.push(Message::user(format!("late {i}")), c.counter());
-                t.push(Message::assistant_tool_calls("", vec![call]), c.counter());
+                t.push(Message::user(format!("late {i}")), c.status().counter);
+                t.push(
+                    Message::assistant_tool_calls("", vec![call]),
+                    c.status().counter,
+                );
                 t.push(
                     Message::tool_result(&id, format!("{i} ").repeat(400)),
-                    c.counter(),
+                    c.status().counter,
                 );
-                t.push(Message::assistant("ok"), c.counter());
+                t.push(Message::assistant("ok"), c.status().counter);
             }
-            let r = c.compress(&mut t, None).await;
+            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
             assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             let cause = r.failure.as_ref().unwrap().cause.clone().unwrap();
             assert!(cause.contains("`reload`"), "{cause}");
-            assert!(!c.store_in_sync(&t));
+            assert!(!c.status().in_sync(&t));
             c.reload(&mut t).await.unwrap();
             assert!(
                 t.messages()

@@ -47,7 +47,7 @@ mod store;
 pub use builder::{CompressorBuilder, OneShot};
 pub use status::Status;
 
-pub(crate) use runtime::{LastPass, Requested, Runtime, SentRequest};
+pub(crate) use runtime::{Requested, Runtime, SentRequest};
 
 /// The share of the effective window over which an automatic pass is made even during a
 /// failure cooldown or the anti-thrash pause: a prompt that close to the window may already be

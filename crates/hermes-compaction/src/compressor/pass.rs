@@ -23,12 +23,25 @@
 //! and emit the telemetry line, so a report's outcome and failure cannot disagree.
 
 use compaction_core::batch::{self, BatchPlan, SummaryJob};
-use compaction_core::micro::{self, MicroConfig, MicroEvent, MicroOutcome, MicroPlan, MicroStep};
+use compaction_core::micro::{
+    self, MicroConfig, MicroEvent, MicroOutcome, MicroPlan, MicroState, MicroStep,
+};
 use compaction_core::{Edit, MarkerKind, Message, Splice, Transcript};
 use compaction_llm::{ErrorClass, SummaryKind, SummaryRequest, WarmPrefix};
 
-use super::{Compressor, LastPass};
+use super::{Compressor, ThrashState};
 use crate::report::{Applied, FailureKind, PassFailure, SummaryUse};
+
+/// What reverting the last pass needs: the inverse edit (in the coordinates of the transcript
+/// the pass produced), the wire bytes of what the pass wrote (to check the transcript still
+/// holds it), and the compressor state from before the pass.
+#[derive(Debug)]
+pub(crate) struct LastPass {
+    pub(crate) inverse: Edit,
+    pub(crate) written: Vec<Vec<String>>,
+    pub(crate) thrash: ThrashState,
+    pub(crate) micro: MicroState,
+}
 
 /// A planned pass, as the runner takes it.
 pub(crate) enum Job<'p> {
@@ -387,8 +400,7 @@ impl Compressor {
         deadline: Option<std::time::Instant>,
     ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
     {
-        crate::breaker::summarize(self.calls.as_ref(), deadline, req)
-        .await
+        crate::breaker::summarize(self.calls.as_ref(), deadline, req).await
     }
 
     fn record_failure(&mut self) {

@@ -2,12 +2,12 @@
 //! fields are private to the `compressor` module (the hooks and the pass runner, `pass`);
 //! the other modules change it through the methods below, each named for what happened.
 
-use compaction_core::Edit;
 #[cfg(feature = "store")]
 use compaction_core::Message;
 use compaction_core::micro::{MicroEvent, MicroPlan, MicroPlanner, MicroRequest, MicroState};
 
 use super::ThrashState;
+use super::pass::LastPass;
 
 /// The compressor's runtime state.
 #[derive(Debug, Default)]
@@ -56,17 +56,6 @@ pub(crate) struct Runtime {
     /// Running insertion-trim totals for telemetry (a lock: the trim hooks take `&self`).
     #[cfg(all(feature = "store", feature = "telemetry"))]
     pub(super) trim_totals: std::sync::Mutex<compaction_telemetry::TrimAccumulator>,
-}
-
-/// What reverting the last pass needs: the inverse edit (in the coordinates of the transcript
-/// the pass produced), the wire bytes of what the pass wrote (to check the transcript still
-/// holds it), and the compressor state from before the pass.
-#[derive(Debug)]
-pub(crate) struct LastPass {
-    pub(crate) inverse: Edit,
-    pub(crate) written: Vec<Vec<String>>,
-    pub(crate) thrash: ThrashState,
-    pub(crate) micro: MicroState,
 }
 
 /// The agent's last request, as the transcript's first `len` messages in its `lineage`
