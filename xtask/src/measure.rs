@@ -1,5 +1,5 @@
-//! `cargo xtask measure`: lines per crate, public items per crate, the largest files, and the
-//! import cycles between the top-level modules of each crate.
+//! `cargo xtask measure`: lines per crate, public items per crate, the largest files, the
+//! import cycles among the modules of each crate, and the size limits of the public face.
 //!
 //! A public item is a declaration line of the non-test code under `src/` (everything before a
 //! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`, in a file that is not a test module)
@@ -8,14 +8,11 @@
 //! visibilities are not public, a `pub use` line counts once whatever it re-exports, and fields
 //! and variants are not items.
 //!
-//! A module is a file under `src/` (`src/a.rs` and `src/a/b.rs` both count as module `a`;
-//! `lib.rs` and `main.rs` are the crate root, not a module). Module `a` imports module `b` when
-//! the non-test code of `a` (everything before its first test attribute) names a path
-//! `crate::b…`, or `crate::X` where the root re-exports `X` from `b` (`pub use b::{X, …}`).
-//! A test module's file (`#[cfg(test)] mod tests;` in `a.rs` names `a/tests.rs`) and every file
-//! below it are test code throughout. Comment lines are skipped. Cycles are the strongly
-//! connected components of more than one module (Tarjan). Text-based on purpose: no parser
-//! dependency, and `use` paths are regular enough that the count is reproducible.
+//! The cycles come from [`crate::ties`]: a graph of the crate's files, tied by `crate::`,
+//! `super::` and `self::` paths, re-exported names and method calls on `self`; a cycle is a
+//! strongly connected component (Tarjan) of more than one sibling module, at any level.
+//! Text-based on purpose: no parser dependency, and `use` paths are regular enough that the
+//! count is reproducible.
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! 200 whose body arrives one byte every half second), `http500`, `big` (a 2 MB completion),
 //! `echo` (sends the prompt back as the summary) and `invalid-json`. Against each, one
 //! compressor makes 30 micro passes in a row (`finalize_turn`, as an agent loop at the end of
-//! 30 turns) and a fresh one makes one batch pass (`compress`); each wall time is printed with
+//! 30 turns) and a fresh one makes one batch pass (`one_shot` with `OneShot::batch()`); each wall time is printed with
 //! the bound it must keep (30 micro passes: 5 minutes; one batch pass: 90 s).
 //!
 //! Every `auxiliary.compression` time setting is the default (timeout 30 s, 1 retry, a 60 s

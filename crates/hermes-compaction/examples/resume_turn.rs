@@ -11,7 +11,7 @@
 //! call (no tool runs twice).
 //!
 //! Once, the model asks for two tools at once and the host calls
-//! [`Compressor::compress`] after only the first result: the pass is skipped (no pass lands
+//! [`Compressor::one_shot`] (a batch) after only the first result: the pass is skipped (no pass lands
 //! between a tool call and its result) and runs after the second result.
 //!
 //! Every pass is checked against the laws (`compaction_core::laws`), and at the end the turn

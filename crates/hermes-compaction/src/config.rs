@@ -421,7 +421,7 @@ pub struct SummarizerConfig {
 }
 
 /// `compression.timing`: when automatic passes may run. Explicit passes
-/// ([`Compressor::compress`](crate::Compressor::compress), a model's `compact_context`
+/// ([`Compressor::one_shot`](crate::Compressor::one_shot), a model's `compact_context`
 /// request) and [`Compressor::on_context_overflow`](crate::Compressor::on_context_overflow)
 /// run whatever it says.
 ///

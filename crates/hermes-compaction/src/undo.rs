@@ -52,7 +52,7 @@ impl Compressor {
     /// follows: the micro cursor, rolling summary and failure counts, and the anti-thrash and
     /// cooldown state are those from before the pass, and automatic passes then wait
     /// `compression.failure_cooldown_secs` so the next request does not compact again at once
-    /// (a manual [`compress`](Self::compress) still runs). One level: a second call reports
+    /// (a manual [`one_shot`](Self::one_shot) still runs). One level: a second call reports
     /// [`UndoError::NothingToUndo`].
     ///
     /// ```

@@ -545,7 +545,7 @@ fn when_the_estimate_undercounts_the_providers_count_drives_the_plan() {
     assert!(t.estimated_total() * 70_000 / estimated < c.status().threshold_tokens);
 }
 
-/// What `preview` announces is what `compress` then does: every message kept, pinned, pruned
+/// What `preview` announces is what a batch `one_shot` then does: every message kept, pinned, pruned
 /// or summarized as previewed, the summaries where previewed, and nothing called or written
 /// by the preview itself.
 #[test]

@@ -38,7 +38,7 @@ pub(crate) struct Runtime {
     /// by a successful resync (which stores the pass's summary of them instead).
     #[cfg(feature = "store")]
     pub(super) unpersisted_removed: Vec<Message>,
-    /// The next manual pass is prune-only (set by `Compressor::prune_only`).
+    /// The next manual pass is prune-only (set by `one_shot` with `OneShot::Prune`).
     pub(super) prune_only_once: bool,
     pub(super) micro: MicroRuntime,
     /// The summary prepared ahead for the next pass (`compression.prepare_at`), if one was
