@@ -1,6 +1,6 @@
 //! The replay: a recorded transcript through the facade's hooks in the order an agent calls
 //! them, as the facade's one hook-order driver
-//! ([`HookOrder`](hermes_compaction::driver::HookOrder), which the one-shot micro run steps
+//! ([`HookOrder`], which the one-shot micro run steps
 //! through too) names them.
 //!
 //! Each user message starts a turn (and ends the previous one with

@@ -7,8 +7,9 @@
 //! the memory. rig-core 0.44 has no agent loop of its own; what it offers every runtime is the
 //! handler a completion is dispatched to, and [`Intercept`] layers around it
 //! ([`ErasedHandler::layered`](rig_core::serve::ErasedHandler::layered)). The layer sees each
-//! completion request before the model does, so it runs the same check
-//! [`CompactingMemory::load`](crate::CompactingMemory::load) runs, between tool rounds.
+//! completion request before the model does, so it runs the same check that
+//! [`CompactingMemory`](crate::CompactingMemory)'s `load` (rig's `ConversationMemory::load`)
+//! runs, between tool rounds.
 //!
 //! A completion request is only dispatched once every call of the previous reply has its
 //! result, so the check never falls between a call and its result; a request that still

@@ -5,10 +5,10 @@
 //! (with an optional focus), one forced prune-only pass, or micro passes the way the
 //! agent-loop micro policy makes them (whole exchanges of earlier turns into the rolling
 //! summary, then the older part of the current turn into its progress marker, driven by
-//! [`HookOrder`](crate::driver::HookOrder), the one hook-order driver the simulator uses too) until
-//! nothing is absorbable or a pass limit is reached, and reports in one vocabulary. Every pass goes through the
-//! compressor's own path: planned, summarized, committed to the store when one is configured,
-//! applied, and emitted as a telemetry event. [`one_shot_session`] (feature `store`) runs
+//! [`HookOrder`], the one hook-order driver the simulator uses too) until nothing is
+//! absorbable or a pass limit is reached, and reports in one vocabulary. Every pass goes
+//! through the compressor's own path: planned, summarized, committed to the store when one is
+//! configured, applied, and emitted as a telemetry event. [`one_shot_session`] (feature `store`) runs
 //! one over a stored session and commits every pass.
 
 use std::time::Instant;

@@ -544,7 +544,7 @@ impl DiscardReason {
 }
 
 /// Running totals of summaries prepared ahead in a session
-/// ([`Compressor::prepared_totals`](crate::Compressor::prepared_totals)).
+/// ([`Status::prepared_totals`](crate::Status::prepared_totals)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PreparedTotals {
     /// Candidates started.

@@ -411,7 +411,7 @@ impl Compressor {
     /// report says so: [`BatchReport::applied_unpersisted`], with the failure and its cause);
     /// the compressor then resynchronises the store with its next store write
     /// ([`flush`](Self::flush) or the next pass), and until that succeeds
-    /// [`store_in_sync`](Self::store_in_sync) is `false`.
+    /// [`Status::in_sync`](crate::Status::in_sync) is `false`.
     pub async fn on_context_overflow(&mut self, t: &mut Transcript) -> Option<BatchReport> {
         if self.rt.overflow_attempts >= self.settings.config.compression.max_attempts {
             return None;

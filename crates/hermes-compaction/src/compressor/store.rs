@@ -38,7 +38,7 @@ impl Compressor {
     /// appended, then continue. A flush with nothing to write reads the session's generation
     /// once, so a store-side change (an undo through [`Session`](compaction_store::Session),
     /// another process's pass) is reported at the next flush rather than at the next pass;
-    /// until a reload, [`store_in_sync`](Self::store_in_sync) is `false`.
+    /// until a reload, [`Status::in_sync`](crate::Status::in_sync) is `false`.
     ///
     /// A pin is one pin, whichever side sets it. Pins set with [`Transcript::pin`] persist:
     /// the flush writes each pin change on a stored message as a generation of its own (see
