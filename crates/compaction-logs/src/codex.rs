@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Reason};
 use crate::json::{arguments, block_type, blocks, opt_str, req_str};
 use crate::out::{self, Assistant, Out};
-use crate::read::LogReader;
+use crate::read::{JsonLines, LineState, LogReader};
 use crate::{Log, Options};
 
 #[derive(Debug, Default)]
@@ -215,30 +215,20 @@ pub(crate) fn is_line(obj: &Map<String, Value>) -> bool {
 
 /// The [`Format::CODEX`](crate::Format::CODEX) row's reader.
 pub(crate) fn reader(options: Options) -> Box<dyn LogReader> {
-    Box::new(Lines {
-        state: State::default(),
-        options,
-    })
+    JsonLines::<State>::reader(options)
 }
 
-#[derive(Debug)]
-struct Lines {
-    state: State,
-    options: Options,
-}
-
-impl LogReader for Lines {
-    fn push_line(&mut self, at: usize, line: &str) -> Result<(), Error> {
-        match crate::read::parse_line(at, line)? {
-            Some(obj) => self
-                .state
-                .push(at, obj, self.options)
-                .map_err(|reason| Error::line(at, reason)),
-            None => Ok(()),
-        }
+impl LineState for State {
+    fn push(
+        &mut self,
+        at: usize,
+        line: Map<String, Value>,
+        options: Options,
+    ) -> Result<(), Reason> {
+        State::push(self, at, line, options)
     }
 
-    fn finish(self: Box<Self>) -> Result<Log, Error> {
-        Ok(self.state.finish())
+    fn finish(self, _: Options) -> Result<Log, Error> {
+        Ok(State::finish(self))
     }
 }

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use crate::error::{Error, Position, Reason};
 use crate::json::{arguments, block_type, blocks, opt_str, req_obj, req_str};
 use crate::out::{self, Assistant, Out};
-use crate::read::LogReader;
+use crate::read::{JsonLines, LineState, LogReader};
 use crate::{Log, Options};
 
 #[derive(Debug, Default)]
@@ -226,30 +226,15 @@ pub(crate) fn is_line(obj: &Map<String, Value>) -> bool {
 
 /// The [`Format::PI`](crate::Format::PI) row's reader.
 pub(crate) fn reader(options: Options) -> Box<dyn LogReader> {
-    Box::new(Lines {
-        state: State::default(),
-        options,
-    })
+    JsonLines::<State>::reader(options)
 }
 
-#[derive(Debug)]
-struct Lines {
-    state: State,
-    options: Options,
-}
-
-impl LogReader for Lines {
-    fn push_line(&mut self, at: usize, line: &str) -> Result<(), Error> {
-        match crate::read::parse_line(at, line)? {
-            Some(obj) => self
-                .state
-                .push(at, obj)
-                .map_err(|reason| Error::line(at, reason)),
-            None => Ok(()),
-        }
+impl LineState for State {
+    fn push(&mut self, at: usize, line: Map<String, Value>, _: Options) -> Result<(), Reason> {
+        State::push(self, at, line)
     }
 
-    fn finish(self: Box<Self>) -> Result<Log, Error> {
-        self.state.finish(self.options)
+    fn finish(self, options: Options) -> Result<Log, Error> {
+        State::finish(self, options)
     }
 }
