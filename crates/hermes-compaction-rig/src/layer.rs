@@ -85,12 +85,15 @@ struct LayerState {
     last: Option<BatchReport>,
 }
 
-/// A history the layer compacted: the runtime's prefix (its length and digest) and what was
-/// sent instead.
+/// A conversation the layer has checked past the threshold: the runtime's history at that
+/// round (its length and digest), what was sent instead of it (`None`: it was sent as it
+/// is), and the compressor that checked it, so its cooldowns, anti-thrash state and
+/// calibration carry into the conversation's next round.
 struct Substitution {
     len: usize,
     digest: u64,
-    sent: Vec<RigMessage>,
+    sent: Option<Vec<RigMessage>>,
+    compressor: Option<Box<Compressor>>,
 }
 
 impl std::fmt::Debug for CompactingLayer {
@@ -105,9 +108,11 @@ impl std::fmt::Debug for CompactingLayer {
 impl CompactingLayer {
     /// A layer compacting by `config` with the extractive summarizer and the default token
     /// estimator (replace them with [`with_summarizer`](Self::with_summarizer) and
-    /// [`with_counter`](Self::with_counter); use the memory's, so both count alike). The
-    /// check of each round is made by a compressor of its own, so a summary prepared ahead
-    /// (`compression.prepare_at`), which needs one compressor across rounds, is turned off.
+    /// [`with_counter`](Self::with_counter); use the memory's, so both count alike). Once a
+    /// conversation has reached the threshold, its compressor is kept from one round to the
+    /// next, so a failure cooldown or the anti-thrash pause holds across the rounds of a tool
+    /// loop. A summary prepared ahead (`compression.prepare_at`) is turned off: the layer
+    /// starts no work that outlives the round it runs in.
     pub fn new(mut config: Config) -> CompactingLayer {
         config.compression.prepare_at = 0.0;
         CompactingLayer {
@@ -148,59 +153,113 @@ impl CompactingLayer {
     ///
     /// A conversion error naming the message (the request then goes on unchanged).
     pub async fn check(&self, history: &[RigMessage]) -> Result<Option<Vec<RigMessage>>> {
-        let (mut current, substituted) = self.substitute(history);
-        let ours = convert::from_rig(&current)?;
+        let prefixes = prefix_digests(history);
+        let (mut current, substituted, compressor) = self.substitute(history, &prefixes);
+        let ours = match convert::from_rig(&current) {
+            Ok(ours) => ours,
+            Err(e) => {
+                self.keep(
+                    history,
+                    &prefixes,
+                    substituted.then_some(current),
+                    compressor,
+                );
+                return Err(e);
+            }
+        };
         if has_open_call(&ours) {
-            return Ok(substituted.then_some(current));
+            let sent = substituted.then_some(current);
+            self.keep(history, &prefixes, sent.clone(), compressor);
+            return Ok(sent);
         }
-        let mut c = Compressor::builder(self.config.clone())
-            .summarizer(self.summarizer.clone())
-            .counter(self.counter.clone())
-            .build()?;
+        let mut c = match compressor {
+            Some(c) => c,
+            None => Box::new(
+                Compressor::builder(self.config.clone())
+                    .summarizer(self.summarizer.clone())
+                    .counter(self.counter.clone())
+                    .build()?,
+            ),
+        };
         let mut t = c.transcript(ours);
         let (_, report) = c.before_request(&mut t).await;
         let changed = report
             .as_ref()
             .is_some_and(|r| matches!(r.outcome, Outcome::Pruned | Outcome::Summarized));
-        let mut state = self.lock();
-        if report.is_some() {
-            state.last = report;
+        let checked = report.is_some();
+        {
+            let mut state = self.lock();
+            if checked {
+                state.last = report;
+            }
+            if changed {
+                state.passes += 1;
+            }
         }
         if changed {
             current = convert::to_rig(t.messages())?;
-            state.passes += 1;
-            // The new one replaces those it extends (the same loop's earlier passes).
-            state
-                .remembered
-                .retain(|s| s.len > history.len() || digest(&history[..s.len]) != s.digest);
-            if state.remembered.len() == REMEMBERED {
-                state.remembered.remove(0);
-            }
-            state.remembered.push(Substitution {
-                len: history.len(),
-                digest: digest(history),
-                sent: current.clone(),
-            });
         }
-        Ok((changed || substituted).then_some(current))
+        let sent = (changed || substituted).then_some(current);
+        // A conversation past the threshold keeps its compressor for the next round; one
+        // under it (no pass considered, nothing substituted) has no state worth keeping.
+        if checked || substituted {
+            self.keep(history, &prefixes, sent.clone(), Some(c));
+        }
+        Ok(sent)
     }
 
-    /// `history` with the longest remembered prefix replaced, and whether one was.
-    fn substitute(&self, history: &[RigMessage]) -> (Vec<RigMessage>, bool) {
-        let state = self.lock();
+    /// `history` with the longest remembered prefix replaced (and whether one was), and the
+    /// compressor of that conversation, taken out while this round uses it.
+    fn substitute(
+        &self,
+        history: &[RigMessage],
+        prefixes: &[u64],
+    ) -> (Vec<RigMessage>, bool, Option<Box<Compressor>>) {
+        let mut state = self.lock();
         let best = state
             .remembered
-            .iter()
-            .filter(|s| s.len <= history.len() && digest(&history[..s.len]) == s.digest)
+            .iter_mut()
+            .filter(|s| s.len <= history.len() && prefixes[s.len] == s.digest)
             .max_by_key(|s| s.len);
         match best {
             Some(s) => {
-                let mut out = s.sent.clone();
-                out.extend_from_slice(&history[s.len..]);
-                (out, true)
+                let compressor = s.compressor.take();
+                match &s.sent {
+                    Some(sent) => {
+                        let mut out = sent.clone();
+                        out.extend_from_slice(&history[s.len..]);
+                        (out, true, compressor)
+                    }
+                    None => (history.to_vec(), false, compressor),
+                }
             }
-            None => (history.to_vec(), false),
+            None => (history.to_vec(), false, None),
         }
+    }
+
+    /// Remembers this round of a conversation: it replaces the entries of the same
+    /// conversation's earlier rounds (its prefixes), the oldest conversation is forgotten
+    /// first.
+    fn keep(
+        &self,
+        history: &[RigMessage],
+        prefixes: &[u64],
+        sent: Option<Vec<RigMessage>>,
+        compressor: Option<Box<Compressor>>,
+    ) {
+        let mut state = self.lock();
+        state
+            .remembered
+            .retain(|s| s.len > history.len() || prefixes[s.len] != s.digest);
+        if state.remembered.len() == REMEMBERED {
+            state.remembered.remove(0);
+        }
+        state.remembered.push(Substitution {
+            len: history.len(),
+            digest: prefixes[history.len()],
+            sent,
+            compressor,
+        });
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, LayerState> {
@@ -260,16 +319,25 @@ fn has_open_call(messages: &[Message]) -> bool {
     !open.is_empty()
 }
 
-/// A digest of `messages` (their serialized form), to recognise a history sent again.
-fn digest(messages: &[RigMessage]) -> u64 {
+/// The digest of every prefix of `messages` (entry `n` is that of the first `n`), from one
+/// serialization of each message: a history sent again is recognised by the digest of its
+/// prefix.
+fn prefix_digests(messages: &[RigMessage]) -> Vec<u64> {
     let mut h = DefaultHasher::new();
-    for m in messages {
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    let close = |h: &DefaultHasher, n: usize| {
+        let mut h = h.clone();
+        n.hash(&mut h);
+        h.finish()
+    };
+    out.push(close(&h, 0));
+    for (i, m) in messages.iter().enumerate() {
         match serde_json::to_vec(m) {
             Ok(bytes) => bytes.hash(&mut h),
             // Never equal to another history's digest by accident of a failed encoding.
             Err(_) => (m as *const RigMessage as usize).hash(&mut h),
         }
+        out.push(close(&h, i + 1));
     }
-    messages.len().hash(&mut h);
-    h.finish()
+    out
 }

@@ -2,10 +2,12 @@
 //! every request it is sent, stays inside the window; no request splits a call from its
 //! result; one pass serves the following rounds.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hermes_compaction::Config;
 use hermes_compaction::core::{Estimator, TokenCounter};
+use hermes_compaction::llm::{Error as LlmError, Summarizer, SummaryFuture, SummaryRequest};
+use hermes_compaction::{Config, Outcome as PassOutcome};
 use hermes_compaction_rig::{CompactingLayer, from_rig};
 use rig_core::completion::message::Origin;
 use rig_core::completion::{
@@ -190,4 +192,82 @@ async fn a_request_with_an_open_call_is_not_compacted() {
     assert!(tokens(&history) > WINDOW);
     assert_eq!(layer.check(&history).await.unwrap(), None);
     assert_eq!(layer.passes(), 0);
+}
+
+/// A summarizer whose provider is down, counting its calls.
+#[derive(Default)]
+struct Down {
+    calls: AtomicUsize,
+}
+
+impl Summarizer for Down {
+    fn name(&self) -> &str {
+        "down"
+    }
+
+    fn summarize<'a>(&'a self, _req: &'a SummaryRequest) -> SummaryFuture<'a> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        Box::pin(async { Err(LlmError::Transient { status: Some(503) }) })
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_keeps_its_compressor_across_rounds() {
+    // The rounds write long assistant text and small tool results, so pruning cannot help
+    // and every pass needs the summarizer, whose provider is down (no extractive fallback).
+    // A failed pass starts the failure cooldown; the cooldown only holds at the next round
+    // if that round is checked by the same compressor. A compressor built afresh each round
+    // has no cooldown and would call the summarizer at every round past the threshold.
+    let mut config = config();
+    config.compression.fallback_to_extractive = false;
+    let down = Arc::new(Down::default());
+    let layer = CompactingLayer::new(config.clone()).with_summarizer(down.clone());
+    let threshold = (WINDOW as f64 * config.compression.threshold) as u64;
+    let mut history = vec![Message::user("refactor the parser")];
+    let (mut over, mut skipped) = (0, 0);
+    for round in 0..12 {
+        let call = AssistantContent::tool_call(
+            format!("c{round}"),
+            ToolName::new("read").unwrap(),
+            json!({"path": format!("src/part{round}.rs")}),
+        );
+        history.push(Message::from(vec![
+            AssistantContent::text(format!("step {round}: the plan so far ").repeat(300)),
+            call.clone(),
+        ]));
+        let AssistantContent::ToolCall(call) = call else {
+            unreachable!()
+        };
+        history.push(Message::tool_results(vec![
+            call.result(vec![ToolResultContent::text("ok")]),
+        ]));
+        if tokens(&history) < threshold {
+            continue;
+        }
+        let (calls, last) = (down.calls.load(Ordering::SeqCst), layer.last_report());
+        assert_eq!(layer.check(&history).await.unwrap(), None, "round {round}");
+        let report = layer.last_report();
+        // A round the compressor checked leaves a report of its own (its token counts differ
+        // from the last round's).
+        if format!("{report:?}") == format!("{last:?}") {
+            continue;
+        }
+        over += 1;
+        let called = down.calls.load(Ordering::SeqCst) > calls;
+        match report.map(|r| r.outcome) {
+            Some(PassOutcome::Skipped) if !called => skipped += 1,
+            Some(PassOutcome::Failed) if called => {}
+            other => panic!("round {round}: {other:?}, summarizer called: {called}"),
+        }
+    }
+    assert!(over >= 3, "only {over} rounds checked past the threshold");
+    assert!(
+        down.calls.load(Ordering::SeqCst) >= 1,
+        "no pass asked for a summary"
+    );
+    assert!(
+        skipped >= 1,
+        "every round past the threshold called the summarizer again ({over} rounds)"
+    );
+    assert_eq!(layer.passes(), 0, "no pass changed a request");
 }
