@@ -253,20 +253,13 @@ pub(crate) fn compose(
     Arc::new(stack.summarizer(primary))
 }
 
-/// One summary through `calls` (a stack [`compose`] made) under the pass's `deadline`.
-/// Returns the response and who wrote it, or the failure that fails the pass.
+/// One summary through `calls` (a stack [`compose`] made) under the request's deadline (the
+/// pass's, set where the pass builds its requests). Returns the response and who wrote it, or
+/// the failure that fails the pass.
 pub(crate) async fn summarize(
     calls: &dyn Summarizer,
-    deadline: Option<Instant>,
     req: &SummaryRequest,
 ) -> Result<(SummaryResponse, Route), CallFailure> {
-    let owned;
-    let req = if req.deadline == deadline {
-        req
-    } else {
-        owned = req.clone().with_deadline(deadline);
-        &owned
-    };
     match calls.summarize(req).await {
         Ok(r) => {
             let route = match r.fallback {

@@ -112,10 +112,12 @@ impl Compressor {
             } => (Vec::new(), std::mem::take(&mut p.summaries)),
             _ => (self.requests(job, t), Vec::new()),
         };
-        // One deadline over every summarizer call of the pass (`auxiliary.compression.deadline_secs`).
+        // One deadline over every summarizer call of the pass (`auxiliary.compression.deadline_secs`),
+        // carried by the requests themselves.
         let deadline = self.settings.call.pass_deadline();
-        for req in &requests {
-            match self.summarize_under_policy(req, deadline, used).await {
+        let requests = requests.into_iter().map(|r| r.with_deadline(deadline));
+        for req in requests {
+            match self.summarize_under_policy(&req, used).await {
                 Ok(text) => summaries.push(text),
                 Err(class) => {
                     return Err(self.failed(job, Stage::Summarize, FailureKind::Summarizer(class)));
@@ -274,10 +276,9 @@ impl Compressor {
     async fn summarize_under_policy(
         &self,
         req: &SummaryRequest,
-        deadline: Option<std::time::Instant>,
         used: &mut SummaryUse,
     ) -> Result<String, ErrorClass> {
-        let (resp, route) = self.summarize_one(req, deadline).await.map_err(|f| {
+        let (resp, route) = self.summarize_one(req).await.map_err(|f| {
             used.summarizer_skipped |= f.skipped;
             f.class
         })?;
@@ -393,14 +394,13 @@ impl Compressor {
     }
 
     /// One summary under the policy every pass shares (`breaker`): the fallback rule, the
-    /// call's time budget and the circuit breaker.
+    /// call's time budget (the request's deadline) and the circuit breaker.
     async fn summarize_one(
         &self,
         req: &SummaryRequest,
-        deadline: Option<std::time::Instant>,
     ) -> Result<(compaction_llm::SummaryResponse, crate::breaker::Route), crate::breaker::CallFailure>
     {
-        crate::breaker::summarize(self.calls.as_ref(), deadline, req).await
+        crate::breaker::summarize(self.calls.as_ref(), req).await
     }
 
     fn record_failure(&mut self) {

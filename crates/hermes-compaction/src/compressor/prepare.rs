@@ -201,12 +201,14 @@ impl Compressor {
                         let w = warm
                             .clone()
                             .and_then(|p| compaction_llm::WarmPrefix::new(p, j.range.clone()));
-                        super::pass::batch_request(j, summary_max, today.clone()).with_warm(w)
+                        super::pass::batch_request(j, summary_max, today.clone())
+                            .with_warm(w)
+                            .with_deadline(deadline)
                     })
                     .collect(),
                 _ => Vec::new(),
             };
-            let calls = summarize_all(&requests, calls.as_ref(), deadline).await;
+            let calls = summarize_all(&requests, calls.as_ref()).await;
             let _ = tx.send(Some(Planned {
                 base,
                 plan,
@@ -496,16 +498,15 @@ fn digest(plan: &BatchPlan, len: usize) -> Option<u64> {
     Some(h.finish())
 }
 
-/// Every request in order under the one call policy, as a pass makes them; the first failure
-/// stops it.
+/// Every request in order under the one call policy, as a pass makes them (each carrying the
+/// pass's deadline); the first failure stops it.
 async fn summarize_all(
     requests: &[SummaryRequest],
     calls: &dyn compaction_llm::Summarizer,
-    deadline: Option<Instant>,
 ) -> Result<Vec<(SummaryResponse, Route)>, CallFailure> {
     let mut out = Vec::with_capacity(requests.len());
     for req in requests {
-        out.push(crate::breaker::summarize(calls, deadline, req).await?);
+        out.push(crate::breaker::summarize(calls, req).await?);
     }
     Ok(out)
 }
