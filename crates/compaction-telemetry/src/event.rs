@@ -52,6 +52,87 @@ pub fn occupancy_pct(tokens: u64, threshold_tokens: Option<u64>) -> Option<f64> 
     Some((tokens as f64 * 1000.0 / threshold as f64).round() / 10.0)
 }
 
+/// The line of one pass ([`MicroPass`], [`BatchAttempt`]): what every pass line takes from
+/// the pass the same way, set in one call.
+///
+/// ```
+/// use compaction_core::micro::MicroOutcomeKind;
+/// use compaction_core::stats::PassStats;
+/// use compaction_telemetry::{BatchAttempt, BatchOutcome, MicroPass, PassLine, TriggerSource, Window};
+///
+/// let stats = PassStats { tokens_after: 700, passes: 1, ..PassStats::at(1_000, 12) };
+/// let window = Some(Window { threshold_tokens: 1_000, context_limit: 2_000 });
+/// let model = Some("gpt".to_owned());
+/// let micro = MicroPass::new("s", MicroOutcomeKind::Absorbed).pass(window, &stats, model.clone());
+/// let batch = BatchAttempt::new("s", TriggerSource::Preflight, BatchOutcome::Compacted)
+///     .pass(window, &stats, model);
+/// assert_eq!((micro.occupancy_pct, batch.occupancy_pct), (Some(70.0), Some(70.0)));
+/// assert_eq!(micro.main_model, batch.main_model);
+/// ```
+pub trait PassLine: Sized {
+    /// Sets the window (or clears it with `None`), every count of `stats` (as the events'
+    /// own `stats` setters do) and the main model.
+    fn pass(self, window: Option<Window>, stats: &PassStats, main_model: Option<String>) -> Self;
+}
+
+/// The fields every pass line has, borrowed from one, and how each is set: written once for
+/// both lines.
+struct Shared<'e> {
+    tokens_before: &'e mut u64,
+    tokens_after: &'e mut u64,
+    /// The micro line's `tokens_delta` (the batch line has none).
+    tokens_delta: Option<&'e mut i64>,
+    messages_before: &'e mut u64,
+    messages_after: &'e mut u64,
+    duration_ms: &'e mut u64,
+    threshold_tokens: &'e mut Option<u64>,
+    context_limit: &'e mut Option<u64>,
+    occupancy_pct: &'e mut Option<f64>,
+    main_model: &'e mut Option<String>,
+    earliest_changed_index: &'e mut Option<u64>,
+    summary_tokens: &'e mut u64,
+    fallback_used: &'e mut bool,
+    summarizer_skipped: &'e mut bool,
+}
+
+impl Shared<'_> {
+    fn tokens(&mut self, before: u64, after: u64) {
+        *self.tokens_before = before;
+        *self.tokens_after = after;
+        if let Some(d) = self.tokens_delta.as_deref_mut() {
+            *d = signed_delta(before, after);
+        }
+        *self.occupancy_pct = occupancy_pct(after, *self.threshold_tokens);
+    }
+
+    fn messages(&mut self, before: u64, after: u64) {
+        *self.messages_before = before;
+        *self.messages_after = after;
+    }
+
+    fn stats(&mut self, stats: &PassStats) {
+        self.tokens(stats.tokens_before, stats.tokens_after);
+        self.messages(stats.messages_before as u64, stats.messages_after as u64);
+        *self.duration_ms = stats.duration.as_millis() as u64;
+        *self.earliest_changed_index = stats.earliest_changed_index.map(|i| i as u64);
+        *self.summary_tokens = stats.summary_tokens;
+        *self.fallback_used = stats.fallback_used();
+        *self.summarizer_skipped = stats.summarizer_skipped();
+    }
+
+    fn window(&mut self, window: Option<Window>) {
+        *self.threshold_tokens = window.map(|w| w.threshold_tokens);
+        *self.context_limit = window.map(|w| w.context_limit);
+        *self.occupancy_pct = occupancy_pct(*self.tokens_after, *self.threshold_tokens);
+    }
+
+    fn pass(&mut self, window: Option<Window>, stats: &PassStats, main_model: Option<String>) {
+        self.window(window);
+        self.stats(stats);
+        *self.main_model = main_model;
+    }
+}
+
 /// One micro-compaction pass: every field of spec section 8, plus the cache-break depth and
 /// the summarizer's token use so the report can price the pass.
 ///
@@ -125,17 +206,13 @@ impl MicroPass {
 
     /// Sets the token counts, the delta and the occupancy.
     pub fn tokens(mut self, before: u64, after: u64) -> MicroPass {
-        self.tokens_before = before;
-        self.tokens_after = after;
-        self.tokens_delta = signed_delta(before, after);
-        self.occupancy_pct = occupancy_pct(after, self.threshold_tokens);
+        self.shared().tokens(before, after);
         self
     }
 
     /// Sets the message counts.
     pub fn messages(mut self, before: u64, after: u64) -> MicroPass {
-        self.messages_before = before;
-        self.messages_after = after;
+        self.shared().messages(before, after);
         self
     }
 
@@ -155,23 +232,40 @@ impl MicroPass {
     /// assert_eq!((ev.tokens_delta, ev.messages_after, ev.fallback_used), (-300, 8, true));
     /// assert_eq!(ev.occupancy_pct, Some(70.0));
     /// ```
-    pub fn stats(self, stats: &PassStats) -> MicroPass {
-        let mut ev = self
-            .tokens(stats.tokens_before, stats.tokens_after)
-            .messages(stats.messages_before as u64, stats.messages_after as u64);
-        ev.duration_ms = stats.duration.as_millis() as u64;
-        ev.earliest_changed_index = stats.earliest_changed_index.map(|i| i as u64);
-        ev.summary_tokens = stats.summary_tokens;
-        ev.fallback_used = stats.fallback_used();
-        ev.summarizer_skipped = stats.summarizer_skipped();
-        ev
+    pub fn stats(mut self, stats: &PassStats) -> MicroPass {
+        self.shared().stats(stats);
+        self
     }
 
     /// Sets the window (or clears it with `None`) and recomputes the occupancy.
     pub fn window(mut self, window: Option<Window>) -> MicroPass {
-        self.threshold_tokens = window.map(|w| w.threshold_tokens);
-        self.context_limit = window.map(|w| w.context_limit);
-        self.occupancy_pct = occupancy_pct(self.tokens_after, self.threshold_tokens);
+        self.shared().window(window);
+        self
+    }
+
+    fn shared(&mut self) -> Shared<'_> {
+        Shared {
+            tokens_before: &mut self.tokens_before,
+            tokens_after: &mut self.tokens_after,
+            tokens_delta: Some(&mut self.tokens_delta),
+            messages_before: &mut self.messages_before,
+            messages_after: &mut self.messages_after,
+            duration_ms: &mut self.duration_ms,
+            threshold_tokens: &mut self.threshold_tokens,
+            context_limit: &mut self.context_limit,
+            occupancy_pct: &mut self.occupancy_pct,
+            main_model: &mut self.main_model,
+            earliest_changed_index: &mut self.earliest_changed_index,
+            summary_tokens: &mut self.summary_tokens,
+            fallback_used: &mut self.fallback_used,
+            summarizer_skipped: &mut self.summarizer_skipped,
+        }
+    }
+}
+
+impl PassLine for MicroPass {
+    fn pass(mut self, window: Option<Window>, stats: &PassStats, main_model: Option<String>) -> Self {
+        self.shared().pass(window, stats, main_model);
         self
     }
 }
@@ -384,9 +478,7 @@ impl BatchAttempt {
 
     /// Sets the token counts and the occupancy.
     pub fn tokens(mut self, before: u64, after: u64) -> BatchAttempt {
-        self.tokens_before = before;
-        self.tokens_after = after;
-        self.occupancy_pct = occupancy_pct(after, self.threshold_tokens);
+        self.shared().tokens(before, after);
         self
     }
 
@@ -400,8 +492,7 @@ impl BatchAttempt {
 
     /// Sets the message counts.
     pub fn messages(mut self, before: u64, after: u64) -> BatchAttempt {
-        self.messages_before = before;
-        self.messages_after = after;
+        self.shared().messages(before, after);
         self
     }
 
@@ -417,24 +508,34 @@ impl BatchAttempt {
     /// assert_eq!((ev.tokens_before, ev.tokens_after, ev.earliest_changed_index), (9_000, 4_000, Some(3)));
     /// assert!(!ev.fallback_used);
     /// ```
-    pub fn stats(self, stats: &PassStats) -> BatchAttempt {
-        let mut ev = self
-            .tokens(stats.tokens_before, stats.tokens_after)
-            .messages(stats.messages_before as u64, stats.messages_after as u64);
-        ev.total_duration_ms = stats.duration.as_millis() as u64;
-        ev.earliest_changed_index = stats.earliest_changed_index.map(|i| i as u64);
-        ev.summary_tokens = stats.summary_tokens;
-        ev.fallback_used = stats.fallback_used();
-        ev.summarizer_skipped = stats.summarizer_skipped();
-        ev
+    pub fn stats(mut self, stats: &PassStats) -> BatchAttempt {
+        self.shared().stats(stats);
+        self
     }
 
     /// Sets the window (or clears it with `None`) and recomputes the occupancy.
     pub fn window(mut self, window: Option<Window>) -> BatchAttempt {
-        self.threshold_tokens = window.map(|w| w.threshold_tokens);
-        self.context_limit = window.map(|w| w.context_limit);
-        self.occupancy_pct = occupancy_pct(self.tokens_after, self.threshold_tokens);
+        self.shared().window(window);
         self
+    }
+
+    fn shared(&mut self) -> Shared<'_> {
+        Shared {
+            tokens_before: &mut self.tokens_before,
+            tokens_after: &mut self.tokens_after,
+            tokens_delta: None,
+            messages_before: &mut self.messages_before,
+            messages_after: &mut self.messages_after,
+            duration_ms: &mut self.total_duration_ms,
+            threshold_tokens: &mut self.threshold_tokens,
+            context_limit: &mut self.context_limit,
+            occupancy_pct: &mut self.occupancy_pct,
+            main_model: &mut self.main_model,
+            earliest_changed_index: &mut self.earliest_changed_index,
+            summary_tokens: &mut self.summary_tokens,
+            fallback_used: &mut self.fallback_used,
+            summarizer_skipped: &mut self.summarizer_skipped,
+        }
     }
 
     /// Hermes Agent's `commit_status` for this outcome: `committed`, `aborted` or `skipped`.
@@ -444,6 +545,13 @@ impl BatchAttempt {
             BatchOutcome::Failed => "aborted",
             BatchOutcome::Skipped | BatchOutcome::IrreducibleFloor => "skipped",
         }
+    }
+}
+
+impl PassLine for BatchAttempt {
+    fn pass(mut self, window: Option<Window>, stats: &PassStats, main_model: Option<String>) -> Self {
+        self.shared().pass(window, stats, main_model);
+        self
     }
 }
 

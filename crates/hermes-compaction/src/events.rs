@@ -3,12 +3,22 @@
 use compaction_core::batch::BatchPlan;
 use compaction_llm::ErrorClass;
 use compaction_telemetry::{
-    BatchAttempt, BatchOutcome, FailureClass, MicroPass, TriggerSource, Window,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, PassLine, TriggerSource, Window,
 };
 
 use crate::config::Config;
-use crate::report::FailureKind;
-use crate::report::{BatchReport, MicroReport, Outcome, PassReport, Trigger};
+use crate::report::{BatchReport, Detail, FailureKind, MicroReport, Outcome, PassReport, Trigger};
+
+/// What every pass line takes from its report (the window at the report's threshold, the
+/// counts) and from the configuration (the main model): one helper for every kind.
+fn shared<E: PassLine, D: Detail>(ev: E, config: &Config, report: &PassReport<D>) -> E {
+    let window = Window {
+        threshold_tokens: report.threshold_tokens,
+        context_limit: config.model.context_length,
+    };
+    let main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
+    ev.pass(Some(window), &report.stats, main_model)
+}
 
 /// The telemetry event for a batch report.
 pub fn batch_attempt(
@@ -18,7 +28,7 @@ pub fn batch_attempt(
     plan: Option<&BatchPlan>,
     summary_model: &str,
 ) -> BatchAttempt {
-    let trigger = match report.trigger {
+    let trigger = match report.detail.trigger {
         // The model's request runs at the planned check: the line keeps calling it that.
         Trigger::BeforeRequest | Trigger::Requested => TriggerSource::Preflight,
         Trigger::Usage => TriggerSource::Usage,
@@ -33,27 +43,20 @@ pub fn batch_attempt(
         Outcome::IrreducibleFloor => BatchOutcome::IrreducibleFloor,
         Outcome::NotNeeded | Outcome::Skipped | Outcome::NoGain => BatchOutcome::Skipped,
     };
-    let window = Window {
-        threshold_tokens: report.threshold_tokens,
-        context_limit: config.model.context_length,
-    };
-    let mut ev = BatchAttempt::new(session_id, trigger, outcome)
-        .window(Some(window))
-        .stats(&report.stats);
+    let mut ev = shared(BatchAttempt::new(session_id, trigger, outcome), config, report);
     if let Some(plan) = plan {
         let r = plan.region_tokens;
         ev = ev.regions(r.head, r.middle, r.tail);
     }
     ev.failure_class = report.failure_kind().map(failure_class);
     ev.prune_accepted = matches!(report.outcome, Outcome::Pruned);
-    ev.fell_through = report.fell_through;
-    if let Some(p) = &report.prepared {
+    ev.fell_through = report.detail.fell_through;
+    if let Some(p) = &report.detail.prepared {
         ev.prepared = Some(p.outcome.as_str().to_owned());
         ev.prepared_wasted_tokens = p.wasted_tokens();
     }
     ev.summary_model = matches!(report.outcome, Outcome::Summarized | Outcome::Failed)
         .then(|| summary_model.to_owned());
-    ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
     ev
 }
 
@@ -106,20 +109,12 @@ pub fn micro_pass(
     aux_model: &str,
 ) -> MicroPass {
     // The same vocabulary: a progress absorption renders as `absorbed` in the line.
-    let outcome = report.outcome;
-    let window = Window {
-        threshold_tokens: config.window().threshold_tokens(),
-        context_limit: config.model.context_length,
-    };
-    let mut ev = MicroPass::new(session_id, outcome)
-        .window(Some(window))
-        .stats(&report.stats);
-    ev.exchange_tokens = report.exchange_tokens;
-    ev.rolling_summary_tokens = report.rolling_summary_tokens;
-    ev.cursor = report.cursor.unwrap_or(0) as u64;
+    let mut ev = shared(MicroPass::new(session_id, report.outcome), config, report);
+    ev.exchange_tokens = report.detail.exchange_tokens;
+    ev.rolling_summary_tokens = report.detail.rolling_summary_tokens;
+    ev.cursor = report.detail.cursor.unwrap_or(0) as u64;
     ev.passes_total = passes_total;
     ev.tokens_saved_total = tokens_saved_total;
-    ev.main_model = (!config.model.name.is_empty()).then(|| config.model.name.clone());
     ev.aux_model = Some(aux_model.to_owned());
     ev
 }

@@ -98,7 +98,11 @@ pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
 #[cfg(feature = "llm")]
-pub use report::{BatchReport, MicroReport, Outcome, PassReport, PassStats, Resume, Trigger};
+pub use oneshot::OneShotRun;
+#[cfg(feature = "llm")]
+pub use report::{BatchDetail, Detail, MicroDetail, PassReport};
+#[cfg(feature = "llm")]
+pub use report::{BatchReport, MicroReport, Outcome, PassStats, Resume, Trigger};
 #[cfg(feature = "llm")]
 pub use report::{DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse};
 #[cfg(feature = "llm")]

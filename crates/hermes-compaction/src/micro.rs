@@ -17,7 +17,7 @@ pub use crate::compressor::micro_config;
 use crate::compressor::pass::Job;
 use crate::config::{ReclaimGate, Timing};
 use crate::report::{Applied, SummaryUse};
-use crate::report::{MicroReport, PassStats};
+use crate::report::{MicroDetail, MicroReport};
 use compaction_core::micro::MicroOutcomeKind;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -110,18 +110,16 @@ impl Compressor {
                 "Micro-compaction: cursor and rolling summary rehydrated from the transcript"
             );
         }
-        let mut report = MicroReport {
-            outcome: MicroOutcomeKind::Noop,
-            failure: None,
-            stats: PassStats::at(t.current_tokens(), t.len()),
-            fallback_cause: None,
-            exchange_tokens: 0,
-            rolling_summary_tokens: plan.rolling_summary_tokens,
-            cursor: None,
-            regions: plan.regions.clone(),
-            strict_alternation: cfg.strict_alternation,
-            in_turn: crate::report::Resume::at(t),
-        };
+        let mut report = MicroReport::start(
+            MicroOutcomeKind::Noop,
+            t,
+            self.threshold_tokens(),
+            MicroDetail {
+                rolling_summary_tokens: plan.rolling_summary_tokens,
+                ..MicroDetail::default()
+            },
+        );
+        report.planned_with(&plan, &cfg, None);
         match &plan.step {
             MicroStep::Noop(_) => {
                 self.rt.micro_record(MicroEvent::Planned(&plan));
@@ -142,7 +140,7 @@ impl Compressor {
                 return Some(self.micro_finish(report, started));
             }
             MicroStep::Defrag(_) => {}
-            MicroStep::Absorb(job) => report.exchange_tokens = job.exchange_tokens,
+            MicroStep::Absorb(job) => report.detail.exchange_tokens = job.exchange_tokens,
         }
         let defrag = matches!(plan.step, MicroStep::Defrag(_));
         let mut used = SummaryUse::default();
@@ -153,19 +151,17 @@ impl Compressor {
         };
         let result = self.run_pass(t, &mut job, &mut used).await;
         let assembled = match &job {
-            Job::Micro { outcome, .. } => outcome.as_ref().map(micro::MicroOutcome::kind),
+            Job::Micro { outcome, .. } => outcome.as_ref(),
             Job::Batch { .. } | Job::Undo { .. } => None,
         };
         let changed = matches!(result, Ok(Applied::Changed { .. }));
-        report.settle(result, used, assembled, defrag, t);
-        if changed && report.in_turn.is_some() {
-            // Where the turn stands in the transcript the pass produced.
-            report.in_turn = crate::report::Resume::at(t).or(report.in_turn.take());
-        }
+        let kind = assembled.map(micro::MicroOutcome::kind);
+        report.settle(result, used, kind, defrag, t);
+        report.planned_with(&plan, &cfg, assembled);
         if !changed {
             return Some(self.micro_finish(report, started));
         }
-        report.rolling_summary_tokens = self
+        report.detail.rolling_summary_tokens = self
             .rt
             .micro_state()
             .rolling_summary
@@ -234,7 +230,7 @@ impl Compressor {
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {
         report.stats.duration = started.elapsed();
-        report.cursor = self.rt.micro_state().cursor;
+        report.detail.cursor = self.rt.micro_state().cursor;
         let (passes_total, tokens_saved_total) = self
             .rt
             .count_micro_pass(report.stats.tokens_before as i64 - report.stats.tokens_after as i64);

@@ -18,8 +18,7 @@ use compaction_core::Transcript;
 use crate::compressor::Compressor;
 pub use crate::compressor::OneShot;
 use crate::driver::{HookOrder, Moment};
-use crate::report::PassFailure;
-use crate::report::{BatchReport, MicroReport, Outcome, PassReport, PassStats};
+use crate::report::{BatchDetail, BatchReport, Detail, MicroReport, Outcome, PassReport, PassStats};
 use compaction_core::micro::MicroOutcomeKind;
 
 /// What a one-shot run ended with: the last pass's outcome, in the vocabulary of its kind.
@@ -64,52 +63,67 @@ impl std::fmt::Display for OneShotOutcome {
     }
 }
 
-/// What a one-shot run did. Counts only, never content.
+/// What only a one-shot run reports: its mode, the batch or prune pass it made, and why a
+/// micro run stopped short.
 #[derive(Clone, Debug, PartialEq)]
-pub struct OneShotReport {
+pub struct OneShotRun {
     /// The run (`batch`, `prune` or `micro` when displayed).
     pub mode: OneShot,
-    /// The last outcome: a batch outcome (`summarized`, `pruned`, `not_needed`,
-    /// `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for a prune pass with
-    /// nothing to shorten, or a micro outcome (`absorbed`, in-turn absorption included,
-    /// `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
-    /// compaction is off.
-    pub outcome: OneShotOutcome,
-    /// Why the run failed, when it did, with the store error's content-free message as its
-    /// cause. A failed run left the transcript as it was after its last successful pass
-    /// (and, with a store, committed exactly those passes).
-    pub failure: Option<PassFailure>,
-    /// The counts of the run: the stats of each pass [`add`](PassStats::add)ed to those of
-    /// the transcript it was given (passes that changed it, tokens and messages before and
-    /// after, the first index any pass rewrote, passes the fallback wrote and passes that did
-    /// not call the summarizer, tail outputs demoted, wall time of the whole run).
-    pub stats: PassStats,
-    /// The compaction threshold in tokens.
-    pub threshold_tokens: u64,
-    /// The pass of a batch or prune run, with what only a batch pass says (its trigger,
-    /// regions, [`law_pass`](BatchReport::law_pass), prepared summary); `None` for a micro run.
-    pub batch: Option<BatchReport>,
+    /// What only the batch pass of a batch or prune run says (its trigger, whether it fell
+    /// through, its prepared summary); its shared fields are the run's own (see
+    /// [`OneShotReport::into_batch`]). `None` for a micro run.
+    pub batch: Option<BatchDetail>,
     /// Why a micro run ended at or over the threshold (not the pass limit): where the
     /// tokens that micro does not rewrite are, in counts only, and what would go further.
     pub note: Option<String>,
 }
 
+impl Detail for OneShotRun {
+    type Outcome = OneShotOutcome;
+}
+
+/// What a one-shot run did: the shared fields of [`PassReport`] for the whole run, and its
+/// [`OneShotRun`] detail. Counts only, never content.
+///
+/// The [`outcome`](PassReport::outcome) is the last one: a batch outcome (`summarized`,
+/// `pruned`, `not_needed`, `irreducible_floor`, `no_gain`, `failed`), `nothing_to_prune` for
+/// a prune pass with nothing to shorten, or a micro outcome (`absorbed`, in-turn absorption
+/// included, `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
+/// compaction is off. A failed run left the transcript as it was after its last successful
+/// pass (and, with a store, committed exactly those passes). The stats are those of each
+/// pass [`add`](PassStats::add)ed to those of the transcript it was given, with the wall time
+/// of the whole run. The [`law`](PassReport::law) describes the whole run: the batch or prune
+/// pass's own, or for a micro run a micro pass that promised nothing of the head and tail
+/// (failed or unchanged when no pass changed the transcript).
+pub type OneShotReport = PassReport<OneShotRun>;
+
 impl OneShotReport {
-    fn start(mode: OneShot, t: &Transcript, threshold_tokens: u64) -> OneShotReport {
-        OneShotReport {
+    fn begin(mode: OneShot, t: &Transcript, threshold_tokens: u64) -> OneShotReport {
+        let run = OneShotRun {
             mode,
-            outcome: OneShotOutcome::Batch(Outcome::NotNeeded),
-            failure: None,
-            stats: PassStats::at(t.current_tokens(), t.len()),
-            threshold_tokens,
             batch: None,
             note: None,
-        }
+        };
+        let mut report = PassReport::start(
+            OneShotOutcome::Batch(Outcome::NotNeeded),
+            t,
+            threshold_tokens,
+            run,
+        );
+        report.in_turn = None;
+        report
     }
 
-    /// Whether the result is still at or over the compaction threshold.
-    pub fn over_threshold(&self) -> bool {
-        self.stats.tokens_after >= self.threshold_tokens
+    /// The run's one batch or prune pass, as the pass reported it (with the run's wall time):
+    /// `None` for a micro run.
+    pub fn into_batch(self) -> Option<BatchReport> {
+        let outcome = match self.outcome {
+            OneShotOutcome::Batch(o) => o,
+            OneShotOutcome::NothingToPrune => Outcome::NotNeeded,
+            OneShotOutcome::Micro(_) | OneShotOutcome::Disabled => return None,
+        };
+        self.detail.batch.as_ref()?;
+        Some(self.into_kind(|_, run| (outcome, run.batch.expect("checked above"))))
     }
 
     /// The warning for a run whose passes used the extractive fallback rather than the
@@ -164,15 +178,24 @@ impl OneShotReport {
         };
         Some(format!(
             "the {} pass failed{earlier}: {f} (outcome {})",
-            self.mode, self.outcome
+            self.detail.mode, self.outcome
         ))
     }
 
-    /// The run's one batch or prune pass, added.
-    fn add_batch(&mut self, r: BatchReport) {
-        self.failure = r.failure.clone();
-        self.stats.add(&r.stats);
-        self.batch = Some(r);
+    /// The run of one batch or prune pass: the pass's report, its shared fields the run's.
+    fn of_batch(mode: OneShot, r: BatchReport) -> OneShotReport {
+        r.into_kind(|outcome, batch| {
+            let outcome = match (&mode, outcome) {
+                (OneShot::Prune, Outcome::NotNeeded) => OneShotOutcome::NothingToPrune,
+                (_, o) => OneShotOutcome::Batch(o),
+            };
+            let run = OneShotRun {
+                mode,
+                batch: Some(batch),
+                note: None,
+            };
+            (outcome, run)
+        })
     }
 
     fn end(mut self, t: &Transcript, started: Instant) -> OneShotReport {
@@ -181,27 +204,33 @@ impl OneShotReport {
         self.stats.duration = started.elapsed();
         self
     }
-}
 
-impl PassReport for OneShotReport {
-    fn stats(&self) -> &PassStats {
-        &self.stats
-    }
-
-    fn failure(&self) -> Option<&PassFailure> {
-        self.failure.as_ref()
+    /// The law description of a micro run from what its passes did: a micro pass (nothing of
+    /// the head and tail promised: the passes planned their own) once one changed the
+    /// transcript, else failed or unchanged.
+    fn micro_law(&mut self, strict_alternation: bool) {
+        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
+        let kind = match (self.stats.passes, self.failed()) {
+            (0, true) => PassKind::Failed,
+            (0, false) => PassKind::Unchanged,
+            _ => PassKind::Micro,
+        };
+        self.law = Pass::new(kind, Protected::default()).with_options(LawOptions {
+            strict_alternation,
+            ..LawOptions::default()
+        });
     }
 }
 
 /// The one-line summary of a run: `mode=... outcome=... passes=... messages=A->B tokens=A->B
 /// earliest_changed=... demoted_tail_outputs=... ms=... threshold=... over_threshold=...`.
-/// Counts only ([`note`](Self::note) is not part of it).
+/// Counts only ([`note`](OneShotRun::note) is not part of it).
 impl std::fmt::Display for OneShotReport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "mode={} outcome={} passes={} messages={}->{} tokens={}->{} earliest_changed={} demoted_tail_outputs={} ms={} threshold={} over_threshold={}",
-            self.mode,
+            self.detail.mode,
             self.outcome,
             self.stats.passes,
             self.stats.messages_before,
@@ -426,18 +455,13 @@ impl Compressor {
     /// ```
     pub async fn one_shot(&mut self, t: &mut Transcript, mode: OneShot) -> OneShotReport {
         let started = Instant::now();
-        let mut report = OneShotReport::start(mode.without_focus(), t, self.threshold_tokens());
+        let run = mode.without_focus();
         let r = match mode {
             OneShot::Micro { max_passes } => return self.micro_run(t, max_passes).await,
             OneShot::Batch { focus } => self.compress(t, focus).await,
             OneShot::Prune => self.prune_only(t).await,
         };
-        report.outcome = match (&report.mode, r.outcome) {
-            (OneShot::Prune, Outcome::NotNeeded) => OneShotOutcome::NothingToPrune,
-            (_, o) => OneShotOutcome::Batch(o),
-        };
-        report.add_batch(r);
-        report.end(t, started)
+        OneShotReport::of_batch(run, r).end(t, started)
     }
 
     /// One forced prune-only pass: old tool outputs and long arguments shortened, no
@@ -464,7 +488,7 @@ impl Compressor {
     async fn micro_run(&mut self, t: &mut Transcript, max_passes: Option<u32>) -> OneShotReport {
         let started = Instant::now();
         let mut report =
-            OneShotReport::start(OneShot::Micro { max_passes }, t, self.threshold_tokens());
+            OneShotReport::begin(OneShot::Micro { max_passes }, t, self.threshold_tokens());
         if !self.config().compression.micro_compact {
             report.outcome = OneShotOutcome::Disabled;
             return report.end(t, started);
@@ -473,8 +497,10 @@ impl Compressor {
         let mut report = self.micro_replay(t, max_passes, report).await;
         let limited = max_passes.is_some_and(|m| report.stats.passes >= m);
         if !limited && !report.failed() && t.current_tokens() >= self.threshold_tokens() {
-            report.note = Some(self.micro_shortfall(t, report.outcome));
+            report.detail.note = Some(self.micro_shortfall(t, report.outcome));
         }
+        report.micro_law(self.micro_settings().strict_alternation);
+        report.in_turn = crate::report::Resume::at(t);
         report.end(t, started)
     }
 
@@ -572,6 +598,7 @@ impl Compressor {
             return Some(false);
         };
         report.stats.add(&r.stats);
+        report.fallback_cause = report.fallback_cause.or(r.fallback_cause);
         if r.failure.is_some() {
             report.outcome = OneShotOutcome::Micro(r.outcome);
             report.failure = r.failure;

@@ -105,9 +105,10 @@ impl std::fmt::Display for Outcome {
 pub enum FailureKind {
     /// The summarizer failed with this class (a panicking summarizer is `transient`).
     Summarizer(ErrorClass),
-    /// The store refused the commit because another writer compacted (or restored) the
-    /// session first, or the compressor was given an old generation. Nothing changed, and no
-    /// cooldown starts: call [`Compressor::reload`](crate::Compressor::reload) and go on.
+    /// The store refused the commit because the session's rows changed since this
+    /// compressor loaded them: any writer's commit (a pass, an undo, a restore, a flush of
+    /// another handle), or the compressor was given an old generation. Nothing changed, and
+    /// no cooldown starts: call [`Compressor::reload`](crate::Compressor::reload) and go on.
     StaleGeneration,
     /// The store failed.
     Store,
@@ -116,7 +117,7 @@ pub enum FailureKind {
 }
 
 /// Why a pass failed, in words, without content: `the summarizer failed (timeout)`,
-/// `another writer compacted the session first (stale generation)`, `the store failed`,
+/// `the session's stored rows changed since they were loaded (stale generation)`, `the store failed`,
 /// `the plan could not be assembled safely`.
 impl std::fmt::Display for FailureKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -125,7 +126,7 @@ impl std::fmt::Display for FailureKind {
                 write!(f, "the summarizer failed ({})", class.as_str())
             }
             FailureKind::StaleGeneration => {
-                f.write_str("another writer compacted the session first (stale generation)")
+                f.write_str("the session's stored rows changed since they were loaded (stale generation)")
             }
             FailureKind::Store => f.write_str("the store failed"),
             FailureKind::Plan => f.write_str("the plan could not be assembled safely"),
@@ -334,12 +335,22 @@ impl SummaryUse {
     }
 }
 
-/// What every pass report says the same way: its counts and its failure, and the
-/// questions asked of them, answered once for every report ([`BatchReport`],
-/// [`MicroReport`], [`OneShotReport`](crate::OneShotReport)).
+/// The part of a [`PassReport`] only one kind of pass has, and the outcome vocabulary of
+/// that kind: [`BatchDetail`] (with [`Outcome`]), [`MicroDetail`] (with core's
+/// [`MicroOutcomeKind`]) and the one-shot run's [`OneShotRun`](crate::oneshot::OneShotRun)
+/// (with [`OneShotOutcome`](crate::OneShotOutcome)).
+pub trait Detail {
+    /// What a pass of this kind did.
+    type Outcome: Copy + std::fmt::Debug + PartialEq + Eq;
+}
+
+/// What a pass (or a one-shot run) reports: the fields every kind shares, declared once, and
+/// the kind's own in [`detail`](Self::detail). Counts, classes and content-free causes only,
+/// never transcript text. [`BatchReport`], [`MicroReport`] and
+/// [`OneShotReport`](crate::OneShotReport) are this struct with their kind's detail.
 ///
 /// ```
-/// use hermes_compaction::{FailureKind, PassFailure, PassReport};
+/// use hermes_compaction::{FailureKind, PassFailure};
 /// # use std::sync::Arc;
 /// # use hermes_compaction::core::Message;
 /// # use hermes_compaction::{Compressor, Config, OneShot};
@@ -352,50 +363,154 @@ impl SummaryUse {
 /// assert_eq!(report.failure_kind(), Some(FailureKind::Store));
 /// assert_eq!(report.failure_cause(), Some("disk full"));
 /// ```
-pub trait PassReport {
-    /// The counts.
-    fn stats(&self) -> &PassStats;
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassReport<D: Detail> {
+    /// What happened, in the kind's vocabulary.
+    pub outcome: D::Outcome,
+    /// Why it failed, when it did, with the store error's content-free message as its cause
+    /// (also set for an overflow pass applied without its commit, see
+    /// [`BatchDetail::applied_unpersisted`]).
+    pub failure: Option<PassFailure>,
+    /// The counts: tokens and messages before and after, the first index rewritten, whether
+    /// the fallback wrote the summary (`fallback_passes`) or the summarizer was skipped
+    /// (`skipped_passes`: its circuit breaker open, or the pass's deadline passed), tail
+    /// outputs demoted, summarizer usage, wall time. For a one-shot run, the stats of each
+    /// pass [`add`](PassStats::add)ed to those of the transcript it was given.
+    pub stats: PassStats,
+    /// The compaction threshold in tokens.
+    pub threshold_tokens: u64,
+    /// When the fallback wrote a summary: the class of the summarizer's failure it answered
+    /// (`echoed_prompt`, `transient`, ...; for a skipped call, the failure that opened the
+    /// breaker). A pass the fallback wrote is never reported as the summarizer's.
+    pub fallback_cause: Option<ErrorClass>,
+    /// The partition the pass was planned with (what it promised not to touch); `None` when
+    /// it was not planned (skipped) or for a micro run.
+    pub regions: Option<compaction_core::regions::Regions>,
+    /// The pass landed inside a turn (after a tool result or an unanswered ask): where the
+    /// turn stands in the transcript after the pass, so the host resumes it. `None` between
+    /// turns.
+    pub in_turn: Option<Resume>,
+    /// The pass as the law checker reads it, set by the pass runner from its plan and how
+    /// the pass ended: give it to [`laws::check`](compaction_core::laws::check) with the
+    /// transcript before and after the pass. Its options carry the strict-alternation
+    /// setting the pass ran with (`law.options.strict_alternation`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use hermes_compaction::core::{laws, Estimator, Message, ToolCall};
+    /// use hermes_compaction::llm::ExtractiveSummarizer;
+    /// use hermes_compaction::{Compressor, Config, OneShot};
+    ///
+    /// let mut msgs = vec![Message::system("sys")];
+    /// for i in 0..40 {
+    ///     let id = format!("c{i}");
+    ///     msgs.push(Message::user(format!("step {i}")));
+    ///     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
+    ///     msgs.push(Message::tool_result(&id, "output\n".repeat(300)));
+    ///     msgs.push(Message::assistant("ok"));
+    /// }
+    /// let mut config = Config::default();
+    /// config.model.context_length = 16_000;
+    /// let mut c = Compressor::builder(config)
+    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
+    ///     .counter(Arc::new(Estimator::default()))
+    ///     .session("s")
+    ///     .build()
+    ///     .unwrap();
+    /// let mut t = c.transcript(msgs.clone());
+    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    /// let report = rt.block_on(c.one_shot(&mut t, OneShot::batch()));
+    /// assert_eq!(report.law.kind, laws::PassKind::Batch);
+    /// assert!(laws::check(&msgs, t.messages(), &report.law, c.status().counter).is_empty());
+    /// ```
+    pub law: compaction_core::laws::Pass,
+    /// What only this kind of pass says.
+    pub detail: D,
+}
 
-    /// Why the pass (or run) failed, when it did.
-    fn failure(&self) -> Option<&PassFailure>;
+/// The result of one batch attempt.
+pub type BatchReport = PassReport<BatchDetail>;
+
+/// The result of one micro pass.
+pub type MicroReport = PassReport<MicroDetail>;
+
+impl<D: Detail> PassReport<D> {
+    /// A report of a pass over `t` that has not run yet: `outcome`, the stats of `t`, where
+    /// `t` stands inside a turn, and a law description of a pass that changes nothing.
+    pub(crate) fn start(
+        outcome: D::Outcome,
+        t: &Transcript,
+        threshold_tokens: u64,
+        detail: D,
+    ) -> PassReport<D> {
+        use compaction_core::laws::{Pass, PassKind, Protected};
+        PassReport {
+            outcome,
+            failure: None,
+            stats: PassStats::at(t.current_tokens(), t.len()),
+            threshold_tokens,
+            fallback_cause: None,
+            regions: None,
+            in_turn: Resume::at(t),
+            law: Pass::new(PassKind::Unchanged, Protected::default()),
+            detail,
+        }
+    }
+
+    /// The counts.
+    pub fn stats(&self) -> &PassStats {
+        &self.stats
+    }
 
     /// Whether the pass could not do what was asked: the summarizer (and the extractive
     /// fallback, when configured), the store or the plan failed, and
     /// [`failure`](Self::failure) says which and why. True also for an overflow pass applied
     /// in memory without its commit. Not a failure: a pass with nothing to do, gated or
     /// skipped. A command line exits non-zero on it.
-    fn failed(&self) -> bool {
-        self.failure().is_some()
+    pub fn failed(&self) -> bool {
+        self.failure.is_some()
     }
 
     /// The kind of the failure, when there was one.
-    fn failure_kind(&self) -> Option<FailureKind> {
-        self.failure().map(|f| f.kind)
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        self.failure.as_ref().map(|f| f.kind)
     }
 
     /// The failure's content-free cause (the store error's message), when it has one.
-    fn failure_cause(&self) -> Option<&str> {
-        self.failure().and_then(|f| f.cause.as_deref())
-    }
-}
-
-impl PassReport for BatchReport {
-    fn stats(&self) -> &PassStats {
-        &self.stats
+    pub fn failure_cause(&self) -> Option<&str> {
+        self.failure.as_ref().and_then(|f| f.cause.as_deref())
     }
 
-    fn failure(&self) -> Option<&PassFailure> {
-        self.failure.as_ref()
-    }
-}
-
-impl PassReport for MicroReport {
-    fn stats(&self) -> &PassStats {
-        &self.stats
+    /// Whether the result is still at or over the compaction threshold.
+    pub fn over_threshold(&self) -> bool {
+        self.stats.tokens_after >= self.threshold_tokens
     }
 
-    fn failure(&self) -> Option<&PassFailure> {
-        self.failure.as_ref()
+    /// The same report with another kind's outcome and detail, made from this one's: every
+    /// shared field moves over as it is.
+    pub(crate) fn into_kind<E: Detail>(
+        self,
+        kind: impl FnOnce(D::Outcome, D) -> (E::Outcome, E),
+    ) -> PassReport<E> {
+        let (outcome, detail) = kind(self.outcome, self.detail);
+        PassReport {
+            outcome,
+            failure: self.failure,
+            stats: self.stats,
+            threshold_tokens: self.threshold_tokens,
+            fallback_cause: self.fallback_cause,
+            regions: self.regions,
+            in_turn: self.in_turn,
+            law: self.law,
+            detail,
+        }
+    }
+
+    /// Where the turn stands after a pass that changed `t` (it landed inside one).
+    fn resume_after(&mut self, t: &Transcript) {
+        if self.in_turn.is_some() {
+            self.in_turn = Resume::at(t).or(self.in_turn.take());
+        }
     }
 }
 
@@ -413,46 +528,38 @@ impl Changed for PassStats {
     }
 }
 
-/// The result of one batch attempt. Counts only, never content.
+/// What only a batch attempt reports.
 #[derive(Clone, Debug, PartialEq)]
-pub struct BatchReport {
+pub struct BatchDetail {
     /// Why it ran.
     pub trigger: Trigger,
-    /// What happened.
-    pub outcome: Outcome,
-    /// Why it failed, when it did (also set for an overflow pass applied without its
-    /// commit, see [`applied_unpersisted`](Self::applied_unpersisted)).
-    pub failure: Option<PassFailure>,
-    /// The counts: tokens and messages before and after, the first index rewritten, whether
-    /// the fallback wrote the summary (`fallback_passes`) or the summarizer was skipped
-    /// (`skipped_passes`: its circuit breaker open, or the pass's deadline passed), tail
-    /// outputs demoted, summarizer usage, wall time.
-    pub stats: PassStats,
-    /// Threshold in tokens.
-    pub threshold_tokens: u64,
-    /// When the fallback wrote a summary: the class of the summarizer's failure it answered
-    /// (`echoed_prompt`, `transient`, ...; for a skipped call, the failure that opened the
-    /// breaker).
-    pub fallback_cause: Option<ErrorClass>,
     /// Whether prune-only was tried and rejected in favour of a summary.
     pub fell_through: bool,
-    /// The partition the pass was planned with (what it promised not to touch).
-    pub regions: Option<compaction_core::regions::Regions>,
     /// The pass was applied to the transcript although the store failed to persist it (an
     /// overflow pass: the provider refused the request, so the agent needs the smaller
     /// transcript whatever the store says). The store still holds the rows from before; the
     /// compressor resynchronises it with its next store write (see
     /// [`Compressor::flush`](crate::Compressor::flush)).
     pub applied_unpersisted: bool,
-    /// The strict-alternation option the pass ran with (what law 3 demands of it).
-    pub strict_alternation: bool,
-    /// The pass landed inside a turn (after a tool result or an unanswered ask): where the
-    /// turn stands in the transcript after the pass, so the host resumes it. `None` between
-    /// turns.
-    pub in_turn: Option<Resume>,
     /// What became of the summary prepared ahead for this pass (`compression.prepare_at`):
     /// used, or discarded and why, with what it cost. `None` when no candidate was waiting.
     pub prepared: Option<PreparedUse>,
+}
+
+impl Detail for BatchDetail {
+    type Outcome = Outcome;
+}
+
+impl BatchDetail {
+    /// The detail of an attempt started by `trigger`, before it ran.
+    pub(crate) fn new(trigger: Trigger) -> BatchDetail {
+        BatchDetail {
+            trigger,
+            fell_through: false,
+            applied_unpersisted: false,
+            prepared: None,
+        }
+    }
 }
 
 /// What a pass did with the summary prepared ahead (`compression.prepare_at`): whether it
@@ -517,8 +624,8 @@ pub enum DiscardReason {
     SpanChanged,
     /// The session moved on since it was started: another pass, an undo or a reload.
     GenerationChanged,
-    /// The store refused the commit: another writer compacted the session first (stale
-    /// generation). The pass failed as it would have without the candidate.
+    /// The store refused the commit: the session's rows changed since the compressor loaded
+    /// them (stale generation). The pass failed as it would have without the candidate.
     LostRace,
     /// Its summarizer call failed (or the pass could not be assembled from it).
     Failed,
@@ -560,7 +667,7 @@ pub struct PreparedTotals {
 impl BatchReport {
     /// The outcome, failure and summarizer fields from the pass runner's one result:
     /// `planned` (summarized or pruned) once applied, `no_gain`, or `failed` with its
-    /// failure.
+    /// failure. Where the turn stands after it, when it landed inside one.
     pub(crate) fn settle(
         &mut self,
         planned: Outcome,
@@ -577,7 +684,7 @@ impl BatchReport {
             }) => {
                 self.outcome = planned;
                 self.stats.changed(earliest_changed_index, t);
-                self.applied_unpersisted = unpersisted.is_some();
+                self.detail.applied_unpersisted = unpersisted.is_some();
                 self.failure = unpersisted;
             }
             Err(f) => {
@@ -585,102 +692,54 @@ impl BatchReport {
                 self.failure = Some(f);
             }
         }
+        self.resume_after(t);
     }
 
-    /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
-    /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it:
-    /// kind from the outcome, protected regions, the tail demotion it reported, strict
-    /// alternation, and law 8 for a pass that changed the transcript.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use hermes_compaction::core::{laws, Estimator, Message, ToolCall};
-    /// use hermes_compaction::llm::ExtractiveSummarizer;
-    /// use hermes_compaction::{Compressor, Config, OneShot};
-    ///
-    /// let mut msgs = vec![Message::system("sys")];
-    /// for i in 0..40 {
-    ///     let id = format!("c{i}");
-    ///     msgs.push(Message::user(format!("step {i}")));
-    ///     msgs.push(Message::assistant_tool_calls("", vec![ToolCall::function(&id, "sh", "{}")]));
-    ///     msgs.push(Message::tool_result(&id, "output\n".repeat(300)));
-    ///     msgs.push(Message::assistant("ok"));
-    /// }
-    /// let mut config = Config::default();
-    /// config.model.context_length = 16_000;
-    /// let mut c = Compressor::builder(config)
-    ///     .summarizer(Arc::new(ExtractiveSummarizer::default()))
-    ///     .counter(Arc::new(Estimator::default()))
-    ///     .session("s")
-    ///     .build()
-    ///     .unwrap();
-    /// let mut t = c.transcript(msgs.clone());
-    /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    /// let report = rt.block_on(c.one_shot(&mut t, OneShot::batch())).batch.unwrap();
-    /// assert!(laws::check(&msgs, t.messages(), &report.law_pass(), c.status().counter).is_empty());
-    /// ```
-    pub fn law_pass(&self) -> compaction_core::laws::Pass {
-        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
-        let kind = match self.outcome {
-            Outcome::Summarized => PassKind::Batch,
-            Outcome::Pruned => PassKind::Prune,
-            Outcome::Failed => PassKind::Failed,
+    /// The regions and the law description of the pass from the plan it was made with
+    /// (`None`: it was not planned) and its outcome.
+    pub(crate) fn planned_with(
+        &mut self,
+        plan: Option<&compaction_core::batch::BatchPlan>,
+        cfg: &compaction_core::batch::BatchConfig,
+    ) {
+        use compaction_core::laws::{Ended, Pass};
+        let Some(plan) = plan else { return };
+        let ended = match self.outcome {
+            Outcome::Summarized | Outcome::Pruned => Ended::Applied,
+            Outcome::Failed => Ended::Failed,
             Outcome::NotNeeded | Outcome::Skipped | Outcome::IrreducibleFloor | Outcome::NoGain => {
-                PassKind::Unchanged
+                Ended::Unchanged
             }
         };
-        let changed = matches!(kind, PassKind::Batch | PassKind::Prune);
-        let protected = self
-            .regions
-            .as_ref()
-            .map(Protected::from_regions)
-            .unwrap_or_default();
-        Pass::new(kind, protected).with_options(LawOptions {
-            strict_alternation: self.strict_alternation,
-            expect_progress: changed,
-            tail_demotion_reported: changed && self.stats.demoted_tail_outputs > 0,
-        })
+        self.law = Pass::of_batch(plan, cfg, ended);
+        self.regions = Some(plan.regions.clone());
     }
 }
 
 /// What a micro pass did: the core's one micro vocabulary, also the telemetry's.
 use compaction_core::micro::MicroOutcomeKind;
 
-/// The result of one micro pass. Counts only, never content.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MicroReport {
-    /// What happened.
-    pub outcome: MicroOutcomeKind,
-    /// Why the summarizer, store or plan failed, when it did (with the store error's
-    /// content-free message as its cause).
-    pub failure: Option<PassFailure>,
-    /// The counts, as for a batch pass ([`BatchReport::stats`]): the fallback wrote the
-    /// summary when the summarizer failed with a non-fatal error
-    /// (`compression.fallback_to_extractive`).
-    pub stats: PassStats,
-    /// When the fallback wrote the summary: the class of the summarizer's failure it answered
-    /// (an echo of the prompt is `echoed_prompt`; for a skipped call, the failure that opened
-    /// the breaker). A pass the fallback wrote is never reported as the summarizer's.
-    pub fallback_cause: Option<ErrorClass>,
+/// What only a micro pass reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MicroDetail {
     /// Tokens of the absorbed exchanges.
     pub exchange_tokens: u64,
     /// Estimated tokens of the rolling summary after the pass.
     pub rolling_summary_tokens: u64,
     /// The cursor after the pass.
     pub cursor: Option<usize>,
-    /// The partition the pass was planned with.
-    pub regions: compaction_core::regions::Regions,
-    /// The strict-alternation option the pass ran with (what laws 3 and 4 demand of it).
-    pub strict_alternation: bool,
-    /// The pass landed inside a turn (see [`BatchReport::in_turn`]).
-    pub in_turn: Option<Resume>,
+}
+
+impl Detail for MicroDetail {
+    type Outcome = MicroOutcomeKind;
 }
 
 impl MicroReport {
     /// The outcome, failure and summarizer fields from the pass runner's one result:
     /// core's outcome of what was applied or rejected (`defrag_failed` for a defrag that did
     /// not shrink enough), or the failure's outcome (`summarize_failed`, `defrag_failed` for
-    /// a failed defrag call, `store_failed`) with the failure.
+    /// a failed defrag call, `store_failed`) with the failure. Where the turn stands after a
+    /// pass that changed the transcript, when it landed inside one.
     pub(crate) fn settle(
         &mut self,
         result: Result<Applied, PassFailure>,
@@ -699,6 +758,7 @@ impl MicroReport {
                 } = applied
                 {
                     self.stats.changed(earliest_changed_index, t);
+                    self.resume_after(t);
                 }
             }
             Err(f) => {
@@ -716,21 +776,18 @@ impl MicroReport {
         }
     }
 
-    /// The [`Pass`](compaction_core::laws::Pass) this report describes, for
-    /// [`laws::check`](compaction_core::laws::check) of the transcript before and after it.
-    /// Law 8 is left off: a first micro pass may grow the transcript (the marker's
-    /// scaffolding); set `options.expect_progress` yourself from the second pass on.
-    pub fn law_pass(&self) -> compaction_core::laws::Pass {
-        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
-        let kind = match self.outcome {
-            MicroOutcomeKind::Absorbed | MicroOutcomeKind::Progressed => PassKind::Micro,
-            MicroOutcomeKind::Defrag => PassKind::Defrag,
-            _ if self.failure.is_some() => PassKind::Failed,
-            _ => PassKind::Unchanged,
-        };
-        Pass::new(kind, Protected::from_regions(&self.regions)).with_options(LawOptions {
-            strict_alternation: self.strict_alternation,
-            ..LawOptions::default()
-        })
+    /// The regions and the law description of the pass from its plan and what assembly
+    /// produced (`None` for a pass that failed or never assembled). Law 8 is left off: a
+    /// first micro pass may grow the transcript (the marker's scaffolding); set
+    /// `law.options.expect_progress` yourself from the second pass on.
+    pub(crate) fn planned_with(
+        &mut self,
+        plan: &compaction_core::micro::MicroPlan,
+        cfg: &compaction_core::micro::MicroConfig,
+        assembled: Option<&compaction_core::micro::MicroOutcome>,
+    ) {
+        let assembled = assembled.filter(|_| self.failure.is_none());
+        self.law = compaction_core::laws::Pass::of_micro(plan, cfg, assembled);
+        self.regions = Some(plan.regions.clone());
     }
 }

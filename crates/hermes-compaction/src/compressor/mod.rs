@@ -32,7 +32,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 #[cfg(feature = "store")]
 pub use crate::persist::Persistence;
-use crate::report::{BatchReport, Outcome, PassStats, Resume, Trigger};
+use crate::report::{BatchDetail, BatchReport, Outcome, Resume, Trigger};
 #[cfg(feature = "store")]
 pub use crate::thrash::THRASH_STATE_KEY;
 pub use crate::thrash::ThrashState;
@@ -408,7 +408,7 @@ impl Compressor {
     ///
     /// Unlike the automatic hooks it ignores the failure cooldown and the anti-thrash pause.
     /// When the store fails to commit the pass, the pass is applied to `t` all the same (the
-    /// report says so: [`BatchReport::applied_unpersisted`], with the failure and its cause);
+    /// report says so: [`BatchDetail::applied_unpersisted`](crate::report::BatchDetail::applied_unpersisted), with the failure and its cause);
     /// the compressor then resynchronises the store with its next store write
     /// ([`flush`](Self::flush) or the next pass), and until that succeeds
     /// [`Status::in_sync`](crate::Status::in_sync) is `false`.
@@ -438,20 +438,12 @@ impl Compressor {
         focus: Option<String>,
     ) -> BatchReport {
         let started = Instant::now();
-        let mut report = BatchReport {
-            trigger,
-            outcome: Outcome::NotNeeded,
-            failure: None,
-            stats: PassStats::at(t.current_tokens(), t.len()),
-            threshold_tokens: self.settings.threshold,
-            fallback_cause: None,
-            fell_through: false,
-            regions: None,
-            applied_unpersisted: false,
-            strict_alternation: self.settings.batch.strict_alternation,
-            in_turn: Resume::at(t),
-            prepared: None,
-        };
+        let mut report = BatchReport::start(
+            Outcome::NotNeeded,
+            t,
+            self.settings.threshold,
+            BatchDetail::new(trigger),
+        );
         if report.in_turn.as_ref().is_some_and(|r| !r.results_complete) {
             // Never between a tool call and its result: the host still owes results.
             report.outcome = Outcome::Skipped;
@@ -532,7 +524,7 @@ impl Compressor {
                 Outcome::Pruned
             }
             BatchStep::Summarize(_) => {
-                report.fell_through = !plan.prune.edit.is_empty();
+                report.detail.fell_through = !plan.prune.edit.is_empty();
                 Outcome::Summarized
             }
         };
@@ -550,16 +542,12 @@ impl Compressor {
         };
         let result = self.run_pass(t, &mut job, &mut used).await;
         report.settle(planned, result, used, t);
-        if report.in_turn.is_some() {
-            // Where the turn stands in the transcript the pass produced.
-            report.in_turn = Resume::at(t).or(report.in_turn.take());
-        }
         self.finish(report, started, Some(&plan))
     }
 
     /// The pass from the summary prepared ahead, when there is one that still describes it:
     /// `Some(plan)` when it ran (the report settled; `plan` is what it was planned with),
-    /// `None` when the pass should plan and run as usual (`report.prepared` then says what
+    /// `None` when the pass should plan and run as usual (`report.detail.prepared` then says what
     /// became of the candidate, if one waited).
     async fn try_prepared(
         &mut self,
@@ -571,27 +559,24 @@ impl Compressor {
         let ready = match self.take_prepared(t, req).await? {
             Ok(ready) => ready,
             Err(prepared) => {
-                report.prepared = Some(prepared);
+                report.detail.prepared = Some(prepared);
                 return None;
             }
         };
         match self.run_prepared(t, ready, overflow).await {
             Ok((result, used, mut plan, prepared)) => {
-                report.prepared = Some(prepared);
+                report.detail.prepared = Some(prepared);
                 report.stats.demoted_tail_outputs = plan.demoted_tail_outputs;
-                report.fell_through = !plan.prune.edit.is_empty();
+                report.detail.fell_through = !plan.prune.edit.is_empty();
                 report.settle(Outcome::Summarized, result, used, t);
                 // The prepared plan's tail ended with the messages it saw; the ones appended
                 // since stay verbatim after it.
                 plan.regions.tail.end = report.stats.messages_before;
-                if report.in_turn.is_some() {
-                    report.in_turn = Resume::at(t).or(report.in_turn.take());
-                }
                 Some(plan)
             }
             // Not applied (not enough gain, or not assembled): the pass runs as usual.
             Err(prepared) => {
-                report.prepared = Some(prepared);
+                report.detail.prepared = Some(prepared);
                 None
             }
         }
@@ -643,7 +628,7 @@ impl Compressor {
         plan: Option<&BatchPlan>,
     ) -> BatchReport {
         report.stats.duration = started.elapsed();
-        report.regions = plan.map(|p| p.regions.clone());
+        report.planned_with(plan, &self.settings.batch);
         #[cfg(feature = "telemetry")]
         crate::events::emit_batch(
             &self.session_id,

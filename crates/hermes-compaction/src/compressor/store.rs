@@ -29,8 +29,8 @@ impl Compressor {
     /// positions. That fails (and the store stays as it was) when another writer changed the
     /// session meanwhile.
     ///
-    /// Every write names the generation the transcript reflects: when another writer compacted
-    /// or restored the session since (or the compressor was built with an old generation),
+    /// Every write names the generation the transcript reflects: when the session's rows
+    /// changed since (any writer's commit, or the compressor was built with an old generation),
     /// the flush is refused with
     /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) and
     /// writes nothing. Carrying on would never store anything again: call
@@ -155,9 +155,9 @@ impl Compressor {
         result
     }
 
-    /// Recovers from a stale generation: another writer compacted or restored the session
-    /// since the transcript was loaded (or the compressor was given an old generation, e.g.
-    /// resuming from a snapshot), so [`flush`](Self::flush) and every commit are refused with
+    /// Recovers from a stale generation: the session's rows changed since the transcript was
+    /// loaded (any writer's commit: a pass, an undo, a restore, another handle's flush; or
+    /// the compressor was given an old generation, e.g. resuming from a snapshot), so [`flush`](Self::flush) and every commit are refused with
     /// [`StoreError::StaleGeneration`](compaction_store::StoreError::StaleGeneration) (a pass
     /// reports [`FailureKind::StaleGeneration`](crate::FailureKind::StaleGeneration)).
     ///
