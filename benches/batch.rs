@@ -72,7 +72,7 @@ fn batch_pass(c: &mut Criterion) {
                 |(mut comp, mut t)| {
                     let r = rt
                         .block_on(comp.one_shot(&mut t, OneShot::batch()))
-                        .batch
+                        .into_batch()
                         .unwrap();
                     // Returned so that dropping the transcript is not timed.
                     (black_box(r), t, comp)

@@ -2,9 +2,9 @@
 //! mode: a batch pass, a prune-only pass and a run of micro passes, each through the facade.
 
 use hermes_compaction::OneShot;
-use hermes_compaction::core::laws::{self, LawOptions, Pass, PassKind, Protected};
+use hermes_compaction::core::laws::{self, Pass};
 use hermes_compaction::core::{Estimator, Message, Transcript};
-use hermes_compaction::{BatchReport, Outcome};
+use hermes_compaction::Outcome;
 
 use crate::common::{config, extractive, fixtures, rt};
 
@@ -14,24 +14,6 @@ const MICRO_PASSES: usize = 4;
 fn assert_laws(name: &str, mode: &str, before: &[Message], after: &[Message], pass: &Pass) {
     let v = laws::check(before, after, pass, &Estimator::default());
     assert!(v.is_empty(), "{name} ({mode}, {:?}): {v:?}", pass.kind);
-}
-
-/// The pass a batch report describes.
-fn batch_pass(r: &BatchReport) -> Pass {
-    let kind = match r.outcome {
-        Outcome::Summarized => PassKind::Batch,
-        Outcome::Pruned => PassKind::Prune,
-        _ => PassKind::Unchanged,
-    };
-    let protected = r
-        .regions
-        .as_ref()
-        .map(Protected::from_regions)
-        .unwrap_or_default();
-    Pass::new(kind, protected).with_options(LawOptions {
-        tail_demotion_reported: r.stats.demoted_tail_outputs > 0,
-        ..LawOptions::default()
-    })
 }
 
 fn estimated_total(msgs: &[Message]) -> u64 {
@@ -49,10 +31,10 @@ fn a_forced_batch_pass_keeps_the_laws_on_every_fixture() {
         let before = t.messages().to_vec();
         let r = rt
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         summarized += usize::from(r.outcome == Outcome::Summarized);
-        assert_laws(&name, "batch", &before, t.messages(), &batch_pass(&r));
+        assert_laws(&name, "batch", &before, t.messages(), &r.law);
     }
     assert!(summarized > 0, "no fixture was summarized");
 }
@@ -77,7 +59,7 @@ fn a_proactive_prune_keeps_the_laws_on_every_fixture() {
         };
         assert_ne!(r.outcome, Outcome::Summarized, "{name}: a prune summarized");
         pruned += usize::from(r.outcome == Outcome::Pruned);
-        assert_laws(&name, "prune", &before, t.messages(), &batch_pass(&r));
+        assert_laws(&name, "prune", &before, t.messages(), &r.law);
     }
     assert!(pruned > 0, "no fixture was pruned");
 }
@@ -98,17 +80,8 @@ fn micro_passes_keep_the_laws_on_every_fixture() {
                 break;
             };
             let after = t.messages();
-            // The kind follows from what changed, not from the outcome's name: an absorb
-            // removes messages, a defrag rewrites the rolling marker in place.
-            let kind = if after == &before[..] {
-                PassKind::Unchanged
-            } else if after.len() == before.len() {
-                PassKind::Defrag
-            } else {
-                PassKind::Micro
-            };
-            changed_passes += usize::from(kind != PassKind::Unchanged);
-            let pass = Pass::new(kind, Protected::from_regions(&r.regions));
+            changed_passes += usize::from(after != &before[..]);
+            let pass = r.law;
             assert_laws(&name, "micro", &before, after, &pass);
         }
     }

@@ -10,7 +10,6 @@
 //! message byte for byte) holds an 8-character run of a secret. The look-alike corpus,
 //! planted the same way, survives into the summarizer's material unchanged.
 
-use hermes_compaction::PassReport;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;

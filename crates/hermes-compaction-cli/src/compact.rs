@@ -28,7 +28,7 @@ impl PassArgs {
 /// `line`, preceded by a `note: ...` line when the run says why it could not go further
 /// (a micro run that ended over the threshold).
 pub fn with_note(r: &OneShotReport, line: String) -> String {
-    match &r.note {
+    match &r.detail.note {
         Some(note) => format!("note: {note}\n{line}"),
         None => line,
     }

@@ -1,6 +1,5 @@
 //! [`CompactingMemory`]: rig's conversation memory over the library's compressor and store.
 
-use hermes_compaction::PassReport;
 use std::sync::Arc;
 
 use hermes_compaction::compressor::Persistence;
@@ -95,7 +94,7 @@ pub struct Loaded {
     /// `kept` as rig's messages: what `load` returns.
     pub messages: Vec<RigMessage>,
     /// The batch pass, when one ran (check it with `compaction_core::laws::check(&before,
-    /// &kept, &report.law_pass(), counter)`).
+    /// &kept, &report.law, counter)`).
     pub report: Option<BatchReport>,
     /// Whether a first pass was refused because another writer had committed since the
     /// snapshot, so the load took the store's rows and checked again (`report` is then the

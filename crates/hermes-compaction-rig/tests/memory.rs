@@ -105,7 +105,7 @@ async fn load_compacts_and_commits_before_it_returns() {
         let v = compaction_core::laws::check(
             &loaded.before,
             &loaded.kept,
-            &report.law_pass(),
+            &report.law,
             &compaction_core::Estimator::default(),
         );
         assert!(v.is_empty(), "{v:?}");

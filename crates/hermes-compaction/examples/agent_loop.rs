@@ -19,7 +19,7 @@
 //! ```
 #![allow(clippy::print_stdout)]
 
-use hermes_compaction::{OneShot, PassReport, Usage};
+use hermes_compaction::{OneShot, Usage};
 use std::sync::Arc;
 
 use hermes_compaction::compressor::Persistence;
@@ -264,7 +264,7 @@ async fn second_writer_compacts(store: &Arc<dyn TranscriptStore>, config: Config
     let r = other
         .one_shot(&mut t, OneShot::batch())
         .await
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.failure, None, "the second writer's pass: {r:?}");
     println!(

@@ -24,7 +24,7 @@
 // A command-line example: its table goes to stdout, a usage error to stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use hermes_compaction::{OneShot, PassReport};
+use hermes_compaction::{OneShot};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -93,7 +93,7 @@ fn main() {
         let started = Instant::now();
         let b = rt
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         let batch = started.elapsed();
         let ok = micro <= MICRO_BOUND && batch <= BATCH_BOUND && !b.failed();

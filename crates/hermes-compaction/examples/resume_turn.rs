@@ -72,7 +72,7 @@ fn check_pass(before: &Transcript, t: &Transcript, report: &BatchReport, c: &Com
     let violations = laws::check(
         before.messages(),
         t.messages(),
-        &report.law_pass(),
+        &report.law,
         c.status().counter,
     );
     assert!(violations.is_empty(), "laws: {violations:?}");
@@ -137,7 +137,7 @@ async fn main() {
             t.push(run_tool(call), c.status().counter);
             if i + 1 < calls.len() {
                 // A pass asked for while a result is still owed is skipped.
-                let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+                let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
                 assert_eq!(r.outcome, Outcome::Skipped);
                 let resume = r.in_turn.expect("inside the turn");
                 assert!(!resume.results_complete);
@@ -154,7 +154,7 @@ async fn main() {
             let violations = laws::check(
                 before.messages(),
                 t.messages(),
-                &r.law_pass(),
+                &r.law,
                 c.status().counter,
             );
             assert!(violations.is_empty(), "laws: {violations:?}");

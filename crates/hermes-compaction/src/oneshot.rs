@@ -18,7 +18,7 @@ use compaction_core::Transcript;
 use crate::compressor::Compressor;
 pub use crate::compressor::OneShot;
 use crate::driver::{HookOrder, Moment};
-use crate::report::{BatchDetail, BatchReport, Detail, MicroReport, Outcome, PassReport, PassStats};
+use crate::report::{BatchDetail, BatchReport, Detail, MicroReport, Outcome, PassReport};
 use compaction_core::micro::MicroOutcomeKind;
 
 /// What a one-shot run ended with: the last pass's outcome, in the vocabulary of its kind.
@@ -91,7 +91,7 @@ impl Detail for OneShotRun {
 /// included, `noop`, `gated`, `summarize_failed`, `store_failed`, ...), `disabled` when micro
 /// compaction is off. A failed run left the transcript as it was after its last successful
 /// pass (and, with a store, committed exactly those passes). The stats are those of each
-/// pass [`add`](PassStats::add)ed to those of the transcript it was given, with the wall time
+/// pass [`add`](crate::PassStats::add)ed to those of the transcript it was given, with the wall time
 /// of the whole run. The [`law`](PassReport::law) describes the whole run: the batch or prune
 /// pass's own, or for a micro run a micro pass that promised nothing of the head and tail
 /// (failed or unchanged when no pass changed the transcript).

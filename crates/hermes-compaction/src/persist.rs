@@ -41,7 +41,7 @@ use crate::report::{FailureKind, PassFailure};
 /// let mut t = c.transcript(vec![Message::system("sys"), Message::user("hi")]);
 /// // Every pass commits to the store (archive_and_compact) before it changes `t`; `flush`
 /// // persists what the agent appended.
-/// c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+/// c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
 /// c.flush(&mut t).await.unwrap();
 /// # });
 /// ```

@@ -76,7 +76,7 @@ impl Compressor {
     ///     msgs.push(Message::assistant(format!("answer {i}: {}", "done ".repeat(80))));
     /// }
     /// let mut t = c.transcript(msgs.clone());
-    /// c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+    /// c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
     /// assert!(t.len() < msgs.len());
     /// c.undo_last(&mut t).await.unwrap();
     /// assert_eq!(t.messages(), &msgs[..]);

@@ -2,7 +2,7 @@
 //! anti-thrash, stale usage, overflow retries, persistence, and the laws on generated
 //! transcripts.
 
-use hermes_compaction::{OneShot, PassReport, Usage};
+use hermes_compaction::{OneShot, Usage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -53,7 +53,7 @@ fn auth_and_quota_abort_and_leave_the_transcript_byte_identical() {
         let before = t.messages().to_vec();
         let r = rt
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
@@ -84,7 +84,7 @@ fn other_failures_use_the_fallback_or_abort_per_config() {
         let mut t = c.transcript(session(200, 300));
         let r = rt
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{err:?}");
         assert!(r.stats.fallback_used(), "{err:?}");
@@ -96,7 +96,7 @@ fn other_failures_use_the_fallback_or_abort_per_config() {
         let before = t.messages().to_vec();
         let r = rt
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Failed, "{err:?}");
         assert_eq!(r.failure_kind(), Some(FailureKind::Summarizer(err.class())));
@@ -148,7 +148,7 @@ fn a_failure_starts_an_escalating_cooldown_for_automatic_passes() {
     s.fail_always(None);
     let r = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
     assert_eq!(c.status().state.cooldown_until_ms, None);
@@ -165,7 +165,7 @@ fn usage_from_before_a_compaction_is_ignored() {
     };
     let r = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
     let after = t.current_tokens();
@@ -205,7 +205,7 @@ fn ineffective_compactions_pause_automatic_compaction() {
     // Forcing it works and clears the pause.
     let r = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
     assert_eq!(c.status().state.paused_until_ms, None);
@@ -248,7 +248,7 @@ fn a_failed_summary_never_drops_the_middle() {
     let before = t.messages().to_vec();
     let r = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.outcome, Outcome::Failed);
     assert_eq!(t.messages(), &before[..]);
@@ -264,7 +264,7 @@ fn exactly_one_summary_remains_after_repeated_passes() {
         s.push_text(format!("summary {i}"));
         let r = rt
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "pass {i}");
         let markers = t
@@ -300,7 +300,7 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
             .build()
             .unwrap();
         let mut t = c.transcript(session(200, 300));
-        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         // What a resumed agent loads is exactly the compacted transcript.
         let loaded = store.load_active("s1").await.unwrap();
@@ -328,7 +328,7 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
             t.push(m, c.status().counter);
         }
         let before = t.messages().to_vec();
-        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
         // Unchanged apart from the row ids the flush stamped.
@@ -351,7 +351,7 @@ proptest! {
         }
         let mut t = c.transcript(msgs);
         let before = t.messages().to_vec();
-        let r = rt.block_on(c.one_shot(&mut t, OneShot::batch())).batch.unwrap();
+        let r = rt.block_on(c.one_shot(&mut t, OneShot::batch())).into_batch().unwrap();
         let kind = match r.outcome {
             Outcome::Summarized => PassKind::Batch,
             Outcome::Pruned => PassKind::Prune,
@@ -361,7 +361,7 @@ proptest! {
         if fail {
             prop_assert!(matches!(kind, PassKind::Failed | PassKind::Prune | PassKind::Unchanged), "{:?}", r);
         }
-        let pass = r.law_pass();
+        let pass = r.law;
         prop_assert_eq!(pass.kind, kind);
         let v = laws::check(&before, t.messages(), &pass, &Estimator::default());
         prop_assert!(v.is_empty(), "{:?}: {:?}", r.outcome, v);
@@ -511,7 +511,7 @@ fn real_usage_over_the_threshold_compacts_at_once() {
     let r = rt
         .block_on(c.after_response(&mut t, ticket, usage))
         .expect("a pass ran");
-    assert_eq!(r.trigger, hermes_compaction::Trigger::Usage);
+    assert_eq!(r.detail.trigger, hermes_compaction::Trigger::Usage);
     assert!(matches!(r.outcome, Outcome::Summarized | Outcome::Pruned));
     // The rewrite dropped the calibration: no second pass from the same (stale) usage.
     assert!(
@@ -571,7 +571,7 @@ fn preview_is_what_compress_then_does() {
             if let Some(i) = pin {
                 assert_eq!(p.messages[i].fate, Fate::Pinned);
             }
-            let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
             assert_eq!(r.outcome, Outcome::Summarized);
             assert_eq!(s.requests().len(), p.summaries.len());
             // Rebuild the compacted transcript from the preview: kept messages verbatim,

@@ -1,7 +1,7 @@
 //! The summarizer circuit breaker every pass shares: a summarizer that keeps failing is paid
 //! for a few times, then skipped until a probe interval has passed on the compressor's clock.
 
-use hermes_compaction::{OneShot, PassReport};
+use hermes_compaction::{OneShot};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -125,7 +125,7 @@ fn without_a_fallback_an_open_breaker_fails_fast_for_every_pass_kind() {
     let mut t = c.transcript(chat.clone());
     let b = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert!(b.failed(), "{b:?}");
     assert!(b.stats.summarizer_skipped(), "{b:?}");

@@ -48,8 +48,8 @@ fn a_request_is_honoured_once_per_user_turn_with_its_focus() {
         let (_, report) = c.before_request(&mut t).await;
         let report = report.expect("the requested pass ran");
         // The report names why the pass ran: the model asked (a forcing trigger).
-        assert_eq!(report.trigger, Trigger::Requested);
-        assert!(report.trigger.forces());
+        assert_eq!(report.detail.trigger, Trigger::Requested);
+        assert!(report.detail.trigger.forces());
         assert!(
             matches!(report.outcome, Outcome::Summarized | Outcome::Pruned),
             "{:?}",
@@ -105,7 +105,7 @@ fn a_requested_pass_waits_out_a_cooldown() {
         let mut t = c.transcript(tool_session(60, 20));
         // A failed summarizer starts a cooldown.
         s.push_error(compaction_llm::Error::Transient { status: Some(502) });
-        let r = c.one_shot(&mut t, OneShot::batch()).await.batch.unwrap();
+        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert!(c.status().state.cooldown_until_ms.is_some());
         let before = t.messages().to_vec();

@@ -70,7 +70,7 @@ fn a_pass_after_a_tool_result_reports_the_ask_and_the_tool_state() {
     let violations = laws::check(
         before.messages(),
         t.messages(),
-        &report.law_pass(),
+        &report.law,
         c.status().counter,
     );
     assert!(violations.is_empty(), "{violations:?}");
@@ -87,7 +87,7 @@ fn no_pass_runs_between_a_tool_call_and_its_result() {
     let before: Vec<String> = t.messages().iter().map(Message::to_wire_json).collect();
     let report = rt()
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(report.outcome, Outcome::Skipped);
     let resume = report.in_turn.expect("inside the turn");
@@ -99,7 +99,7 @@ fn no_pass_runs_between_a_tool_call_and_its_result() {
     t.push(Message::tool_result("call-6", "ok"), c.status().counter);
     let report = rt()
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert!(report.in_turn.unwrap().results_complete);
@@ -112,7 +112,7 @@ fn a_pass_between_turns_reports_no_turn() {
     t.push(Message::assistant("ported"), c.status().counter);
     let report = rt()
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert_eq!(report.in_turn, None);
@@ -164,7 +164,7 @@ fn manual_makes_no_automatic_pass_but_compress_and_overflow_work() {
     assert!(rt().block_on(c.finalize_turn(&mut t)).is_none());
     let report = rt()
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert!(changed(report.outcome), "{:?}", report.outcome);
     assert!(rt().block_on(c.on_context_overflow(&mut t)).is_some());

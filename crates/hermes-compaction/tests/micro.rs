@@ -1,7 +1,7 @@
 //! Micro-compaction through the facade hooks: cadence, trajectory and laws, failures and
 //! skips, batch interplay, cursor recovery through the store, and long turns.
 
-use hermes_compaction::{OneShot, PassReport, Usage};
+use hermes_compaction::{OneShot, Usage};
 use std::sync::Arc;
 
 use compaction_core::laws::{self, PassKind};
@@ -33,7 +33,7 @@ fn markers(msgs: &[Message], kind: MarkerKind) -> usize {
 }
 
 fn check_laws(before: &[Message], after: &[Message], r: &MicroReport, expect_progress: bool) {
-    let mut pass = r.law_pass();
+    let mut pass = r.law;
     pass.options.expect_progress = expect_progress && pass.kind == PassKind::Micro;
     let v = laws::check(before, after, &pass, &Estimator::default());
     assert!(v.is_empty(), "{r:?}: {v:?}");
@@ -136,7 +136,7 @@ fn batch_then_micro_and_micro_then_batch() {
     s.push_text("batch summary");
     let r = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized);
     assert!(s.requests().last().unwrap().previous_summary.is_some());
@@ -477,7 +477,7 @@ fn an_unknown_provider_gets_the_economic_gate_and_none_turns_it_off() {
                 reclaimed >= gate,
                 "reclaimed {reclaimed} under the gate {gate}"
             );
-            assert!(gated.exchange_tokens > 3 * ungated.exchange_tokens);
+            assert!(gated.detail.exchange_tokens > 3 * ungated.detail.exchange_tokens);
         }
         other => panic!("{other:?}"),
     }

@@ -1,7 +1,7 @@
 //! Behaviours Hermes Agent's own compressor tests pin (issue 21), through the compressor with
 //! the extractive summarizer, as `hermes-compaction compact` runs it.
 
-use hermes_compaction::{OneShot, PassReport};
+use hermes_compaction::{OneShot};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -90,7 +90,7 @@ fn a_pass_lands_under_the_threshold_in_tiny_windows() {
             let mut t = c.transcript(msgs);
             let r = rt
                 .block_on(c.one_shot(&mut t, OneShot::batch()))
-                .batch
+                .into_batch()
                 .unwrap();
             let regions = r.regions.clone().expect("planned");
             let protected = t.tokens_in(0..regions.head.len())
@@ -137,7 +137,7 @@ fn a_merged_hermes_summary_counts_as_compacted_and_does_not_stack() {
     );
     let r = rt()
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
     // Head protection decayed to the system prompt.
@@ -174,7 +174,7 @@ fn a_middle_of_one_summary_costs_no_call() {
     let before = t.messages().to_vec();
     let r = rt()
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 0, "{r:?}");
     assert_ne!(r.outcome, Outcome::Summarized);
@@ -209,7 +209,7 @@ fn the_last_user_requests_are_kept_verbatim_when_asked() {
         let mut t = c.transcript(msgs.clone());
         let r = rt()
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{n}: {r:?}");
         let kept = asks.iter().filter(|a| t.messages().contains(a)).count();
@@ -235,7 +235,7 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
         let mut t = c.transcript(msgs);
         let r = rt()
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
         let at = t.messages().iter().position(|m| *m == ask).expect("kept");
@@ -292,7 +292,7 @@ fn stripped_image_payloads_are_archived() {
             .build()
             .unwrap();
         let mut t = c.transcript(msgs);
-        let r = c.one_shot(&mut t, OneShot::Prune).await.batch.unwrap();
+        let r = c.one_shot(&mut t, OneShot::Prune).await.into_batch().unwrap();
         assert_eq!(r.outcome, Outcome::Pruned, "{r:?}");
         let placeholders = t
             .messages()
@@ -374,7 +374,7 @@ fn micro_makes_progress_or_says_why_not() {
         "codex: {r:?}"
     );
     assert!(after.iter().any(|m| marker::classify(m).is_some()));
-    assert!(!r.over_threshold() || r.note.is_some(), "codex: {r:?}");
+    assert!(!r.over_threshold() || r.detail.note.is_some(), "codex: {r:?}");
 
     // Several Codex-style turns.
     let mut turns = codex.clone();
@@ -423,6 +423,7 @@ fn micro_makes_progress_or_says_why_not() {
     assert!(!r.failed(), "{r:?}");
     assert!(r.over_threshold(), "{r:?}");
     let note = r
+        .detail
         .note
         .as_deref()
         .expect("an over-threshold micro run says why");
@@ -456,7 +457,7 @@ fn the_ask_before_a_blank_echo_and_a_tool_run_survives_two_compactions_once() {
     for pass in 0..2 {
         let r = rt()
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert!(
             matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),
@@ -524,7 +525,7 @@ fn the_next_ask_after_an_oversized_output_stays_verbatim() {
         let mut t = c.transcript(msgs);
         let r = rt()
             .block_on(c.one_shot(&mut t, OneShot::batch()))
-            .batch
+            .into_batch()
             .unwrap();
         assert!(
             matches!(r.outcome, Outcome::Summarized | Outcome::Pruned),

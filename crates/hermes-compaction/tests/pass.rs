@@ -1,7 +1,7 @@
 //! The one pass runner: batch and micro passes meet a panicking summarizer, a summary that
 //! gains nothing and an extractive answer the same way.
 
-use hermes_compaction::{OneShot, PassReport};
+use hermes_compaction::{OneShot};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -70,7 +70,7 @@ fn a_panicking_summarizer_is_a_transient_failure_in_every_pass_kind() {
             let mut t = c.transcript(before.clone());
             let b = rt
                 .block_on(c.one_shot(&mut t, OneShot::batch()))
-                .batch
+                .into_batch()
                 .unwrap();
             let mut t2 = c.transcript(tool_session(60, 600));
             let before2 = t2.messages().to_vec();
@@ -116,7 +116,7 @@ fn panics_open_the_shared_breaker() {
         .unwrap();
     let mut t = c.transcript(chat());
     rt.block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     let mut t2 = c.transcript(tool_session(60, 600));
     rt.block_on(c.finalize_turn(&mut t2));
@@ -146,7 +146,7 @@ fn a_batch_pass_without_gain_commits_nothing_and_is_no_failure() {
     let mut t = c.transcript(before.clone());
     let b = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(s.calls(), 1);
     assert_eq!(b.outcome, Outcome::NoGain, "{b:?}");
@@ -201,7 +201,7 @@ fn an_extractive_answer_is_a_fallback_in_both_modes() {
     let mut t = c.transcript(chat());
     let b = rt
         .block_on(c.one_shot(&mut t, OneShot::batch()))
-        .batch
+        .into_batch()
         .unwrap();
     assert_eq!(b.outcome, Outcome::Summarized, "{b:?}");
     let mut t2 = c.transcript(tool_session(60, 600));

@@ -3,7 +3,7 @@
 //! discarded (with its cost reported) when they are not; a slow or failing candidate never
 //! fails or holds up a turn.
 
-use hermes_compaction::{OneShot, PassReport};
+use hermes_compaction::{OneShot};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -116,7 +116,7 @@ fn ran(_: &Compressor, r: &Option<BatchReport>) -> bool {
 }
 
 fn assert_laws(before: &[Message], t: &Transcript, r: &BatchReport) {
-    let v = laws::check(before, t.messages(), &r.law_pass(), &Estimator::default());
+    let v = laws::check(before, t.messages(), &r.law, &Estimator::default());
     assert!(v.is_empty(), "{:?}: {v:?}", r.outcome);
 }
 
@@ -131,7 +131,7 @@ fn nothing_is_prepared_when_off() {
         let mut next = 0;
         let r = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
-        assert_eq!(r.prepared, None);
+        assert_eq!(r.detail.prepared, None);
     });
     assert_eq!(c.status().prepared_totals.started, 0);
     assert_eq!(s.calls(), 1);
@@ -155,7 +155,7 @@ fn a_prepared_summary_is_used_when_the_span_is_unchanged() {
         // The agent goes on: the transcript grows past the threshold.
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
-        let p = report.prepared.expect("a candidate was waiting");
+        let p = report.detail.prepared.expect("a candidate was waiting");
         assert_eq!(p.outcome, PreparedOutcome::Used);
         assert_eq!(p.summary_tokens, SUMMARY_TOKENS);
         assert_eq!(report.stats.summary_tokens, SUMMARY_TOKENS);
@@ -199,7 +199,7 @@ fn a_used_candidate_keeps_the_laws_and_what_came_after_it_verbatim() {
         let (_, report) = c.before_request(&mut t).await;
         let report = report.unwrap();
         assert_eq!(
-            report.prepared.map(|p| p.outcome),
+            report.detail.prepared.map(|p| p.outcome),
             Some(PreparedOutcome::Used)
         );
         assert_laws(&before, &t, &report);
@@ -226,7 +226,7 @@ fn a_prepared_summary_is_discarded_when_the_span_changed() {
         );
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
-        let p = report.prepared.expect("a candidate was waiting");
+        let p = report.detail.prepared.expect("a candidate was waiting");
         assert_eq!(
             p.outcome,
             PreparedOutcome::Discarded(DiscardReason::SpanChanged)
@@ -275,7 +275,7 @@ fn a_failing_or_slow_prepared_call_never_fails_or_holds_up_a_turn() {
         gate.add_permits(100);
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(
-            report.prepared.map(|p| p.outcome),
+            report.detail.prepared.map(|p| p.outcome),
             Some(PreparedOutcome::Used)
         );
     });
@@ -293,7 +293,7 @@ fn a_failing_or_slow_prepared_call_never_fails_or_holds_up_a_turn() {
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
         assert_eq!(report.failure, None);
-        let p = report.prepared.expect("a candidate was waiting");
+        let p = report.detail.prepared.expect("a candidate was waiting");
         assert_eq!(p.outcome, PreparedOutcome::Discarded(DiscardReason::Failed));
         assert_eq!(p.wasted_tokens(), 0);
     });
@@ -346,7 +346,7 @@ fn a_prepared_summary_that_lost_a_race_is_refused_by_the_store() {
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Failed, "{report:?}");
         assert_eq!(report.failure_kind(), Some(FailureKind::StaleGeneration));
-        let p = report.prepared.expect("a candidate was waiting");
+        let p = report.detail.prepared.expect("a candidate was waiting");
         assert_eq!(
             p.outcome,
             PreparedOutcome::Discarded(DiscardReason::LostRace)
@@ -404,11 +404,11 @@ fn a_candidate_a_pass_cannot_use_is_discarded() {
                 },
             )
             .await
-            .batch
+            .into_batch()
             .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
         assert_eq!(
-            r.prepared.map(|p| p.outcome),
+            r.detail.prepared.map(|p| p.outcome),
             Some(PreparedOutcome::Discarded(DiscardReason::Superseded))
         );
     });

@@ -29,7 +29,7 @@ fn replay(context_length: u64) {
                     if kind != PassKind::Unchanged {
                         total_passes += 1;
                     }
-                    let pass = r.law_pass();
+                    let pass = r.law;
                     assert_eq!(pass.kind, kind);
                     let v = laws::check(&before, t.messages(), &pass, c.status().counter);
                     assert!(v.is_empty(), "{name}: pass {r:?} broke laws: {v:?}");
