@@ -2,9 +2,9 @@
 //! mode: a batch pass, a prune-only pass and a run of micro passes, each through the facade.
 
 use hermes_compaction::OneShot;
+use hermes_compaction::Outcome;
 use hermes_compaction::core::laws::{self, Pass};
 use hermes_compaction::core::{Estimator, Message, Transcript};
-use hermes_compaction::Outcome;
 
 use crate::common::{config, extractive, fixtures, rt};
 

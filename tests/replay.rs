@@ -54,7 +54,11 @@ fn fixtures_round_trip_through_cli_facade_and_store() {
                 .build()
                 .unwrap();
             let mut t = c.transcript(loaded);
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             let stored = store.load_active(&session).await.unwrap();
             assert_eq!(
                 wire(&stored),

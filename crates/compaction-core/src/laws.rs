@@ -184,7 +184,11 @@ pub enum Ended {
 /// `true`: [`Ended::Applied`]; `false`: [`Ended::Failed`].
 impl From<bool> for Ended {
     fn from(applied: bool) -> Ended {
-        if applied { Ended::Applied } else { Ended::Failed }
+        if applied {
+            Ended::Applied
+        } else {
+            Ended::Failed
+        }
     }
 }
 

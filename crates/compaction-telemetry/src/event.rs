@@ -264,7 +264,12 @@ impl MicroPass {
 }
 
 impl PassLine for MicroPass {
-    fn pass(mut self, window: Option<Window>, stats: &PassStats, main_model: Option<String>) -> Self {
+    fn pass(
+        mut self,
+        window: Option<Window>,
+        stats: &PassStats,
+        main_model: Option<String>,
+    ) -> Self {
         self.shared().pass(window, stats, main_model);
         self
     }
@@ -549,7 +554,12 @@ impl BatchAttempt {
 }
 
 impl PassLine for BatchAttempt {
-    fn pass(mut self, window: Option<Window>, stats: &PassStats, main_model: Option<String>) -> Self {
+    fn pass(
+        mut self,
+        window: Option<Window>,
+        stats: &PassStats,
+        main_model: Option<String>,
+    ) -> Self {
         self.shared().pass(window, stats, main_model);
         self
     }

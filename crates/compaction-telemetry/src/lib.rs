@@ -70,8 +70,9 @@ pub use emit::{LogFormat, init_subscriber};
 pub use emit::{TARGET, emit, emit_batch, emit_micro, emit_trim, emit_turn, format_line};
 pub use error::{Error, Result};
 pub use event::{
-    BatchAttempt, BatchOutcome, FailureClass, MicroPass, PassLine, SessionAccumulator, TelemetryEvent,
-    TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window, occupancy_pct,
+    BatchAttempt, BatchOutcome, FailureClass, MicroPass, PassLine, SessionAccumulator,
+    TelemetryEvent, TriggerSource, Trim, TrimAccumulator, TrimOutcome, TrimSource, Turn, Window,
+    occupancy_pct,
 };
 #[cfg(feature = "file")]
 pub use file::FileSink;

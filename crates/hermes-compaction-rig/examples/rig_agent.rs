@@ -184,8 +184,7 @@ pub async fn run_with(url: &str, first: usize, config: Config) -> Summary {
         {
             summary.passes += 1;
             summary.summarized += usize::from(report.outcome == Outcome::Summarized);
-            let violations =
-                laws::check(&loaded.before, &loaded.kept, &report.law, &counter);
+            let violations = laws::check(&loaded.before, &loaded.kept, &report.law, &counter);
             assert!(violations.is_empty(), "prompt {prompt}: {violations:?}");
             println!(
                 "prompt {prompt}: compacted before the prompt: {} -> {} messages ({:?})",

@@ -24,7 +24,7 @@
 // A command-line example: its table goes to stdout, a usage error to stderr.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-use hermes_compaction::{OneShot};
+use hermes_compaction::OneShot;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;

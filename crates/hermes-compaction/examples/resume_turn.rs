@@ -137,7 +137,11 @@ async fn main() {
             t.push(run_tool(call), c.status().counter);
             if i + 1 < calls.len() {
                 // A pass asked for while a result is still owed is skipped.
-                let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+                let r = c
+                    .one_shot(&mut t, OneShot::batch())
+                    .await
+                    .into_batch()
+                    .unwrap();
                 assert_eq!(r.outcome, Outcome::Skipped);
                 let resume = r.in_turn.expect("inside the turn");
                 assert!(!resume.results_complete);
@@ -151,12 +155,8 @@ async fn main() {
         // After the tool round: micro passes (when enabled) may land here too.
         let before = t.clone();
         if let Some(r) = c.after_tool_round(&mut t).await {
-            let violations = laws::check(
-                before.messages(),
-                t.messages(),
-                &r.law,
-                c.status().counter,
-            );
+            let violations =
+                laws::check(before.messages(), t.messages(), &r.law, c.status().counter);
             assert!(violations.is_empty(), "laws: {violations:?}");
         }
     }

@@ -43,7 +43,11 @@ pub fn batch_attempt(
         Outcome::IrreducibleFloor => BatchOutcome::IrreducibleFloor,
         Outcome::NotNeeded | Outcome::Skipped | Outcome::NoGain => BatchOutcome::Skipped,
     };
-    let mut ev = shared(BatchAttempt::new(session_id, trigger, outcome), config, report);
+    let mut ev = shared(
+        BatchAttempt::new(session_id, trigger, outcome),
+        config,
+        report,
+    );
     if let Some(plan) = plan {
         let r = plan.region_tokens;
         ev = ev.regions(r.head, r.middle, r.tail);

@@ -94,11 +94,11 @@ pub use config::ConfigLoader;
 pub use config::{BuildSummarizer, summarizer_from_config};
 pub use config::{Config, ConfigError, Provider, ReclaimGate};
 #[cfg(feature = "llm")]
+pub use oneshot::OneShotRun;
+#[cfg(feature = "llm")]
 pub use oneshot::{OneShot, OneShotOutcome, OneShotReport};
 #[cfg(feature = "store")]
 pub use recall::{RecallLimits, recall, recall_tool_definition, recall_with};
-#[cfg(feature = "llm")]
-pub use oneshot::OneShotRun;
 #[cfg(feature = "llm")]
 pub use report::{BatchDetail, Detail, MicroDetail, PassReport};
 #[cfg(feature = "llm")]

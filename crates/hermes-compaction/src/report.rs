@@ -125,9 +125,9 @@ impl std::fmt::Display for FailureKind {
             FailureKind::Summarizer(class) => {
                 write!(f, "the summarizer failed ({})", class.as_str())
             }
-            FailureKind::StaleGeneration => {
-                f.write_str("the session's stored rows changed since they were loaded (stale generation)")
-            }
+            FailureKind::StaleGeneration => f.write_str(
+                "the session's stored rows changed since they were loaded (stale generation)",
+            ),
             FailureKind::Store => f.write_str("the store failed"),
             FailureKind::Plan => f.write_str("the plan could not be assembled safely"),
         }

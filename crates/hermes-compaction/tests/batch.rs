@@ -300,7 +300,11 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
             .build()
             .unwrap();
         let mut t = c.transcript(session(200, 300));
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         // What a resumed agent loads is exactly the compacted transcript.
         let loaded = store.load_active("s1").await.unwrap();
@@ -328,7 +332,11 @@ fn persisted_passes_are_mirrored_and_a_stale_generation_changes_nothing() {
             t.push(m, c.status().counter);
         }
         let before = t.messages().to_vec();
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
         // Unchanged apart from the row ids the flush stamped.
@@ -571,7 +579,11 @@ fn preview_is_what_compress_then_does() {
             if let Some(i) = pin {
                 assert_eq!(p.messages[i].fate, Fate::Pinned);
             }
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert_eq!(r.outcome, Outcome::Summarized);
             assert_eq!(s.requests().len(), p.summaries.len());
             // Rebuild the compacted transcript from the preview: kept messages verbatim,

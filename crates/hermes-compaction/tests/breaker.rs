@@ -1,7 +1,7 @@
 //! The summarizer circuit breaker every pass shares: a summarizer that keeps failing is paid
 //! for a few times, then skipped until a probe interval has passed on the compressor's clock.
 
-use hermes_compaction::{OneShot};
+use hermes_compaction::OneShot;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -105,7 +105,11 @@ fn a_requested_pass_waits_out_a_cooldown() {
         let mut t = c.transcript(tool_session(60, 20));
         // A failed summarizer starts a cooldown.
         s.push_error(compaction_llm::Error::Transient { status: Some(502) });
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert!(c.status().state.cooldown_until_ms.is_some());
         let before = t.messages().to_vec();

@@ -4,8 +4,8 @@
 //! failed summary call never drops the middle).
 
 use compaction_core::marker;
+use hermes_compaction::OneShot;
 use hermes_compaction::{Compressor, Config, FailureKind, Outcome, summarizer_from_config};
-use hermes_compaction::{OneShot};
 use serde_json::{Value, json};
 use wiremock::matchers::{body_partial_json, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -90,7 +90,11 @@ async fn pass(
     }
     let mut t = comp.transcript(msgs);
     let before = t.messages().to_vec();
-    let r = comp.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+    let r = comp
+        .one_shot(&mut t, OneShot::batch())
+        .await
+        .into_batch()
+        .unwrap();
     (r, before, t.messages().to_vec())
 }
 
@@ -268,7 +272,11 @@ async fn the_request_is_bounded_with_its_previous_summary() {
         .build()
         .unwrap();
     let mut t = comp.transcript(msgs);
-    let r = comp.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+    let r = comp
+        .one_shot(&mut t, OneShot::batch())
+        .await
+        .into_batch()
+        .unwrap();
     assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
     let sizes: Vec<usize> = server
         .received_requests()
@@ -322,7 +330,11 @@ async fn the_agents_own_model_gets_the_warm_request_on_the_wire() {
         for m in &msgs[split..] {
             t.push(m.clone(), c.status().counter);
         }
-        let report = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let report = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{aux:?}");
         let requests = server.received_requests().await.unwrap();
         let body: Value = serde_json::from_slice(&requests[0].body).unwrap();

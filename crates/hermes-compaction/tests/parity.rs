@@ -1,7 +1,7 @@
 //! Behaviours Hermes Agent's own compressor tests pin (issue 21), through the compressor with
 //! the extractive summarizer, as `hermes-compaction compact` runs it.
 
-use hermes_compaction::{OneShot};
+use hermes_compaction::OneShot;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -292,7 +292,11 @@ fn stripped_image_payloads_are_archived() {
             .build()
             .unwrap();
         let mut t = c.transcript(msgs);
-        let r = c.one_shot(&mut t, OneShot::Prune).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::Prune)
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Pruned, "{r:?}");
         let placeholders = t
             .messages()
@@ -374,7 +378,10 @@ fn micro_makes_progress_or_says_why_not() {
         "codex: {r:?}"
     );
     assert!(after.iter().any(|m| marker::classify(m).is_some()));
-    assert!(!r.over_threshold() || r.detail.note.is_some(), "codex: {r:?}");
+    assert!(
+        !r.over_threshold() || r.detail.note.is_some(),
+        "codex: {r:?}"
+    );
 
     // Several Codex-style turns.
     let mut turns = codex.clone();

@@ -1,7 +1,7 @@
 //! The one pass runner: batch and micro passes meet a panicking summarizer, a summary that
 //! gains nothing and an extractive answer the same way.
 
-use hermes_compaction::{OneShot};
+use hermes_compaction::OneShot;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -66,7 +66,12 @@ fn flushing_mid_session_never_duplicates_rows() {
             for turn in 0..30 {
                 if turn % 10 == 9 {
                     // A `/compress` now and then: batch commits mid-session too.
-                    reports.push(c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap());
+                    reports.push(
+                        c.one_shot(&mut t, OneShot::batch())
+                            .await
+                            .into_batch()
+                            .unwrap(),
+                    );
                 }
                 t.push(
                     Message::user(format!("request {turn}: fix it")),
@@ -237,7 +242,11 @@ fn an_overflow_pass_goes_on_when_the_store_fails_and_the_store_resyncs() {
             for m in tool_session(60, 100).into_iter().skip(1) {
                 t.push(m, c.status().counter);
             }
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert_eq!(
                 (r.outcome, r.failure_kind()),
                 (Outcome::Summarized, None),
@@ -285,7 +294,11 @@ fn a_resync_after_another_writer_changed_the_session_is_refused() {
             "the other writer's state is kept"
         );
         // A later automatic pass fails cleanly (and the transcript is unchanged).
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert!(r.failure.is_some(), "{r:?}");
         assert!(r.failure_cause().is_some());
     });
@@ -303,7 +316,11 @@ fn a_failed_commit_reports_its_cause() {
         let mut t = c.transcript(tool_session(120, 100));
         let before = wire(t.messages());
         store.inject_fault(FaultPoint::AfterArchive);
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Failed);
         assert_eq!(r.failure_kind(), Some(FailureKind::Store));
         assert_eq!(r.failure_cause(), Some("injected fault"));
@@ -340,11 +357,14 @@ fn a_law_check_taken_before_a_flush_holds() {
             .unwrap();
         let mut t = c.transcript(tool_session(120, 100));
         let before = t.messages().to_vec();
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         assert!(t.messages()[0].row_id().is_some(), "the pass flushed first");
-        let v =
-            compaction_core::laws::check(&before, t.messages(), &r.law, c.status().counter);
+        let v = compaction_core::laws::check(&before, t.messages(), &r.law, c.status().counter);
         assert!(v.is_empty(), "{v:?}");
         // And a failed pass after a flush: unchanged but for the stamped ids.
         let before = t.messages().to_vec();
@@ -354,15 +374,14 @@ fn a_law_check_taken_before_a_flush_holds() {
         let before_len = before.len();
         let snapshot = t.messages().to_vec();
         store.inject_fault(FaultPoint::AfterArchive);
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert!(r.failed());
         assert!(t.messages()[before_len].row_id().is_some());
-        let v = compaction_core::laws::check(
-            &snapshot,
-            t.messages(),
-            &r.law,
-            c.status().counter,
-        );
+        let v = compaction_core::laws::check(&snapshot, t.messages(), &r.law, c.status().counter);
         assert!(v.is_empty(), "{v:?}");
     });
 }
@@ -588,7 +607,11 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
             );
 
             // A forced pass commits against the pin's generation and keeps the message.
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert!(r.failure.is_none(), "{r:?}");
             assert!(
                 t.messages()
@@ -619,7 +642,11 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                 Some(session.generation().await.unwrap())
             );
             assert_mirrored(&store, "p", &t, "after adopting the store's pin").await;
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert!(r.failure.is_none(), "{r:?}");
             assert!(t.messages().last().unwrap().is_pinned());
             assert_mirrored(&store, "p", &t, "after the pass with both pins").await;
@@ -653,7 +680,11 @@ fn transcript_pins_persist_and_store_pins_are_noticed() {
                 );
                 t.push(Message::assistant("ok"), c.status().counter);
             }
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             let cause = r.failure.as_ref().unwrap().cause.clone().unwrap();
             assert!(cause.contains("`reload`"), "{cause}");

@@ -3,7 +3,7 @@
 //! discarded (with its cost reported) when they are not; a slow or failing candidate never
 //! fails or holds up a turn.
 
-use hermes_compaction::{OneShot};
+use hermes_compaction::OneShot;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

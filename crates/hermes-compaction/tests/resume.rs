@@ -4,9 +4,9 @@
 
 use compaction_core::{Edit, Message, Transcript};
 use compaction_store::{Commit, CompactionState, Store, StoreError, StoreOptions};
+use hermes_compaction::OneShot;
 use hermes_compaction::compressor::{Persistence, THRASH_STATE_KEY};
 use hermes_compaction::{Compressor, CompressorBuilder, FailureKind, Outcome, ThrashState};
-use hermes_compaction::{OneShot};
 
 use crate::common::{builder, config, finish, rt, stores, tool_session};
 
@@ -104,7 +104,11 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
             }
             assert_eq!(store.load_all("s").await.unwrap().len(), rows_before);
             // A pass is refused the same way, without starting a cooldown.
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert_eq!(r.outcome, Outcome::Failed, "{r:?}");
             assert_eq!(r.failure_kind(), Some(FailureKind::StaleGeneration));
             assert_eq!(c.status().state.consecutive_failures, 0);
@@ -126,7 +130,11 @@ fn a_stale_flush_is_named_and_reload_keeps_every_message() {
                 t.push(m, c.status().counter);
             }
             assert!(c.flush(&mut t).await.unwrap() > 0);
-            let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+            let r = c
+                .one_shot(&mut t, OneShot::batch())
+                .await
+                .into_batch()
+                .unwrap();
             assert_eq!(r.outcome, Outcome::Summarized, "{r:?}");
             assert_eq!(r.failure, None);
             assert_mirrored(&c, &store, &t, "after the next pass").await;

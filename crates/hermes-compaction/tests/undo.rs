@@ -3,10 +3,10 @@
 
 use compaction_core::Message;
 use compaction_store::{Commit, GenerationKind, Store};
+use hermes_compaction::OneShot;
 use hermes_compaction::compressor::Persistence;
 use hermes_compaction::undo::UndoError;
 use hermes_compaction::{FailureKind, Outcome};
-use hermes_compaction::{OneShot};
 
 use crate::common::{builder, config, extractive, rt, tool_session};
 
@@ -30,7 +30,11 @@ fn undo_last_reverts_a_batch_pass_in_memory_and_in_the_store() {
         let original = tool_session(80, 40);
         let mut t = c.transcript(original.clone());
         let state_before = c.status().state.clone();
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         assert!(c.status().state.compacted && !state_before.compacted);
         // The agent goes on after the pass.
@@ -63,7 +67,11 @@ fn undo_last_reverts_a_batch_pass_in_memory_and_in_the_store() {
         );
         assert_eq!(wire(t.messages()), expected);
         assert_eq!(c.undo_last(&mut t).await, Err(UndoError::NothingToUndo));
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         assert_eq!(
             wire(&store.load_active("s").await.unwrap()),
@@ -87,7 +95,10 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
             .unwrap();
         let mut t = c.transcript(tool_session(80, 40));
         assert_eq!(c.undo_last(&mut t).await, Err(UndoError::NothingToUndo));
-        c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        c.one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         let compacted = t.messages().to_vec();
         // Another writer moves the session: the undo is stale and changes nothing.
         let (active, generation) = store.load_active_with_generation("s").await.unwrap();
@@ -113,7 +124,10 @@ fn undo_last_is_refused_with_nothing_changed_when_unsafe() {
         // Without a store: a rewrite where the pass wrote makes the undo unsafe.
         let mut c = extractive(config(16_000));
         let mut t = c.transcript(tool_session(80, 40));
-        c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        c.one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         let at = t
             .messages()
             .iter()
@@ -183,7 +197,11 @@ fn pins_survive_compress_and_persist() {
             .unwrap();
         assert!(t.pin(pin, true));
         let before = t.messages().to_vec();
-        let r = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let r = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(r.outcome, Outcome::Summarized);
         let kept: Vec<usize> = t.pinned();
         assert_eq!(kept.len(), 1);
@@ -194,8 +212,7 @@ fn pins_survive_compress_and_persist() {
             before[pin - 1].to_wire_json(),
             "its call stays with it"
         );
-        let v =
-            compaction_core::laws::check(&before, t.messages(), &r.law, c.status().counter);
+        let v = compaction_core::laws::check(&before, t.messages(), &r.law, c.status().counter);
         assert!(v.is_empty(), "{v:?}");
         let stored = store.load_active("s").await.unwrap();
         assert_eq!(stored.iter().filter(|m| m.is_pinned()).count(), 1);

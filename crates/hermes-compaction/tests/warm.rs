@@ -150,7 +150,11 @@ fn a_transcript_rewritten_since_the_last_request_gets_the_standalone_request() {
         // The host rewrote a message the agent had sent: that prefix is no longer cached.
         let edited = Message::user("step 0: something else");
         t.replace(1, edited, c.status().counter);
-        let report = c.one_shot(&mut t, OneShot::batch()).await.into_batch().unwrap();
+        let report = c
+            .one_shot(&mut t, OneShot::batch())
+            .await
+            .into_batch()
+            .unwrap();
         assert_eq!(report.outcome, hermes_compaction::Outcome::Summarized);
     });
     assert!(s.calls() > 0);
