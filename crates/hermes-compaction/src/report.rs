@@ -420,7 +420,9 @@ pub struct PassReport<D: Detail> {
     /// let mut t = c.transcript(msgs.clone());
     /// let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
     /// let report = rt.block_on(c.one_shot(&mut t, OneShot::batch()));
-    /// assert_eq!(report.law.kind, laws::PassKind::Batch);
+    /// // Tool outputs this long are pruned first: a prune pass, which must shrink the transcript.
+    /// assert_eq!(report.law.kind, laws::PassKind::Prune);
+    /// assert!(report.law.options.expect_progress);
     /// assert!(laws::check(&msgs, t.messages(), &report.law, c.status().counter).is_empty());
     /// ```
     pub law: compaction_core::laws::Pass,
