@@ -170,28 +170,6 @@ pub struct LawOptions {
     pub tail_demotion_reported: bool,
 }
 
-/// How a planned batch pass ended, for [`Pass::of_batch`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ended {
-    /// Its edit was assembled and applied.
-    Applied,
-    /// It chose to change nothing (the edit would not have gained, or nothing was needed).
-    Unchanged,
-    /// Its summarizer, store or assembly failed: nothing changed.
-    Failed,
-}
-
-/// `true`: [`Ended::Applied`]; `false`: [`Ended::Failed`].
-impl From<bool> for Ended {
-    fn from(applied: bool) -> Ended {
-        if applied {
-            Ended::Applied
-        } else {
-            Ended::Failed
-        }
-    }
-}
-
 /// A description of one pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pass {
@@ -220,11 +198,10 @@ impl Pass {
 
     /// The pass `plan` describes: its protected regions, the tail demotion it reports, the
     /// strict-alternation option of `cfg`, and law 8 for a pass that changes the transcript.
-    /// `ended` says how the pass ended ([`Ended`]; `true` is [`Ended::Applied`], `false`
-    /// [`Ended::Failed`]): a plan that was applied is a batch or prune pass (or
-    /// [`PassKind::Unchanged`] for a plan with nothing to do), one that failed (its
-    /// summarizer, store or assembly) a [`PassKind::Failed`] pass, and one that chose to
-    /// change nothing (no gain, or not needed) a [`PassKind::Unchanged`] pass.
+    /// `applied` says whether the plan was assembled and applied; a plan that was not (a
+    /// failed summarizer or store) is a [`PassKind::Failed`] pass. A pass that chose to
+    /// change nothing (its edit would not have gained) is neither: describe it as
+    /// [`PassKind::Unchanged`] with the plan's [`Protected`] regions.
     ///
     /// ```
     /// use compaction_core::batch::{self, BatchConfig, BatchRequest};
@@ -249,18 +226,17 @@ impl Pass {
     /// let pass = Pass::of_batch(&plan, &cfg, true);
     /// assert!(laws::check(&msgs, t.messages(), &pass, &counter).is_empty());
     /// ```
-    pub fn of_batch(plan: &BatchPlan, cfg: &BatchConfig, ended: impl Into<Ended>) -> Pass {
-        let kind = match (&plan.step, ended.into()) {
-            (_, Ended::Failed) => PassKind::Failed,
-            (_, Ended::Unchanged) | (BatchStep::Nothing(_), Ended::Applied) => PassKind::Unchanged,
-            (BatchStep::PruneOnly { .. }, Ended::Applied) => PassKind::Prune,
-            (BatchStep::Summarize(_), Ended::Applied) => PassKind::Batch,
+    pub fn of_batch(plan: &BatchPlan, cfg: &BatchConfig, applied: bool) -> Pass {
+        let kind = match (&plan.step, applied) {
+            (_, false) => PassKind::Failed,
+            (BatchStep::Nothing(_), true) => PassKind::Unchanged,
+            (BatchStep::PruneOnly { .. }, true) => PassKind::Prune,
+            (BatchStep::Summarize(_), true) => PassKind::Batch,
         };
-        let changed = matches!(kind, PassKind::Prune | PassKind::Batch);
         Pass::new(kind, Protected::from_regions(&plan.regions)).with_options(LawOptions {
             strict_alternation: cfg.strict_alternation,
-            expect_progress: changed,
-            tail_demotion_reported: changed && plan.demoted_tail_outputs > 0,
+            expect_progress: matches!(kind, PassKind::Prune | PassKind::Batch),
+            tail_demotion_reported: plan.demoted_tail_outputs > 0,
         })
     }
 

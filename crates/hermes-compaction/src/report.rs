@@ -704,16 +704,21 @@ impl BatchReport {
         plan: Option<&compaction_core::batch::BatchPlan>,
         cfg: &compaction_core::batch::BatchConfig,
     ) {
-        use compaction_core::laws::{Ended, Pass};
+        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
         let Some(plan) = plan else { return };
-        let ended = match self.outcome {
-            Outcome::Summarized | Outcome::Pruned => Ended::Applied,
-            Outcome::Failed => Ended::Failed,
+        self.law = match self.outcome {
+            Outcome::Summarized | Outcome::Pruned => Pass::of_batch(plan, cfg, true),
+            Outcome::Failed => Pass::of_batch(plan, cfg, false),
+            // Chose to change nothing: core's `of_batch` knows only applied or failed.
             Outcome::NotNeeded | Outcome::Skipped | Outcome::IrreducibleFloor | Outcome::NoGain => {
-                Ended::Unchanged
+                Pass::new(PassKind::Unchanged, Protected::from_regions(&plan.regions)).with_options(
+                    LawOptions {
+                        strict_alternation: cfg.strict_alternation,
+                        ..LawOptions::default()
+                    },
+                )
             }
         };
-        self.law = Pass::of_batch(plan, cfg, ended);
         self.regions = Some(plan.regions.clone());
     }
 }
