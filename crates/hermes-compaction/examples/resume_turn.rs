@@ -5,7 +5,7 @@
 //! several times inside that one turn. The loop calls [`Compressor::before_request`] before
 //! every model call and [`Compressor::after_tool_round`] after every tool round, so the
 //! passes land between a tool result and the next model call. Each such pass says so in its
-//! report ([`BatchReport::in_turn`](hermes_compaction::BatchReport::in_turn)): the ask being
+//! report ([`PassReport::in_turn`](hermes_compaction::PassReport::in_turn)): the ask being
 //! worked on and the pending tool state. The host resumes from it: it re-reads the ask from
 //! the compacted transcript, and since every tool result is in, the next step is the model
 //! call (no tool runs twice).

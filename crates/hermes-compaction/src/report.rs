@@ -1,5 +1,6 @@
-//! What a pass reports: the batch and micro reports, their outcomes and failures. Counts,
-//! classes and content-free causes only, never transcript text.
+//! What a pass reports: one generic report, [`PassReport`], whose shared fields are declared
+//! once and whose kind's own fields are its detail ([`BatchDetail`], [`MicroDetail`]), with the
+//! outcomes and failures. Counts, classes and content-free causes only, never transcript text.
 
 use std::time::Duration;
 
