@@ -35,6 +35,32 @@ pub struct SummaryUsage {
     pub estimated_calls: u64,
 }
 
+impl SummaryUsage {
+    /// What was counted since `earlier` (field by field, never below 0).
+    pub fn minus(self, earlier: SummaryUsage) -> SummaryUsage {
+        SummaryUsage {
+            calls: self.calls.saturating_sub(earlier.calls),
+            prompt_tokens: self.prompt_tokens.saturating_sub(earlier.prompt_tokens),
+            prompt_hit_tokens: self
+                .prompt_hit_tokens
+                .saturating_sub(earlier.prompt_hit_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            estimated_calls: self.estimated_calls.saturating_sub(earlier.estimated_calls),
+        }
+    }
+
+    /// Both counts together.
+    pub fn plus(self, other: SummaryUsage) -> SummaryUsage {
+        SummaryUsage {
+            calls: self.calls + other.calls,
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            prompt_hit_tokens: self.prompt_hit_tokens + other.prompt_hit_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            estimated_calls: self.estimated_calls + other.estimated_calls,
+        }
+    }
+}
+
 impl std::fmt::Debug for CountingSummarizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CountingSummarizer")

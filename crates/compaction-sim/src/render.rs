@@ -307,6 +307,21 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
         let w = &r.latency;
         format!("{} / {}", w.prepared_used, w.prepared_wasted)
     });
+    add(
+        "  wasted: before the trigger / span changed / superseded / insufficient / failed / unused",
+        &|r, _| {
+            let w = &r.latency;
+            format!(
+                "{} / {} / {} / {} / {} / {}",
+                w.wasted_pass_between,
+                w.wasted_span_changed,
+                w.wasted_superseded,
+                w.wasted_insufficient,
+                w.wasted_failed,
+                w.wasted_unused
+            )
+        },
+    );
     add("  wasted: tokens in / out, cost", &|r, _| {
         let w = &r.latency;
         format!(
