@@ -349,6 +349,11 @@ impl Tracker {
             return;
         };
         let w = &mut self.waits;
+        if cand.usage.calls == 0 {
+            // It planned no summary: nothing was called, nothing paid.
+            w.prepared_empty += 1;
+            return;
+        }
         w.prepared_wasted += 1;
         match why {
             Waste::Discarded(DiscardReason::GenerationChanged) => w.wasted_pass_between += 1,

@@ -23,8 +23,10 @@ pub struct Waits {
     pub prepared: u64,
     /// Of those, applied at the trigger.
     pub prepared_used: u64,
-    /// Of those, discarded or never used (the causes below).
+    /// Of those, discarded or never used after their calls were made (the causes below).
     pub prepared_wasted: u64,
+    /// Of those, discarded without a call: they planned no summary (a prune would do).
+    pub prepared_empty: u64,
     /// Wasted because the session moved on before the trigger (a pass since it started).
     pub wasted_pass_between: u64,
     /// Wasted because a message of its span changed (or the transcript shrank).
@@ -121,6 +123,7 @@ impl Waits {
         self.prepared += other.prepared;
         self.prepared_used += other.prepared_used;
         self.prepared_wasted += other.prepared_wasted;
+        self.prepared_empty += other.prepared_empty;
         self.wasted_pass_between += other.wasted_pass_between;
         self.wasted_span_changed += other.wasted_span_changed;
         self.wasted_superseded += other.wasted_superseded;

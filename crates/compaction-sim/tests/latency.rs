@@ -111,7 +111,10 @@ fn the_replay_drives_the_facades_prepared_summary() {
     let on = &totals(&inputs, &v, &options(FIVE_SECONDS, Some(0.8)))[0];
     let w = &on.latency;
     assert!(w.prepared > 0, "{w:?}");
-    assert_eq!(w.prepared, w.prepared_used + w.prepared_wasted);
+    assert_eq!(
+        w.prepared,
+        w.prepared_used + w.prepared_wasted + w.prepared_empty
+    );
     assert_eq!(
         w.prepared_wasted,
         w.wasted_pass_between
@@ -156,7 +159,10 @@ fn on_the_fixtures_a_prepared_summary_shortens_the_waits() {
     let on = run(&inputs, &v, &options(FIVE_SECONDS, Some(0.8)));
     for b in &on.rows {
         let wb = &b.latency;
-        assert_eq!(wb.prepared, wb.prepared_used + wb.prepared_wasted);
+        assert_eq!(
+            wb.prepared,
+            wb.prepared_used + wb.prepared_wasted + wb.prepared_empty
+        );
         assert!(wb.wasted_cost_usd <= b.cost_summary_usd + 1e-9);
     }
     let (off, on) = (&off.totals[0].latency, &on.totals[0].latency);

@@ -97,6 +97,30 @@ pub(crate) struct Candidate {
     task: tokio::task::AbortHandle,
 }
 
+impl Candidate {
+    /// Whether its task has finished and planned no summary (nothing to prepare, for now:
+    /// the transcript was small enough for a prune to do). What came back otherwise stays
+    /// for the pass.
+    fn came_back_empty(&mut self) -> bool {
+        match self.result.try_recv() {
+            Ok(None) => true,
+            Ok(Some(out)) => {
+                let (tx, rx) = oneshot::channel();
+                let _ = tx.send(Some(out));
+                self.result = rx;
+                false
+            }
+            Err(oneshot::error::TryRecvError::Empty) => false,
+            Err(oneshot::error::TryRecvError::Closed) => {
+                // Cancelled: a receiver that stays closed, as this one was.
+                let (_, rx) = oneshot::channel();
+                self.result = rx;
+                false
+            }
+        }
+    }
+}
+
 /// A candidate dropped unsettled (the compressor went away) stops its task.
 impl Drop for Candidate {
     fn drop(&mut self) {
@@ -165,10 +189,17 @@ impl Compressor {
         let soft = (self.settings.threshold as f64 * c.prepare_at) as u64;
         if let Some(cand) = &self.rt.prepared {
             if cand.epoch == self.rt.epoch && cand.generation == self.generation_now() {
-                if t.len() >= cand.len {
+                if t.len() < cand.len {
+                    self.discard_waiting(DiscardReason::SpanChanged);
+                } else if t.len() > cand.len
+                    && self.rt.prepared.as_mut().is_some_and(Candidate::came_back_empty)
+                {
+                    // It planned no summary over fewer messages: plan again over these, so
+                    // the span it summarizes follows the transcript to the trigger.
+                    self.discard_waiting(DiscardReason::Superseded);
+                } else {
                     return;
                 }
-                self.discard_waiting(DiscardReason::SpanChanged);
             } else {
                 self.discard_waiting(DiscardReason::GenerationChanged);
             }
