@@ -248,11 +248,15 @@ impl Compressor {
         if digest(&planned.1, planned.0.len()).is_none() {
             return false;
         }
-        if self.rt.prepared.is_some() {
-            let reason = if self.prepared_current(t) {
+        if let Some(cand) = &self.rt.prepared {
+            let reason = if cand.epoch != self.rt.epoch || cand.generation != self.generation_now()
+            {
+                DiscardReason::GenerationChanged
+            } else if self.prepared_current(t) {
+                // It came back empty.
                 DiscardReason::Superseded
             } else {
-                DiscardReason::GenerationChanged
+                DiscardReason::SpanChanged
             };
             self.discard_waiting(reason);
         }
