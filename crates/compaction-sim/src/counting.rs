@@ -17,6 +17,7 @@ pub struct CountingSummarizer {
     prompt_hit_tokens: AtomicU64,
     output_tokens: AtomicU64,
     estimated: AtomicU64,
+    in_flight: AtomicU64,
 }
 
 /// What a [`CountingSummarizer`] saw.
@@ -80,7 +81,13 @@ impl CountingSummarizer {
             prompt_hit_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
             estimated: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
         }
+    }
+
+    /// Calls begun and not yet returned.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// What was counted so far.
@@ -103,7 +110,9 @@ impl Summarizer for CountingSummarizer {
     fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::Relaxed);
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
             let out = self.inner.summarize(req).await;
+            self.in_flight.fetch_sub(1, Ordering::Relaxed);
             if let Ok(resp) = &out {
                 let (p, hit, o) = match resp.usage {
                     Some(u) => (u.prompt_tokens, 0, u.completion_tokens),

@@ -17,8 +17,9 @@
 //! - **A summary prepared ahead** ([`LatencyOptions::prepare_at`]). The replay sets
 //!   `compression.prepare_at` on the compressor it replays, so the facade's own mechanism
 //!   prepares (`hermes_compaction`'s `compressor::prepare`), and reads what it did: a
-//!   candidate started by a hook is waited for at once ([`Compressor::prepared_finished`]),
-//!   so its calls are made at a known moment and the replay is reproducible; it counts as
+//!   candidate started by a hook runs to its end at once (the replay yields to the spawned
+//!   task on its current-thread runtime), so its calls are made at a known moment and the
+//!   replay is reproducible; it counts as
 //!   started at that request's time and takes the model's latency of its own calls. A pass
 //!   that used it ([`BatchReport::prepared`]) makes the request wait only for what is left of
 //!   that latency after the time since it started (0 once the next request comes later than
@@ -239,15 +240,11 @@ impl Tracker {
         self.settle(c, None);
     }
 
-    /// After a hook at `now`: when it started a summary prepared ahead, waits until that
-    /// summary's calls are made (on the replay's current-thread runtime the task runs now,
-    /// so the replay is reproducible) and notes what they cost, through `counting`.
-    pub(crate) async fn started(
-        &mut self,
-        c: &mut Compressor,
-        counting: &CountingSummarizer,
-        now: u64,
-    ) {
+    /// After a hook at `now`: when it started a summary prepared ahead, lets that summary's
+    /// task run to its end and notes what its calls cost, through `counting`. On the replay's
+    /// current-thread runtime a yield runs the spawned task until it ends or waits for a
+    /// call; so the calls are made at a known moment and the replay is reproducible.
+    pub(crate) async fn started(&mut self, c: &Compressor, counting: &CountingSummarizer, now: u64) {
         if !self.preparing {
             return;
         }
@@ -257,7 +254,11 @@ impl Tracker {
         }
         self.seen.started = totals.started;
         let before = counting.usage();
-        c.prepared_finished().await;
+        tokio::task::yield_now().await;
+        // A summarizer that really waits (a provider): until its calls are back.
+        while counting.in_flight() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
         let usage = counting.usage().minus(before);
         self.waits.prepared += 1;
         self.pending = Some(Pending {

@@ -239,7 +239,7 @@ pub async fn replay(
                     let before = counting.usage();
                     let (ticket, report) = c.before_request(&mut t).await;
                     waits.trigger(&c, report.as_ref(), before, counting.usage(), now);
-                    waits.started(&mut c, &counting, now).await;
+                    waits.started(&c, &counting, now).await;
                     if let Some(r) = report
                         && (row.record_batch(&r) || changed(&r.stats))
                     {
@@ -295,7 +295,7 @@ pub async fn replay(
                     c.after_response(&mut t, ticket, Usage::prompt(tokens).record_only())
                         .await;
                     waits.hook(&c);
-                    waits.started(&mut c, &counting, now).await;
+                    waits.started(&c, &counting, now).await;
                     row.output_tokens += output;
                 }
             }

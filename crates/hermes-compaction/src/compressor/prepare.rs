@@ -161,24 +161,6 @@ impl Compressor {
         self.rt.prepared.is_some()
     }
 
-    /// Waits until the summary prepared ahead, if one is running, has made its calls, and
-    /// keeps it for the next pass as it was. An agent never needs this: a running candidate
-    /// is waited for at the trigger when it can be used, and never delays a turn otherwise. A
-    /// host that needs reproducible results calls it after each hook, so the candidate's calls
-    /// are made at a known moment (the simulator does, on its current-thread runtime).
-    pub async fn prepared_finished(&mut self) {
-        let Some(cand) = self.rt.prepared.as_mut() else {
-            return;
-        };
-        let out = (&mut cand.result).await;
-        // Put what came back into a fresh channel, as the task would have left it.
-        let (tx, rx) = oneshot::channel();
-        if let Ok(out) = out {
-            let _ = tx.send(out);
-        }
-        cand.result = rx;
-    }
-
     /// After a hook made no pass: drops a candidate the session has moved past, and starts
     /// one when the transcript is past `prepare_at` of the threshold and none is waiting.
     pub(crate) fn maybe_prepare(&mut self, t: &Transcript) {
