@@ -244,7 +244,12 @@ impl Tracker {
     /// task run to its end and notes what its calls cost, through `counting`. On the replay's
     /// current-thread runtime a yield runs the spawned task until it ends or waits for a
     /// call; so the calls are made at a known moment and the replay is reproducible.
-    pub(crate) async fn started(&mut self, c: &Compressor, counting: &CountingSummarizer, now: u64) {
+    pub(crate) async fn started(
+        &mut self,
+        c: &Compressor,
+        counting: &CountingSummarizer,
+        now: u64,
+    ) {
         if !self.preparing {
             return;
         }
@@ -263,7 +268,10 @@ impl Tracker {
         self.waits.prepared += 1;
         self.pending = Some(Pending {
             started_ms: now,
-            ms: self.options.model.calls_ms(usage.calls, usage.output_tokens),
+            ms: self
+                .options
+                .model
+                .calls_ms(usage.calls, usage.output_tokens),
             usage,
         });
     }

@@ -303,13 +303,16 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
             w.micro_between_turns, w.micro_between_turns_waited
         )
     });
-    add("summaries prepared ahead: used / wasted / empty", &|r, _| {
-        let w = &r.latency;
-        format!(
-            "{} / {} / {}",
-            w.prepared_used, w.prepared_wasted, w.prepared_empty
-        )
-    });
+    add(
+        "summaries prepared ahead: used / wasted / empty",
+        &|r, _| {
+            let w = &r.latency;
+            format!(
+                "{} / {} / {}",
+                w.prepared_used, w.prepared_wasted, w.prepared_empty
+            )
+        },
+    );
     add(
         "  wasted: before the trigger / span changed / superseded / insufficient / failed / unused",
         &|r, _| {

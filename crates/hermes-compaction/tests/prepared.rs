@@ -235,10 +235,7 @@ fn a_prepared_summary_is_discarded_when_the_span_changed() {
     });
     assert_eq!(s.calls(), 2);
     let totals = c.status().prepared_totals;
-    assert_eq!(
-        (totals.started, totals.used, totals.discarded),
-        (2, 1, 1)
-    );
+    assert_eq!((totals.started, totals.used, totals.discarded), (2, 1, 1));
     assert_eq!(totals.wasted_tokens, SUMMARY_TOKENS, "it had finished");
 }
 

@@ -329,8 +329,7 @@ impl Compressor {
             if !self.defer_to_prepared(t) {
                 report = Some(self.run(t, Trigger::BeforeRequest, None).await);
             }
-        } else if self.automatic_allowed(t) && self.proactive_due(t) && !self.prepared_current(t)
-        {
+        } else if self.automatic_allowed(t) && self.proactive_due(t) && !self.prepared_current(t) {
             // A prune-only pass would change the transcript under a summary prepared ahead
             // and discard it: while one waits, the trigger's pass takes the outputs with it.
             report = Some(self.run(t, Trigger::Proactive, None).await);

@@ -174,7 +174,11 @@ impl Compressor {
                 if t.len() < cand.len {
                     self.discard_waiting(DiscardReason::SpanChanged);
                 } else if t.len() > cand.len
-                    && self.rt.prepared.as_mut().is_some_and(Candidate::came_back_empty)
+                    && self
+                        .rt
+                        .prepared
+                        .as_mut()
+                        .is_some_and(Candidate::came_back_empty)
                 {
                     // It planned no summary over fewer messages: plan again over these, so
                     // the span it summarizes follows the transcript to the trigger.
