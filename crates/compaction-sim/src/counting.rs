@@ -17,6 +17,7 @@ pub struct CountingSummarizer {
     prompt_hit_tokens: AtomicU64,
     output_tokens: AtomicU64,
     estimated: AtomicU64,
+    in_flight: AtomicU64,
 }
 
 /// What a [`CountingSummarizer`] saw.
@@ -33,6 +34,32 @@ pub struct SummaryUsage {
     pub output_tokens: u64,
     /// Calls whose tokens were estimated because the summarizer reported no usage.
     pub estimated_calls: u64,
+}
+
+impl SummaryUsage {
+    /// What was counted since `earlier` (field by field, never below 0).
+    pub fn minus(self, earlier: SummaryUsage) -> SummaryUsage {
+        SummaryUsage {
+            calls: self.calls.saturating_sub(earlier.calls),
+            prompt_tokens: self.prompt_tokens.saturating_sub(earlier.prompt_tokens),
+            prompt_hit_tokens: self
+                .prompt_hit_tokens
+                .saturating_sub(earlier.prompt_hit_tokens),
+            output_tokens: self.output_tokens.saturating_sub(earlier.output_tokens),
+            estimated_calls: self.estimated_calls.saturating_sub(earlier.estimated_calls),
+        }
+    }
+
+    /// Both counts together.
+    pub fn plus(self, other: SummaryUsage) -> SummaryUsage {
+        SummaryUsage {
+            calls: self.calls + other.calls,
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            prompt_hit_tokens: self.prompt_hit_tokens + other.prompt_hit_tokens,
+            output_tokens: self.output_tokens + other.output_tokens,
+            estimated_calls: self.estimated_calls + other.estimated_calls,
+        }
+    }
 }
 
 impl std::fmt::Debug for CountingSummarizer {
@@ -54,7 +81,13 @@ impl CountingSummarizer {
             prompt_hit_tokens: AtomicU64::new(0),
             output_tokens: AtomicU64::new(0),
             estimated: AtomicU64::new(0),
+            in_flight: AtomicU64::new(0),
         }
+    }
+
+    /// Calls begun and not yet returned.
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
     }
 
     /// What was counted so far.
@@ -77,7 +110,9 @@ impl Summarizer for CountingSummarizer {
     fn summarize<'a>(&'a self, req: &'a SummaryRequest) -> SummaryFuture<'a> {
         Box::pin(async move {
             self.calls.fetch_add(1, Ordering::Relaxed);
+            self.in_flight.fetch_add(1, Ordering::Relaxed);
             let out = self.inner.summarize(req).await;
+            self.in_flight.fetch_sub(1, Ordering::Relaxed);
             if let Ok(resp) = &out {
                 let (p, hit, o) = match resp.usage {
                     Some(u) => (u.prompt_tokens, 0, u.completion_tokens),

@@ -14,35 +14,32 @@
 //!   reads and types: the next request waits only for what is left of it when it is sent, 0
 //!   when the session ends first ([`Waits::micro_ms`], one entry per micro pass that called the
 //!   summarizer).
-//! - **A summary prepared ahead** ([`LatencyOptions::prepare_at`]). After each request whose
-//!   prompt reaches `prepare_at` x the threshold, when no candidate is pending, the summary
-//!   of the span a batch pass would compact now (the compressor's
-//!   [`preview`](hermes_compaction::Compressor::preview)) is started at that request's time.
-//!   At the next batch pass that calls the summarizer, the candidate is *used* when no pass
-//!   changed the transcript since it started and the pass would summarize the same messages
-//!   (the same span digest): the request waits only for what is left of the pass's latency
-//!   after the time elapsed since the candidate started. Otherwise the candidate is
-//!   *wasted*: the pass waits its whole latency and the candidate's own summary tokens are
-//!   counted as wasted-candidate cost (added to the replay's cost). A candidate is also
-//!   wasted when a pass changes the transcript before the trigger (the session's
-//!   generation moved) or when the session ends before the trigger.
+//! - **A summary prepared ahead** ([`LatencyOptions::prepare_at`]). The replay sets
+//!   `compression.prepare_at` on the compressor it replays, so the facade's own mechanism
+//!   prepares (`hermes_compaction`'s `compressor::prepare`), and reads what it did: a
+//!   candidate started by a hook runs to its end at once (the replay yields to the spawned
+//!   task on its current-thread runtime), so its calls are made at a known moment and the
+//!   replay is reproducible; it counts as
+//!   started at that request's time and takes the model's latency of its own calls. A pass
+//!   that used it ([`BatchReport::prepared`]) makes the request wait only for what is left of
+//!   that latency after the time since it started (0 once the next request comes later than
+//!   the calls take). A candidate the compressor discarded (at a trigger, for the reason its
+//!   report gives, or before one, because a pass moved the session on) or that no pass used
+//!   before the session ended is *wasted*: its calls were made, so their tokens are in the
+//!   replay's summary tokens and its cost; they are also reported apart as the
+//!   wasted-candidate cost.
 //!
-//! A wasted candidate's tokens, per summary the preview plans: the mean input and output of
-//! the replay's summary calls (the input's warm-cache prefix at the hit price), or, when
-//! the replay made none, the preview's summarized messages as input (the whole prompt just
-//! sent, at the hit price, for a warm-cache request) and its estimate of the output (from
-//! `summary_max_tokens`). Simulated time is not shifted by the waits: request times come
-//! from the messages' timestamps or the assumed gap between requests, as for pricing.
+//! Simulated time is not shifted by the waits: request times come from the messages'
+//! timestamps or the assumed gap between requests, as for pricing.
 
 use serde::Serialize;
 
-use hermes_compaction::core::Transcript;
-use hermes_compaction::preview::Fate;
-use hermes_compaction::{Compressor, OneShot};
+use hermes_compaction::{
+    BatchReport, Compressor, DiscardReason, PreparedOutcome, PreparedTotals, PreparedUse,
+};
 
-use crate::counting::SummaryUsage;
+use crate::counting::{CountingSummarizer, SummaryUsage};
 use crate::pricing::Pricing;
-use crate::retention::Wire;
 use crate::row::{Row, UNIT_HIT_PRICE, UNIT_SUMMARY_OUTPUT_PRICE};
 use crate::{Error, Result};
 
@@ -139,62 +136,43 @@ impl LatencyOptions {
 
 pub use crate::waits::{WaitSummary, Waits};
 
-/// The messages a batch pass would summarize now: their wire digests, in order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Span {
-    hashes: Vec<u64>,
-}
-
-/// A summary prepared ahead.
-#[derive(Clone, Debug)]
-struct Candidate {
+/// The summary prepared ahead that waits for the next pass, as the replay saw it start.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    /// When it started: the time of the request whose hook started it, milliseconds.
     started_ms: u64,
-    /// The replay's pass count when it started (a pass since: the generation moved).
-    passes: u64,
-    span: Span,
-    prompt_tokens: u64,
-    prompt_hit_tokens: u64,
-    /// The summaries the preview plans.
-    calls: u64,
-    /// The preview's estimate of their output.
-    estimated_output_tokens: u64,
-}
-
-#[derive(Clone, Copy)]
-enum Waste {
-    PassBetween,
-    SpanChanged { grew: bool },
-    Unused,
+    /// How long its calls take under the model.
+    ms: u64,
+    /// What its calls cost.
+    usage: SummaryUsage,
 }
 
 /// What a replay feeds as it calls the hooks (see the [module docs](self)).
 pub(crate) struct Tracker {
     options: LatencyOptions,
-    threshold: u64,
-    warm: bool,
+    /// The compressor prepares summaries ahead (`compression.prepare_at` is set).
+    preparing: bool,
     waits: Waits,
-    candidate: Option<Candidate>,
+    pending: Option<Pending>,
+    /// The compressor's prepared totals as last seen.
+    seen: PreparedTotals,
+    /// The summarizer usage of the wasted candidates.
+    wasted: SummaryUsage,
     /// When the running between-turns micro pass ends, milliseconds.
     between_turns_end: Option<u64>,
-    /// The span a trigger pass would summarize, taken just before `before_request`.
-    trigger_span: Option<Span>,
-    /// Summaries the wasted candidates planned, and the preview's estimate of their output.
-    wasted_calls: u64,
-    wasted_estimated_output_tokens: u64,
 }
 
 impl Tracker {
-    pub(crate) fn new(options: LatencyOptions, threshold: u64, warm: bool) -> Tracker {
+    /// A tracker for a compressor that prepares summaries ahead when `preparing`.
+    pub(crate) fn new(options: LatencyOptions, preparing: bool) -> Tracker {
         Tracker {
             options,
-            threshold,
-            warm,
+            preparing,
             waits: Waits::default(),
-            candidate: None,
+            pending: None,
+            seen: PreparedTotals::default(),
+            wasted: SummaryUsage::default(),
             between_turns_end: None,
-            trigger_span: None,
-            wasted_calls: 0,
-            wasted_estimated_output_tokens: 0,
         }
     }
 
@@ -231,116 +209,88 @@ impl Tracker {
         }
     }
 
-    /// Just before `before_request`, with `passes` the replay's pass count so far: a
-    /// candidate a pass made stale is wasted; otherwise, when the prompt is at the trigger,
-    /// the span its pass would summarize is taken.
-    pub(crate) fn before_trigger(&mut self, c: &Compressor, t: &Transcript, passes: u64) {
-        self.trigger_span = None;
-        let Some(cand) = &self.candidate else {
-            return;
-        };
-        if cand.passes != passes {
-            self.waste(Waste::PassBetween);
-        } else if t.current_tokens() >= self.threshold {
-            self.trigger_span = span(c, t);
-        }
-    }
-
-    /// `before_request` at `now` made the calls between `before` and `after`.
-    pub(crate) fn trigger(&mut self, before: SummaryUsage, after: SummaryUsage, now: u64) {
-        let span = self.trigger_span.take();
-        let Some(full) = self.pass_ms(before, after) else {
-            return;
-        };
-        let wait = match self.candidate.as_ref() {
-            Some(cand) if span.as_ref() == Some(&cand.span) => {
-                let left = full.saturating_sub(now.saturating_sub(cand.started_ms));
-                self.candidate = None;
-                self.waits.prepared_used += 1;
-                left
-            }
+    /// `before_request` at `now` made the calls between `before` and `after` and returned
+    /// `report`: the request waits for the pass, or, when the pass used the summary prepared
+    /// ahead, for what is left of that summary's calls.
+    pub(crate) fn trigger(
+        &mut self,
+        c: &Compressor,
+        report: Option<&BatchReport>,
+        before: SummaryUsage,
+        after: SummaryUsage,
+        now: u64,
+    ) {
+        let prepared = report.and_then(|r| r.detail.prepared.as_ref());
+        let used = self.settle(c, prepared);
+        let full = self.pass_ms(before, after);
+        let wait = match used {
             Some(cand) => {
-                let grew = span
-                    .as_ref()
-                    .is_some_and(|s| s.hashes.starts_with(&cand.span.hashes));
-                self.waste(Waste::SpanChanged { grew });
-                full
+                let left = cand.ms.saturating_sub(now.saturating_sub(cand.started_ms));
+                Some(left.saturating_add(full.unwrap_or(0)))
             }
             None => full,
         };
-        self.waits.trigger_ms.push(wait);
+        if let Some(ms) = wait {
+            self.waits.trigger_ms.push(ms);
+        }
     }
 
-    /// A request at `now` was measured, with `passes` the replay's pass count: past the soft
-    /// threshold, a summary is prepared when none is pending.
-    pub(crate) fn after_request(&mut self, c: &Compressor, t: &Transcript, now: u64, passes: u64) {
-        let Some(share) = self.options.prepare_at else {
-            return;
-        };
-        if let Some(cand) = &self.candidate {
-            if cand.passes == passes {
-                return;
-            }
-            self.waste(Waste::PassBetween);
-        }
-        if (t.current_tokens() as f64) < share * self.threshold as f64 {
-            return;
-        }
-        let preview = c.preview(t, OneShot::batch());
-        let summarized: Vec<usize> = preview
-            .messages
-            .iter()
-            .filter(|m| matches!(m.fate, Fate::Summarized { .. }))
-            .map(|m| m.index)
-            .collect();
-        if summarized.is_empty() {
+    /// After any other hook: a candidate it discarded is wasted.
+    pub(crate) fn hook(&mut self, c: &Compressor) {
+        self.settle(c, None);
+    }
+
+    /// After a hook at `now`: when it started a summary prepared ahead, lets that summary's
+    /// task run to its end and notes what its calls cost, through `counting`. On the replay's
+    /// current-thread runtime a yield runs the spawned task until it ends or waits for a
+    /// call; so the calls are made at a known moment and the replay is reproducible.
+    pub(crate) async fn started(
+        &mut self,
+        c: &Compressor,
+        counting: &CountingSummarizer,
+        now: u64,
+    ) {
+        if !self.preparing {
             return;
         }
-        let (prompt_tokens, prompt_hit_tokens) = if self.warm {
-            (t.current_tokens(), t.current_tokens())
-        } else {
-            let tokens = preview
-                .messages
-                .iter()
-                .filter(|m| matches!(m.fate, Fate::Summarized { .. }))
-                .map(|m| m.tokens)
-                .sum();
-            (tokens, 0)
-        };
+        let totals = c.status().prepared_totals;
+        if totals.started == self.seen.started {
+            return;
+        }
+        self.seen.started = totals.started;
+        let before = counting.usage();
+        tokio::task::yield_now().await;
+        // A summarizer that really waits (a provider): until its calls are back.
+        while counting.in_flight() > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        let usage = counting.usage().minus(before);
         self.waits.prepared += 1;
-        self.candidate = Some(Candidate {
+        self.pending = Some(Pending {
             started_ms: now,
-            passes,
-            span: Span {
-                hashes: hashes(t, &summarized),
-            },
-            prompt_tokens,
-            prompt_hit_tokens,
-            calls: preview.summaries.len() as u64,
-            estimated_output_tokens: preview.summaries.iter().map(|s| s.estimated_tokens).sum(),
+            ms: self
+                .options
+                .model
+                .calls_ms(usage.calls, usage.output_tokens),
+            usage,
         });
     }
 
     /// Closes the replay: a candidate still pending is wasted, a between-turns pass still
-    /// running delayed nothing; the waits go into `row` and the wasted candidates' cost into
-    /// its cost (call after the row is priced and scored, its summary usage filled).
+    /// running delayed nothing; the waits go into `row`, with the wasted candidates' cost
+    /// (already in the row's summary tokens and so in its cost: call after the row is priced
+    /// and scored).
     pub(crate) fn finish(mut self, row: &mut Row, pricing: &Pricing) {
-        if self.candidate.is_some() {
+        if self.pending.is_some() {
             self.waste(Waste::Unused);
         }
         if self.between_turns_end.take().is_some() {
             self.between_turns_wait(0);
         }
         let w = &mut self.waits;
-        let calls = row.summary_calls;
-        if calls > 0 {
-            let per_call = |tokens: u64| self.wasted_calls * tokens / calls;
-            w.wasted_prompt_tokens = per_call(row.summary_prompt_tokens);
-            w.wasted_prompt_hit_tokens = per_call(row.summary_prompt_hit_tokens);
-            w.wasted_output_tokens = per_call(row.summary_output_tokens);
-        } else {
-            w.wasted_output_tokens = self.wasted_estimated_output_tokens;
-        }
+        w.wasted_prompt_tokens = self.wasted.prompt_tokens;
+        w.wasted_prompt_hit_tokens = self.wasted.prompt_hit_tokens;
+        w.wasted_output_tokens = self.wasted.output_tokens;
         let hit = w.wasted_prompt_hit_tokens.min(w.wasted_prompt_tokens);
         let miss = w.wasted_prompt_tokens - hit;
         let out = w.wasted_output_tokens;
@@ -359,10 +309,35 @@ impl Tracker {
         };
         w.wasted_unit_cost =
             miss as f64 + UNIT_HIT_PRICE * hit as f64 + UNIT_SUMMARY_OUTPUT_PRICE * out as f64;
-        row.cost_usd += w.wasted_cost_usd;
-        row.unit_cost += w.wasted_unit_cost;
-        row.effective_cost += w.wasted_unit_cost;
         row.latency = self.waits;
+    }
+
+    /// Compares the compressor's prepared totals with those last seen: the pending candidate
+    /// was used (returned) or discarded (wasted, for the reason `prepared` gives when a pass
+    /// reported it, else because the session moved on before the trigger).
+    fn settle(&mut self, c: &Compressor, prepared: Option<&PreparedUse>) -> Option<Pending> {
+        if !self.preparing {
+            return None;
+        }
+        let totals = c.status().prepared_totals;
+        let used = totals.used > self.seen.used;
+        let discarded = totals.discarded > self.seen.discarded;
+        self.seen = PreparedTotals {
+            started: self.seen.started,
+            ..totals
+        };
+        if discarded {
+            let why = match prepared.map(|p| p.outcome) {
+                Some(PreparedOutcome::Discarded(r)) => Waste::Discarded(r),
+                _ => Waste::Discarded(DiscardReason::GenerationChanged),
+            };
+            self.waste(why);
+        }
+        if used {
+            self.waits.prepared_used += 1;
+            return self.pending.take();
+        }
+        None
     }
 
     fn between_turns_wait(&mut self, ms: u64) {
@@ -379,47 +354,35 @@ impl Tracker {
     }
 
     fn waste(&mut self, why: Waste) {
-        let Some(cand) = self.candidate.take() else {
+        let Some(cand) = self.pending.take() else {
             return;
         };
         let w = &mut self.waits;
+        if cand.usage.calls == 0 {
+            // It planned no summary: nothing was called, nothing paid.
+            w.prepared_empty += 1;
+            return;
+        }
         w.prepared_wasted += 1;
         match why {
-            Waste::PassBetween => w.wasted_pass_between += 1,
-            Waste::SpanChanged { grew } => {
-                w.wasted_span_changed += 1;
-                w.wasted_span_grew += u64::from(grew);
-            }
+            Waste::Discarded(DiscardReason::GenerationChanged) => w.wasted_pass_between += 1,
+            Waste::Discarded(DiscardReason::SpanChanged) => w.wasted_span_changed += 1,
+            Waste::Discarded(DiscardReason::Superseded) => w.wasted_superseded += 1,
+            Waste::Discarded(DiscardReason::Insufficient) => w.wasted_insufficient += 1,
+            Waste::Discarded(_) => w.wasted_failed += 1,
             Waste::Unused => w.wasted_unused += 1,
         }
-        w.wasted_prompt_tokens += cand.prompt_tokens;
-        w.wasted_prompt_hit_tokens += cand.prompt_hit_tokens;
-        self.wasted_calls += cand.calls;
-        self.wasted_estimated_output_tokens += cand.estimated_output_tokens;
+        self.wasted = self.wasted.plus(cand.usage);
     }
 }
 
-/// The span the batch pass [`preview`](Compressor::preview) would summarize on `t` now.
-fn span(c: &Compressor, t: &Transcript) -> Option<Span> {
-    let summarized: Vec<usize> = c
-        .preview(t, OneShot::batch())
-        .messages
-        .iter()
-        .filter(|m| matches!(m.fate, Fate::Summarized { .. }))
-        .map(|m| m.index)
-        .collect();
-    (!summarized.is_empty()).then(|| Span {
-        hashes: hashes(t, &summarized),
-    })
-}
-
-fn hashes(t: &Transcript, indices: &[usize]) -> Vec<u64> {
-    let msgs = t.messages();
-    indices
-        .iter()
-        .filter_map(|&i| msgs.get(i))
-        .map(|m| Wire::of(m).hash)
-        .collect()
+/// Why a candidate was wasted.
+#[derive(Clone, Copy)]
+enum Waste {
+    /// The compressor discarded it.
+    Discarded(DiscardReason),
+    /// The session ended first.
+    Unused,
 }
 
 #[cfg(test)]
@@ -444,7 +407,6 @@ mod tests {
                 model,
                 prepare_at: None,
             },
-            1_000,
             false,
         )
     }
@@ -468,64 +430,29 @@ mod tests {
         );
     }
 
-    fn candidate(started_ms: u64, hashes: Vec<u64>) -> Candidate {
-        Candidate {
-            started_ms,
-            passes: 0,
-            span: Span { hashes },
-            prompt_tokens: 900,
-            prompt_hit_tokens: 0,
-            calls: 1,
-            estimated_output_tokens: 100,
-        }
-    }
-
-    /// The same span: the trigger waits what is left of its pass after the time the
-    /// candidate had. Another span: the whole pass, and the candidate is wasted.
+    /// A wasted candidate's usage is priced as the wasted-candidate cost.
     #[test]
-    fn a_candidate_is_used_for_the_same_span_only() {
+    fn a_wasted_candidate_is_priced_from_its_own_calls() {
         let mut w = tracker();
-        w.candidate = Some(candidate(10_000, vec![1, 2, 3]));
-        w.trigger_span = Some(Span {
-            hashes: vec![1, 2, 3],
+        w.pending = Some(Pending {
+            started_ms: 0,
+            ms: 5_000,
+            usage: SummaryUsage {
+                calls: 1,
+                prompt_tokens: 1_000,
+                output_tokens: 100,
+                ..SummaryUsage::default()
+            },
         });
-        w.trigger(usage(0, 0), usage(1, 100), 12_000);
-        w.candidate = Some(candidate(20_000, vec![1, 2, 3]));
-        w.trigger_span = Some(Span {
-            hashes: vec![1, 2, 3, 4],
-        });
-        w.trigger(usage(1, 100), usage(2, 200), 40_000);
-        w.candidate = Some(candidate(50_000, vec![1, 2, 3]));
-        w.trigger_span = Some(Span { hashes: vec![2, 3] });
-        w.trigger(usage(2, 200), usage(3, 300), 90_000);
-        assert_eq!(w.waits.trigger_ms, [3_000, 5_000, 5_000]);
-        assert_eq!((w.waits.prepared_used, w.waits.prepared_wasted), (1, 2));
-        assert_eq!(
-            (w.waits.wasted_span_changed, w.waits.wasted_span_grew),
-            (2, 1)
-        );
-        let mut row = Row {
-            summary_calls: 3,
-            summary_prompt_tokens: 3_000,
-            summary_output_tokens: 300,
-            ..Row::default()
-        };
+        w.waste(Waste::Discarded(DiscardReason::SpanChanged));
+        let mut row = Row::default();
         w.finish(&mut row, &Pricing::Table(crate::pricing::Prices::default()));
         let l = &row.latency;
-        // Two wasted candidates of one summary each, at the replay's mean call.
+        assert_eq!((l.prepared_wasted, l.wasted_span_changed), (1, 1));
         assert_eq!(
             (l.wasted_prompt_tokens, l.wasted_output_tokens),
-            (2_000, 200)
+            (1_000, 100)
         );
-        assert_eq!(l.wasted_unit_cost, 2_000.0 + 5.0 * 200.0);
-        assert_eq!(row.unit_cost, l.wasted_unit_cost);
-    }
-
-    #[test]
-    fn without_a_candidate_the_trigger_waits_the_whole_pass() {
-        let mut w = tracker();
-        w.trigger(usage(0, 0), usage(2, 50), 1_000);
-        w.trigger(usage(2, 50), usage(2, 50), 2_000);
-        assert_eq!(w.waits.trigger_ms, [10_000]);
+        assert_eq!(l.wasted_unit_cost, 1_000.0 + 5.0 * 100.0);
     }
 }

@@ -303,10 +303,31 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
             w.micro_between_turns, w.micro_between_turns_waited
         )
     });
-    add("summaries prepared ahead: used / wasted", &|r, _| {
-        let w = &r.latency;
-        format!("{} / {}", w.prepared_used, w.prepared_wasted)
-    });
+    add(
+        "summaries prepared ahead: used / wasted / empty",
+        &|r, _| {
+            let w = &r.latency;
+            format!(
+                "{} / {} / {}",
+                w.prepared_used, w.prepared_wasted, w.prepared_empty
+            )
+        },
+    );
+    add(
+        "  wasted: before the trigger / span changed / superseded / insufficient / failed / unused",
+        &|r, _| {
+            let w = &r.latency;
+            format!(
+                "{} / {} / {} / {} / {} / {}",
+                w.wasted_pass_between,
+                w.wasted_span_changed,
+                w.wasted_superseded,
+                w.wasted_insufficient,
+                w.wasted_failed,
+                w.wasted_unused
+            )
+        },
+    );
     add("  wasted: tokens in / out, cost", &|r, _| {
         let w = &r.latency;
         format!(

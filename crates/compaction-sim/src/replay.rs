@@ -130,6 +130,10 @@ pub async fn replay(
     options: &ReplayOptions,
 ) -> Result<Replay> {
     let mut config = variant.config.clone();
+    if let Some(share) = options.latency.prepare_at {
+        // The facade's own mechanism prepares the summary ahead.
+        config.compression.prepare_at = share;
+    }
     match &options.pricing {
         Pricing::Profile(p) => {
             config.compression.cache_profile = "custom".into();
@@ -190,12 +194,11 @@ pub async fn replay(
         scorer: Scorer::default(),
     };
     let mut order = HookOrder::default();
-    let mut latency = options.latency;
-    if !c.status().config.compression.enabled {
-        // No pass will come: nothing to prepare for.
-        latency.prepare_at = None;
-    }
-    let mut waits = Tracker::new(latency, threshold, c.status().warm_cache);
+    let preparing = {
+        let c = &c.status().config.compression;
+        c.enabled && c.prepare_at > 0.0
+    };
+    let mut waits = Tracker::new(options.latency, preparing);
     for m in msgs {
         let original = Wire::of(m);
         if let Some(ts) = time::timestamp_ms(m) {
@@ -221,6 +224,7 @@ pub async fn replay(
                     let before = counting.usage();
                     finalize(&mut c, &mut t, &mut row, &mut prompt).await;
                     waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
+                    waits.hook(&c);
                 }
                 Moment::ToolRound => {
                     if let Some(r) = c.after_tool_round(&mut t).await
@@ -228,13 +232,14 @@ pub async fn replay(
                     {
                         prompt.rewrite(&t);
                     }
+                    waits.hook(&c);
                 }
                 Moment::Request => {
                     waits.in_turn(round_start, counting.usage());
-                    waits.before_trigger(&c, &t, row.events);
                     let before = counting.usage();
                     let (ticket, report) = c.before_request(&mut t).await;
-                    waits.trigger(before, counting.usage(), now);
+                    waits.trigger(&c, report.as_ref(), before, counting.usage(), now);
+                    waits.started(&c, &counting, now).await;
                     if let Some(r) = report
                         && (row.record_batch(&r) || changed(&r.stats))
                     {
@@ -289,7 +294,8 @@ pub async fn replay(
                     }
                     c.after_response(&mut t, ticket, Usage::prompt(tokens).record_only())
                         .await;
-                    waits.after_request(&c, &t, now, row.events);
+                    waits.hook(&c);
+                    waits.started(&c, &counting, now).await;
                     row.output_tokens += output;
                 }
             }
@@ -327,6 +333,7 @@ pub async fn replay(
         let before = counting.usage();
         finalize(&mut c, &mut t, &mut row, &mut prompt).await;
         waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
+        waits.hook(&c);
     }
     let usage = counting.usage();
     row.summary_calls = usage.calls;

@@ -74,9 +74,9 @@ pub struct Row {
     pub summary_prompt_hit_tokens: u64,
     /// Output tokens of summary calls.
     pub summary_output_tokens: u64,
-    /// Estimated cost in dollars: the sum of the five parts below, plus the wasted prepared
-    /// summaries ([`Waits::wasted_cost_usd`](crate::waits::Waits::wasted_cost_usd)) when
-    /// summaries are prepared ahead.
+    /// Estimated cost in dollars: the sum of the five parts below (the summary calls include
+    /// those of the summaries prepared ahead, the wasted ones
+    /// ([`Waits::wasted_cost_usd`](crate::waits::Waits::wasted_cost_usd)) among them).
     pub cost_usd: f64,
     /// Uncached prompt tokens at the input price.
     pub cost_input_usd: f64,
@@ -105,8 +105,8 @@ pub struct Row {
     pub unit_peak_tokens: u64,
     /// Requests whose prompt in the issue units exceeded the context length.
     pub unit_overflows: u64,
-    /// Cost in the issue units: 0.1 x hit + miss + summary prompt + 5 x summary output (plus
-    /// the wasted prepared summaries, when summaries are prepared ahead).
+    /// Cost in the issue units: 0.1 x hit + miss + summary prompt + 5 x summary output (the
+    /// summaries prepared ahead, used or wasted, among the summary tokens).
     pub unit_cost: f64,
     /// Sum over requests of the share of the session's facts still in the prompt (see
     /// [`retention`](crate::retention)).

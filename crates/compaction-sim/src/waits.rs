@@ -8,7 +8,8 @@ use serde::Serialize;
 /// sums only, so totals are exact.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Waits {
-    /// Added wait of each batch pass that called the summarizer, milliseconds.
+    /// Added wait of each batch pass that called the summarizer or used a summary prepared
+    /// ahead, milliseconds.
     #[serde(skip)]
     pub trigger_ms: Vec<u64>,
     /// Added wait of each micro pass that called the summarizer, milliseconds.
@@ -18,19 +19,24 @@ pub struct Waits {
     pub micro_between_turns: u64,
     /// Of those, the ones the next request still had to wait for.
     pub micro_between_turns_waited: u64,
-    /// Summaries prepared ahead.
+    /// Summaries prepared ahead (candidates the compressor started).
     pub prepared: u64,
     /// Of those, applied at the trigger.
     pub prepared_used: u64,
-    /// Of those, thrown away (the three causes below).
+    /// Of those, discarded or never used after their calls were made (the causes below).
     pub prepared_wasted: u64,
-    /// Wasted because a pass changed the transcript before the trigger.
+    /// Of those, discarded without a call: they planned no summary (a prune would do).
+    pub prepared_empty: u64,
+    /// Wasted because the session moved on before the trigger (a pass since it started).
     pub wasted_pass_between: u64,
-    /// Wasted because the trigger's pass would summarize other messages.
+    /// Wasted because a message of its span changed (or the transcript shrank).
     pub wasted_span_changed: u64,
-    /// Of those, the candidate's messages lead the trigger's span (the span grew at its end:
-    /// an iterative update could have reused the candidate).
-    pub wasted_span_grew: u64,
+    /// Wasted because the trigger's pass does not summarize (prune-only or nothing needed).
+    pub wasted_superseded: u64,
+    /// Wasted because applied it would not bring the prompt under the threshold.
+    pub wasted_insufficient: u64,
+    /// Wasted because a call failed, the plan did not assemble or the store refused it.
+    pub wasted_failed: u64,
     /// Wasted because the session ended before a trigger.
     pub wasted_unused: u64,
     /// Prompt tokens of the wasted candidates.
@@ -39,10 +45,11 @@ pub struct Waits {
     pub wasted_prompt_hit_tokens: u64,
     /// Output tokens of the wasted candidates.
     pub wasted_output_tokens: u64,
-    /// The wasted candidates' cost, dollars (included in the row's `cost_usd`).
+    /// The wasted candidates' cost, dollars (included in the row's `cost_usd`: their calls
+    /// were made, so their tokens are in its summary tokens).
     pub wasted_cost_usd: f64,
     /// The wasted candidates' cost in the issue units (included in the row's `unit_cost` and
-    /// `effective_cost`).
+    /// `effective_cost` the same way).
     pub wasted_unit_cost: f64,
 }
 
@@ -116,9 +123,12 @@ impl Waits {
         self.prepared += other.prepared;
         self.prepared_used += other.prepared_used;
         self.prepared_wasted += other.prepared_wasted;
+        self.prepared_empty += other.prepared_empty;
         self.wasted_pass_between += other.wasted_pass_between;
         self.wasted_span_changed += other.wasted_span_changed;
-        self.wasted_span_grew += other.wasted_span_grew;
+        self.wasted_superseded += other.wasted_superseded;
+        self.wasted_insufficient += other.wasted_insufficient;
+        self.wasted_failed += other.wasted_failed;
         self.wasted_unused += other.wasted_unused;
         self.wasted_prompt_tokens += other.wasted_prompt_tokens;
         self.wasted_prompt_hit_tokens += other.wasted_prompt_hit_tokens;

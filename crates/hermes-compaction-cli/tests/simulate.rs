@@ -387,8 +387,8 @@ fn a_request_after_the_time_to_live_gets_no_cache_hits() {
     assert_eq!(u(t, "cache_hit_tokens"), 0);
 }
 
-/// The waits at the trigger are in the JSON, a prepared summary never lengthens them, and
-/// its wasted candidates are part of the cost; an impossible soft threshold is refused.
+/// The waits at the trigger are in the JSON, a prepared summary shortens them, and its
+/// wasted candidates are part of the cost; an impossible soft threshold is refused.
 #[test]
 fn simulate_reports_the_wait_at_the_trigger_and_prepared_summaries() {
     let example = repo_root().join("examples/sessions/coding-agent.jsonl");
@@ -410,16 +410,19 @@ fn simulate_reports_the_wait_at_the_trigger_and_prepared_summaries() {
     assert!(u(off, "summary_calls") > 0, "{off}");
     assert_eq!(wait(off, "passes"), u(off, "summary_events"));
     assert_eq!(wait(off, "total_ms"), 5_000 * u(off, "summary_calls"));
-    assert_eq!(wait(on, "passes"), wait(off, "passes"));
-    assert!(wait(on, "total_ms") <= wait(off, "total_ms"));
+    // Preparation changes when passes land (the facade's mechanism); here, 30 s between
+    // requests and 5 s a call, every pass uses its candidate and waits nothing.
+    assert!(wait(on, "total_ms") < wait(off, "total_ms"));
     let l = &on["latency"];
-    assert!(u(l, "prepared") > 0, "{l}");
+    assert!(u(l, "prepared_used") > 0, "{l}");
+    assert_eq!(wait(on, "passes"), u(l, "prepared_used"));
+    assert_eq!(wait(on, "p95_ms"), 0);
     assert_eq!(
         u(l, "prepared"),
-        u(l, "prepared_used") + u(l, "prepared_wasted")
+        u(l, "prepared_used") + u(l, "prepared_wasted") + u(l, "prepared_empty")
     );
-    let wasted = f(l, "wasted_cost_usd");
-    assert!((f(on, "cost_usd") - f(off, "cost_usd") - wasted).abs() < 1e-9);
+    // The wasted candidates' calls were made: their cost is part of the summary cost.
+    assert!(f(l, "wasted_cost_usd") <= f(on, "cost_summary_usd"));
     let o = run(&["simulate", "--prepare-at", "1.5", "--input", s(&example)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -224,25 +224,74 @@ fn a_prepared_summary_is_discarded_when_the_span_changed() {
             Message::user("ask 2: a different question altogether"),
             c.status().counter,
         );
+        // At the trigger the candidate no longer describes the transcript: it is discarded
+        // (paid for: it had finished), and, the prompt fitting the window, the trigger starts
+        // the candidate of its own pass and lets the request go; the next request uses it.
         let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
         assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
         let p = report.detail.prepared.expect("a candidate was waiting");
-        assert_eq!(
-            p.outcome,
-            PreparedOutcome::Discarded(DiscardReason::SpanChanged)
-        );
-        assert_eq!(
-            p.wasted_tokens(),
-            SUMMARY_TOKENS,
-            "it had finished: paid for"
-        );
-        // The pass summarized as usual: its own call.
+        assert_eq!(p.outcome, PreparedOutcome::Used);
         assert_eq!(report.stats.summary_tokens, SUMMARY_TOKENS);
     });
     assert_eq!(s.calls(), 2);
     let totals = c.status().prepared_totals;
-    assert_eq!((totals.used, totals.discarded), (0, 1));
-    assert_eq!(totals.wasted_tokens, SUMMARY_TOKENS);
+    assert_eq!((totals.started, totals.used, totals.discarded), (2, 1, 1));
+    assert_eq!(totals.wasted_tokens, SUMMARY_TOKENS, "it had finished");
+}
+
+/// A trigger met with no candidate (the prompt jumped past the soft threshold and the
+/// trigger in one request) starts one and lets that request go while it fits the window;
+/// the pass comes at the next request, from the candidate, without a call of its own.
+#[test]
+fn a_trigger_without_a_candidate_is_deferred_to_the_next_request() {
+    let s = Arc::new(Gated::default());
+    let mut cfg = prepared_config();
+    // A soft zone too narrow for a 120-token turn to land in.
+    cfg.compression.prepare_at = 0.99;
+    let mut c = builder_with(cfg, s.clone()).build().unwrap();
+    let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+    let threshold = c.status().threshold_tokens;
+    rt().block_on(async {
+        let mut next = 0;
+        let mut deferred = false;
+        let report = turns_until(&mut c, &mut t, &mut next, |c, r| {
+            if r.is_none() && c.status().has_prepared {
+                deferred = true;
+            }
+            r.is_some()
+        })
+        .await
+        .unwrap();
+        assert!(deferred);
+        assert!(report.stats.tokens_before >= threshold);
+        assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
+        assert_eq!(
+            report.detail.prepared.map(|p| p.outcome),
+            Some(PreparedOutcome::Used)
+        );
+    });
+    assert_eq!(s.calls(), 1, "the pass made no call of its own");
+    assert_eq!(c.status().prepared_totals.used, 1);
+}
+
+/// Without room in the window the trigger is not deferred: the pass runs at once.
+#[test]
+fn a_trigger_is_never_deferred_past_the_window() {
+    let s = Arc::new(Gated::default());
+    let mut cfg = prepared_config();
+    cfg.compression.prepare_at = 0.99;
+    // A threshold past 90% of the effective window: a request over it may not go
+    // uncompacted.
+    cfg.compression.threshold = 0.95;
+    let mut c = builder_with(cfg, s.clone()).build().unwrap();
+    let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+    rt().block_on(async {
+        let mut next = 0;
+        let report = turns_until(&mut c, &mut t, &mut next, ran).await.unwrap();
+        assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
+        assert_eq!(report.detail.prepared, None);
+    });
+    assert_eq!(c.status().prepared_totals.started, 0);
 }
 
 #[test]

@@ -323,8 +323,15 @@ impl Compressor {
             // like an automatic pass.
             report = Some(self.run(t, Trigger::Requested, requested.focus).await);
         } else if self.automatic_allowed(t) && t.current_tokens() >= self.settings.threshold {
-            report = Some(self.run(t, Trigger::BeforeRequest, None).await);
-        } else if self.automatic_allowed(t) && self.proactive_due(t) {
+            // With `prepare_at`, a trigger met without a usable candidate starts one and lets
+            // this request go as it is, when it fits the window: the pass comes at the next
+            // request, from the candidate.
+            if !self.defer_to_prepared(t) {
+                report = Some(self.run(t, Trigger::BeforeRequest, None).await);
+            }
+        } else if self.automatic_allowed(t) && self.proactive_due(t) && !self.prepared_current(t) {
+            // A prune-only pass would change the transcript under a summary prepared ahead
+            // and discard it: while one waits, the trigger's pass takes the outputs with it.
             report = Some(self.run(t, Trigger::Proactive, None).await);
         }
         if report.is_none() {
@@ -371,6 +378,10 @@ impl Compressor {
             || t.current_tokens() < self.settings.threshold
         {
             self.maybe_prepare(t);
+            return None;
+        }
+        if self.defer_to_prepared(t) {
+            // The next request's pass applies the candidate (see `before_request`).
             return None;
         }
         Some(self.run(t, Trigger::Usage, None).await)
@@ -438,6 +449,7 @@ impl Compressor {
         focus: Option<String>,
     ) -> BatchReport {
         let started = Instant::now();
+        self.rt.prepared_deferred = false;
         let mut report = BatchReport::start(
             Outcome::NotNeeded,
             t,

@@ -97,6 +97,30 @@ pub(crate) struct Candidate {
     task: tokio::task::AbortHandle,
 }
 
+impl Candidate {
+    /// Whether its task has finished and planned no summary (nothing to prepare, for now:
+    /// the transcript was small enough for a prune to do). What came back otherwise stays
+    /// for the pass.
+    fn came_back_empty(&mut self) -> bool {
+        match self.result.try_recv() {
+            Ok(out) => {
+                let empty = out.is_none();
+                let (tx, rx) = oneshot::channel();
+                let _ = tx.send(out);
+                self.result = rx;
+                empty
+            }
+            Err(oneshot::error::TryRecvError::Empty) => false,
+            Err(oneshot::error::TryRecvError::Closed) => {
+                // Cancelled: a receiver that stays closed, as this one was.
+                let (_, rx) = oneshot::channel();
+                self.result = rx;
+                false
+            }
+        }
+    }
+}
+
 /// A candidate dropped unsettled (the compressor went away) stops its task.
 impl Drop for Candidate {
     fn drop(&mut self) {
@@ -147,36 +171,116 @@ impl Compressor {
         let soft = (self.settings.threshold as f64 * c.prepare_at) as u64;
         if let Some(cand) = &self.rt.prepared {
             if cand.epoch == self.rt.epoch && cand.generation == self.generation_now() {
-                if t.len() >= cand.len {
+                if t.len() < cand.len {
+                    self.discard_waiting(DiscardReason::SpanChanged);
+                } else if t.len() > cand.len
+                    && self
+                        .rt
+                        .prepared
+                        .as_mut()
+                        .is_some_and(Candidate::came_back_empty)
+                {
+                    // It planned no summary over fewer messages: plan again over these, so
+                    // the span it summarizes follows the transcript to the trigger.
+                    self.discard_waiting(DiscardReason::Superseded);
+                } else {
                     return;
                 }
-                self.discard_waiting(DiscardReason::SpanChanged);
             } else {
                 self.discard_waiting(DiscardReason::GenerationChanged);
             }
         }
         let tokens = t.current_tokens();
-        if tokens < soft || tokens >= self.settings.threshold || !self.automatic_allowed(t) {
+        if tokens < soft || tokens >= self.settings.threshold || !self.may_prepare(t) {
             return;
+        }
+        self.start_prepared(t, None);
+    }
+
+    /// At a trigger (with `prepare_at` set) that no waiting candidate can serve: when this
+    /// prompt fits the window and a pass over it would summarize, starts the candidate of
+    /// that pass and returns `true`, the request going as it is and the pass coming at the
+    /// next request, from the candidate. Once per trigger: the next pass runs whatever
+    /// became of it. A candidate that came back empty counts as none.
+    pub(crate) fn defer_to_prepared(&mut self, t: &Transcript) -> bool {
+        if self.settings.config.compression.prepare_at <= 0.0
+            || self.rt.prepared_deferred
+            || t.current_tokens() > self.settings.window_tokens
+            || !self.may_prepare(t)
+        {
+            return false;
+        }
+        if self.prepared_current(t)
+            && !self
+                .rt
+                .prepared
+                .as_mut()
+                .is_some_and(Candidate::came_back_empty)
+        {
+            return false;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return false;
+        }
+        // The pass's plan, made now (a plan is quick; the summary is what takes time): only
+        // one that summarizes is worth a request's wait.
+        let planned = plan_prepared(
+            t.messages().to_vec(),
+            self.rt.state.compacted,
+            self.counter.as_ref(),
+            self.settings.threshold,
+            &self.settings.batch,
+        );
+        if digest(&planned.1, planned.0.len()).is_none() {
+            return false;
+        }
+        if let Some(cand) = &self.rt.prepared {
+            let reason = if cand.epoch != self.rt.epoch || cand.generation != self.generation_now()
+            {
+                DiscardReason::GenerationChanged
+            } else if self.prepared_current(t) {
+                // It came back empty.
+                DiscardReason::Superseded
+            } else {
+                DiscardReason::SpanChanged
+            };
+            self.discard_waiting(reason);
+        }
+        self.start_prepared(t, Some(planned));
+        self.rt.prepared_deferred = self.rt.prepared.is_some();
+        self.rt.prepared_deferred
+    }
+
+    /// Whether a candidate may start now: automatic compaction allowed, no cooldown or
+    /// pause, no manual pass or model request waiting, no tool result owed.
+    fn may_prepare(&self, t: &Transcript) -> bool {
+        if !self.automatic_allowed(t) {
+            return false;
         }
         let now = self.now_ms();
         let blocked = self.rt.state.cooldown_until_ms.is_some_and(|u| now < u)
             || self.rt.state.paused_until_ms.is_some_and(|u| now < u);
-        if blocked
+        !(blocked
             || self.rt.prune_only_once
             || self.rt.requested.is_some()
-            || crate::report::Resume::at(t).is_some_and(|r| !r.results_complete)
-        {
-            return;
-        }
+            || crate::report::Resume::at(t).is_some_and(|r| !r.results_complete))
+    }
+
+    /// Copies the messages and spawns the candidate's task (which plans, unless `planned`
+    /// holds the plan made over these messages already, and writes the summaries).
+    fn start_prepared(&mut self, t: &Transcript, planned: Option<(Transcript, BatchPlan)>) {
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let compacted = self.rt.state.compacted;
         // The task plans (a forced summary plan, as the pass would make over these messages)
         // and writes the summaries; the hook only copies the messages and spawns.
-        let messages = t.messages().to_vec();
-        let len = messages.len();
+        let messages = if planned.is_some() {
+            Vec::new()
+        } else {
+            t.messages().to_vec()
+        };
+        let len = t.len();
         let counter = self.counter_arc();
         let threshold = self.settings.threshold;
         let batch_cfg = self.settings.batch.clone();
@@ -188,8 +292,10 @@ impl Compressor {
         let calls = self.calls.clone();
         let deadline = self.settings.call.pass_deadline();
         let task = handle.spawn(async move {
-            let (base, plan) =
-                plan_prepared(messages, compacted, counter.as_ref(), threshold, &batch_cfg);
+            let (base, plan) = match planned {
+                Some(p) => p,
+                None => plan_prepared(messages, compacted, counter.as_ref(), threshold, &batch_cfg),
+            };
             let Some(digest) = digest(&plan, base.len()) else {
                 let _ = tx.send(None);
                 return;

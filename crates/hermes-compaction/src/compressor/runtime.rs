@@ -46,6 +46,9 @@ pub(crate) struct Runtime {
     pub(super) prepared: Option<super::prepare::Candidate>,
     /// Running totals of prepared summaries.
     pub(super) prepared_totals: crate::report::PreparedTotals,
+    /// A trigger was put off to the next request for the summary prepared ahead (once: the
+    /// next pass clears it).
+    pub(super) prepared_deferred: bool,
     /// What `undo_last` needs to revert the last pass applied in memory.
     pub(super) last_pass: Option<LastPass>,
     /// A compaction the model asked for (`compact_context`), run at the next `before_request`.
