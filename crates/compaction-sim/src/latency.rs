@@ -21,7 +21,7 @@
 //!   task on its current-thread runtime), so its calls are made at a known moment and the
 //!   replay is reproducible; it counts as
 //!   started at that request's time and takes the model's latency of its own calls. A pass
-//!   that used it ([`BatchReport::prepared`]) makes the request wait only for what is left of
+//!   that used it ([`BatchDetail::prepared`](hermes_compaction::BatchDetail::prepared)) makes the request wait only for what is left of
 //!   that latency after the time since it started (0 once the next request comes later than
 //!   the calls take). A candidate the compressor discarded (at a trigger, for the reason its
 //!   report gives, or before one, because a pass moved the session on) or that no pass used
