@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use compaction_core::Transcript;
 use compaction_core::material::{self, MaterialConfig};
 use compaction_core::parse;
-use compaction_core::redact::redact;
+use compaction_redact::redact;
 use compaction_core::regions::{self, RegionConfig, WindowConfig};
 use compaction_core::tokens::{Estimator, estimate_text};
 use compaction_core::{Message, ToolCall};

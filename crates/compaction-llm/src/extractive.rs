@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use compaction_core::marker;
-use compaction_core::redact::{redact, redacted_head};
+use compaction_redact::{redact, redacted_head};
 use compaction_core::tokens::estimate_text;
 use compaction_core::{Message, Role};
 use regex::Regex;

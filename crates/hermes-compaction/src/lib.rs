@@ -43,6 +43,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use compaction_core as core;
+pub use compaction_redact as redact;
 #[cfg(feature = "llm")]
 pub use compaction_llm as llm;
 #[cfg(feature = "store")]
