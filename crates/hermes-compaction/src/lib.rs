@@ -43,9 +43,9 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use compaction_core as core;
-pub use compaction_redact as redact;
 #[cfg(feature = "llm")]
 pub use compaction_llm as llm;
+pub use compaction_redact as redact;
 #[cfg(feature = "store")]
 pub use compaction_store as store;
 #[cfg(feature = "telemetry")]
