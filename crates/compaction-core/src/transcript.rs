@@ -279,27 +279,6 @@ impl Transcript {
         self.messages.as_mut_slice()[i].meta_mut().row_id = Some(id);
     }
 
-    /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
-    /// sent to a model, so token counts are unaffected. For tests of the caches it resets:
-    /// elsewhere row ids are stamped with [`set_row_id`](Self::set_row_id), pins set with
-    /// [`pin`](Self::pin), and a marker kind is set on a message before it is spliced in.
-    #[cfg(test)]
-    pub(crate) fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
-        let m = &mut self.messages.as_mut_slice()[i];
-        if m.is_user() {
-            // Its marker kind may change, and with it which user message is the latest real one.
-            self.last_user = None;
-        }
-        if m.is_assistant() {
-            // Likewise for the last visible reply.
-            self.last_reply = None;
-        }
-        // The marker kind may change, and with it what a planner sees.
-        self.stamp = next_stamp();
-        self.lineage = next_stamp();
-        m.meta_mut()
-    }
-
     /// Pins or unpins message `i` ([`Meta::pinned`](crate::Meta::pinned)): no pass prunes,
     /// trims, summarizes or reorders a pinned message, and its tool group stays whole with it.
     /// Metadata only (token counts are unchanged), but plans made before are refused by
@@ -420,6 +399,29 @@ fn is_real_user(m: &Message) -> bool {
 /// Tool-group structure helpers over a slice of messages.
 pub(crate) mod groups;
 mod splice;
+
+#[cfg(test)]
+impl Transcript {
+    /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
+    /// sent to a model, so token counts are unaffected. For tests of the caches it resets:
+    /// elsewhere row ids are stamped with [`set_row_id`](Self::set_row_id), pins set with
+    /// [`pin`](Self::pin), and a marker kind is set on a message before it is spliced in.
+    pub(crate) fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
+        let m = &mut self.messages.as_mut_slice()[i];
+        if m.is_user() {
+            // Its marker kind may change, and with it which user message is the latest real one.
+            self.last_user = None;
+        }
+        if m.is_assistant() {
+            // Likewise for the last visible reply.
+            self.last_reply = None;
+        }
+        // The marker kind may change, and with it what a planner sees.
+        self.stamp = next_stamp();
+        self.lineage = next_stamp();
+        m.meta_mut()
+    }
+}
 
 #[cfg(test)]
 mod tests {
