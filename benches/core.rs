@@ -18,10 +18,10 @@ use std::path::PathBuf;
 use compaction_core::Transcript;
 use compaction_core::material::{self, MaterialConfig};
 use compaction_core::parse;
-use compaction_core::redact::redact;
 use compaction_core::regions::{self, RegionConfig, WindowConfig};
 use compaction_core::tokens::{Estimator, estimate_text};
 use compaction_core::{Message, ToolCall};
+use compaction_redact::redact;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];

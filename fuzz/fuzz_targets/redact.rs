@@ -3,7 +3,7 @@
 //! never hold a secret.
 #![no_main]
 
-use compaction_core::redact::{contains_secret, redact, redacted_head, redacted_tail};
+use compaction_redact::{contains_secret, redact, redacted_head, redacted_tail};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: (u16, &str)| {

@@ -12,7 +12,11 @@ mod measure;
 mod source;
 mod ties;
 
-/// Crates that must never appear in compaction-core's normal dependency tree.
+/// Pure crates: plain data in, plain data out. None of [`FORBIDDEN_IN_CORE`] may appear in
+/// their normal dependency tree.
+const PURE: [&str; 2] = ["compaction-core", "compaction-redact"];
+
+/// Crates that must never appear in a [pure](PURE) crate's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 6] = [
     "tokio",
     "sqlx",
@@ -346,13 +350,21 @@ fn layering() -> Result<(), String> {
             scc.join(" <-> ")
         ));
     }
-    let core = tree("compaction-core")?;
-    for bad in FORBIDDEN_IN_CORE {
-        if tree_contains(&core, bad) {
-            return Err(format!(
-                "layering: compaction-core depends on `{bad}` (core must stay free of async, I/O, HTTP and SQL)"
-            ));
+    for pure in PURE {
+        let deps = tree(pure)?;
+        for bad in FORBIDDEN_IN_CORE {
+            if tree_contains(&deps, bad) {
+                return Err(format!(
+                    "layering: {pure} depends on `{bad}` (a pure crate stays free of async, I/O, HTTP and SQL)"
+                ));
+            }
         }
+    }
+    // Redaction knows strings, not messages: core depends on it, never the other way.
+    if tree_contains(&tree("compaction-redact")?, "compaction-core") {
+        return Err(
+            "layering: compaction-redact depends on compaction-core (core uses redaction; redaction knows strings only)".into(),
+        );
     }
     for adapter in ADAPTERS {
         let deps = tree(adapter)?;
@@ -364,10 +376,7 @@ fn layering() -> Result<(), String> {
             }
         }
     }
-    for library in ADAPTERS
-        .iter()
-        .chain(&["compaction-core", "hermes-compaction"])
-    {
+    for library in ADAPTERS.iter().chain(&PURE).chain(&["hermes-compaction"]) {
         let deps = tree(library)?;
         for (integration, framework) in INTEGRATIONS {
             for bad in [integration, framework] {

@@ -66,13 +66,6 @@ pub enum Error {
         /// What was expected.
         expected: &'static str,
     },
-    /// A redaction ruleset (gitleaks' TOML format) could not be read: the parser's message,
-    /// which names the line and column (never transcript text).
-    #[error("the redaction ruleset could not be read: {reason}")]
-    Ruleset {
-        /// What is wrong, and where in the file.
-        reason: String,
-    },
     /// The transcript is not the one the plan was made from.
     #[error("the transcript changed since the plan was made")]
     StaleTranscript,

@@ -12,9 +12,9 @@
 //! What counts, from each tool call's JSON arguments: a string under a key ending in `path`,
 //! or named `file`, `filename`, `paths` or `files` (a list of strings for the last two) is a
 //! file; the first non-empty line of a `command` or `cmd` argument (a string, or a list of
-//! strings joined by spaces) is a command. Entries are trimmed, redacted ([`redact::redact`];
+//! strings joined by spaces) is a command. Entries are trimmed, redacted ([`redact`](compaction_redact::redact);
 //! a command longer than 200 characters is redacted before it is cut, with
-//! [`redact::redacted_head`], so a key straddling the cut never leaves a fragment; longer
+//! [`redacted_head`](compaction_redact::redacted_head), so a key straddling the cut never leaves a fragment; longer
 //! paths are skipped), and kept once; naming one again moves it to the newest end.
 //!
 //! The rendered section is bounded ([`Ledger::render`]): when it does not fit, the oldest

@@ -90,7 +90,7 @@ pub mod parse;
 pub mod pins;
 pub mod preview;
 pub mod prune;
-pub mod redact;
+mod redact;
 pub mod regions;
 pub mod stats;
 #[cfg(feature = "proptest")]

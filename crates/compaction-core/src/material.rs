@@ -8,10 +8,10 @@
 //! would exceed its bound, the oldest-but-first messages are dropped with an explicit note.
 //!
 //! Secrets are redacted before anything is cut: each content and each argument string is
-//! redacted around the parts that are kept ([`redact::redacted_head`] and
-//! [`redact::redacted_tail`]), so a key straddling a cut is recognised whole and a cut never
+//! redacted around the parts that are kept ([`redacted_head`](compaction_redact::redacted_head) and
+//! [`redacted_tail`](compaction_redact::redacted_tail)), so a key straddling a cut is recognised whole and a cut never
 //! leaves the prefix of a key with part of its body. A secret that runs from the end of one
-//! message into the start of the next is redacted in both ([`redact::redact_adjacent`]). The
+//! message into the start of the next is redacted in both ([`redact_adjacent`](compaction_redact::redact_adjacent)). The
 //! finished material is redacted once more as a whole.
 
 use std::borrow::Cow;
@@ -290,7 +290,7 @@ pub(crate) fn strip_media_directives(text: &str) -> (Cow<'_, str>, usize) {
 
 /// Keeps the head and tail of `text` within `max` characters, with an explicit note of what
 /// was cut. The text is redacted first (see the [module docs](self)), so the result never
-/// holds a secret, whole or in part, that [`redact::redact`] recognises.
+/// holds a secret, whole or in part, that [`redact`](compaction_redact::redact) recognises.
 pub fn cut_middle(text: &str, max: usize) -> String {
     let total = text.chars().count();
     if total <= max {

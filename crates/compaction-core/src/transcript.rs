@@ -138,7 +138,7 @@ impl Transcript {
     }
 
     /// A stamp that identifies this exact content. It changes on every mutation ([`push`],
-    /// [`splice`], [`replace`], [`meta_mut`], applying an [`Edit`](crate::Edit)), is never
+    /// [`splice`], [`replace`], [`pin`], applying an [`Edit`](crate::Edit)), is never
     /// reused within the process, and is shared only by clones that neither side has changed
     /// since. Plans record it, and [`batch::assemble`](crate::batch::assemble) refuses a
     /// transcript whose stamp differs, so an edit that keeps the length and the token total (a
@@ -148,7 +148,7 @@ impl Transcript {
     /// [`push`]: Self::push
     /// [`splice`]: Self::splice
     /// [`replace`]: Self::replace
-    /// [`meta_mut`]: Self::meta_mut
+    /// [`pin`]: Self::pin
     /// [`set_row_id`]: Self::set_row_id
     pub fn stamp(&self) -> u64 {
         self.stamp
@@ -274,27 +274,9 @@ impl Transcript {
     }
 
     /// Stamps message `i` with its store row id. Metadata only, and not the marker kind, so
-    /// counts and the latest-user index stay as they are (unlike [`meta_mut`](Self::meta_mut)).
+    /// counts and the latest-user index stay as they are.
     pub fn set_row_id(&mut self, i: usize, id: i64) {
         self.messages.as_mut_slice()[i].meta_mut().row_id = Some(id);
-    }
-
-    /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
-    /// sent to a model, so token counts are unaffected.
-    pub fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
-        let m = &mut self.messages.as_mut_slice()[i];
-        if m.is_user() {
-            // Its marker kind may change, and with it which user message is the latest real one.
-            self.last_user = None;
-        }
-        if m.is_assistant() {
-            // Likewise for the last visible reply.
-            self.last_reply = None;
-        }
-        // The marker kind may change, and with it what a planner sees.
-        self.stamp = next_stamp();
-        self.lineage = next_stamp();
-        m.meta_mut()
     }
 
     /// Pins or unpins message `i` ([`Meta::pinned`](crate::Meta::pinned)): no pass prunes,
@@ -382,8 +364,8 @@ impl Transcript {
     /// visible text and is no library marker ([`marker::is_user_text`](crate::marker::is_user_text):
     /// a blank or image-only user message, which
     /// platforms echo, is never the request; spec section 1, "Tail"). O(1): the index
-    /// is kept current by every splice (after [`meta_mut`](Self::meta_mut) of a user message,
-    /// the next call scans back from the end once per splice).
+    /// is kept current by every splice (after a metadata change of a user message, the next
+    /// call scans back from the end once per splice).
     pub fn last_real_user(&self) -> Option<usize> {
         match self.last_user {
             Some(known) => known,
@@ -396,7 +378,7 @@ impl Transcript {
     /// Index of the last assistant reply the user saw: visible text, no tool calls, not a
     /// summary marker (`regions::last_visible_reply`
     /// over the whole transcript). O(1) like [`last_real_user`](Self::last_real_user): kept
-    /// current by every push and splice (after [`meta_mut`](Self::meta_mut) of an assistant
+    /// current by every push and splice (after a metadata change of an assistant
     /// message, calls scan back from the end until the next splice).
     pub(crate) fn last_visible_reply(&self) -> Option<usize> {
         match self.last_reply {
@@ -417,6 +399,29 @@ fn is_real_user(m: &Message) -> bool {
 /// Tool-group structure helpers over a slice of messages.
 pub(crate) mod groups;
 mod splice;
+
+#[cfg(test)]
+impl Transcript {
+    /// Mutable library metadata of message `i` (row ids, marker kind). Metadata is never
+    /// sent to a model, so token counts are unaffected. For tests of the caches it resets:
+    /// elsewhere row ids are stamped with [`set_row_id`](Self::set_row_id), pins set with
+    /// [`pin`](Self::pin), and a marker kind is set on a message before it is spliced in.
+    pub(crate) fn meta_mut(&mut self, i: usize) -> &mut crate::message::Meta {
+        let m = &mut self.messages.as_mut_slice()[i];
+        if m.is_user() {
+            // Its marker kind may change, and with it which user message is the latest real one.
+            self.last_user = None;
+        }
+        if m.is_assistant() {
+            // Likewise for the last visible reply.
+            self.last_reply = None;
+        }
+        // The marker kind may change, and with it what a planner sees.
+        self.stamp = next_stamp();
+        self.lineage = next_stamp();
+        m.meta_mut()
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -33,7 +33,7 @@ fn fates_of(before: &[Message], edit: &Edit, summaries: &[std::ops::Range<usize>
                 out[i] = Fate::Pruned {
                     one_liner: before[i]
                         .is_tool()
-                        .then(|| compaction_core::redact::redact(&new.text()).into_owned()),
+                        .then(|| compaction_redact::redact(&new.text()).into_owned()),
                 };
             }
         }

@@ -414,3 +414,61 @@ fn a_callers_focus_is_redacted_and_bounded() {
         assert_eq!(job.focus.as_deref(), Some("request 11"));
     }
 }
+
+thread_local! {
+    static FAILURES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Records a failure when any 8-character run of a secret part is in `text` (the family and
+/// the place are recorded, never the secret).
+fn assert_no_run(what: &str, text: &str, planted: &test_support::secrets::Planted) {
+    for part in &planted.secrets {
+        let chars: Vec<char> = part.chars().collect();
+        for w in chars.windows(8.min(chars.len())) {
+            let run: String = w.iter().collect();
+            if text.contains(&run) {
+                FAILURES.with(|f| f.borrow_mut().push(format!("{}: {what}", planted.family)));
+                return;
+            }
+        }
+    }
+}
+
+/// Issue 20's names indexes against the corpus: no credential, nor any 8-character run of one,
+/// becomes a name of a summary's ledger, as written or inside JSON arguments. (That none
+/// becomes a name of a pruned output's index is the unit test
+/// `ledger::tests::no_credential_becomes_a_name_of_the_names_index`; the corpus itself is
+/// compaction-redact's test.)
+#[test]
+fn no_credential_becomes_a_name() {
+    use compaction_core::ledger::Ledger;
+    use test_support::secrets::credentials;
+    for planted in credentials() {
+        let mut ledger = Ledger::default();
+        let args = serde_json::json!({ "script": format!("run_step_1\n{}", planted.text) });
+        ledger.observe(&Message::assistant_tool_calls(
+            format!("Using {} for deploy_v2", planted.text),
+            vec![ToolCall::function("c1", "bash", args.to_string())],
+        ));
+        let rendered = ledger.render(100_000).unwrap_or_default();
+        assert_no_run("ledger names", &rendered, &planted);
+        for name in ledger.names() {
+            assert_no_run("ledger name", name, &planted);
+        }
+        // A names line of a summary body read back: the credential is not taken as a name.
+        let mut names_only = Ledger::default();
+        names_only.observe(&Message::assistant("run_step_1 then deploy_v2"));
+        let section = names_only.render(100_000).unwrap();
+        let body = format!(
+            "{}\n- run_step_1, {}, deploy_v2",
+            section.trim_end(),
+            planted.text
+        );
+        let (_, read) = Ledger::split(&body);
+        for name in read.names() {
+            assert_no_run("split name", name, &planted);
+        }
+    }
+    let failures = FAILURES.with(|f| std::mem::take(&mut *f.borrow_mut()));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

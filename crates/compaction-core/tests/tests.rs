@@ -19,8 +19,6 @@ mod requests;
 mod responses;
 mod roundtrip;
 mod secrets;
-mod secrets_corpus;
-mod secrets_rules;
 mod strategies;
 mod tokens;
 mod trim;

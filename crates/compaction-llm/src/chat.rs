@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
-use compaction_core::redact::redact;
+use compaction_redact::redact;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};

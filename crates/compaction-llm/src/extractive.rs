@@ -22,9 +22,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
 use compaction_core::marker;
-use compaction_core::redact::{redact, redacted_head};
 use compaction_core::tokens::estimate_text;
 use compaction_core::{Message, Role};
+use compaction_redact::{redact, redacted_head};
 use regex::Regex;
 use serde_json::Value;
 

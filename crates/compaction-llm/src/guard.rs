@@ -14,7 +14,7 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use compaction_core::redact::redact;
+use compaction_redact::redact;
 use regex::Regex;
 
 use crate::error::{Error, Result};

@@ -22,7 +22,7 @@
 //!
 //! No feature is on by default: without one the crate has no HTTP client in its tree.
 //!
-//! Secret redaction is pure text algebra and lives in [`compaction_core::redact`]; every
+//! Secret redaction is pure text algebra and lives in [`compaction_redact`]; every
 //! adapter here redacts what it sends and what it returns.
 //!
 //! [`Message`]: compaction_core::Message

@@ -210,7 +210,7 @@ fn opening(m: &compaction_core::Message) -> String {
     let text = m.text();
     let words: Vec<&str> = text.split_whitespace().take(OPENING_WORDS).collect();
     if !words.is_empty() {
-        let quoted = compaction_core::redact::redact(&words.join(" ")).into_owned();
+        let quoted = compaction_redact::redact(&words.join(" ")).into_owned();
         return format!("\"{quoted}\"");
     }
     let names: Vec<&str> = m

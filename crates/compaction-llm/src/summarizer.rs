@@ -18,7 +18,7 @@ pub type SummaryFuture<'a> = Pin<Box<dyn Future<Output = Result<SummaryResponse>
 /// `Arc<dyn Summarizer>`.
 ///
 /// Implementations must not put transcript text or provider response bodies into errors or
-/// logs, and should redact secrets ([`compaction_core::redact`]) in what they send and return.
+/// logs, and should redact secrets ([`compaction_redact`]) in what they send and return.
 ///
 /// A summarizer over your own model client; wrap it in a
 /// [`FallbackLayer`](crate::FallbackLayer) so failures other than auth and quota fall back to

@@ -389,7 +389,7 @@ fn over_the_fixtures_the_goal_is_the_sessions_task() {
                     .take(6)
                     .collect::<Vec<_>>()
                     .join(" ");
-                let words = compaction_core::redact::redact(&words).into_owned();
+                let words = compaction_redact::redact(&words).into_owned();
                 assert!(goal.contains(&words), "{}: {goal}", path.display());
             }
             None => assert!(!goal.is_empty(), "{}", path.display()),

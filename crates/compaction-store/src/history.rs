@@ -5,7 +5,7 @@
 use std::fmt;
 
 use compaction_core::Role;
-use compaction_core::redact::{redact, redact_adjacent};
+use compaction_redact::{redact, redact_adjacent};
 
 use crate::{GenerationInfo, StoredRow};
 

@@ -118,7 +118,7 @@ impl Compressor {
         }
         let focus = args
             .focus
-            .map(|f| compaction_core::redact::redact(f.trim()).into_owned())
+            .map(|f| compaction_redact::redact(f.trim()).into_owned())
             .filter(|f| !f.is_empty())
             .map(|f| compaction_core::material::cut_middle(&f, MAX_FOCUS_CHARS));
         self.rt.request(Requested { focus }, turn);

@@ -678,7 +678,7 @@ impl Config {
     }
 
     /// Reads the ruleset `compression.redaction_rules` names and installs it for every
-    /// redaction in this process ([`compaction_core::redact::install`]); nothing when the key
+    /// redaction in this process ([`compaction_redact::install`]); nothing when the key
     /// is empty (the bundled ruleset, or one installed earlier, stays). Returns one warning
     /// per rule of the file that is not in force (its id and why: a regex the `regex` crate
     /// does not compile, a path-only rule), so none is skipped silently; the loader returns
@@ -708,7 +708,7 @@ impl Config {
         };
         let text = std::fs::read_to_string(path).map_err(|e| fail(e.to_string()))?;
         let rules =
-            compaction_core::redact::Ruleset::from_toml(&text).map_err(|e| fail(e.to_string()))?;
+            compaction_redact::Ruleset::from_toml(&text).map_err(|e| fail(e.to_string()))?;
         let skipped = rules.skipped().iter().map(|s| {
             format!(
                 "configuration: `compression.redaction_rules`: rule `{}` is not in force: {}",
@@ -728,7 +728,7 @@ impl Config {
             "redaction ruleset: {}",
             rules.describe()
         );
-        compaction_core::redact::install(rules);
+        compaction_redact::install(rules);
         Ok(warnings)
     }
 

@@ -45,6 +45,7 @@
 pub use compaction_core as core;
 #[cfg(feature = "llm")]
 pub use compaction_llm as llm;
+pub use compaction_redact as redact;
 #[cfg(feature = "store")]
 pub use compaction_store as store;
 #[cfg(feature = "telemetry")]

@@ -96,11 +96,7 @@ impl Compressor {
             tracing::error!("Micro-compaction: planning panicked; pass skipped");
             return None;
         };
-        if let Some(micro::Resolved {
-            cursor,
-            source: micro::CursorSource::Marker { index, kind },
-            ..
-        }) = &plan.resolved
+        if let (Some(cursor), Some((index, kind))) = (plan.cursor, plan.rehydrated_from)
             && self.rt.micro_state().cursor.is_none()
         {
             tracing::info!(

@@ -216,7 +216,9 @@ pub(crate) async fn adopt_pins(
             t.set_row_id(i, new);
         }
         if t.messages()[i].is_pinned() != row.is_pinned() {
-            t.meta_mut(i).pinned = row.is_pinned();
+            // The store's pin, adopted: not a change for the store to write.
+            t.pin(i, row.is_pinned());
+            t.pin_written(new, new);
         }
         if let Some(w) = wanted {
             t.pin(i, w);

@@ -170,7 +170,7 @@ pub async fn recall_with(
     if hits.is_empty() {
         return Ok(format!(
             "[{RECALL_TOOL_NAME}: no archived content of this session contains all of: {}]",
-            clip_chars(&compaction_core::redact::redact(query), 200)
+            clip_chars(&compaction_redact::redact(query), 200)
         ));
     }
     let terms: Vec<String> = query
@@ -241,12 +241,12 @@ fn row_label(id: RowId, active: bool) -> String {
 }
 
 /// What a recalled message shows: its text, then its tool calls.
-/// The text of a recalled message, redacted ([`compaction_core::redact`]) as a whole before
+/// The text of a recalled message, redacted ([`compaction_redact`]) as a whole before
 /// any page or excerpt is cut from it, so a cut never shows part of a secret and offsets stay
 /// consistent between calls.
 fn display_text(m: &Message) -> String {
     let s = display_unredacted(m);
-    match compaction_core::redact::redact(&s) {
+    match compaction_redact::redact(&s) {
         std::borrow::Cow::Borrowed(_) => s,
         std::borrow::Cow::Owned(r) => r,
     }

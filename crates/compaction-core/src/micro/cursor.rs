@@ -12,7 +12,7 @@ use crate::transcript::Transcript;
 /// Where a resolved cursor came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CursorSource {
+pub(crate) enum CursorSource {
     /// The in-memory cursor was inside the middle (and agreed with the transcript).
     Memory,
     /// Just after the last summary marker (rehydration).
@@ -28,15 +28,15 @@ pub enum CursorSource {
 
 /// The cursor and rolling summary a pass works from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// Index of the first middle message not yet absorbed.
-    pub cursor: usize,
+    pub(crate) cursor: usize,
     /// Body of the rolling micro marker, if one exists.
-    pub rolling_summary: Option<String>,
+    pub(crate) rolling_summary: Option<String>,
     /// Index of the rolling micro marker, if one exists.
-    pub rolling_marker: Option<usize>,
+    pub(crate) rolling_marker: Option<usize>,
     /// Where the cursor came from.
-    pub source: CursorSource,
+    pub(crate) source: CursorSource,
 }
 
 /// Resolves the cursor and rolling summary (spec section 5, step 2).

@@ -88,9 +88,12 @@
 //! outcome.edit().unwrap().clone().apply_to(&mut t, &e).unwrap();
 //! assert_eq!(planner.state.cursor, Some(3));
 //! // A fresh process recovers the same cursor and summary from the transcript alone.
-//! let fresh = MicroPlanner::default().plan(&request(&t, &cfg, &e)).resolved.unwrap();
-//! assert_eq!(fresh.cursor, 3);
-//! assert_eq!(fresh.rolling_summary.as_deref(), Some("Ran sh for request 0."));
+//! let mut fresh = MicroPlanner::default();
+//! let plan = fresh.plan(&request(&t, &cfg, &e));
+//! assert_eq!(plan.cursor, Some(3));
+//! assert_eq!(plan.rehydrated_from, Some((2, compaction_core::MarkerKind::Micro)));
+//! fresh.record(MicroEvent::Planned(&plan));
+//! assert_eq!(fresh.state.rolling_summary.as_deref(), Some("Ran sh for request 0."));
 //! ```
 
 use std::ops::Range;
@@ -115,7 +118,6 @@ mod progress;
 
 pub use self::{
     assemble::assemble_micro,
-    cursor::{CursorSource, Resolved},
     outcome::{MicroOutcome, MicroOutcomeKind},
     plan::{AbsorbJob, DefragJob, MicroPlan, MicroStep, NoopReason},
 };
@@ -209,11 +211,18 @@ impl MicroPlanner {
     pub fn plan(&mut self, req: &MicroRequest<'_>) -> MicroPlan {
         // Taken for the plan: a plan that panics leaves a fresh memo behind.
         let mut memo = std::mem::take(&mut self.memo);
-        let plan = match req.hook {
+        let mut plan = match req.hook {
             MicroHook::Turn => absorb::plan(req, &self.state, &mut memo),
             MicroHook::ToolRound => progress::plan(req, &self.state, &mut memo),
         };
         self.memo = memo;
+        if let Some(r) = &plan.resolved {
+            plan.cursor = Some(r.cursor);
+            plan.rehydrated_from = match r.source {
+                cursor::CursorSource::Marker { index, kind } => Some((index, kind)),
+                cursor::CursorSource::Memory | cursor::CursorSource::MiddleStart => None,
+            };
+        }
         plan
     }
 
@@ -273,6 +282,8 @@ impl Default for MicroConfig {
 
 /// What micro-compaction remembers between passes. Owned by the caller; serializable so it
 /// can be persisted, but the transcript stays the source of truth (a fresh state resolves the cursor from it).
+/// Besides the cursor and the rolling summary it holds the planner's own failure counts and
+/// defrag guard, private: [`MicroPlanner::record`] keeps them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct MicroState {
@@ -280,12 +291,12 @@ pub struct MicroState {
     pub cursor: Option<usize>,
     /// Body of the rolling micro marker.
     pub rolling_summary: Option<String>,
-    /// Consecutive failures of one exchange of the middle.
-    pub failures: Option<FailureRecord>,
+    /// Consecutive failures of one exchange of the middle (the planner's skip policy).
+    pub(crate) failures: Option<FailureRecord>,
     /// Consecutive failures of one tool group of a long turn.
-    pub progress_failures: Option<FailureRecord>,
+    pub(crate) progress_failures: Option<FailureRecord>,
     /// Rolling summary size when the last defrag failed (livelock guard).
-    pub defrag_failed_at_tokens: Option<u64>,
+    pub(crate) defrag_failed_at_tokens: Option<u64>,
 }
 
 impl MicroState {
@@ -355,11 +366,11 @@ impl MicroState {
 
 /// Identifies an exchange (or tool group) across passes without keeping its text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ExchangeId {
+pub(crate) struct ExchangeId {
     /// Index of its first message.
-    pub start: usize,
+    pub(crate) start: usize,
     /// FNV-1a hash of its first message's wire JSON.
-    pub fingerprint: u64,
+    pub(crate) fingerprint: u64,
 }
 
 impl ExchangeId {
@@ -377,11 +388,11 @@ impl ExchangeId {
 
 /// Consecutive failures of one exchange.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FailureRecord {
+pub(crate) struct FailureRecord {
     /// The failing exchange.
-    pub exchange: ExchangeId,
+    pub(crate) exchange: ExchangeId,
     /// Failures in a row.
-    pub count: u32,
+    pub(crate) count: u32,
 }
 
 /// 64-bit FNV-1a: stable across processes and versions, unlike `DefaultHasher`.

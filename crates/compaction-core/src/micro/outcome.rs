@@ -94,7 +94,7 @@ pub enum MicroOutcomeKind {
 
 impl MicroOutcomeKind {
     /// Every outcome.
-    pub const ALL: [MicroOutcomeKind; 9] = [
+    const ALL: [MicroOutcomeKind; 9] = [
         MicroOutcomeKind::Absorbed,
         MicroOutcomeKind::Progressed,
         MicroOutcomeKind::SummarizeFailed,
@@ -124,7 +124,7 @@ impl MicroOutcomeKind {
 
     /// The outcome named `s` by [`as_str`](Self::as_str) (`absorbed` gives
     /// [`Absorbed`](Self::Absorbed)).
-    pub fn from_name(s: &str) -> Option<MicroOutcomeKind> {
+    fn from_name(s: &str) -> Option<MicroOutcomeKind> {
         MicroOutcomeKind::ALL
             .into_iter()
             .find(|k| k.as_str() == s && *k != MicroOutcomeKind::Progressed)

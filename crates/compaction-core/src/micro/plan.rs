@@ -4,7 +4,8 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
-use super::{ExchangeId, Resolved};
+use super::ExchangeId;
+use super::cursor::Resolved;
 use crate::ledger::Ledger;
 use crate::message::{MarkerKind, Message};
 use crate::regions::Regions;
@@ -18,8 +19,16 @@ pub struct MicroPlan {
     pub threshold_tokens: u64,
     /// Size before (calibrated when available).
     pub tokens_before: u64,
+    /// Where the plan resumes: the first middle message not yet absorbed, from the planner's
+    /// state or, when that does not agree with the transcript, after the last summary marker;
+    /// `None` for turn-progress plans, which do not use it.
+    pub cursor: Option<usize>,
+    /// The summary marker (index and kind) the cursor was recovered from, when the transcript
+    /// decided it rather than the planner's state (a fresh planner, a reload, a state that no
+    /// longer agrees with the transcript).
+    pub rehydrated_from: Option<(usize, MarkerKind)>,
     /// The resolved cursor; `None` for turn-progress plans, which do not use it.
-    pub resolved: Option<Resolved>,
+    pub(crate) resolved: Option<Resolved>,
     /// Estimated size of the rolling summary (0 when none).
     pub rolling_summary_tokens: u64,
     /// The decision.
@@ -115,5 +124,5 @@ pub struct AbsorbJob {
     /// marker's scaffolding), assuming the summary keeps the previous one's size.
     pub expected_reclaim_tokens: i64,
     /// Identity of the first absorbed exchange, for failure counting.
-    pub exchange: ExchangeId,
+    pub(crate) exchange: ExchangeId,
 }

@@ -36,6 +36,8 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         regions: r.clone(),
         threshold_tokens,
         tokens_before: t.current_tokens(),
+        cursor: None,
+        rehydrated_from: None,
         resolved: None,
         rolling_summary_tokens: 0,
         step: MicroStep::Noop(NoopReason::NotALongTurn),

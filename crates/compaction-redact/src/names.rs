@@ -327,7 +327,7 @@ fn starts_pair(b: &[u8]) -> bool {
 /// format newer than the ruleset) is not copied into a rewritten message.
 ///
 /// ```
-/// use compaction_core::redact::looks_like_token;
+/// use compaction_redact::looks_like_token;
 ///
 /// assert!(looks_like_token(&["aB3x", "Qz9LmN2pR7sT4vW8yK1cD5"].concat()));
 /// assert!(!looks_like_token("src/compaction_core/redact_names.rs"));

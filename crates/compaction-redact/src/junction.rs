@@ -5,8 +5,6 @@
 
 use std::borrow::Cow;
 
-use crate::message::Message;
-
 use super::{REDACTED, installed, redact, secret_spans};
 
 /// Bytes of each side of a junction that are scanned together.
@@ -16,7 +14,7 @@ const JUNCTION_BYTES: usize = 1024;
 /// end of one text into the start of the next redacted in both.
 ///
 /// ```
-/// use compaction_core::redact::redact_adjacent;
+/// use compaction_redact::redact_adjacent;
 ///
 /// let token = ["ghp_", "Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fGh7j"].concat();
 /// let (a, b) = token.split_at(20);
@@ -25,13 +23,41 @@ const JUNCTION_BYTES: usize = 1024;
 /// assert!(!out[0].contains(&a[4..]) && !out[1].contains(b), "{out:?}");
 /// ```
 pub fn redact_adjacent<'a>(texts: &[&'a str]) -> Vec<Cow<'a, str>> {
+    redact_junctions(texts)
+        .into_iter()
+        .map(|t| match t {
+            Cow::Borrowed(t) => redact(t),
+            Cow::Owned(s) => Cow::Owned(redact(&s).into_owned()),
+        })
+        .collect()
+}
+
+/// Each of `texts` with only what a secret crossing a junction holds replaced by
+/// [`REDACTED`](crate::REDACTED): the part of a secret begun in the previous text at its
+/// start, the part of one that continues in the next at its end. The rest is returned as
+/// written, not redacted, and a text no junction secret reaches is borrowed: for callers that
+/// redact each text afterwards in their own way (compaction-core redacts a message's text
+/// parts and arguments). [`redact_adjacent`] is this followed by [`redact`](super::redact).
+///
+/// ```
+/// use compaction_redact::redact_junctions;
+///
+/// let token = ["ghp_", "Ab3dEf6hIj9lMn2pQr5tUv8xYz1bCd4fGh7j"].concat();
+/// let (a, b) = token.split_at(20);
+/// let (first, second) = (format!("output: {a}"), format!("{b} done"));
+/// let out = redact_junctions(&[&first, &second, "unrelated"]);
+/// assert_eq!(out[0], "output: [REDACTED]");
+/// assert_eq!(out[1], "[REDACTED] done");
+/// assert!(matches!(out[2], std::borrow::Cow::Borrowed("unrelated")));
+/// ```
+pub fn redact_junctions<'a>(texts: &[&'a str]) -> Vec<Cow<'a, str>> {
     let cuts = junction_cuts(texts);
     texts
         .iter()
         .zip(cuts)
         .map(|(t, (head, tail))| {
             if head == 0 && tail == t.len() {
-                return redact(t);
+                return Cow::Borrowed(*t);
             }
             let mut s = String::with_capacity(t.len());
             if head > 0 {
@@ -41,44 +67,9 @@ pub fn redact_adjacent<'a>(texts: &[&'a str]) -> Vec<Cow<'a, str>> {
             if tail < t.len() {
                 s.push_str(REDACTED);
             }
-            Cow::Owned(redact(&s).into_owned())
+            Cow::Owned(s)
         })
         .collect()
-}
-
-/// `messages` with the text of each one that a junction secret reaches rewritten (the part
-/// of the secret it holds replaced by `[REDACTED]`); the others unchanged. Only messages with
-/// string or text-part content are joined.
-pub(crate) fn redact_adjacent_messages(messages: &[Message]) -> Cow<'_, [Message]> {
-    if messages.len() < 2 {
-        return Cow::Borrowed(messages);
-    }
-    let texts: Vec<Cow<'_, str>> = messages.iter().map(|m| m.text()).collect();
-    let refs: Vec<&str> = texts.iter().map(|t| t.as_ref()).collect();
-    let cuts = junction_cuts(&refs);
-    if cuts
-        .iter()
-        .zip(&refs)
-        .all(|(&(h, t), s)| h == 0 && t == s.len())
-    {
-        return Cow::Borrowed(messages);
-    }
-    let mut out = messages.to_vec();
-    for ((m, t), (head, tail)) in out.iter_mut().zip(&refs).zip(cuts) {
-        if head == 0 && tail == t.len() {
-            continue;
-        }
-        let mut s = String::with_capacity(t.len());
-        if head > 0 {
-            s.push_str(REDACTED);
-        }
-        s.push_str(&t[head..tail.max(head)]);
-        if tail < t.len() {
-            s.push_str(REDACTED);
-        }
-        m.set_text(s);
-    }
-    Cow::Owned(out)
 }
 
 /// For each text, the byte range that survives the junctions: `(head, tail)` where

@@ -1,4 +1,8 @@
-//! Secret redaction: pure text in, text out.
+//! Secret redaction for hermes-compaction: pure text in, text out.
+//!
+//! This crate knows nothing of messages, transcripts, async, I/O, HTTP or SQL: it takes and
+//! returns strings. compaction-core redacts the messages it hands a summarizer with it, and the
+//! adapters and the facade redact what they log, store or return.
 //!
 //! [`redact`] replaces credentials with [`REDACTED`] in everything that leaves the process
 //! (summarizer material and messages, summaries, the ledger, prune one-liners and shortened
@@ -55,9 +59,6 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::Value;
-
-use crate::message::{Content, Message};
 
 use context::{
     DATA_URL, assignment_spans, cookie_spans, csv_spans, flag_spans, header_spans, jwk_spans,
@@ -69,6 +70,7 @@ use view::{View, needs_view};
 mod context;
 mod cut;
 mod encoded;
+mod error;
 mod junction;
 mod names;
 mod ruleset;
@@ -76,20 +78,20 @@ mod shapes;
 mod view;
 
 pub use cut::{redacted_head, redacted_tail};
-pub use junction::redact_adjacent;
-pub(crate) use junction::redact_adjacent_messages;
+pub use error::{Error, Result};
+pub use junction::{redact_adjacent, redact_junctions};
 pub use names::looks_like_token;
 pub use ruleset::{Finding, Ruleset, SkippedRule, bundled, install, installed};
 
 /// The replacement text for a secret.
 pub const REDACTED: &str = "[REDACTED]";
 
-/// Replaces every recognised secret in `text` with [`REDACTED`] (see the [module docs](self)).
+/// Replaces every recognised secret in `text` with [`REDACTED`] (see the [crate docs](crate)).
 ///
 /// Returns the input borrowed when nothing was replaced.
 ///
 /// ```
-/// use compaction_core::redact::redact;
+/// use compaction_redact::redact;
 ///
 /// let key = ["sk_live_", "4eC39HqLyjWDarjtT1zdp7dc"].concat();
 /// assert_eq!(redact(&format!("STRIPE={key} ok")), "STRIPE=[REDACTED] ok");
@@ -141,51 +143,6 @@ fn replace_spans(text: &str, spans: &[(usize, usize)]) -> String {
 /// Whether `text` contains anything [`redact`] would replace.
 pub fn contains_secret(text: &str) -> bool {
     !secret_spans(&installed(), text).is_empty()
-}
-
-/// A copy of `m` for a summarizer: its text (string content and text parts) and its
-/// tool-call arguments redacted. Other fields are kept; an unchanged message is a cheap clone
-/// (bodies are shared).
-pub(crate) fn redact_message(m: &Message) -> Message {
-    let content = match m.content() {
-        Some(Content::Text(t)) => match redact(t) {
-            Cow::Owned(r) => Some(Content::Text(r)),
-            Cow::Borrowed(_) => None,
-        },
-        Some(Content::Parts(parts)) => {
-            let mut changed = false;
-            let parts = parts
-                .iter()
-                .map(|p| {
-                    let mut p = p.clone();
-                    if let Some(Value::String(t)) = p.0.get_mut("text")
-                        && let Cow::Owned(r) = redact(t)
-                    {
-                        *t = r;
-                        changed = true;
-                    }
-                    p
-                })
-                .collect();
-            changed.then_some(Content::Parts(parts))
-        }
-        _ => None,
-    };
-    let mut out = match content {
-        Some(c) => m.with_content(Some(c)),
-        None => m.clone(),
-    };
-    if m.tool_calls()
-        .iter()
-        .any(|c| contains_secret(&c.function.arguments))
-    {
-        for c in out.tool_calls_mut().into_iter().flatten() {
-            if let Cow::Owned(r) = redact(&c.function.arguments) {
-                c.function.arguments = r;
-            }
-        }
-    }
-    out
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,8 +13,8 @@
 // --nocapture`).
 #![allow(clippy::print_stdout)]
 
-use compaction_core::redact::{
-    self, REDACTED, Ruleset, bundled, contains_secret, redact, redact_adjacent,
+use compaction_redact::{
+    REDACTED, Ruleset, bundled, contains_secret, looks_like_token, redact, redact_adjacent,
 };
 use test_support::secrets::Gen;
 
@@ -542,7 +542,7 @@ fn a_token_split_across_neighbouring_outputs_is_redacted_in_both() {
 fn no_token_shaped_word_is_a_name() {
     let mut g = Gen::new(31);
     let half = g.b62(24);
-    assert!(redact::looks_like_token(&half));
+    assert!(looks_like_token(&half));
     assert!(!contains_secret(
         "src/redact/names.rs, parse_args, Vec<String>"
     ));
@@ -551,6 +551,6 @@ fn no_token_shaped_word_is_a_name() {
         "src/compaction_core/lib.rs",
         "deadbeefcafebabe0123456789abcdef",
     ] {
-        assert!(!redact::looks_like_token(benign), "{benign}");
+        assert!(!looks_like_token(benign), "{benign}");
     }
 }

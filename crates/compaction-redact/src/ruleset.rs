@@ -24,9 +24,9 @@ use serde::Deserialize;
 use super::names::is_placeholder;
 use super::{REDACTED, Spans};
 
-/// The ruleset compaction-core ships and uses unless another is installed: written for this
-/// project in gitleaks' format (`crates/compaction-core/rules/secrets.toml`).
-pub(crate) const BUNDLED_RULES_TOML: &str = include_str!("../../rules/secrets.toml");
+/// The ruleset this crate ships and uses unless another is installed: written for this
+/// project in gitleaks' format (`crates/compaction-redact/rules/secrets.toml`).
+pub(crate) const BUNDLED_RULES_TOML: &str = include_str!("../rules/secrets.toml");
 
 /// A compiled ruleset in gitleaks' format. Build one with [`Ruleset::from_toml`], use it for
 /// every redaction with [`install`].
@@ -112,7 +112,7 @@ impl Ruleset {
     /// [`skipped`](Ruleset::skipped) instead.
     ///
     /// ```
-    /// use compaction_core::redact::Ruleset;
+    /// use compaction_redact::Ruleset;
     ///
     /// let rules = Ruleset::from_toml(r#"
     /// title = "mine"
@@ -399,7 +399,7 @@ pub fn install(rules: Ruleset) -> Option<Arc<Ruleset>> {
     g.replace(Arc::new(rules))
 }
 
-/// The bundled ruleset (`crates/compaction-core/rules/secrets.toml`), compiled once.
+/// The bundled ruleset (`crates/compaction-redact/rules/secrets.toml`), compiled once.
 pub fn bundled() -> Arc<Ruleset> {
     BUNDLED.clone()
 }

@@ -3,7 +3,7 @@
 //! times, right after each JSON escape, glued to CJK text, and across every cut that
 //! `redacted_head` and `redacted_tail` make around it; every look-alike passes unchanged.
 
-use compaction_core::redact::{REDACTED, contains_secret, redact, redacted_head, redacted_tail};
+use compaction_redact::{REDACTED, contains_secret, redact, redacted_head, redacted_tail};
 use test_support::secrets::{Planted, benign, credentials};
 
 thread_local! {
@@ -149,41 +149,4 @@ fn every_look_alike_survives_unchanged() {
         "look-alikes changed:\n{}",
         changed.join("\n")
     );
-}
-
-/// Issue 20's names indexes against the corpus: no credential, nor any 8-character run of one,
-/// becomes a name of a summary's ledger, as written or inside JSON arguments. (That none
-/// becomes a name of a pruned output's index is the unit test
-/// `ledger::tests::no_credential_becomes_a_name_of_the_names_index`.)
-#[test]
-fn no_credential_becomes_a_name() {
-    use compaction_core::ledger::Ledger;
-    use compaction_core::{Message, ToolCall};
-    for planted in credentials() {
-        let mut ledger = Ledger::default();
-        let args = serde_json::json!({ "script": format!("run_step_1\n{}", planted.text) });
-        ledger.observe(&Message::assistant_tool_calls(
-            format!("Using {} for deploy_v2", planted.text),
-            vec![ToolCall::function("c1", "bash", args.to_string())],
-        ));
-        let rendered = ledger.render(100_000).unwrap_or_default();
-        assert_clean("ledger names", &rendered, &planted);
-        for name in ledger.names() {
-            assert_clean("ledger name", name, &planted);
-        }
-        // A names line of a summary body read back: the credential is not taken as a name.
-        let mut names_only = Ledger::default();
-        names_only.observe(&Message::assistant("run_step_1 then deploy_v2"));
-        let section = names_only.render(100_000).unwrap();
-        let body = format!(
-            "{}\n- run_step_1, {}, deploy_v2",
-            section.trim_end(),
-            planted.text
-        );
-        let (_, read) = Ledger::split(&body);
-        for name in read.names() {
-            assert_clean("split name", name, &planted);
-        }
-    }
-    report();
 }
