@@ -12,7 +12,11 @@ mod measure;
 mod source;
 mod ties;
 
-/// Crates that must never appear in compaction-core's normal dependency tree.
+/// The pure crates: transcript algebra (core) and what only extends it (the Anthropic
+/// dialect). No async, I/O, HTTP or SQL in their normal dependency trees, and no adapter.
+const PURE: [&str; 2] = ["compaction-core", "compaction-anthropic"];
+
+/// Crates that must never appear in a pure crate's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 6] = [
     "tokio",
     "sqlx",
@@ -346,12 +350,21 @@ fn layering() -> Result<(), String> {
             scc.join(" <-> ")
         ));
     }
-    let core = tree("compaction-core")?;
-    for bad in FORBIDDEN_IN_CORE {
-        if tree_contains(&core, bad) {
-            return Err(format!(
-                "layering: compaction-core depends on `{bad}` (core must stay free of async, I/O, HTTP and SQL)"
-            ));
+    for pure in PURE {
+        let deps = tree(pure)?;
+        for bad in FORBIDDEN_IN_CORE {
+            if tree_contains(&deps, bad) {
+                return Err(format!(
+                    "layering: {pure} depends on `{bad}` (a pure crate stays free of async, I/O, HTTP and SQL)"
+                ));
+            }
+        }
+        for adapter in ADAPTERS.iter().chain(&["hermes-compaction"]) {
+            if tree_contains(&deps, adapter) {
+                return Err(format!(
+                    "layering: {pure} depends on `{adapter}` (a pure crate sits below the adapters)"
+                ));
+            }
         }
     }
     for adapter in ADAPTERS {
@@ -366,7 +379,8 @@ fn layering() -> Result<(), String> {
     }
     for library in ADAPTERS
         .iter()
-        .chain(&["compaction-core", "hermes-compaction"])
+        .chain(&PURE)
+        .chain(&["hermes-compaction"])
     {
         let deps = tree(library)?;
         for (integration, framework) in INTEGRATIONS {

@@ -70,9 +70,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod anthropic;
 pub mod batch;
-pub mod cache;
 mod defaults;
 mod devec;
 mod edit;
