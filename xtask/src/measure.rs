@@ -2,7 +2,8 @@
 //! import cycles among the modules of each crate, and the size limits of the public face.
 //!
 //! A public item is a declaration line of the non-test code under `src/` (everything before a
-//! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`, in a file that is not a test module)
+//! file's test module, the first `#[cfg(test)]` or `#[cfg(all(test, …))]` on a `mod`, in a file
+//! that is not a test module)
 //! that starts with `pub` followed by `fn`, `struct`, `enum`, `trait`, `type`, `const`,
 //! `static`, `mod` (or `async fn`, `unsafe fn`), and each name a `pub use` re-exports (`pub use
 //! a::{B, c::{D, E as F}};` is three items, across lines); a glob `pub use a::*` fails the
@@ -127,9 +128,9 @@ pub fn measure(root: &Path) -> Result<(), String> {
 const MAX_COMPRESSOR_METHODS: usize = 15;
 
 /// The public items compaction-core may export, at most: a ratchet at today's count (issue
-/// 32 asks for 220, not reached yet; lower it as items go, never raise it). 341 when each
-/// re-exported name began to count.
-const MAX_CORE_PUBLIC_ITEMS: usize = 341;
+/// 32 asks for 220, not reached yet; lower it as items go, never raise it). 342 when the count
+/// became honest (each re-exported name counted, a test-only item skipped alone).
+const MAX_CORE_PUBLIC_ITEMS: usize = 316;
 
 /// The `pub fn` / `pub async fn` lines directly inside `impl {ty} {` blocks of `text` (its
 /// non-test code), whatever path names the type (`impl crate::Compressor {`).
@@ -259,8 +260,9 @@ fn package_name(dir: &Path) -> Result<String, String> {
         .unwrap_or_else(|| dir.display().to_string()))
 }
 
-/// The public declarations of `text` (see the module docs), before its first `#[cfg(test)]`:
-/// each name of a `pub use` counts. `Err` names a glob re-export.
+/// The public declarations of `text` (see the module docs), before its test module (the first
+/// `#[cfg(test)]` that opens a `mod`; a test-only item elsewhere is skipped, and hides nothing
+/// after it): each name of a `pub use` counts. `Err` names a glob re-export.
 fn public_items(text: &str) -> Result<usize, String> {
     const KINDS: [&str; 10] = [
         "fn ",
@@ -274,19 +276,43 @@ fn public_items(text: &str) -> Result<usize, String> {
         "async fn ",
         "unsafe fn ",
     ];
+    let lines: Vec<&str> = text.lines().collect();
     let mut count = 0;
-    let mut lines = text.lines().take_while(|l| !is_test_cfg(l));
-    while let Some(line) = lines.next() {
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
+        if is_test_cfg(line) {
+            let item = lines[i..]
+                .iter()
+                .map(|l| l.trim_start())
+                .find(|l| !l.starts_with("#[") && !l.starts_with("//"))
+                .unwrap_or_default();
+            let item = item.strip_prefix("pub ").unwrap_or(item);
+            let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+            if item.starts_with("mod ") {
+                break;
+            }
+            // The test-only item itself is not counted.
+            while i < lines.len() {
+                let l = lines[i].trim_start();
+                i += 1;
+                if !l.starts_with("#[") && !l.starts_with("//") {
+                    break;
+                }
+            }
+            continue;
+        }
         let Some(rest) = line.trim_start().strip_prefix("pub ") else {
             continue;
         };
         if let Some(tree) = rest.strip_prefix("use ") {
             // The statement runs to its `;`, maybe lines below.
             let mut stmt = tree.to_owned();
-            while !stmt.contains(';') {
-                let Some(next) = lines.next() else { break };
+            while !stmt.contains(';') && i < lines.len() {
                 stmt.push(' ');
-                stmt.push_str(next.trim());
+                stmt.push_str(lines[i].trim());
+                i += 1;
             }
             let stmt = stmt.split(';').next().unwrap_or_default();
             count += use_tree_names(stmt)
@@ -386,6 +412,9 @@ mod tests {
         let text = "pub use a::B;\npub use self::{\n    c::d,\n    e::{F, G as H},\n    \
                     i::{j::{K, L}, self},\n};\npub(crate) use m::N;\npub use o::{P,};\n";
         assert_eq!(public_items(text), Ok(8));
+        let test_only = "#[cfg(test)]\npub fn reference() {}\npub fn after() {}\n\
+                         #[cfg(test)]\n#[allow(unused)]\nmod tests {\n    pub fn helper() {}\n}\n";
+        assert_eq!(public_items(test_only), Ok(1));
         let glob = "pub use a::B;\npub use c::{d::*, E};\n";
         assert_eq!(
             public_items(glob),

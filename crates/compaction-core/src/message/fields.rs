@@ -294,7 +294,7 @@ impl MarkerKind {
     }
 }
 
-/// Library metadata carried under [`META_KEY`](super::META_KEY). Never sent to a model.
+/// Library metadata carried under the reserved key `_hermes`. Never sent to a model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
     /// Set on summary markers the library wrote, and on its continuation message.
