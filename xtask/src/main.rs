@@ -377,11 +377,7 @@ fn layering() -> Result<(), String> {
             }
         }
     }
-    for library in ADAPTERS
-        .iter()
-        .chain(&PURE)
-        .chain(&["hermes-compaction"])
-    {
+    for library in ADAPTERS.iter().chain(&PURE).chain(&["hermes-compaction"]) {
         let deps = tree(library)?;
         for (integration, framework) in INTEGRATIONS {
             for bad in [integration, framework] {

@@ -85,7 +85,7 @@ mod message;
 mod message_serde;
 pub mod micro;
 pub mod parse;
-pub mod pins;
+mod pins;
 pub mod preview;
 pub mod prune;
 pub mod redact;

@@ -223,8 +223,9 @@ impl Message {
         &self.b.role
     }
 
-    /// Replaces the role.
-    pub fn set_role(&mut self, role: Role) {
+    /// Replaces the role (tests only: no pass changes a role).
+    #[cfg(test)]
+    pub(crate) fn set_role(&mut self, role: Role) {
         self.body_mut().role = role;
         self.touch(Known::Role);
     }
@@ -311,7 +312,7 @@ impl Message {
     }
 
     /// Mutable access to the tool calls; marks the body modified.
-    pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
+    pub(crate) fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
         self.touch(Known::ToolCalls);
         self.body_mut().tool_calls_raw = None;
         self.body_mut().tool_calls.as_mut()
@@ -333,8 +334,9 @@ impl Message {
         self.b.name.as_deref()
     }
 
-    /// Replaces the `name` field.
-    pub fn set_name(&mut self, name: Option<String>) {
+    /// Replaces the `name` field (tests only: no pass changes a name).
+    #[cfg(test)]
+    pub(crate) fn set_name(&mut self, name: Option<String>) {
         self.body_mut().name = name;
         self.touch(Known::Name);
     }
