@@ -130,7 +130,7 @@ const MAX_COMPRESSOR_METHODS: usize = 15;
 /// The public items compaction-core may export, at most: a ratchet at today's count (issue
 /// 32 asks for 220, not reached yet; lower it as items go, never raise it). 342 when the count
 /// became honest (each re-exported name counted, a test-only item skipped alone).
-const MAX_CORE_PUBLIC_ITEMS: usize = 301;
+const MAX_CORE_PUBLIC_ITEMS: usize = 297;
 
 /// The `pub fn` / `pub async fn` lines directly inside `impl {ty} {` blocks of `text` (its
 /// non-test code), whatever path names the type (`impl crate::Compressor {`).

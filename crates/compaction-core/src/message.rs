@@ -330,7 +330,7 @@ impl Message {
     }
 
     /// The `name` field.
-    pub fn name(&self) -> Option<&str> {
+    pub(crate) fn name(&self) -> Option<&str> {
         self.b.name.as_deref()
     }
 

@@ -309,7 +309,13 @@ fn stripped_image_payloads_are_archived() {
         let images = t
             .messages()
             .iter()
-            .map(|m| m.content().map_or(0, Content::image_count))
+            .map(|m| match m.content() {
+                Some(Content::Parts(parts)) => parts
+                    .iter()
+                    .filter(|p| matches!(p.kind(), Some("image_url" | "input_image" | "image")))
+                    .count(),
+                _ => 0,
+            })
             .sum::<usize>();
         assert_eq!(images, 3);
         let all: Vec<String> = store
