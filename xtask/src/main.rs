@@ -12,11 +12,12 @@ mod measure;
 mod source;
 mod ties;
 
-/// Pure crates: plain data in, plain data out. None of [`FORBIDDEN_IN_CORE`] may appear in
-/// their normal dependency tree.
-const PURE: [&str; 2] = ["compaction-core", "compaction-redact"];
+/// The pure crates: transcript algebra (core), what only extends it (the Anthropic
+/// dialect) and what it uses on plain text (secret redaction). No async, I/O, HTTP or SQL in
+/// their normal dependency trees, and no adapter.
+const PURE: [&str; 3] = ["compaction-core", "compaction-anthropic", "compaction-redact"];
 
-/// Crates that must never appear in a [pure](PURE) crate's normal dependency tree.
+/// Crates that must never appear in a pure crate's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 6] = [
     "tokio",
     "sqlx",
@@ -356,6 +357,13 @@ fn layering() -> Result<(), String> {
             if tree_contains(&deps, bad) {
                 return Err(format!(
                     "layering: {pure} depends on `{bad}` (a pure crate stays free of async, I/O, HTTP and SQL)"
+                ));
+            }
+        }
+        for adapter in ADAPTERS.iter().chain(&["hermes-compaction"]) {
+            if tree_contains(&deps, adapter) {
+                return Err(format!(
+                    "layering: {pure} depends on `{adapter}` (a pure crate sits below the adapters)"
                 ));
             }
         }

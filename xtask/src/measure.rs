@@ -2,11 +2,13 @@
 //! import cycles among the modules of each crate, and the size limits of the public face.
 //!
 //! A public item is a declaration line of the non-test code under `src/` (everything before a
-//! file's first `#[cfg(test)]` or `#[cfg(all(test, …))]`, in a file that is not a test module)
+//! file's test module, the first `#[cfg(test)]` or `#[cfg(all(test, …))]` on a `mod`, in a file
+//! that is not a test module)
 //! that starts with `pub` followed by `fn`, `struct`, `enum`, `trait`, `type`, `const`,
-//! `static`, `mod`, `use` (or `async fn`, `unsafe fn`): `pub(crate)` and other restricted
-//! visibilities are not public, a `pub use` line counts once whatever it re-exports, and fields
-//! and variants are not items.
+//! `static`, `mod` (or `async fn`, `unsafe fn`), and each name a `pub use` re-exports (`pub use
+//! a::{B, c::{D, E as F}};` is three items, across lines); a glob `pub use a::*` fails the
+//! measure, as its names cannot be counted from the text. `pub(crate)` and other restricted
+//! visibilities are not public, and fields and variants are not items.
 //!
 //! The cycles come from [`crate::ties`]: a graph of the crate's files, tied by `crate::`,
 //! `super::` and `self::` paths, re-exported names and method calls on `self`; a cycle is a
@@ -56,7 +58,7 @@ pub fn measure(root: &Path) -> Result<(), String> {
             }
             let text = std::fs::read_to_string(&f)
                 .map_err(|e| format!("measure: {}: {e}", f.display()))?;
-            n += public_items(&text);
+            n += public_items(&text).map_err(|e| format!("measure: {}: {e}", f.display()))?;
         }
         total_pub += n;
         if name == "compaction-core" {
@@ -126,8 +128,9 @@ pub fn measure(root: &Path) -> Result<(), String> {
 const MAX_COMPRESSOR_METHODS: usize = 15;
 
 /// The public items compaction-core may export, at most: a ratchet at today's count (issue
-/// 32 asks for 220, not reached yet; lower it as items go, never raise it).
-const MAX_CORE_PUBLIC_ITEMS: usize = 308;
+/// 32 asks for 220, not reached yet; lower it as items go, never raise it). 342 when the count
+/// became honest (each re-exported name counted, a test-only item skipped alone).
+const MAX_CORE_PUBLIC_ITEMS: usize = 254;
 
 /// The `pub fn` / `pub async fn` lines directly inside `impl {ty} {` blocks of `text` (its
 /// non-test code), whatever path names the type (`impl crate::Compressor {`).
@@ -257,9 +260,11 @@ fn package_name(dir: &Path) -> Result<String, String> {
         .unwrap_or_else(|| dir.display().to_string()))
 }
 
-/// The public declarations of `text` (see the module docs), before its first `#[cfg(test)]`.
-fn public_items(text: &str) -> usize {
-    const KINDS: [&str; 11] = [
+/// The public declarations of `text` (see the module docs), before its test module (the first
+/// `#[cfg(test)]` that opens a `mod`; a test-only item elsewhere is skipped, and hides nothing
+/// after it): each name of a `pub use` counts. `Err` names a glob re-export.
+fn public_items(text: &str) -> Result<usize, String> {
+    const KINDS: [&str; 10] = [
         "fn ",
         "struct ",
         "enum ",
@@ -268,15 +273,84 @@ fn public_items(text: &str) -> usize {
         "const ",
         "static ",
         "mod ",
-        "use ",
         "async fn ",
         "unsafe fn ",
     ];
-    text.lines()
-        .take_while(|l| !is_test_cfg(l))
-        .filter_map(|l| l.trim_start().strip_prefix("pub "))
-        .filter(|rest| KINDS.iter().any(|k| rest.starts_with(k)))
-        .count()
+    let lines: Vec<&str> = text.lines().collect();
+    let mut count = 0;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        i += 1;
+        if is_test_cfg(line) {
+            let item = lines[i..]
+                .iter()
+                .map(|l| l.trim_start())
+                .find(|l| !l.starts_with("#[") && !l.starts_with("//"))
+                .unwrap_or_default();
+            let item = item.strip_prefix("pub ").unwrap_or(item);
+            let item = item.strip_prefix("pub(crate) ").unwrap_or(item);
+            if item.starts_with("mod ") {
+                break;
+            }
+            // The test-only item itself is not counted.
+            while i < lines.len() {
+                let l = lines[i].trim_start();
+                i += 1;
+                if !l.starts_with("#[") && !l.starts_with("//") {
+                    break;
+                }
+            }
+            continue;
+        }
+        let Some(rest) = line.trim_start().strip_prefix("pub ") else {
+            continue;
+        };
+        if let Some(tree) = rest.strip_prefix("use ") {
+            // The statement runs to its `;`, maybe lines below.
+            let mut stmt = tree.to_owned();
+            while !stmt.contains(';') && i < lines.len() {
+                stmt.push(' ');
+                stmt.push_str(lines[i].trim());
+                i += 1;
+            }
+            let stmt = stmt.split(';').next().unwrap_or_default();
+            count += use_tree_names(stmt)
+                .map_err(|()| format!("glob re-export `pub use {};`", stmt.trim()))?;
+        } else if KINDS.iter().any(|k| rest.starts_with(k)) {
+            count += 1;
+        }
+    }
+    Ok(count)
+}
+
+/// The names a use tree (`a::b::{C, d::{E, F as G}, self}`) brings in; `Err` for a glob.
+fn use_tree_names(tree: &str) -> Result<usize, ()> {
+    let tree = tree.trim();
+    if tree.is_empty() {
+        return Ok(0);
+    }
+    let Some(open) = tree.find('{') else {
+        return if tree.ends_with('*') { Err(()) } else { Ok(1) };
+    };
+    let inner = tree[open + 1..]
+        .trim_end()
+        .strip_suffix('}')
+        .unwrap_or(&tree[open + 1..]);
+    // Split at the commas outside nested braces.
+    let (mut depth, mut from, mut total) = (0usize, 0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                total += use_tree_names(&inner[from..i])?;
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(total + use_tree_names(&inner[from..])?)
 }
 
 fn line_count(f: &Path) -> Result<usize, String> {
@@ -330,7 +404,22 @@ mod tests {
                     pub struct S {\n    pub field: u8,\n}\nimpl S {\n    pub fn m(&self) {}\n    \
                     pub async fn n(&self) {}\n}\npub use b::{X, Y};\nfn private() {}\n\
                     #[cfg(test)]\npub fn test_only() {}\n";
-        assert_eq!(public_items(text), 5);
+        assert_eq!(public_items(text), Ok(6));
+    }
+
+    #[test]
+    fn counts_each_name_a_re_export_brings() {
+        let text = "pub use a::B;\npub use self::{\n    c::d,\n    e::{F, G as H},\n    \
+                    i::{j::{K, L}, self},\n};\npub(crate) use m::N;\npub use o::{P,};\n";
+        assert_eq!(public_items(text), Ok(8));
+        let test_only = "#[cfg(test)]\npub fn reference() {}\npub fn after() {}\n\
+                         #[cfg(test)]\n#[allow(unused)]\nmod tests {\n    pub fn helper() {}\n}\n";
+        assert_eq!(public_items(test_only), Ok(1));
+        let glob = "pub use a::B;\npub use c::{d::*, E};\n";
+        assert_eq!(
+            public_items(glob),
+            Err("glob re-export `pub use c::{d::*, E};`".to_owned())
+        );
     }
 
     #[test]

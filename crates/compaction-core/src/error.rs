@@ -1,9 +1,8 @@
 //! The one error type of compaction-core, and its [`Result`] alias.
 //!
 //! Every fallible operation of the crate (reading a message or a transcript, assembling a
-//! plan, applying an edit, checking a cache profile) returns [`Error`], under that one name (the
-//! per-module aliases `ParseError`, `MessageError`, `PlanError`, `EditError` and
-//! `CacheProfileError` are gone).
+//! plan, applying an edit) returns [`Error`], under that one name (the per-module aliases
+//! `ParseError`, `MessageError`, `PlanError` and `EditError` are gone).
 //!
 //! An error never carries transcript text: not a key, not a role, not a value. It names the
 //! field and the position (line, message index, key index) instead.
@@ -95,14 +94,6 @@ pub enum Error {
         end: usize,
         /// Transcript length.
         len: usize,
-    },
-    /// A cache profile field is negative, not finite, or inconsistent with another.
-    #[error("cache profile field `{field}` {expected}")]
-    Invalid {
-        /// The field.
-        field: &'static str,
-        /// What it must be.
-        expected: &'static str,
     },
 }
 

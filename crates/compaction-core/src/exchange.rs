@@ -14,7 +14,7 @@ use crate::message::Message;
 /// The oldest whole exchange at or after `cursor` inside `middle`.
 ///
 /// The returned range lies inside `middle`, and `messages[range.end]` is a real user message.
-pub fn next_exchange(
+pub(crate) fn next_exchange(
     messages: &[Message],
     middle: Range<usize>,
     cursor: usize,

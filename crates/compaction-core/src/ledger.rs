@@ -17,26 +17,19 @@
 //! [`redacted_head`](compaction_redact::redacted_head), so a key straddling the cut never leaves a fragment; longer
 //! paths are skipped), and kept once; naming one again moves it to the newest end.
 //!
-//! The rendered section is bounded ([`Ledger::render`]): when it does not fit, the oldest
+//! The rendered section is bounded: when it does not fit, the oldest
 //! commands go first, then the oldest files, and the section says how many were dropped.
+//!
+//! The library builds, bounds and attaches the section itself; a caller reads one back with
+//! [`Ledger::split`]:
 //!
 //! ```
 //! use compaction_core::ledger::Ledger;
-//! use compaction_core::{Message, ToolCall};
 //!
-//! let call = Message::assistant_tool_calls(
-//!     "",
-//!     vec![ToolCall::function("c1", "bash", r#"{"command":"cargo test -p core\necho done"}"#)],
-//! );
-//! let mut ledger = Ledger::default();
-//! ledger.observe(&call);
-//! assert_eq!(ledger.commands(), ["cargo test -p core"]);
-//!
-//! // A summary body with the ledger attached, and split again.
-//! let body = ledger.attach("## Active task\n- fix the parser", 500);
-//! let (text, again) = Ledger::split(&body);
+//! // A summary body without a ledger section is all summary.
+//! let (text, ledger) = Ledger::split("## Active task\n- fix the parser");
 //! assert_eq!(text, "## Active task\n- fix the parser");
-//! assert_eq!(again, ledger);
+//! assert!(ledger.files().is_empty() && ledger.commands().is_empty());
 //! ```
 
 use serde_json::Value;
@@ -111,7 +104,7 @@ impl Ledger {
     /// Records the files and commands of `m`'s tool calls (arguments that are not a JSON
     /// object are ignored) and, for an assistant message, the names in its text and in its
     /// calls' arguments.
-    pub fn observe(&mut self, m: &Message) {
+    pub(crate) fn observe(&mut self, m: &Message) {
         if m.is_assistant() {
             // Names are taken from the redacted text, so a secret is judged in its context
             // (`secret: value`) and no fragment of one becomes a name.
@@ -174,7 +167,7 @@ impl Ledger {
 
     /// Appends `newer`'s entries after this ledger's (an entry in both moves to the newest
     /// end).
-    pub fn extend(&mut self, newer: &Ledger) {
+    pub(crate) fn extend(&mut self, newer: &Ledger) {
         for f in &newer.files {
             self.add_file(f);
         }
@@ -273,7 +266,7 @@ impl Ledger {
     /// The ledger section, at most `budget_tokens` (estimated), or `None` when there is
     /// nothing to show or no budget. The oldest names go first, then the oldest commands, then
     /// the oldest files. A name that a kept file or command already shows is not repeated.
-    pub fn render(&self, budget_tokens: u64) -> Option<String> {
+    pub(crate) fn render(&self, budget_tokens: u64) -> Option<String> {
         if self.is_empty() || budget_tokens == 0 {
             return None;
         }
@@ -350,7 +343,7 @@ impl Ledger {
 
     /// `text` (any earlier ledger section removed) followed by this ledger's section, bounded
     /// by `budget_tokens`; `text` alone when nothing is rendered.
-    pub fn attach(&self, text: &str, budget_tokens: u64) -> String {
+    pub(crate) fn attach(&self, text: &str, budget_tokens: u64) -> String {
         let (text, _) = Ledger::split(text);
         match self.render(budget_tokens) {
             Some(section) if text.trim().is_empty() => section,

@@ -1,7 +1,7 @@
 //! Pure transcript algebra for hermes-compaction.
 //!
 //! This crate knows nothing of async, I/O, HTTP, SQL or tracing subscribers: plain data in,
-//! plain data out. It owns the lossless [message model](message), [parsing](parse),
+//! plain data out. It owns the lossless [message model](Message), [parsing](parse),
 //! [validation](validate), [token accounting](tokens), the [head/middle/tail
 //! partition](regions), [exchanges](exchange), [summary markers](marker), and
 //! [edits](Edit), the one description of what a pass changes. The [laws] of the
@@ -70,9 +70,7 @@
 //! ```
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod anthropic;
 pub mod batch;
-pub mod cache;
 mod defaults;
 mod devec;
 mod edit;
@@ -83,11 +81,11 @@ pub mod laws;
 pub mod ledger;
 pub mod marker;
 pub mod material;
-pub mod message;
+mod message;
 mod message_serde;
 pub mod micro;
 pub mod parse;
-pub mod pins;
+mod pins;
 pub mod preview;
 pub mod prune;
 mod redact;
@@ -102,6 +100,7 @@ pub mod validate;
 
 pub use edit::{Edit, Splice};
 pub use error::{Error, Location, Result};
-pub use message::{Content, MarkerKind, Message, Meta, Part, Role, ToolCall};
+pub use message::Message;
+pub use message::fields::{Content, FunctionCall, MarkerKind, Meta, Part, Role, ToolCall};
 pub use tokens::{Estimator, TokenCounter};
 pub use transcript::{Calibration, Transcript};

@@ -1,29 +1,30 @@
-//! The lossless message model.
-//!
-//! A [`Message`] is one OpenAI chat-completions message. The fields the library reads
-//! (`role`, `content`, `tool_calls`, `tool_call_id`, `name`) are parsed into typed values;
-//! every other top-level field is kept as the exact JSON text it arrived as, in its original
-//! position. A message that the library has not modified serializes back to the very bytes it
-//! was parsed from.
-//!
-//! Library metadata lives under the reserved key [`META_KEY`] and is held apart from the body:
-//! [`Message::to_wire_json`] (what is sent to a model) never contains it, while
-//! [`Message::to_json`] (what is written to a transcript file) appends it as the last key.
+//! The lossless message model: [`Message`] (documented there) and its typed fields
+//! (`fields.rs`), reached at the crate root.
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
-mod fields;
+pub(crate) mod fields;
 mod json;
 
-pub use fields::{Content, FunctionCall, MarkerKind, Meta, Part, Role, ToolCall};
+pub(crate) use fields::{Content, MarkerKind, Meta, Part, Role, ToolCall};
 
 /// The reserved top-level key under which the library keeps its own metadata.
-pub const META_KEY: &str = "_hermes";
+pub(crate) const META_KEY: &str = "_hermes";
 
-/// One chat message, lossless. See the [module docs](self).
+/// One chat message, lossless.
+///
+/// A message is one OpenAI chat-completions message. The fields the library reads (`role`,
+/// `content`, `tool_calls`, `tool_call_id`, `name`) are parsed into typed values; every other
+/// top-level field is kept as the exact JSON text it arrived as, in its original position. A
+/// message that the library has not modified serializes back to the very bytes it was parsed
+/// from.
+///
+/// Library metadata ([`Meta`]) lives under the reserved key `_hermes` and is held apart from
+/// the body: [`Message::to_wire_json`] (what is sent to a model) never contains it, while
+/// [`Message::to_json`] (what is written to a transcript file) appends it as the last key.
 ///
 /// The fields live behind one shared pointer, so a message is a single word: splicing a
 /// transcript moves words, not bodies, and a clone shares the body until one side writes.
@@ -222,8 +223,9 @@ impl Message {
         &self.b.role
     }
 
-    /// Replaces the role.
-    pub fn set_role(&mut self, role: Role) {
+    /// Replaces the role (tests only: no pass changes a role).
+    #[cfg(test)]
+    pub(crate) fn set_role(&mut self, role: Role) {
         self.body_mut().role = role;
         self.touch(Known::Role);
     }
@@ -310,7 +312,7 @@ impl Message {
     }
 
     /// Mutable access to the tool calls; marks the body modified.
-    pub fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
+    pub(crate) fn tool_calls_mut(&mut self) -> Option<&mut Vec<ToolCall>> {
         self.touch(Known::ToolCalls);
         self.body_mut().tool_calls_raw = None;
         self.body_mut().tool_calls.as_mut()
@@ -328,12 +330,13 @@ impl Message {
     }
 
     /// The `name` field.
-    pub fn name(&self) -> Option<&str> {
+    pub(crate) fn name(&self) -> Option<&str> {
         self.b.name.as_deref()
     }
 
-    /// Replaces the `name` field.
-    pub fn set_name(&mut self, name: Option<String>) {
+    /// Replaces the `name` field (tests only: no pass changes a name).
+    #[cfg(test)]
+    pub(crate) fn set_name(&mut self, name: Option<String>) {
         self.body_mut().name = name;
         self.touch(Known::Name);
     }

@@ -14,7 +14,7 @@ use crate::message::Message;
 ///
 /// The impls carry exactly what [`Message::to_json`] writes and [`Message::from_json`] reads:
 /// unknown fields, their key order and their bytes, and the library metadata under
-/// [`META_KEY`](crate::message::META_KEY). A message serialized with `serde_json` and read
+/// `_hermes`. A message serialized with `serde_json` and read
 /// back is equal to the original, and a pristine message serializes to the very bytes it was
 /// parsed from, inside any struct that holds it.
 ///

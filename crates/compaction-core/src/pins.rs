@@ -1,25 +1,11 @@
 //! Pinned messages ([`Meta::pinned`](crate::Meta::pinned)): what no pass may prune, trim,
-//! summarize or reorder.
+//! summarize or reorder. Crate-private: a caller pins with `Message::set_pinned` or
+//! `Transcript::pin`, and the planners keep the pins.
 //!
 //! The planners treat a pinned message like a protected head message: its tool group (the
 //! assistant message with the calls and all their results) is kept whole and verbatim, and
 //! the rewritable regions are cut around it. [`free_ranges`] is that cut.
 //!
-//! ```
-//! use compaction_core::{Message, ToolCall, pins};
-//!
-//! let mut msgs = vec![
-//!     Message::user("u"),
-//!     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "ls", "{}")]),
-//!     Message::tool_result("c1", "a b"),
-//!     Message::assistant("two files"),
-//!     Message::user("next"),
-//! ];
-//! msgs[2].set_pinned(true);
-//! // The pinned result keeps its call with it.
-//! assert_eq!(pins::pinned_spans(&msgs, 0..5), vec![1..3]);
-//! assert_eq!(pins::free_ranges(&msgs, 0..5), vec![0..1, 3..5]);
-//! ```
 
 use std::ops::Range;
 
@@ -27,14 +13,14 @@ use crate::message::Message;
 use crate::transcript::groups;
 
 /// Whether any message of `range` is pinned.
-pub fn any_pinned(messages: &[Message], range: Range<usize>) -> bool {
+pub(crate) fn any_pinned(messages: &[Message], range: Range<usize>) -> bool {
     messages[range].iter().any(Message::is_pinned)
 }
 
 /// The spans the pinned messages of `range` keep whole, in order and disjoint: each pinned
 /// message with its tool group (a pinned call keeps its results, a pinned result its call and
 /// the other results of that call). A span may reach outside `range`.
-pub fn pinned_spans(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
+pub(crate) fn pinned_spans(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
     let mut out: Vec<Range<usize>> = Vec::new();
     for i in range {
         if !messages[i].is_pinned() {
@@ -52,7 +38,7 @@ pub fn pinned_spans(messages: &[Message], range: Range<usize>) -> Vec<Range<usiz
 
 /// `range` without the [pinned spans](pinned_spans) it holds: the non-empty pieces a pass
 /// may rewrite, in order.
-pub fn free_ranges(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
+pub(crate) fn free_ranges(messages: &[Message], range: Range<usize>) -> Vec<Range<usize>> {
     let mut out = Vec::new();
     let mut from = range.start;
     // A pin just outside `range` still keeps the part of its group inside it.

@@ -143,7 +143,7 @@ pub struct Preview {
 
 impl Preview {
     /// How many messages have a fate matching `f`.
-    pub fn count(&self, f: impl Fn(&Fate) -> bool) -> usize {
+    pub(crate) fn count(&self, f: impl Fn(&Fate) -> bool) -> usize {
         self.messages.iter().filter(|m| f(&m.fate)).count()
     }
 }

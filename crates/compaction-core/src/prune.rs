@@ -76,34 +76,13 @@ pub struct PrunePlan {
     pub shortened_calls: usize,
     /// Messages (indices, ascending) whose rewrite does not carry its names index yet:
     /// planning leaves it out, since most rewrites of a summary pass are summarized away, and
-    /// the batch planner adds it to the ones that stay. [`plan_prune`] returns a plan with
-    /// every index added.
+    /// the batch planner adds it to the ones that stay (all of them in a prune-only pass).
     pub names_pending: Vec<usize>,
 }
 
 /// Plans pruning of `ranges` (ascending, disjoint; typically the middle and the older part of
 /// a long turn).
-///
-/// ```
-/// use compaction_core::prune::{self, PruneConfig};
-/// use compaction_core::{Estimator, Message, ToolCall, Transcript};
-///
-/// let counter = Estimator::default();
-/// let msgs = vec![
-///     Message::user("run the tests"),
-///     Message::assistant_tool_calls("", vec![ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#)]),
-///     Message::tool_result("c1", "test result: ok. 120 passed\n".repeat(200)),
-///     Message::assistant("all green"),
-/// ];
-/// let t = Transcript::new(msgs, &counter);
-/// let plan = prune::plan_prune(&t, &[0..t.len()], &PruneConfig::default(), &counter);
-/// assert_eq!(plan.summarized_outputs, 1); // the long output became one informative line
-/// assert!(plan.reclaimed_tokens > 0);
-/// let after = plan.edit.apply(t.messages()).unwrap();
-/// assert_eq!(after.len(), t.len()); // one-for-one: the tool pairing is kept
-/// assert_eq!(after[2].tool_call_id(), Some("c1"));
-/// ```
-pub fn plan_prune(
+pub(crate) fn plan_prune(
     t: &Transcript,
     ranges: &[Range<usize>],
     cfg: &PruneConfig,

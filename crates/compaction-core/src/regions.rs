@@ -153,16 +153,15 @@ pub struct Regions {
     pub tail: Range<usize>,
     /// The last assistant reply the user saw (visible text, no tool calls, not a summary) when
     /// it lies in `middle` or `turn_middle`. It is kept verbatim in place: passes rewrite only
-    /// what lies before it in its region ([`rewritable_middle`](Self::rewritable_middle),
-    /// [`rewritable_turn_middle`](Self::rewritable_turn_middle)); pruning never touches it (it
-    /// has no tool call and is no tool output).
+    /// what lies before it in its region; pruning never touches it (it has no tool call and is
+    /// no tool output).
     pub reply: Option<usize>,
 }
 
 impl Regions {
     /// The part of `middle` a summary may replace: all of it, or what lies before
     /// [`reply`](Self::reply) when the reply sits in the middle.
-    pub fn rewritable_middle(&self) -> Range<usize> {
+    pub(crate) fn rewritable_middle(&self) -> Range<usize> {
         match self.reply {
             Some(a) if self.middle.contains(&a) => self.middle.start..a,
             _ => self.middle.clone(),
@@ -171,7 +170,7 @@ impl Regions {
 
     /// The part of `turn_middle` a progress summary may replace: all of it, or what lies
     /// before [`reply`](Self::reply) when the reply sits there.
-    pub fn rewritable_turn_middle(&self) -> Range<usize> {
+    pub(crate) fn rewritable_turn_middle(&self) -> Range<usize> {
         match self.reply {
             Some(a) if self.turn_middle.contains(&a) => self.turn_middle.start..a,
             _ => self.turn_middle.clone(),

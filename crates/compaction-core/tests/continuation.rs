@@ -8,8 +8,8 @@
 
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Pass};
-use compaction_core::message::{Content, Part};
 use compaction_core::regions::RegionConfig;
+use compaction_core::{Content, Part};
 use compaction_core::{Estimator, MarkerKind, Message, Role, ToolCall, Transcript, marker};
 use serde_json::json;
 

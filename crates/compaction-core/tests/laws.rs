@@ -1,7 +1,7 @@
 //! The law checker: identity passes keep every law; broken passes name the right law.
 
 use compaction_core::Transcript;
-use compaction_core::exchange::next_exchange;
+use compaction_core::exchange::exchanges_from;
 use compaction_core::laws::{self, Law, LawOptions, Pass, PassKind, Protected, Violation};
 use compaction_core::regions::{self, Regions};
 use compaction_core::strategies;
@@ -62,7 +62,7 @@ proptest! {
         body in ".{0,60}",
     ) {
         let (t, r) = partitioned(msgs, &b);
-        let Some(x) = next_exchange(t.messages(), r.middle.clone(), 0) else {
+        let Some(x) = exchanges_from(t.messages(), r.middle.clone(), 0).into_iter().next() else {
             return Ok(());
         };
         let mut after = t.messages().to_vec();

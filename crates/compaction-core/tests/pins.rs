@@ -8,7 +8,7 @@ use compaction_core::micro::{
     self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
 };
 use compaction_core::trim::{self, TrimConfig};
-use compaction_core::{Estimator, Message, ToolCall, pins, strategies};
+use compaction_core::{Estimator, Message, ToolCall, strategies};
 use proptest::prelude::*;
 
 /// Pins the messages `picks` name (indices taken modulo the length).
@@ -36,7 +36,7 @@ fn assert_laws(before: &[Message], after: &[Message], pass: &Pass) -> Result<(),
 
 /// Whether `range` (of the planned-against transcript) holds or splits the group of a pin.
 fn touches_pin(msgs: &[Message], range: &std::ops::Range<usize>) -> bool {
-    pins::pinned_spans(msgs, 0..msgs.len())
+    crate::common::pinned_spans(msgs)
         .iter()
         .any(|s| s.start < range.end && range.start < s.end)
 }
@@ -169,7 +169,7 @@ fn micro_passes(
         if let Some(edit) = out.edit() {
             for s in &edit.splices {
                 prop_assert!(
-                    !pins::any_pinned(&before, s.range.clone()),
+                    !before[s.range.clone()].iter().any(Message::is_pinned),
                     "splice {:?}",
                     s.range
                 );

@@ -5,7 +5,7 @@ use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::micro::{self, MicroConfig, MicroHook, MicroPlanner, MicroRequest, MicroStep};
 use compaction_core::preview::{self, Fate, PreviewKind};
-use compaction_core::{Edit, Estimator, Message, TokenCounter, pins, strategies};
+use compaction_core::{Edit, Estimator, Message, TokenCounter, strategies};
 use proptest::prelude::*;
 
 /// The fate of each message of `before` as `edit` treats it, given the summaries' ranges.
@@ -86,7 +86,7 @@ proptest! {
         };
         prop_assert_eq!(p.summaries.len(), jobs);
         // Pinned fates only for pinned groups.
-        let spans = pins::pinned_spans(t.messages(), 0..t.len());
+        let spans = crate::common::pinned_spans(t.messages());
         for m in &p.messages {
             if m.fate == Fate::Pinned {
                 prop_assert!(spans.iter().any(|s| s.contains(&m.index)), "{}", m.index);

@@ -94,7 +94,9 @@ fn the_accessor_prefers_the_call_id_and_the_bytes_of_both_survive() {
     assert_eq!(calls_of(&texted.to_wire_json()), calls_of(&wire));
     // Rewriting the calls themselves keeps both fields and their values.
     let mut edited = m.clone();
-    edited.tool_calls_mut().unwrap()[0].function.arguments = r#"{"path":"/"}"#.into();
+    let mut calls = edited.tool_calls().to_vec();
+    calls[0].function.arguments = r#"{"path":"/"}"#.into();
+    edited.set_tool_calls(Some(calls));
     let v = edited.to_wire_value();
     assert_eq!(v["tool_calls"][0]["id"], "fc_123");
     assert_eq!(v["tool_calls"][0]["call_id"], "call_123");
@@ -115,7 +117,9 @@ fn a_call_with_only_a_call_id_pairs_on_it() {
     ];
     assert!(validate(&msgs).is_clean(), "{:?}", validate(&msgs).issues);
     let mut edited = call;
-    edited.tool_calls_mut().unwrap()[0].function.arguments = r#"{"path":"/"}"#.into();
+    let mut calls = edited.tool_calls().to_vec();
+    calls[0].function.arguments = r#"{"path":"/"}"#.into();
+    edited.set_tool_calls(Some(calls));
     let v = edited.to_wire_value();
     assert!(v["tool_calls"][0].get("id").is_none(), "{v}");
     assert_eq!(v["tool_calls"][0]["call_id"], "call_9");

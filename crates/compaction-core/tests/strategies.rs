@@ -3,7 +3,7 @@
 use compaction_core::marker;
 use compaction_core::strategies::{self, TranscriptConfig};
 use compaction_core::validate::validate;
-use compaction_core::{MarkerKind, Role};
+use compaction_core::{Content, MarkerKind, Role};
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
@@ -65,8 +65,10 @@ fn transcripts_cover_what_they_promise() {
             if m.is_assistant() && !m.has_tool_calls() {
                 seen[3] = true;
             }
-            if let Some(c) = m.content() {
-                seen[4] |= c.image_count() > 0;
+            if let Some(Content::Parts(parts)) = m.content() {
+                seen[4] |= parts
+                    .iter()
+                    .any(|p| matches!(p.kind(), Some("image_url" | "input_image" | "image")));
             }
             let text = m.text();
             seen[5] |= text.chars().any(|c| {

@@ -1,6 +1,5 @@
 //! Integration tests of compaction-core: one binary, one module per area.
 
-mod anthropic;
 mod common;
 mod continuation;
 mod errors;

@@ -208,7 +208,7 @@ fn real_transcripts_summarize_within_budget() {
 /// never quoted as a request, from messages or from serialized material.
 #[test]
 fn a_batch_summary_points_at_the_kept_request_and_never_quotes_a_blank_one() {
-    use compaction_core::message::{Content, Part};
+    use compaction_core::{Content, Part};
     use compaction_llm::extractive::ACTIVE_POINTER;
     let image_only = {
         let mut m = Message::user("");

@@ -13,7 +13,7 @@
 //! Calls of one reply (an assistant message followed by its calls) form one assistant
 //! message; each call's id is its `call_id`, so the results pair with it.
 
-use compaction_core::message::{Content, Part};
+use compaction_core::{Content, Part};
 use compaction_core::{Message, Role, ToolCall};
 use serde_json::{Map, Value};
 

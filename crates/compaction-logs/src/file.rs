@@ -8,9 +8,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use compaction_anthropic as anthropic;
 use compaction_core::Location;
 use compaction_core::Message;
-use compaction_core::anthropic;
 use compaction_core::parse::{self, Format as Layout};
 use compaction_core::validate::{self, Issue};
 

@@ -10,7 +10,7 @@
 //! The document is read whole at [`Reader::finish`](crate::Reader::finish); errors name the
 //! record (`messages[INDEX]`).
 
-use compaction_core::message::Content;
+use compaction_core::Content;
 use compaction_core::{Message, ToolCall};
 use serde_json::{Map, Value};
 

@@ -1,6 +1,6 @@
 //! The transcript a reader builds: messages, their source lines, the native summaries.
 
-use compaction_core::message::{Content, Part};
+use compaction_core::{Content, Part};
 use compaction_core::{MarkerKind, Message, ToolCall};
 use serde_json::{Map, Value};
 

@@ -179,7 +179,7 @@ fn user(m: &Map<String, Value>) -> Result<Message, Reason> {
 /// The text blocks and the image blocks (`{type: image, data, mimeType}`) of `content`.
 fn texts_and_images(
     m: &Map<String, Value>,
-) -> Result<(Vec<String>, Vec<compaction_core::message::Part>), Reason> {
+) -> Result<(Vec<String>, Vec<compaction_core::Part>), Reason> {
     if let Some(Value::String(s)) = m.get("content") {
         return Ok((vec![s.clone()], Vec::new()));
     }

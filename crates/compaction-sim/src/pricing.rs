@@ -22,7 +22,7 @@ use figment::providers::{Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 use hermes_compaction::CacheProfile;
-use hermes_compaction::core::cache::{self, PROFILE_NAMES};
+use hermes_compaction::cache::{self, PROFILE_NAMES};
 
 use crate::{Error, Result};
 

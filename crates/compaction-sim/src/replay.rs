@@ -426,7 +426,7 @@ mod tests {
     use super::*;
     use crate::policy::Policy;
     use hermes_compaction::Config;
-    use hermes_compaction::core::cache::CacheProfile;
+    use hermes_compaction::cache::CacheProfile;
     use hermes_compaction::llm::ExtractiveSummarizer;
 
     fn replay_now(msgs: &[Message], policy: Policy) -> Row {

@@ -3,8 +3,8 @@
 
 use compaction_sim::{Options, Policy, Pricing, Variant, time};
 use hermes_compaction::Config;
+use hermes_compaction::cache::CacheProfile;
 use hermes_compaction::core::Message;
-use hermes_compaction::core::cache::CacheProfile;
 
 use crate::common::{extractive, tool_session};
 

@@ -56,7 +56,7 @@ pub async fn export_jsonl(
         }
         ExportForm::Anthropic => {
             let messages = store.load_active(session).await?;
-            return Ok(compaction_core::anthropic::to_jsonl(&messages));
+            return Ok(compaction_anthropic::to_jsonl(&messages));
         }
         ExportForm::All => {}
     }

@@ -100,7 +100,7 @@ pub fn run(args: &CompactArgs, out: &mut dyn std::io::Write) -> Result<()> {
         telemetry.finish().map_err(Error::Telemetry)?;
     }
     let text = if anthropic {
-        hermes_compaction::core::anthropic::to_jsonl(t.messages())
+        compaction_anthropic::to_jsonl(t.messages())
     } else {
         parse::to_jsonl(t.messages())
     };

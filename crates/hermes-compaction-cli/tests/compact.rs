@@ -433,7 +433,7 @@ fn focus_reaches_the_summarizer_redacted() {
 /// threshold and why, before the summary line.
 #[test]
 fn micro_says_why_it_cannot_get_under_the_threshold() {
-    use hermes_compaction::core::message::{Content, Part};
+    use hermes_compaction::core::{Content, Part};
     let dir = tempfile::tempdir().unwrap();
     let mut msgs = vec![Message::system("You are a design reviewer.")];
     for i in 0..40 {
@@ -483,7 +483,7 @@ fn micro_says_why_it_cannot_get_under_the_threshold() {
 #[test]
 fn an_image_only_user_turn_still_leaves_a_user_message_with_text() {
     use hermes_compaction::core::marker;
-    use hermes_compaction::core::message::{Content, Part};
+    use hermes_compaction::core::{Content, Part};
     let dir = tempfile::tempdir().unwrap();
     let mut image = Message::user("");
     image.set_content(Some(Content::Parts(vec![Part(serde_json::json!({

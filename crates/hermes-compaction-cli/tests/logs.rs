@@ -205,7 +205,7 @@ fn anthropic_transcript() -> String {
 
 #[test]
 fn anthropic_transcripts_compact_import_and_export_in_their_dialect() {
-    use hermes_compaction::core::anthropic;
+    use compaction_anthropic as anthropic;
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("claude-api.jsonl");
     let text = anthropic_transcript();

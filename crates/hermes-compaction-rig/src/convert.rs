@@ -1,7 +1,7 @@
 //! Lossless conversion between rig's [`Message`](RigMessage) and the library's [`Message`].
 //!
 //! rig's messages are content blocks much like Anthropic's, so the conversion goes through
-//! the library's Anthropic dialect ([`compaction_core::anthropic`]) rather than a parallel
+//! the library's Anthropic dialect ([`compaction_anthropic`]) rather than a parallel
 //! one: a rig message is written as one Anthropic message and read with
 //! [`anthropic::parse_message`] (tool calls become `tool_calls`, tool results `tool`
 //! messages, so every law applies), and the library's messages are written back with
@@ -47,7 +47,8 @@ mod encode;
 
 use std::collections::HashMap;
 
-use compaction_core::{Message, anthropic};
+use compaction_anthropic as anthropic;
+use compaction_core::Message;
 use rig_core::completion::Message as RigMessage;
 use rig_core::completion::message::{AssistantContent, Reasoning, ToolName};
 use serde_json::Value;

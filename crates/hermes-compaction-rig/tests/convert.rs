@@ -1,7 +1,8 @@
 //! The conversion both ways: rig -> ours -> rig is the identity; ours -> rig -> ours keeps
 //! every role, text, call and result, and is byte-stable from the second trip on.
 
-use compaction_core::{Message, anthropic};
+use compaction_anthropic as anthropic;
+use compaction_core::Message;
 use hermes_compaction_rig::{Error, from_rig, to_rig};
 use proptest::prelude::*;
 use rig_core::completion::Message as RigMessage;

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache::CacheProfile;
 use compaction_core::batch::BatchConfig;
-use compaction_core::cache::CacheProfile;
 use compaction_core::micro::MicroConfig;
 use compaction_core::prune::PruneConfig;
 use compaction_core::regions::{RegionConfig, WindowConfig};

@@ -53,6 +53,7 @@ pub use compaction_telemetry as telemetry;
 
 #[cfg(feature = "llm")]
 mod breaker;
+pub mod cache;
 pub mod clock;
 #[cfg(feature = "llm")]
 pub mod compact_tool;
@@ -84,7 +85,7 @@ pub mod trim;
 #[cfg(feature = "llm")]
 pub mod undo;
 
-pub use compaction_core::cache::CacheProfile;
+pub use cache::CacheProfile;
 #[cfg(all(feature = "llm", feature = "store"))]
 pub use compressor::Persistence;
 #[cfg(feature = "llm")]

@@ -221,7 +221,7 @@ impl Compressor {
                     .count_text(compaction_core::ledger::Ledger::split(b).0)
             })
             .max(MIN_SUMMARY_TOKENS);
-        compaction_core::cache::micro_reclaim_gate(&profile, prefix, summary, horizon)
+        crate::cache::micro_reclaim_gate(&profile, prefix, summary, horizon)
     }
 
     fn micro_finish(&mut self, mut report: MicroReport, started: Instant) -> MicroReport {

@@ -486,8 +486,8 @@ fn a_known_cache_profile_raises_the_prune_runway() {
     assert_eq!(plain.prune_runway_ratio, 0.15);
     cfg.compression.cache_profile = "anthropic".into();
     let aware = hermes_compaction::compressor::batch_config(&cfg);
-    let suggested = compaction_core::cache::suggested_prune_runway_ratio(
-        &compaction_core::cache::CacheProfile::named("anthropic").unwrap(),
+    let suggested = hermes_compaction::cache::suggested_prune_runway_ratio(
+        &hermes_compaction::cache::CacheProfile::named("anthropic").unwrap(),
     );
     assert!(suggested > 0.15);
     assert_eq!(aware.prune_runway_ratio, suggested);

@@ -259,7 +259,7 @@ fn the_extractive_summary_never_takes_a_blank_message_for_the_request() {
 /// recoverable, archived byte-identical with the row it was in (spec section 2, law 9).
 #[test]
 fn stripped_image_payloads_are_archived() {
-    use compaction_core::message::{Content, Part};
+    use compaction_core::{Content, Part};
     use compaction_store::Store;
     use hermes_compaction::compressor::Persistence;
 
@@ -313,7 +313,13 @@ fn stripped_image_payloads_are_archived() {
         let images = t
             .messages()
             .iter()
-            .map(|m| m.content().map_or(0, Content::image_count))
+            .map(|m| match m.content() {
+                Some(Content::Parts(parts)) => parts
+                    .iter()
+                    .filter(|p| matches!(p.kind(), Some("image_url" | "input_image" | "image")))
+                    .count(),
+                _ => 0,
+            })
             .sum::<usize>();
         assert_eq!(images, 3);
         let all: Vec<String> = store
@@ -417,9 +423,9 @@ fn micro_makes_progress_or_says_why_not() {
     let mut shots = vec![Message::system("You are a design reviewer.")];
     for i in 0..40 {
         let mut m = Message::user("");
-        m.set_content(Some(compaction_core::message::Content::Parts(vec![
-            compaction_core::message::Part::text_part(format!("is screen {i} aligned?")),
-            compaction_core::message::Part(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{i}{}", "iVBORw0K".repeat(500))}})),
+        m.set_content(Some(compaction_core::Content::Parts(vec![
+            compaction_core::Part::text_part(format!("is screen {i} aligned?")),
+            compaction_core::Part(serde_json::json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{i}{}", "iVBORw0K".repeat(500))}})),
         ])));
         shots.push(m);
         shots.push(Message::assistant(format!(

@@ -228,8 +228,7 @@ fn names_index_is_most_frequent_first_and_bounded() {
 
 /// Issue 20's names index against the issue 22 corpus (`test_support::secrets`): no
 /// credential, nor any 8-character run of one, becomes a name of a pruned output's index.
-/// The ledger's half of this check is the integration test
-/// `secrets_corpus::no_credential_becomes_a_name`.
+/// The ledger's half of this check is `no_credential_becomes_a_ledger_name` below.
 #[test]
 fn no_credential_becomes_a_name_of_the_names_index() {
     let mut failures = Vec::new();
@@ -272,4 +271,52 @@ fn extend_keeps_order_and_moves_repeats_to_the_end() {
     a.extend(&b);
     assert_eq!(a.files(), ["b", "a"]);
     assert_eq!(a.commands(), ["x", "y", "z"]);
+}
+
+/// Issue 20's names indexes against the credential corpus (`test_support::secrets`): no
+/// credential, nor any 8-character run of one, becomes a name of a summary's ledger, as written
+/// or inside JSON arguments, nor of a names line read back from a summary body.
+#[test]
+fn no_credential_becomes_a_ledger_name() {
+    let mut failures: Vec<String> = Vec::new();
+    let mut check = |what: &str, text: &str, planted: &test_support::secrets::Planted| {
+        for part in &planted.secrets {
+            let chars: Vec<char> = part.chars().collect();
+            if chars
+                .windows(8.min(chars.len()))
+                .any(|w| text.contains(&w.iter().collect::<String>()))
+            {
+                failures.push(format!("{}: {what}", planted.family));
+                return;
+            }
+        }
+    };
+    for planted in test_support::secrets::credentials() {
+        let mut ledger = Ledger::default();
+        let args = serde_json::json!({ "script": format!("run_step_1\n{}", planted.text) });
+        ledger.observe(&Message::assistant_tool_calls(
+            format!("Using {} for deploy_v2", planted.text),
+            vec![ToolCall::function("c1", "bash", args.to_string())],
+        ));
+        let rendered = ledger.render(100_000).unwrap_or_default();
+        check("ledger names", &rendered, &planted);
+        for name in ledger.names() {
+            check("ledger name", name, &planted);
+        }
+        // A names line of a summary body read back: the credential is not taken as a name.
+        let mut names_only = Ledger::default();
+        names_only.observe(&Message::assistant("run_step_1 then deploy_v2"));
+        let section = names_only.render(100_000).unwrap();
+        let body = format!(
+            "{}\n- run_step_1, {}, deploy_v2",
+            section.trim_end(),
+            planted.text
+        );
+        let (_, read) = Ledger::split(&body);
+        for name in read.names() {
+            check("split name", name, &planted);
+        }
+    }
+    failures.dedup();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -96,7 +96,7 @@ pub enum Content {
 
 impl Content {
     /// The visible text: the string, or the text parts joined with newlines.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
             Content::Null => "".into(),
             Content::Text(s) => s.as_str().into(),
@@ -121,7 +121,7 @@ impl Content {
     }
 
     /// Number of image parts.
-    pub fn image_count(&self) -> usize {
+    pub(crate) fn image_count(&self) -> usize {
         match self {
             Content::Parts(parts) => parts.iter().filter(|p| p.is_image()).count(),
             _ => 0,
@@ -294,7 +294,7 @@ impl MarkerKind {
     }
 }
 
-/// Library metadata carried under [`META_KEY`](super::META_KEY). Never sent to a model.
+/// Library metadata carried under the reserved key `_hermes`. Never sent to a model.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
     /// Set on summary markers the library wrote, and on its continuation message.

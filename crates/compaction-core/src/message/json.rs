@@ -107,7 +107,7 @@ impl Message {
         Ok(Message { b: Arc::new(msg) })
     }
 
-    /// The message as written to a transcript: the body, plus [`META_KEY`] as the last key
+    /// The message as written to a transcript: the body, plus `_hermes` as the last key
     /// when metadata is present.
     pub fn to_json(&self) -> String {
         let body = self.to_wire_json();

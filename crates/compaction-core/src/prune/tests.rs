@@ -186,3 +186,25 @@ fn an_output_cited_by_a_later_reply_is_found() {
     // The first listing is cited by the reply; nobody used the second.
     assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
 }
+
+/// A long output becomes one informative line, one for one, so the tool pairing is kept.
+#[test]
+fn a_long_output_becomes_one_line() {
+    let counter = Estimator::default();
+    let msgs = vec![
+        Message::user("run the tests"),
+        Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function("c1", "shell", r#"{"cmd":"cargo test"}"#)],
+        ),
+        Message::tool_result("c1", "test result: ok. 120 passed\n".repeat(200)),
+        Message::assistant("all green"),
+    ];
+    let t = Transcript::new(msgs, &counter);
+    let plan = plan_prune(&t, &[0..t.len()], &PruneConfig::default(), &counter);
+    assert_eq!(plan.summarized_outputs, 1);
+    assert!(plan.reclaimed_tokens > 0);
+    let after = plan.edit.apply(t.messages()).unwrap();
+    assert_eq!(after.len(), t.len());
+    assert_eq!(after[2].tool_call_id(), Some("c1"));
+}

@@ -1,5 +1,5 @@
 //! The library's messages -> rig: the Anthropic messages
-//! [`anthropic::to_messages`](compaction_core::anthropic::to_messages) writes, grouped as rig
+//! [`anthropic::to_messages`](compaction_anthropic::to_messages) writes, grouped as rig
 //! messages and read back as rig's blocks.
 
 use std::collections::HashMap;

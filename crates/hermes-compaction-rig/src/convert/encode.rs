@@ -1,5 +1,5 @@
 //! rig -> Anthropic-shaped JSON: a rig message as the one Anthropic message
-//! [`anthropic::parse_message`](compaction_core::anthropic::parse_message) reads, with what
+//! [`anthropic::parse_message`](compaction_anthropic::parse_message) reads, with what
 //! Anthropic's blocks cannot say in `"rig"` fields and `{"type":"rig","block":…}` blocks.
 
 use rig_core::completion::Message as RigMessage;

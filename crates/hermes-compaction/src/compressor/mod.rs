@@ -263,7 +263,7 @@ impl Compressor {
         // Before the first request nothing says how old the provider's cache is (a resumed
         // session may have sent this prefix a minute ago): warm.
         let secs = self.secs_since_last_request();
-        secs.is_some() && compaction_core::cache::rewrite_is_free(&profile, secs)
+        secs.is_some() && crate::cache::rewrite_is_free(&profile, secs)
     }
 
     /// Whether passes are persisted (summaries then say that detail can be recalled).
@@ -694,7 +694,7 @@ pub fn batch_config(config: &Config) -> BatchConfig {
             // Prune-only must buy at least the runway the provider's cache economics justify.
             Some(p) => c
                 .prune_runway_ratio
-                .max(compaction_core::cache::suggested_prune_runway_ratio(&p)),
+                .max(crate::cache::suggested_prune_runway_ratio(&p)),
             None => c.prune_runway_ratio,
         },
         summary_max_tokens: u64::from(c.summary_max_tokens),

@@ -1,7 +1,7 @@
 //! What [`Config::validate`] checks: every key's allowed range, in the tables the tuner's grid
 //! is cut to ([`Config::f64_range`], [`Config::u64_range`]).
 
-use compaction_core::cache::CacheProfile;
+use crate::cache::CacheProfile;
 
 use super::{Config, ConfigError, MIN_CONTEXT_LENGTH, MIN_THRESHOLD_TOKENS};
 
@@ -115,7 +115,7 @@ impl Config {
                 "\"auto\", \"none\", \"custom\", \"anthropic\", \"openai\", \"openai-gpt5\", \"google\" or \"local\"",
             );
         }
-        if let Err(compaction_core::Error::Invalid { field, .. }) = c.cache_custom.validate() {
+        if let Some(field) = c.cache_custom.invalid_field() {
             return invalid(
                 "compression.cache_custom",
                 field,

@@ -18,12 +18,14 @@
 //! time-to-live for automatic caches (OpenAI says 5-10 minutes of inactivity); 300 seconds is
 //! the conservative figure used for both.
 //!
-//! Core keeps what the planners and the facade's gates need: the profile, the time-to-live
-//! rule ([`rewrite_is_free`]), the micro reclaim gate and the prune runway a profile suggests.
+//! The facade keeps what its gates need: the profile, the time-to-live rule
+//! ([`rewrite_is_free`]), the micro reclaim gate and the prune runway a profile suggests.
 //! Pricing a whole session request by request is the simulator's (`compaction_sim::pricing`).
+//! Pure arithmetic on plain data, like the transcript algebra of `compaction_core`, which
+//! knows no provider.
 //!
 //! ```
-//! use compaction_core::cache::{self, CacheProfile};
+//! use hermes_compaction::cache::{self, CacheProfile};
 //!
 //! let anthropic = CacheProfile::named("anthropic").unwrap();
 //! // A micro rewrite 50k tokens deep, with ten requests before the next one and a summary
@@ -35,8 +37,6 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-
-use crate::error::Error;
 
 /// What the cost of a rewrite depends on, for one provider (or model).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -184,9 +184,16 @@ impl CacheProfile {
         CacheProfile::named(name)
     }
 
-    /// Checks that ratios and prices are finite and non-negative, the write ratio is at least
-    /// 1, and the cached price matches the ratio when prices are given.
-    pub fn validate(&self) -> Result<(), Error> {
+    /// Whether this profile caches at all.
+    pub fn has_cache(&self) -> bool {
+        self.cache_ttl_secs > 0 && self.cached_input_price_ratio < 1.0
+    }
+
+    /// The first field out of line, if any: ratios and prices must be finite and
+    /// non-negative, the write ratio at least 1, the cached ratio at most 1, and the cached
+    /// price must match the ratio when prices are given. `Config::validate` turns it into a
+    /// `ConfigError` for `compression.cache_custom`.
+    pub(crate) fn invalid_field(&self) -> Option<&'static str> {
         let fields = [
             ("cached_input_price_ratio", self.cached_input_price_ratio),
             ("cache_write_price_ratio", self.cache_write_price_ratio),
@@ -199,39 +206,22 @@ impl CacheProfile {
         ];
         for (field, v) in fields {
             if !v.is_finite() || v < 0.0 {
-                return Err(Error::Invalid {
-                    field,
-                    expected: "must be a finite number, 0 or more",
-                });
+                return Some(field);
             }
         }
         if self.cached_input_price_ratio > 1.0 {
-            return Err(Error::Invalid {
-                field: "cached_input_price_ratio",
-                expected: "must be at most 1.0",
-            });
+            return Some("cached_input_price_ratio");
         }
         if self.cache_write_price_ratio < 1.0 {
-            return Err(Error::Invalid {
-                field: "cache_write_price_ratio",
-                expected: "must be 1.0 or more",
-            });
+            return Some("cache_write_price_ratio");
         }
         let implied = self.input_price_per_mtok * self.cached_input_price_ratio;
         if self.input_price_per_mtok > 0.0
             && (implied - self.cached_input_price_per_mtok).abs() > 1e-6 * self.input_price_per_mtok
         {
-            return Err(Error::Invalid {
-                field: "cached_input_price_per_mtok",
-                expected: "must equal input_price_per_mtok x cached_input_price_ratio",
-            });
+            return Some("cached_input_price_per_mtok");
         }
-        Ok(())
-    }
-
-    /// Whether this profile caches at all.
-    pub fn has_cache(&self) -> bool {
-        self.cache_ttl_secs > 0 && self.cached_input_price_ratio < 1.0
+        None
     }
 }
 
@@ -332,7 +322,7 @@ mod tests {
     fn named_profiles_are_valid_and_round_trip_by_name() {
         for name in PROFILE_NAMES {
             let p = CacheProfile::named(name).unwrap();
-            p.validate().unwrap();
+            assert_eq!(p.invalid_field(), None);
             assert_eq!(p.name, name);
         }
         assert!(CacheProfile::named("azure").is_none());
@@ -342,21 +332,12 @@ mod tests {
     fn validation_names_the_field() {
         let mut p = CacheProfile::openai();
         p.cached_input_price_per_mtok = 2.0;
-        assert_eq!(
-            p.validate().unwrap_err().to_string(),
-            "cache profile field `cached_input_price_per_mtok` must equal input_price_per_mtok x cached_input_price_ratio"
-        );
+        assert_eq!(p.invalid_field(), Some("cached_input_price_per_mtok"));
         p = CacheProfile::anthropic();
         p.cache_write_price_ratio = 0.5;
-        assert!(matches!(
-            p.validate(),
-            Err(Error::Invalid {
-                field: "cache_write_price_ratio",
-                ..
-            })
-        ));
+        assert_eq!(p.invalid_field(), Some("cache_write_price_ratio"));
         p.cache_write_price_ratio = f64::NAN;
-        assert!(p.validate().is_err());
+        assert_eq!(p.invalid_field(), Some("cache_write_price_ratio"));
     }
 
     fn close(a: f64, b: f64) -> bool {

@@ -1,4 +1,4 @@
-//! The Anthropic Messages dialect: read and write transcripts of `{role, content}` messages
+//! The Anthropic Messages dialect for hermes-compaction: read and write transcripts of `{role, content}` messages
 //! whose content blocks are `text`, `image`, `document`, `tool_use`, `tool_result`,
 //! `thinking`, `redacted_thinking` (and any other block, kept as it is).
 //!
@@ -17,7 +17,7 @@
 //! So a `tool_use` is answered by the results of the next user turn, a tool group is never
 //! split, and every law of the library (spec section 2) applies. [`to_jsonl`] writes the
 //! messages back: each message read from one Anthropic message carries a tag in its library
-//! metadata ([`Meta::extra`](crate::Meta::extra)`["anthropic"]`, never sent to a model), and the
+//! metadata ([`Meta::extra`](compaction_core::Meta::extra)`["anthropic"]`, never sent to a model), and the
 //! tagged messages of one original that no pass changed are written back as the original bytes.
 //! A changed group is rebuilt block by block: blocks keep their order and fields, a content
 //! block the pass did not change keeps its bytes (its original text is kept in the tag when its
@@ -30,17 +30,17 @@
 //! whole. Their bytes are therefore what the provider signed, after every pass that keeps their
 //! message.
 //!
-//! [`ToolCall`]: crate::ToolCall
-//! [`ToolCall::extra`]: crate::ToolCall::extra
-//! [`Part`]: crate::Part
-//! [`Part::text`]: crate::Part::text
+//! [`ToolCall`]: compaction_core::ToolCall
+//! [`ToolCall::extra`]: compaction_core::ToolCall::extra
+//! [`Part`]: compaction_core::Part
+//! [`Part::text`]: compaction_core::Part::text
 //!
 //! Without the tags (messages that went through the store, which keeps bodies only), the
 //! writer groups consecutive `tool` messages and a user message right after them into one
 //! Anthropic user message, which is what the reader produced in the first place.
 //!
 //! ```
-//! use compaction_core::anthropic;
+//! use compaction_anthropic as anthropic;
 //!
 //! let text = concat!(
 //!     r#"{"role":"user","content":"list the files"}"#, "\n",
@@ -56,12 +56,12 @@
 //! // Unchanged, it writes back byte-identical.
 //! assert_eq!(anthropic::to_jsonl(&messages), text);
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Location, Result};
-use crate::message::Message;
+use compaction_core::{Error, Location, Message, Result};
 
 mod read;
 mod write;
@@ -69,7 +69,7 @@ mod write;
 use read::{assistant, compact_json, has_type, json_error, object, user_with_results};
 use write::{group_end, noncanonical_parts, original, rebuild};
 
-/// The key of the dialect's tag in [`Meta::extra`](crate::Meta::extra).
+/// The key of the dialect's tag in [`Meta::extra`](compaction_core::Meta::extra).
 pub const TAG_KEY: &str = "anthropic";
 
 /// Whether `text` is an Anthropic Messages transcript rather than OpenAI chat: some message
@@ -78,7 +78,7 @@ pub const TAG_KEY: &str = "anthropic";
 /// transcript of plain text messages is the same in both dialects (`false`).
 ///
 /// ```
-/// use compaction_core::anthropic::looks_like;
+/// use compaction_anthropic::looks_like;
 /// assert!(looks_like(r#"{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"ok"}]}"#));
 /// assert!(!looks_like(r#"{"role":"tool","tool_call_id":"t","content":"ok"}"#));
 /// assert!(!looks_like(r#"{"role":"user","content":"hi"}"#));
@@ -343,7 +343,7 @@ mod tests {
 /// tests of code that reads or writes the dialect.
 ///
 /// ```
-/// use compaction_core::anthropic::{self, strategies};
+/// use compaction_anthropic::{self as anthropic, strategies};
 /// use proptest::prelude::*;
 ///
 /// proptest!(ProptestConfig::with_cases(8), |(lines in strategies::transcript())| {

@@ -5,12 +5,11 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 
-use crate::error::{Error, Result};
-use crate::message::Message;
+use compaction_core::{Error, Message, Result};
 
 /// The assistant message of a reply with `tool_use` blocks (and the number of top-level
 /// extras, always 0 here: they are the message's own extra fields).
-pub(super) fn assistant(
+pub(crate) fn assistant(
     role_raw: &RawValue,
     blocks: &[Box<RawValue>],
     extras: &[&(String, Box<RawValue>)],
@@ -74,7 +73,7 @@ fn tool_call(b: &[(String, Box<RawValue>)]) -> Result<String> {
 
 /// The messages of a user turn holding `tool_result` blocks: one tool message per result, and
 /// one user message per run of other blocks. The top-level extras go on the first message.
-pub(super) fn user_with_results(
+pub(crate) fn user_with_results(
     blocks: &[Box<RawValue>],
     extras: &[&(String, Box<RawValue>)],
 ) -> Result<Vec<(Message, usize)>> {
@@ -146,7 +145,7 @@ fn push_fields<'a>(json: &mut String, fields: impl Iterator<Item = (&'a str, &'a
     }
 }
 
-pub(super) fn has_type(blocks: &[Box<RawValue>], kind: &str) -> Result<bool> {
+pub(crate) fn has_type(blocks: &[Box<RawValue>], kind: &str) -> Result<bool> {
     for raw in blocks {
         if block_type(&object(raw.get())?)? == Some(kind) {
             return Ok(true);
@@ -171,7 +170,7 @@ fn block_type(b: &[(String, Box<RawValue>)]) -> Result<Option<&'static str>> {
 }
 
 /// `json` without the whitespace outside its strings.
-pub(super) fn compact_json(json: &str) -> String {
+pub(crate) fn compact_json(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
     let (mut in_string, mut escaped) = (false, false);
     for c in json.chars() {
@@ -193,11 +192,11 @@ pub(super) fn compact_json(json: &str) -> String {
     out
 }
 
-pub(super) fn json_str(s: &str) -> String {
+pub(crate) fn json_str(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
 
-pub(super) fn json_error(e: &serde_json::Error) -> Error {
+pub(crate) fn json_error(e: &serde_json::Error) -> Error {
     Error::Json {
         column: e.column(),
         reason: match e.classify() {
@@ -210,7 +209,7 @@ pub(super) fn json_error(e: &serde_json::Error) -> Error {
 }
 
 /// A JSON object's fields in order, with their raw values; an error for anything else.
-pub(super) fn object(json: &str) -> Result<Vec<(String, Box<RawValue>)>> {
+pub(crate) fn object(json: &str) -> Result<Vec<(String, Box<RawValue>)>> {
     match serde_json::from_str::<Fields>(json).map_err(|e| json_error(&e))? {
         Fields::Object(f) => Ok(f),
         Fields::Other(found) => Err(Error::NotAnObject { found }),

@@ -2,7 +2,7 @@
 //! log's messages, generated transcripts), and batch and micro passes over Anthropic
 //! transcripts that keep the laws, the thinking blocks' bytes and the cache marks' places.
 
-use compaction_core::anthropic::{self, strategies as anthropic_strategies};
+use compaction_anthropic::{self as anthropic, strategies as anthropic_strategies};
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
 use compaction_core::laws::{self, Pass};
 use compaction_core::micro::{

@@ -5,13 +5,14 @@
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use super::TAG_KEY;
-use super::read::{json_str, object};
-use crate::message::{Content, Message, Part, ToolCall};
+use compaction_core::{Content, Message, Part, ToolCall};
+
+use crate::TAG_KEY;
+use crate::read::{json_str, object};
 
 /// The end of the group that starts at `start`: the messages with the same tag, or, untagged,
 /// a run of tool messages and the user message right after it.
-pub(super) fn group_end(messages: &[Message], start: usize) -> usize {
+pub(crate) fn group_end(messages: &[Message], start: usize) -> usize {
     let first = &messages[start];
     let mut end = start + 1;
     match tag(first).map(|t| (t.get("g").cloned(), t.get("n").cloned())) {
@@ -47,7 +48,7 @@ pub(super) fn group_end(messages: &[Message], start: usize) -> usize {
 }
 
 /// The original bytes of a group no pass changed: every member present, in order, unmodified.
-pub(super) fn original(group: &[Message]) -> Option<String> {
+pub(crate) fn original(group: &[Message]) -> Option<String> {
     let first = tag(&group[0])?;
     let n = first.get("n")?.as_u64()? as usize;
     if group.len() != n {
@@ -70,7 +71,7 @@ fn tag(m: &Message) -> Option<&Map<String, Value>> {
 }
 
 /// One Anthropic message from a group of messages, block by block.
-pub(super) fn rebuild(group: &[Message]) -> String {
+pub(crate) fn rebuild(group: &[Message]) -> String {
     let first = &group[0];
     let role = if first.is_tool() {
         "user"
@@ -219,7 +220,7 @@ fn block_raws(m: &Message) -> Vec<(Value, String)> {
 
 /// The original texts of the parts whose JSON is not serde_json's compact form (so a rebuild
 /// can still write them as they were).
-pub(super) fn noncanonical_parts(m: &Message) -> Vec<Value> {
+pub(crate) fn noncanonical_parts(m: &Message) -> Vec<Value> {
     let Some(Content::Parts(_)) = m.content() else {
         return Vec::new();
     };

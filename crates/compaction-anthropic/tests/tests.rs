@@ -1,0 +1,3 @@
+//! Integration tests of compaction-anthropic: one binary, one module per area.
+
+mod anthropic;
