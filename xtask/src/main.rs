@@ -15,7 +15,11 @@ mod ties;
 /// The pure crates: transcript algebra (core), what only extends it (the Anthropic
 /// dialect) and what it uses on plain text (secret redaction). No async, I/O, HTTP or SQL in
 /// their normal dependency trees, and no adapter.
-const PURE: [&str; 3] = ["compaction-core", "compaction-anthropic", "compaction-redact"];
+const PURE: [&str; 3] = [
+    "compaction-core",
+    "compaction-anthropic",
+    "compaction-redact",
+];
 
 /// Crates that must never appear in a pure crate's normal dependency tree.
 const FORBIDDEN_IN_CORE: [&str; 6] = [

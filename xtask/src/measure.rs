@@ -298,7 +298,10 @@ fn reachable_files(src: &Path) -> Result<std::collections::HashSet<PathBuf>, Str
                 continue;
             };
             let name = name.trim();
-            for child in [dir.join(format!("{name}.rs")), dir.join(name).join("mod.rs")] {
+            for child in [
+                dir.join(format!("{name}.rs")),
+                dir.join(name).join("mod.rs"),
+            ] {
                 if child.is_file() {
                     todo.push(child);
                 }
