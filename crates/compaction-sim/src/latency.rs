@@ -280,7 +280,9 @@ impl Tracker {
     /// running delayed nothing; the waits go into `row`, with the wasted candidates' cost
     /// (already in the row's summary tokens and so in its cost: call after the row is priced
     /// and scored).
-    pub(crate) fn finish(mut self, row: &mut Row, pricing: &Pricing) {
+    /// The summary calls are priced at `summary_price_ratio` times the pricing's summary
+    /// prices, as the row's.
+    pub(crate) fn finish(mut self, row: &mut Row, pricing: &Pricing, summary_price_ratio: f64) {
         if self.pending.is_some() {
             self.waste(Waste::Unused);
         }
@@ -295,7 +297,8 @@ impl Tracker {
         let miss = w.wasted_prompt_tokens - hit;
         let out = w.wasted_output_tokens;
         let mtok = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
-        w.wasted_cost_usd = match pricing {
+        w.wasted_cost_usd = summary_price_ratio
+            * match pricing {
             Pricing::Table(p) => {
                 mtok(miss, p.summary_input_per_mtok)
                     + mtok(hit, p.cached_input_per_mtok)
@@ -307,8 +310,8 @@ impl Tracker {
                     + mtok(out, p.output_price_per_mtok)
             }
         };
-        w.wasted_unit_cost =
-            miss as f64 + UNIT_HIT_PRICE * hit as f64 + UNIT_SUMMARY_OUTPUT_PRICE * out as f64;
+        w.wasted_unit_cost = summary_price_ratio
+            * (miss as f64 + UNIT_HIT_PRICE * hit as f64 + UNIT_SUMMARY_OUTPUT_PRICE * out as f64);
         row.latency = self.waits;
     }
 
@@ -446,7 +449,7 @@ mod tests {
         });
         w.waste(Waste::Discarded(DiscardReason::SpanChanged));
         let mut row = Row::default();
-        w.finish(&mut row, &Pricing::Table(crate::pricing::Prices::default()));
+        w.finish(&mut row, &Pricing::Table(crate::pricing::Prices::default()), 1.0);
         let l = &row.latency;
         assert_eq!((l.prepared_wasted, l.wasted_span_changed), (1, 1));
         assert_eq!(

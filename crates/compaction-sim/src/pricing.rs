@@ -216,6 +216,30 @@ impl Prices {
     }
 }
 
+/// The price ratio a replay of `config` prices its summary calls at, relative to the agent
+/// model's prices: 1.0 for warm-cache requests (the agent's own model,
+/// [`Config::warm_cache_on`](hermes_compaction::Config::warm_cache_on)), else the standalone
+/// summarizer's `auxiliary.compression.price_ratio`.
+///
+/// ```
+/// use compaction_sim::pricing::summary_price_ratio;
+/// use hermes_compaction::Config;
+/// use hermes_compaction::config::WarmCache;
+///
+/// let mut config = Config::default();
+/// config.auxiliary.compression.price_ratio = 0.3;
+/// assert_eq!(summary_price_ratio(&config), 0.3, "standalone: the summarizer's price");
+/// config.auxiliary.compression.warm_cache = WarmCache::On;
+/// assert_eq!(summary_price_ratio(&config), 1.0, "warm: the agent's own model");
+/// ```
+pub fn summary_price_ratio(config: &hermes_compaction::Config) -> f64 {
+    if config.warm_cache_on() {
+        1.0
+    } else {
+        config.auxiliary.compression.price_ratio
+    }
+}
+
 /// Every named cache profile, in [`PROFILE_NAMES`] order (what `--cache-profile all` sweeps).
 pub fn profiles() -> Vec<CacheProfile> {
     PROFILE_NAMES

@@ -338,6 +338,9 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
     add("cost in issue units (M)", &|r, _| {
         format!("{:.2}M", r.unit_cost / 1e6)
     });
+    add("  of it, the summary calls (M)", &|r, _| {
+        format!("{:.3}M", r.summary_unit_cost / 1e6)
+    });
     add("re-read rounds / tokens fetched", &|r, _| {
         format!("{} / {}", r.reread_rounds, r.reread_tokens)
     });

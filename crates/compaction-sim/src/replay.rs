@@ -145,6 +145,7 @@ pub async fn replay(
         Pricing::Table(_) => config.compression.cold_cache_rewrites = false,
     }
     let trims = variant.trims();
+    let summary_price_ratio = pricing::summary_price_ratio(&config);
     let counting = Arc::new(CountingSummarizer::new(summarizer));
     let counter = Estimator::default();
     let context_length = config.model.context_length;
@@ -341,9 +342,9 @@ pub async fn replay(
     row.summary_prompt_tokens = usage.prompt_tokens;
     row.summary_prompt_hit_tokens = usage.prompt_hit_tokens;
     row.summary_output_tokens = usage.output_tokens;
-    Scorer::finish(&mut row);
-    price(&mut row, &options.pricing, &requests);
-    waits.finish(&mut row, &options.pricing);
+    Scorer::finish_at(&mut row, summary_price_ratio);
+    price(&mut row, &options.pricing, &requests, summary_price_ratio);
+    waits.finish(&mut row, &options.pricing, summary_price_ratio);
     Ok(Replay { row, trace, texts })
 }
 
@@ -361,8 +362,15 @@ fn changed(stats: &PassStats) -> bool {
     stats.messages_after != stats.messages_before
 }
 
-/// Fills the cache split and the cost of `row` from its requests and summary tokens.
-pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
+/// Fills the cache split and the cost of `row` from its requests and summary tokens, the
+/// summary calls at `summary_price_ratio` times the pricing's summary prices
+/// ([`summary_price_ratio`](pricing::summary_price_ratio)).
+pub fn price(
+    row: &mut Row,
+    pricing: &Pricing,
+    requests: &[RequestShape],
+    summary_price_ratio: f64,
+) {
     let mtok = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
     let (summary_in, summary_out) = (row.summary_prompt_tokens, row.summary_output_tokens);
     // A warm-cache summary request's prefix is a cache hit of the agent's own model.
@@ -386,9 +394,10 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
             row.cost_cache_read_usd = mtok(hit, p.cached_input_per_mtok);
             row.cost_cache_write_usd = 0.0;
             row.cost_output_usd = mtok(row.output_tokens, p.output_per_mtok);
-            row.cost_summary_usd = mtok(summary_in, p.summary_input_per_mtok)
-                + mtok(summary_hit, p.cached_input_per_mtok)
-                + mtok(summary_out, p.summary_output_per_mtok);
+            row.cost_summary_usd = summary_price_ratio
+                * (mtok(summary_in, p.summary_input_per_mtok)
+                    + mtok(summary_hit, p.cached_input_per_mtok)
+                    + mtok(summary_out, p.summary_output_per_mtok));
         }
         Pricing::Profile(p) => {
             let total = pricing::price_session(p, requests);
@@ -409,9 +418,10 @@ pub fn price(row: &mut Row, pricing: &Pricing, requests: &[RequestShape]) {
             row.cost_cache_write_usd = mtok(total.cache_write_tokens, p.input_price_per_mtok)
                 * (p.cache_write_price_ratio - 1.0);
             row.cost_output_usd = mtok(total.output_tokens, p.output_price_per_mtok);
-            row.cost_summary_usd = mtok(summary_in, p.input_price_per_mtok)
-                + mtok(summary_hit, p.cached_input_price_per_mtok)
-                + mtok(summary_out, p.output_price_per_mtok);
+            row.cost_summary_usd = summary_price_ratio
+                * (mtok(summary_in, p.input_price_per_mtok)
+                    + mtok(summary_hit, p.cached_input_price_per_mtok)
+                    + mtok(summary_out, p.output_price_per_mtok));
         }
     }
     row.cost_usd = row.cost_input_usd
@@ -548,7 +558,7 @@ mod tests {
                 summary_output_tokens: 1_000,
                 ..Row::default()
             };
-            price(&mut row, &Pricing::Profile(p.clone()), &requests);
+            price(&mut row, &Pricing::Profile(p.clone()), &requests, 1.0);
             let core = pricing::price_session(&p, &requests);
             let summaries =
                 (10_000.0 * p.input_price_per_mtok + 1_000.0 * p.output_price_per_mtok) / 1e6;
@@ -567,6 +577,7 @@ mod tests {
             &mut row,
             &Pricing::Profile(CacheProfile::named("anthropic").unwrap()),
             &requests,
+            1.0,
         );
         // Only the second request reads the cache; the third comes after the 300 s TTL.
         assert_eq!(row.cache_hit_tokens, 20_000);

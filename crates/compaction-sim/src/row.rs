@@ -106,8 +106,14 @@ pub struct Row {
     /// Requests whose prompt in the issue units exceeded the context length.
     pub unit_overflows: u64,
     /// Cost in the issue units: 0.1 x hit + miss + summary prompt + 5 x summary output (the
-    /// summaries prepared ahead, used or wasted, among the summary tokens).
+    /// summaries prepared ahead, used or wasted, among the summary tokens), the summary
+    /// calls' part at the summarizer's price ratio.
     pub unit_cost: f64,
+    /// Of `unit_cost`, the summary calls': 1.0 x their input + [`UNIT_HIT_PRICE`] x a
+    /// warm-cache request's prefix instead + 5.0 x their output, all times the summarizer's
+    /// price ratio ([`summary_price_ratio`](crate::pricing::summary_price_ratio): 1.0 for the
+    /// agent's own model).
+    pub summary_unit_cost: f64,
     /// Sum over requests of the share of the session's facts still in the prompt (see
     /// [`retention`](crate::retention)).
     pub retention_sum: f64,
@@ -219,6 +225,14 @@ pub fn unit_cost(prompt: u64, hit: u64, summary_in: u64, summary_out: u64) -> f6
         + UNIT_SUMMARY_OUTPUT_PRICE * summary_out as f64
 }
 
+/// The summary calls' cost in the issue units at the agent model's prices: `1.0 x input
+/// missed + 0.1 x input a warm-cache request's prefix held + 5.0 x output` (`hit` is capped
+/// at `input`).
+pub fn summary_unit_cost(input: u64, hit: u64, output: u64) -> f64 {
+    let hit = hit.min(input);
+    (input - hit) as f64 + UNIT_HIT_PRICE * hit as f64 + UNIT_SUMMARY_OUTPUT_PRICE * output as f64
+}
+
 impl Row {
     /// The derived metrics.
     pub fn derived(&self) -> Derived {
@@ -320,6 +334,7 @@ impl Row {
             t.unit_peak_tokens = t.unit_peak_tokens.max(r.unit_peak_tokens);
             t.unit_overflows += r.unit_overflows;
             t.unit_cost += r.unit_cost;
+            t.summary_unit_cost += r.summary_unit_cost;
             t.retention_sum += r.retention_sum;
             t.far_identifiers += r.far_identifiers;
             t.far_held += r.far_held;

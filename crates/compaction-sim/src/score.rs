@@ -77,17 +77,27 @@ impl Scorer {
     }
 
     /// Closes `row` once the session is over and its summary tokens are in: the session's
-    /// recall share, the cost in the issue units, the re-read cost and the effective cost.
+    /// recall share, the cost in the issue units, the re-read cost and the effective cost,
+    /// with the summary calls at the agent model's prices ([`finish_at`](Self::finish_at)
+    /// with 1.0).
     pub fn finish(row: &mut Row) {
+        Scorer::finish_at(row, 1.0);
+    }
+
+    /// [`finish`](Self::finish) with the summary calls at `summary_price_ratio` times the
+    /// agent model's prices (a standalone summarizer's price ratio,
+    /// [`summary_price_ratio`](crate::pricing::summary_price_ratio)).
+    pub fn finish_at(row: &mut Row, summary_price_ratio: f64) {
         row.close_session_recall();
         // A warm-cache summary request's prefix is priced as the hit it is.
-        let summary_hit = row.summary_prompt_hit_tokens.min(row.summary_prompt_tokens);
-        row.unit_cost = unit_cost(
-            row.unit_prompt_tokens,
-            row.unit_hit_tokens,
-            row.summary_prompt_tokens,
-            row.summary_output_tokens,
-        ) - (1.0 - crate::row::UNIT_HIT_PRICE) * summary_hit as f64;
+        row.summary_unit_cost = summary_price_ratio
+            * crate::row::summary_unit_cost(
+                row.summary_prompt_tokens,
+                row.summary_prompt_hit_tokens,
+                row.summary_output_tokens,
+            );
+        row.unit_cost =
+            unit_cost(row.unit_prompt_tokens, row.unit_hit_tokens, 0, 0) + row.summary_unit_cost;
         row.reread_cost = reread_cost(row);
         row.effective_cost = row.unit_cost + row.reread_cost;
     }

@@ -154,6 +154,7 @@ fn pareto_front_drops_dominated_points() {
         mean_retention: 1.0,
         min_retention: retention,
         summary_calls: calls,
+        summary_unit_cost: 0.0,
         overflows: 0,
         total: Default::default(),
     };
@@ -257,6 +258,7 @@ fn the_plot_scales_to_its_points_and_labels_its_units() {
         mean_retention: 0.9,
         min_retention: 0.8,
         summary_calls: 3,
+        summary_unit_cost: 0.0,
         overflows: 0,
         total: Default::default(),
     };
@@ -277,6 +279,8 @@ fn the_plot_scales_to_its_points_and_labels_its_units() {
         min_recall: 0.8,
         evaluated: 5,
         cost_unit: CostUnit::Dollars,
+        warm_searched: false,
+        price_ratio: 1.0,
     };
     let svg = tuning.svg();
     check_axes(&svg);
@@ -308,4 +312,98 @@ fn the_plot_scales_to_its_points_and_labels_its_units() {
     let toml = tuning.toml(&base, &Pricing::Table(Default::default()));
     let header = toml.lines().next().unwrap();
     assert!(header.contains("cost $9.95 (dollars"), "{header}");
+}
+
+/// Issue 34 item 1: the tuner chooses the summary request's form by cost, warm (the agent's
+/// own model, its cached prefix at the hit price) or standalone (a model at
+/// `auxiliary.compression.price_ratio` of the agent model's prices): the same model picks
+/// warm, a very cheap one standalone, and the switch sits where the two forms' priced figures
+/// cross.
+#[test]
+fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
+    use compaction_sim::Row;
+    let inputs = vec![example()];
+    let mut base = Config::default();
+    base.model.context_length = 32_000;
+    let with_ratio = |ratio: f64| {
+        let mut c = base.clone();
+        c.auxiliary.compression.price_ratio = ratio;
+        c
+    };
+    // The two forms at the starting settings, the standalone one at the agent model's price.
+    let replay = |warm: bool| -> Row {
+        let knobs = Knobs {
+            warm_cache: warm,
+            ..Knobs::of(&base)
+        };
+        let variant = Variant {
+            name: knobs.name(),
+            config: knobs.apply(&base),
+        };
+        run(&inputs, &[variant], &Options::default()).totals[0].clone()
+    };
+    let (warm, standalone) = (replay(true), replay(false));
+    assert!(standalone.summary_calls > 0, "the session compacts");
+    assert_eq!(warm.summary_calls, standalone.summary_calls);
+    assert!(warm.summary_prompt_hit_tokens > 0 && standalone.summary_prompt_hit_tokens == 0);
+    // Everything but the summary calls is alike; the summary calls of a standalone model
+    // scale with its price ratio, so the forms cost the same at this ratio.
+    let rest = standalone.unit_cost - standalone.summary_unit_cost;
+    assert!((warm.unit_cost - warm.summary_unit_cost - rest).abs() < 1e-6);
+    let crossover = (warm.unit_cost - rest) / standalone.summary_unit_cost;
+    assert!(
+        crossover > 0.05 && crossover < 1.0,
+        "the warm request is cheaper than a standalone one at the same price, dearer than \
+         one at a twentieth: crossover {crossover}"
+    );
+    let options = TuneOptions {
+        budget: 2,
+        ..TuneOptions::default()
+    };
+    for (ratio, want_warm) in [
+        (1.0, true),
+        (0.05, false),
+        (crossover * 1.05, true),
+        (crossover * 0.95, false),
+    ] {
+        let config = with_ratio(ratio);
+        let tuning = tune(&inputs, &config, &options, extractive(), &|_, _| {}).unwrap();
+        // The start and the start with the other form.
+        assert_eq!(tuning.evaluated, 2);
+        assert_eq!(tuning.points.len(), 2);
+        let form = |w: bool| tuning.points.iter().find(|p| p.knobs.warm_cache == w).unwrap();
+        let (w, s) = (form(true), form(false));
+        assert!((w.unit_cost - warm.unit_cost).abs() < 1e-6, "{ratio}");
+        assert!(
+            (s.summary_unit_cost - ratio * standalone.summary_unit_cost).abs() < 1e-6,
+            "{ratio}: the standalone summary calls at the ratio"
+        );
+        assert_eq!(
+            tuning.recommended.knobs.warm_cache, want_warm,
+            "ratio {ratio} (crossover {crossover}): warm {} against standalone {}",
+            w.cost, s.cost
+        );
+        assert_eq!(w.cost < s.cost, want_warm);
+        // The tuned TOML says which form, and the price it was chosen at, and loads as the
+        // recommended point.
+        let toml = tuning.toml(&config, &options.pricing);
+        let line = if want_warm {
+            "warm_cache = \"on\""
+        } else {
+            "warm_cache = \"off\""
+        };
+        assert!(toml.contains(line), "{toml}");
+        assert!(toml.contains("price per token"), "{toml}");
+        let loaded = ConfigLoader::new().toml(&toml).load().unwrap().0;
+        assert_eq!(Knobs::of(&loaded), tuning.recommended.knobs);
+        assert_eq!(loaded.auxiliary.compression.price_ratio, ratio);
+    }
+    // Left out of the search, the form stays the start's.
+    let fixed = TuneOptions {
+        warm: false,
+        ..options
+    };
+    let tuning = tune(&inputs, &with_ratio(0.05), &fixed, extractive(), &|_, _| {}).unwrap();
+    assert!(tuning.points.iter().all(|p| !p.knobs.warm_cache));
+    assert!(!tuning.toml(&base, &fixed.pricing).contains("warm_cache"));
 }

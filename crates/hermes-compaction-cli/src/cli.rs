@@ -319,6 +319,16 @@ pub struct TuneArgs {
     /// Leave insertion-time trimming out of the search.
     #[arg(long)]
     pub no_trim: bool,
+    /// Leave the summary request's form out of the search (warm: the agent's own model with
+    /// its cached prefix; standalone: a model at --summary-price-ratio of its prices); the
+    /// starting configuration's form is kept.
+    #[arg(long)]
+    pub no_warm: bool,
+    /// The standalone summary model's price per token relative to the agent model's, input
+    /// and output alike (0.3: 30% of the agent's prices), 0 to 100 [default:
+    /// auxiliary.compression.price_ratio of the configuration, 1.0].
+    #[arg(long, value_name = "RATIO")]
+    pub summary_price_ratio: Option<f64>,
     /// The recommendation keeps at least this far recall (pooled, summaries included), 0 to 1
     /// [default: the starting configuration's].
     #[arg(long, value_name = "SHARE")]

@@ -24,7 +24,13 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
             crate::paths::output_target(path, flag)?;
         }
     }
-    let config = load_config(&args.engine)?;
+    let mut config = load_config(&args.engine)?;
+    if let Some(ratio) = args.summary_price_ratio {
+        config.auxiliary.compression.price_ratio = ratio;
+        config
+            .validate()
+            .map_err(|e| crate::Error::Config(format!("--summary-price-ratio: {e}")))?;
+    }
     let pricing = Pricing::select_one(args.cache_profile.as_deref(), None, &config)?;
     let options = TuneOptions {
         pricing: pricing.clone(),
@@ -33,6 +39,7 @@ pub fn run(args: &TuneArgs, out: &mut dyn std::io::Write) -> Result<()> {
         seed: args.seed,
         micro: !args.no_micro,
         trim: !args.no_trim,
+        warm: !args.no_warm,
         min_recall: args.min_recall,
         min_retention: args.min_retention,
         max_summary_calls: args.max_summary_calls,

@@ -418,6 +418,12 @@ pub struct SummarizerConfig {
     /// Whether a batch summary request is the agent's last request plus one instruction, so
     /// the provider's prompt cache serves its input (see [`WarmCache`]).
     pub warm_cache: WarmCache,
+    /// The summary model's price per token relative to the agent model's, input and output
+    /// alike (0.3: a model at 30% of the agent's prices). Only cost accounting reads it: the
+    /// simulator prices a standalone summary request at this ratio (a warm-cache one is the
+    /// agent's own model, at 1.0), and the tuner weighs the two forms with it
+    /// (docs/ECONOMICS.md, "The warm-cache summary request"). The compressor does not.
+    pub price_ratio: f64,
 }
 
 /// `compression.timing`: when automatic passes may run. Explicit passes
@@ -497,6 +503,7 @@ impl Default for SummarizerConfig {
             breaker_failures: 3,
             breaker_probe_secs: 120,
             warm_cache: WarmCache::Auto,
+            price_ratio: 1.0,
         }
     }
 }

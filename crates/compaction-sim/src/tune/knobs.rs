@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use hermes_compaction::config::WarmCache;
 use hermes_compaction::{Config, ReclaimGate};
 
 /// The values one candidate gives the tuned settings.
@@ -36,6 +37,11 @@ pub struct Knobs {
     pub micro_compact_min_reclaim_tokens: ReclaimGate,
     /// `compression.insert_trim_tokens` (0: off).
     pub insert_trim_tokens: u64,
+    /// The summary request's form, `auxiliary.compression.warm_cache` (`"on"` when true,
+    /// `"off"` when false; [`of`](Self::of) reads `auto` as what it resolves to): the agent's
+    /// own model with its cached prefix, or a standalone model at
+    /// `auxiliary.compression.price_ratio` of the agent model's prices.
+    pub warm_cache: bool,
 }
 
 const THRESHOLD: [f64; 9] = [0.35, 0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70, 0.80];
@@ -107,6 +113,7 @@ impl Knobs {
             micro_compact_every_n_turns: c.micro_compact_every_n_turns,
             micro_compact_min_reclaim_tokens: c.micro_compact_min_reclaim_tokens,
             insert_trim_tokens: c.insert_trim_tokens,
+            warm_cache: config.warm_cache_on(),
         }
     }
 
@@ -126,6 +133,13 @@ impl Knobs {
         c.micro_compact_every_n_turns = self.micro_compact_every_n_turns;
         c.micro_compact_min_reclaim_tokens = self.micro_compact_min_reclaim_tokens;
         c.insert_trim_tokens = self.insert_trim_tokens;
+        if self.warm_cache != config.warm_cache_on() {
+            config.auxiliary.compression.warm_cache = if self.warm_cache {
+                WarmCache::On
+            } else {
+                WarmCache::Off
+            };
+        }
         config
     }
 
@@ -159,6 +173,9 @@ impl Knobs {
         if self.insert_trim_tokens > 0 {
             let _ = write!(s, "-trim{}k", self.insert_trim_tokens / 1_000);
         }
+        if self.warm_cache {
+            s.push_str("-warm");
+        }
         s
     }
 
@@ -183,15 +200,33 @@ impl Knobs {
         )
     }
 
+    /// The `[auxiliary.compression]` lines of the summary request's form: `warm_cache` and
+    /// the standalone model's `price_ratio` the choice was priced at (`price_ratio`, from the
+    /// starting configuration), each with a comment.
+    pub fn auxiliary_toml_lines(&self, price_ratio: f64) -> String {
+        format!(
+            "# The summary request: \"on\" = the agent's own model at the agent's endpoint, its last\n# request's prefix served by the provider's cache; \"off\" = a standalone request.\nwarm_cache = \"{}\"\n# The standalone summary model's price per token relative to the agent model's (the\n# assumption the choice was priced at).\nprice_ratio = {}\n",
+            if self.warm_cache { "on" } else { "off" },
+            float(price_ratio)
+        )
+    }
+
     pub(super) fn key(&self) -> String {
         format!("{self:?}")
     }
 
-    /// A random point of the space.
-    pub(super) fn random(space: &Space, rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
+    /// A random point of the space; `warm`: `Some(start)` keeps the request form at the
+    /// start's, `None` draws it.
+    pub(super) fn random(
+        space: &Space,
+        rng: &mut Rng,
+        micro: bool,
+        trim: bool,
+        warm: Option<bool>,
+    ) -> Knobs {
         let micro = micro && rng.below(2) == 1;
         let threshold = rng.pick(&space.threshold);
-        Knobs {
+        let mut k = Knobs {
             threshold,
             small_window_min_threshold: threshold,
             threshold_floor_tokens: rng.pick(&FLOOR),
@@ -207,14 +242,33 @@ impl Knobs {
                 ReclaimGate::Off
             },
             insert_trim_tokens: if trim { rng.pick(&TRIM) } else { 0 },
+            warm_cache: warm.unwrap_or(false),
+        };
+        // Drawn last, and only when searched, so a search without it draws as before.
+        if warm.is_none() {
+            k.warm_cache = rng.below(2) == 1;
         }
+        k
     }
 
-    /// This point with one knob moved to a neighbouring value.
-    pub(super) fn neighbour(&self, space: &Space, rng: &mut Rng, micro: bool, trim: bool) -> Knobs {
+    /// This point with one knob moved to a neighbouring value (`warm`: the request form is
+    /// one of the knobs).
+    pub(super) fn neighbour(
+        &self,
+        space: &Space,
+        rng: &mut Rng,
+        micro: bool,
+        trim: bool,
+        warm: bool,
+    ) -> Knobs {
         let mut k = *self;
         let knobs = if micro { 10 } else { 7 };
-        match rng.below(knobs) {
+        let pick = rng.below(knobs + u64::from(warm));
+        if pick == knobs {
+            k.warm_cache = !k.warm_cache;
+            return k;
+        }
+        match pick {
             0 | 6 if k.small_window_min_threshold != k.threshold => {
                 k.small_window_min_threshold = k.threshold;
             }

@@ -8,10 +8,15 @@
 //! facts by construction.
 //!
 //! The search space ([`Knobs`]) covers the threshold and its floor, the tail budget, the
-//! prune-first runway, proactive pruning, micro-compaction's cadence and reclaim gate, and
-//! insertion-time trimming. The search is a seeded random sample of the space (always
-//! including the starting configuration), then rounds of one-knob moves from the points on
-//! the front, until the budget of candidates is spent. Every candidate replays every
+//! prune-first runway, proactive pruning, micro-compaction's cadence and reclaim gate,
+//! insertion-time trimming, and the summary request's form: warm (the agent's own model, its
+//! cached prefix at the hit price) or standalone (a model at
+//! `auxiliary.compression.price_ratio` of the agent model's prices, from the starting
+//! configuration). The search is a seeded random sample of the space (always including the
+//! starting configuration), then rounds of one-knob moves from the points on the front, until
+//! the budget of candidates is spent; when the request form is searched, the last candidate is
+//! the recommendation with the other form (one more move when the search has evaluated it
+//! already), so the recommendation's form is the cheaper of the two at its other settings. Every candidate replays every
 //! session; a candidate with a window overflow is infeasible and never on the front. The
 //! fractional knobs' values are cut to the ranges [`Config::validate`] accepts
 //! ([`Config::f64_range`]), and a candidate that `validate` rejects is never evaluated, so the
@@ -74,6 +79,9 @@ pub struct Point {
     pub min_retention: f64,
     /// Summarizer calls.
     pub summary_calls: u64,
+    /// Of [`unit_cost`](Self::unit_cost), the summary calls' (at the summarizer's price
+    /// ratio, [`Row::summary_unit_cost`]).
+    pub summary_unit_cost: f64,
     /// Requests over the window (estimator tokens or issue units).
     pub overflows: u64,
     /// The totals row of the replay.
@@ -99,6 +107,7 @@ impl Point {
             mean_retention: d.mean_retention,
             min_retention: total.retention_min,
             summary_calls: total.summary_calls,
+            summary_unit_cost: total.summary_unit_cost,
             overflows: total.overflows.max(total.unit_overflows),
             total,
         }
@@ -160,6 +169,9 @@ pub struct TuneOptions {
     pub micro: bool,
     /// Whether insertion-time trimming is part of the space.
     pub trim: bool,
+    /// Whether the summary request's form (warm or standalone, [`Knobs::warm_cache`]) is
+    /// part of the space (false: the starting configuration's form throughout).
+    pub warm: bool,
     /// The recommendation keeps at least this far recall, 0 to 1 (`None`: the starting
     /// configuration's).
     pub min_recall: Option<f64>,
@@ -181,6 +193,7 @@ impl Default for TuneOptions {
             seed: 13,
             micro: true,
             trim: true,
+            warm: true,
             min_recall: None,
             min_retention: None,
             max_summary_calls: None,
@@ -247,6 +260,12 @@ pub struct Tuning {
     pub evaluated: usize,
     /// What [`Point::cost`] is counted in.
     pub cost_unit: CostUnit,
+    /// Whether the summary request's form was searched ([`TuneOptions::warm`]).
+    pub warm_searched: bool,
+    /// The standalone summary model's price per token relative to the agent model's, that
+    /// the standalone points were priced at (`auxiliary.compression.price_ratio` of the
+    /// starting configuration).
+    pub price_ratio: f64,
 }
 
 /// What the tuner's cost is counted in, which follows the pricing (see the module docs).
@@ -377,46 +396,77 @@ pub fn tune(
     let mut tries = 0;
     while first.len() < explore.min(budget) && tries < 100 * budget {
         tries += 1;
-        let k = Knobs::random(&space, &mut rng, options.micro, options.trim);
+        let k = Knobs::random(
+            &space,
+            &mut rng,
+            options.micro,
+            options.trim,
+            (!options.warm).then_some(start.warm_cache),
+        );
         if seen.insert(k.key()) && valid(&k) {
             first.push(k);
         }
     }
     evaluate(first, &mut all)?;
+    // One candidate is kept for the recommendation's other request form.
+    let reserve = usize::from(options.warm && budget > 1);
     let round = 8.max(budget / 8);
-    while all.len() < budget {
+    let min_recall = options.min_recall.unwrap_or(all[0].far_recall);
+    let choose = |all: &[Point]| -> (Vec<Point>, Vec<Point>, Option<Point>) {
         let feasible: Vec<Point> = all.iter().filter(|p| p.overflows == 0).cloned().collect();
         let front = pareto_front(&feasible);
-        let parents: Vec<Knobs> = if front.is_empty() {
-            vec![start]
-        } else {
-            front.iter().map(|p| p.knobs).collect()
-        };
-        let mut batch = Vec::new();
-        let want = round.min(budget - all.len());
-        let mut tries = 0;
-        while batch.len() < want && tries < 100 * want {
-            tries += 1;
-            let parent = parents[rng.below(parents.len() as u64) as usize];
-            let k = parent.neighbour(&space, &mut rng, options.micro, options.trim);
-            if seen.insert(k.key()) && valid(&k) {
-                batch.push(k);
+        let chosen = front
+            .iter()
+            .filter(|p| p.meets(min_recall, options.min_retention, options.max_summary_calls))
+            .min_by(|a, b| a.cost.total_cmp(&b.cost))
+            .cloned();
+        (feasible, front, chosen)
+    };
+    let mut form_checked = reserve == 0;
+    loop {
+        let limit = budget - if form_checked { 0 } else { reserve };
+        while all.len() < limit {
+            let feasible: Vec<Point> = all.iter().filter(|p| p.overflows == 0).cloned().collect();
+            let front = pareto_front(&feasible);
+            let parents: Vec<Knobs> = if front.is_empty() {
+                vec![start]
+            } else {
+                front.iter().map(|p| p.knobs).collect()
+            };
+            let mut batch = Vec::new();
+            let want = round.min(limit - all.len());
+            let mut tries = 0;
+            while batch.len() < want && tries < 100 * want {
+                tries += 1;
+                let parent = parents[rng.below(parents.len() as u64) as usize];
+                let k =
+                    parent.neighbour(&space, &mut rng, options.micro, options.trim, options.warm);
+                if seen.insert(k.key()) && valid(&k) {
+                    batch.push(k);
+                }
             }
+            if batch.is_empty() {
+                break;
+            }
+            evaluate(batch, &mut all)?;
         }
-        if batch.is_empty() {
+        if form_checked {
             break;
         }
-        evaluate(batch, &mut all)?;
+        form_checked = true;
+        // The recommendation with the other request form, so the form is chosen by cost
+        // (when the search has evaluated it already, the slot goes to one more move).
+        let knobs = choose(&all).2.map_or(start, |p| p.knobs);
+        let other = Knobs {
+            warm_cache: !knobs.warm_cache,
+            ..knobs
+        };
+        if seen.insert(other.key()) && valid(&other) {
+            evaluate(vec![other], &mut all)?;
+        }
     }
-    let feasible: Vec<Point> = all.iter().filter(|p| p.overflows == 0).cloned().collect();
+    let (feasible, front, chosen) = choose(&all);
     let baseline = all[0].clone();
-    let front = pareto_front(&feasible);
-    let min_recall = options.min_recall.unwrap_or(baseline.far_recall);
-    let chosen = front
-        .iter()
-        .filter(|p| p.meets(min_recall, options.min_retention, options.max_summary_calls))
-        .min_by(|a, b| a.cost.total_cmp(&b.cost))
-        .cloned();
     let meets_limits = chosen.is_some();
     let recommended = chosen.unwrap_or_else(|| baseline.clone());
     let cost_unit = CostUnit::of(&options.pricing, baseline.cost_usd > 0.0);
@@ -429,5 +479,7 @@ pub fn tune(
         recommended,
         meets_limits,
         min_recall,
+        warm_searched: options.warm,
+        price_ratio: base.auxiliary.compression.price_ratio,
     })
 }

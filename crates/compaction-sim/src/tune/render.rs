@@ -51,6 +51,13 @@ impl Tuning {
             };
             line(&mut s, p, mark);
         }
+        if self.warm_searched {
+            let _ = writeln!(
+                s,
+                "(name ending -warm: summary requests warm, the agent's own model with its cached prefix; otherwise standalone, a model at {} x the agent model's price per token, auxiliary.compression.price_ratio)",
+                self.price_ratio
+            );
+        }
         let _ = writeln!(s, "starting configuration:");
         line(&mut s, &self.baseline, "");
         if self.meets_limits && self.recommended.knobs == self.baseline.knobs {
@@ -208,15 +215,24 @@ impl Tuning {
     }
 
     /// The recommended configuration as TOML that `ConfigLoader` (and `--config`) accepts:
-    /// the context length and cache profile it was tuned for and every tuned key.
+    /// the context length and cache profile it was tuned for and every tuned key (with the
+    /// summary request's form and the price ratio it was chosen at when the form was searched).
     pub fn toml(&self, base: &Config, pricing: &Pricing) -> String {
         let p = &self.recommended;
         let profile = match pricing {
             Pricing::Table(_) => base.compression.cache_profile.clone(),
             Pricing::Profile(p) => p.name.clone(),
         };
+        let auxiliary = if self.warm_searched {
+            format!(
+                "\n[auxiliary.compression]\n{}",
+                p.knobs.auxiliary_toml_lines(self.price_ratio)
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "# Written by `hermes-compaction tune`: cost {} ({}{}), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}",
+            "# Written by `hermes-compaction tune`: cost {} ({}{}), far recall {:.1}%, mean retention {:.1}%, {} summary calls, 0 overflows over the tuned sessions.\n{}[model]\ncontext_length = {}\n\n[compression]\ncache_profile = {:?}\n{}{}",
             self.cost_unit.format(p.cost),
             self.cost_unit.meaning(),
             if self.cost_unit == super::CostUnit::IssueUnits {
@@ -227,9 +243,33 @@ impl Tuning {
             p.far_recall * 100.0,
             p.mean_retention * 100.0,
             p.summary_calls,
+            self.form_line(),
             base.model.context_length,
             profile,
-            p.knobs.toml_lines()
+            p.knobs.toml_lines(),
+            auxiliary
+        )
+    }
+
+    /// What the recommendation's summary request is and what it costs, as a `#` comment line
+    /// (empty when the form was not searched).
+    fn form_line(&self) -> String {
+        if !self.warm_searched {
+            return String::new();
+        }
+        let p = &self.recommended;
+        let form = if p.knobs.warm_cache {
+            "warm (the agent's own model, its cached prefix at the hit price)".to_owned()
+        } else {
+            format!(
+                "standalone (a model at {} x the agent model's price per token)",
+                self.price_ratio
+            )
+        };
+        format!(
+            "# Summary request: {form}; the summary calls cost {:.3}M issue units of the {:.3}M.\n",
+            p.summary_unit_cost / 1e6,
+            p.unit_cost / 1e6
         )
     }
 }

@@ -6,9 +6,9 @@ use crate::cache::CacheProfile;
 use super::{Config, ConfigError, MIN_CONTEXT_LENGTH, MIN_THRESHOLD_TOKENS};
 
 impl Config {
-    /// The allowed range of a fractional `compression.*` key that [`validate`](Self::validate)
-    /// checks (`None` for any other key), so tools that search the space (the tuner) stay
-    /// inside it.
+    /// The allowed range of a fractional key (`compression.*`,
+    /// `auxiliary.compression.price_ratio`) that [`validate`](Self::validate) checks (`None`
+    /// for any other key), so tools that search the space (the tuner) stay inside it.
     ///
     /// ```
     /// use hermes_compaction::Config;
@@ -52,6 +52,10 @@ impl Config {
         range_f64("compression.tail_soft_ceiling", c.tail_soft_ceiling)?;
         range_f64("compression.prune_runway_ratio", c.prune_runway_ratio)?;
         range_f64("compression.prepare_at", c.prepare_at)?;
+        range_f64(
+            "auxiliary.compression.price_ratio",
+            self.auxiliary.compression.price_ratio,
+        )?;
         range_u64("compression.max_attempts", u64::from(c.max_attempts))?;
         range_u64("compression.protect_first_n", c.protect_first_n as u64)?;
         range_u64("compression.protect_last_n", c.protect_last_n as u64)?;
@@ -159,7 +163,7 @@ fn range_u64(key: &'static str, v: u64) -> Result<(), ConfigError> {
 }
 
 /// The fractional keys `validate` bounds: key, lowest, highest, the range as written in errors.
-pub(super) const F64_RANGES: [(&str, f64, f64, &str); 7] = [
+pub(super) const F64_RANGES: [(&str, f64, f64, &str); 8] = [
     ("compression.threshold", 0.05, 0.95, "0.05 to 0.95"),
     (
         "compression.small_window_min_threshold",
@@ -172,6 +176,7 @@ pub(super) const F64_RANGES: [(&str, f64, f64, &str); 7] = [
     ("compression.tail_soft_ceiling", 1.0, 4.0, "1.0 to 4.0"),
     ("compression.prune_runway_ratio", 0.0, 0.9, "0.0 to 0.9"),
     ("compression.prepare_at", 0.0, 0.99, "0.0 (off) to 0.99"),
+    ("auxiliary.compression.price_ratio", 0.0, 100.0, "0.0 to 100.0"),
 ];
 
 fn range_f64(key: &'static str, v: f64) -> Result<(), ConfigError> {
