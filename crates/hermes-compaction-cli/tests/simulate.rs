@@ -562,6 +562,36 @@ fn tune_writes_a_configuration_that_loads_and_a_plot() {
     assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
     let o = run(&["tune", "--budget", "0", "--input", s(&example)]);
     assert_eq!(o.status.code(), Some(2));
+    // Issue 34 item 1: at a twentieth of the agent model's price the standalone summary
+    // request wins, and the tuned file says so with the price it assumed.
+    let cheap = dir.path().join("cheap.toml");
+    let o = run(&[
+        "tune",
+        "--context-length",
+        "32000",
+        "--budget",
+        "2",
+        "--summary-price-ratio",
+        "0.05",
+        "--output",
+        s(&cheap),
+        "--input",
+        s(&example),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", texts(&o).1);
+    let tuned = std::fs::read_to_string(&cheap).unwrap();
+    assert!(tuned.contains("warm_cache = \"off\"\n"), "{tuned}");
+    assert!(tuned.contains("price_ratio = 0.05\n"), "{tuned}");
+    assert!(tuned.contains("Summary request: standalone"), "{tuned}");
+    let o = run(&[
+        "tune",
+        "--summary-price-ratio=-1",
+        "--input",
+        s(&example),
+    ]);
+    let stderr = texts(&o).1;
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("price_ratio"), "{stderr}");
 }
 
 /// `--profile NAME` is an engine option of every command: `simulate` replays under the
