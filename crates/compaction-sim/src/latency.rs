@@ -299,17 +299,17 @@ impl Tracker {
         let mtok = |tokens: u64, per_mtok: f64| tokens as f64 * per_mtok / 1e6;
         w.wasted_cost_usd = summary_price_ratio
             * match pricing {
-            Pricing::Table(p) => {
-                mtok(miss, p.summary_input_per_mtok)
-                    + mtok(hit, p.cached_input_per_mtok)
-                    + mtok(out, p.summary_output_per_mtok)
-            }
-            Pricing::Profile(p) => {
-                mtok(miss, p.input_price_per_mtok)
-                    + mtok(hit, p.cached_input_price_per_mtok)
-                    + mtok(out, p.output_price_per_mtok)
-            }
-        };
+                Pricing::Table(p) => {
+                    mtok(miss, p.summary_input_per_mtok)
+                        + mtok(hit, p.cached_input_per_mtok)
+                        + mtok(out, p.summary_output_per_mtok)
+                }
+                Pricing::Profile(p) => {
+                    mtok(miss, p.input_price_per_mtok)
+                        + mtok(hit, p.cached_input_price_per_mtok)
+                        + mtok(out, p.output_price_per_mtok)
+                }
+            };
         w.wasted_unit_cost = summary_price_ratio
             * (miss as f64 + UNIT_HIT_PRICE * hit as f64 + UNIT_SUMMARY_OUTPUT_PRICE * out as f64);
         row.latency = self.waits;
@@ -449,7 +449,11 @@ mod tests {
         });
         w.waste(Waste::Discarded(DiscardReason::SpanChanged));
         let mut row = Row::default();
-        w.finish(&mut row, &Pricing::Table(crate::pricing::Prices::default()), 1.0);
+        w.finish(
+            &mut row,
+            &Pricing::Table(crate::pricing::Prices::default()),
+            1.0,
+        );
         let l = &row.latency;
         assert_eq!((l.prepared_wasted, l.wasted_span_changed), (1, 1));
         assert_eq!(

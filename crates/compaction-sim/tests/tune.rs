@@ -371,7 +371,13 @@ fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
         // The start and the start with the other form.
         assert_eq!(tuning.evaluated, 2);
         assert_eq!(tuning.points.len(), 2);
-        let form = |w: bool| tuning.points.iter().find(|p| p.knobs.warm_cache == w).unwrap();
+        let form = |w: bool| {
+            tuning
+                .points
+                .iter()
+                .find(|p| p.knobs.warm_cache == w)
+                .unwrap()
+        };
         let (w, s) = (form(true), form(false));
         assert!((w.unit_cost - warm.unit_cost).abs() < 1e-6, "{ratio}");
         assert!(

@@ -583,12 +583,7 @@ fn tune_writes_a_configuration_that_loads_and_a_plot() {
     assert!(tuned.contains("warm_cache = \"off\"\n"), "{tuned}");
     assert!(tuned.contains("price_ratio = 0.05\n"), "{tuned}");
     assert!(tuned.contains("Summary request: standalone"), "{tuned}");
-    let o = run(&[
-        "tune",
-        "--summary-price-ratio=-1",
-        "--input",
-        s(&example),
-    ]);
+    let o = run(&["tune", "--summary-price-ratio=-1", "--input", s(&example)]);
     let stderr = texts(&o).1;
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("price_ratio"), "{stderr}");

@@ -176,7 +176,12 @@ pub(super) const F64_RANGES: [(&str, f64, f64, &str); 8] = [
     ("compression.tail_soft_ceiling", 1.0, 4.0, "1.0 to 4.0"),
     ("compression.prune_runway_ratio", 0.0, 0.9, "0.0 to 0.9"),
     ("compression.prepare_at", 0.0, 0.99, "0.0 (off) to 0.99"),
-    ("auxiliary.compression.price_ratio", 0.0, 100.0, "0.0 to 100.0"),
+    (
+        "auxiliary.compression.price_ratio",
+        0.0,
+        100.0,
+        "0.0 to 100.0",
+    ),
 ];
 
 fn range_f64(key: &'static str, v: f64) -> Result<(), ConfigError> {
