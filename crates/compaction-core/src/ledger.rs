@@ -388,7 +388,7 @@ pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 /// joined by `, `, at most `max_chars` characters. What pruning keeps of an output or argument
 /// it removes.
 pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
-    if max_chars == 0 {
+    if max_chars == 0 || !may_hold_names(text) {
         return String::new();
     }
     let text = redact::redact(text);
@@ -414,6 +414,44 @@ pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
         out.push_str(name);
     }
     out
+}
+
+/// Whether `text` has a run of identifier characters (`[A-Za-z0-9_./-]`) of at least
+/// [`MIN_NAME_CHARS`] bytes holding a letter and a mark (`_`, `.`, `/`, a digit or a
+/// lower-to-upper camel step): the cheap test before [`names_index`] redacts. Redaction only
+/// replaces byte ranges by `[REDACTED]`, whose brackets end a run and whose word is no name,
+/// so every run of the redacted text is a piece of a run of `text`, and a name (a trimmed
+/// piece of such a run) needs a run like this. Without one the index is empty, redacted or
+/// not. One pass over the bytes, no allocation.
+fn may_hold_names(text: &str) -> bool {
+    let (mut len, mut letter, mut mark, mut lower) = (0usize, false, false, false);
+    for &b in text.as_bytes() {
+        match b {
+            b'a'..=b'z' => {
+                letter = true;
+                lower = true;
+            }
+            b'A'..=b'Z' => {
+                letter = true;
+                mark |= lower;
+                lower = false;
+            }
+            b'0'..=b'9' | b'_' | b'.' | b'/' => {
+                mark = true;
+                lower = false;
+            }
+            b'-' => lower = false,
+            _ => {
+                (len, letter, mark, lower) = (0, false, false, false);
+                continue;
+            }
+        }
+        len += 1;
+        if len >= MIN_NAME_CHARS && letter && mark {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `text` holds a label the library writes before a names index (a pruned output's,
