@@ -422,11 +422,62 @@ pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
 /// replaces byte ranges by `[REDACTED]`, whose brackets end a run and whose word is no name,
 /// so every run of the redacted text is a piece of a run of `text`, and a name (a trimmed
 /// piece of such a run) needs a run like this. Without one the index is empty, redacted or
-/// not. One pass over the bytes, no allocation.
+/// not.
+///
+/// Such a run holds two neighbours that [`joins_name`] accepts (walking inside it from a
+/// letter towards a mark, the first byte that is not a letter is a mark or `-`), so a
+/// vectorized search for such a pair rules most plain text out first; the exact scan runs
+/// only where one is found. No allocation.
 fn may_hold_names(text: &str) -> bool {
+    /// Bytes per step of the pair search (one early exit per block).
+    const BLOCK: usize = 64;
+    let b = text.as_bytes();
+    if b.len() < MIN_NAME_CHARS {
+        return false;
+    }
+    let (left, right) = (&b[..b.len() - 1], &b[1..]);
+    let (mut lc, mut rc) = (left.chunks_exact(BLOCK), right.chunks_exact(BLOCK));
+    let mut found = false;
+    for (l, r) in (&mut lc).zip(&mut rc) {
+        // Without a branch per byte, so that it is vectorized.
+        if l.iter()
+            .zip(r)
+            .fold(0u8, |acc, (&p, &q)| acc | joins_name(p, q))
+            != 0
+        {
+            found = true;
+            break;
+        }
+    }
+    found = found
+        || lc
+            .remainder()
+            .iter()
+            .zip(rc.remainder())
+            .any(|(&p, &q)| joins_name(p, q) != 0);
+    found && has_name_run(b)
+}
+
+/// 1 when bytes `p` then `q` are a letter and a mark (a digit, `_`, `.`, `/` or `-`) in either
+/// order, or a lower-to-upper camel step; else 0.
+#[inline(always)]
+fn joins_name(p: u8, q: u8) -> u8 {
+    let letter = |c: u8| u8::from((c | 0x20).wrapping_sub(b'a') < 26);
+    // `-`, `.` and `/` are 0x2D to 0x2F.
+    let mark = |c: u8| {
+        u8::from(c.wrapping_sub(b'0') < 10)
+            | u8::from(c == b'_')
+            | u8::from(c.wrapping_sub(b'-') < 3)
+    };
+    let camel = u8::from(p.wrapping_sub(b'a') < 26) & u8::from(q.wrapping_sub(b'A') < 26);
+    (letter(p) & mark(q)) | (mark(p) & letter(q)) | camel
+}
+
+/// The exact test of [`may_hold_names`]: one pass over the runs.
+fn has_name_run(b: &[u8]) -> bool {
     let (mut len, mut letter, mut mark, mut lower) = (0usize, false, false, false);
-    for &b in text.as_bytes() {
-        match b {
+    for &c in b {
+        match c {
             b'a'..=b'z' => {
                 letter = true;
                 lower = true;

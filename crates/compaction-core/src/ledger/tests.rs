@@ -454,3 +454,14 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2_048, .. Default::default() })]
+
+    /// The pair search of [`may_hold_names`] never rules out a text the exact scan accepts
+    /// (texts over several 64-byte blocks, names across their edges).
+    #[test]
+    fn the_pair_search_keeps_every_text_with_a_name_run(text in "[a-cA-C0-2_./ \\-:é]{0,300}") {
+        proptest::prop_assert_eq!(may_hold_names(&text), has_name_run(text.as_bytes()));
+    }
+}
