@@ -388,7 +388,7 @@ pub(crate) fn identifiers(text: &str) -> impl Iterator<Item = &str> {
 /// joined by `, `, at most `max_chars` characters. What pruning keeps of an output or argument
 /// it removes.
 pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
-    if max_chars == 0 {
+    if max_chars == 0 || !may_hold_names(text) {
         return String::new();
     }
     let text = redact::redact(text);
@@ -414,6 +414,95 @@ pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
         out.push_str(name);
     }
     out
+}
+
+/// Whether `text` has a run of identifier characters (`[A-Za-z0-9_./-]`) of at least
+/// [`MIN_NAME_CHARS`] bytes holding a letter and a mark (`_`, `.`, `/`, a digit or a
+/// lower-to-upper camel step): the cheap test before [`names_index`] redacts. Redaction only
+/// replaces byte ranges by `[REDACTED]`, whose brackets end a run and whose word is no name,
+/// so every run of the redacted text is a piece of a run of `text`, and a name (a trimmed
+/// piece of such a run) needs a run like this. Without one the index is empty, redacted or
+/// not.
+///
+/// Such a run holds two neighbours that [`joins_name`] accepts (walking inside it from a
+/// letter towards a mark, the first byte that is not a letter is a mark or `-`), so a
+/// vectorized search for such a pair rules most plain text out first; the exact scan runs
+/// only where one is found. No allocation.
+fn may_hold_names(text: &str) -> bool {
+    /// Bytes per step of the pair search (one early exit per block).
+    const BLOCK: usize = 64;
+    let b = text.as_bytes();
+    if b.len() < MIN_NAME_CHARS {
+        return false;
+    }
+    let (left, right) = (&b[..b.len() - 1], &b[1..]);
+    let (mut lc, mut rc) = (left.chunks_exact(BLOCK), right.chunks_exact(BLOCK));
+    let mut found = false;
+    for (l, r) in (&mut lc).zip(&mut rc) {
+        // Without a branch per byte, so that it is vectorized.
+        if l.iter()
+            .zip(r)
+            .fold(0u8, |acc, (&p, &q)| acc | joins_name(p, q))
+            != 0
+        {
+            found = true;
+            break;
+        }
+    }
+    found = found
+        || lc
+            .remainder()
+            .iter()
+            .zip(rc.remainder())
+            .any(|(&p, &q)| joins_name(p, q) != 0);
+    found && has_name_run(b)
+}
+
+/// 1 when bytes `p` then `q` are a letter and a mark (a digit, `_`, `.`, `/` or `-`) in either
+/// order, or a lower-to-upper camel step; else 0.
+#[inline(always)]
+fn joins_name(p: u8, q: u8) -> u8 {
+    let letter = |c: u8| u8::from((c | 0x20).wrapping_sub(b'a') < 26);
+    // `-`, `.` and `/` are 0x2D to 0x2F.
+    let mark = |c: u8| {
+        u8::from(c.wrapping_sub(b'0') < 10)
+            | u8::from(c == b'_')
+            | u8::from(c.wrapping_sub(b'-') < 3)
+    };
+    let camel = u8::from(p.wrapping_sub(b'a') < 26) & u8::from(q.wrapping_sub(b'A') < 26);
+    (letter(p) & mark(q)) | (mark(p) & letter(q)) | camel
+}
+
+/// The exact test of [`may_hold_names`]: one pass over the runs.
+fn has_name_run(b: &[u8]) -> bool {
+    let (mut len, mut letter, mut mark, mut lower) = (0usize, false, false, false);
+    for &c in b {
+        match c {
+            b'a'..=b'z' => {
+                letter = true;
+                lower = true;
+            }
+            b'A'..=b'Z' => {
+                letter = true;
+                mark |= lower;
+                lower = false;
+            }
+            b'0'..=b'9' | b'_' | b'.' | b'/' => {
+                mark = true;
+                lower = false;
+            }
+            b'-' => lower = false,
+            _ => {
+                (len, letter, mark, lower) = (0, false, false, false);
+                continue;
+            }
+        }
+        len += 1;
+        if len >= MIN_NAME_CHARS && letter && mark {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `text` holds a label the library writes before a names index (a pruned output's,

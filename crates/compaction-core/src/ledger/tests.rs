@@ -1,4 +1,5 @@
 use super::*;
+use crate::defaults;
 use crate::message::ToolCall;
 
 fn call(args: &str) -> Message {
@@ -319,4 +320,154 @@ fn no_credential_becomes_a_ledger_name() {
     }
     failures.dedup();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// [`names_index`] as it was before [`may_hold_names`] (issue 31): always redacts. The
+/// reference the fast path is checked against.
+fn names_index_reference(text: &str, max_chars: usize) -> String {
+    if max_chars == 0 {
+        return String::new();
+    }
+    let text = redact::redact(text);
+    let mut counts: std::collections::HashMap<&str, (usize, usize)> =
+        std::collections::HashMap::new();
+    for (i, n) in names_in(&text).into_iter().enumerate() {
+        counts.entry(n).or_insert((0, i)).0 += 1;
+    }
+    let mut ranked: Vec<(&str, (usize, usize))> = counts.into_iter().collect();
+    ranked.sort_unstable_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
+    let mut out = String::new();
+    for (name, _) in ranked {
+        let extra = name.len() + if out.is_empty() { 0 } else { 2 };
+        if out.len() + extra > max_chars {
+            continue;
+        }
+        if redact::looks_like_token(name) || redact::redact(name) != name {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(", ");
+        }
+        out.push_str(name);
+    }
+    out
+}
+
+/// Every text pruning may index in `m`: its text and each string of its tool-call arguments.
+fn indexable(m: &Message) -> Vec<String> {
+    fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = vec![m.text().into_owned()];
+    for c in m.tool_calls() {
+        out.push(c.function.arguments.clone());
+        if let Ok(v) = serde_json::from_str::<Value>(&c.function.arguments) {
+            strings(&v, &mut out);
+        }
+    }
+    out
+}
+
+/// Asserts [`names_index`] and the reference agree on `text` at each bound of `maxes`;
+/// whether the fast path skipped the redaction.
+fn assert_same_index(text: &str, maxes: &[usize], what: &str) -> bool {
+    for &max in maxes {
+        assert_eq!(
+            names_index(text, max),
+            names_index_reference(text, max),
+            "{what} at {max}"
+        );
+    }
+    !may_hold_names(text)
+}
+
+/// The fast path changes no index: every text of the 21 shared fixtures (each message's text,
+/// each tool call's arguments and every string in them) gets the index the always-redacting
+/// reference gives at the default bound.
+#[test]
+#[allow(clippy::print_stderr, reason = "how many texts took the fast path")]
+fn names_index_matches_the_reference_on_the_fixtures() {
+    let Some(files) = test_support::fixture_bytes() else {
+        return;
+    };
+    let (mut texts, mut skipped) = (0, 0);
+    for (name, bytes) in &files {
+        let (msgs, _) = crate::parse::parse_transcript(bytes).expect("fixtures parse");
+        for (i, m) in msgs.iter().enumerate() {
+            for text in indexable(m) {
+                texts += 1;
+                skipped += usize::from(assert_same_index(
+                    &text,
+                    &[defaults::PRUNE_NAMES_MAX_CHARS],
+                    &format!("{name} message {i}"),
+                ));
+            }
+        }
+    }
+    eprintln!("names_index: {skipped} of {texts} fixture texts need no redaction");
+}
+
+/// The same against the issue 22 corpus, where redaction does cut runs: each planted secret
+/// alone, and between text with names and without.
+#[test]
+fn names_index_matches_the_reference_on_planted_secrets() {
+    for planted in test_support::secrets::credentials() {
+        let t = &planted.text;
+        for text in [
+            t.clone(),
+            format!("src/main.rs: ok\n{t}\nparse_args done"),
+            format!("plain words only\n{t}\nmore plain words"),
+            format!("path/to/{t}"),
+            format!("{t}_suffix12"),
+        ] {
+            assert_same_index(&text, &[400, 10_000], &planted.family);
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, .. Default::default() })]
+
+    /// Generated text of name characters, separators, brackets and secret-shaped pieces.
+    #[test]
+    fn names_index_matches_the_reference(parts in proptest::collection::vec(
+        proptest::prop_oneof![
+            "[a-zA-Z0-9_./ -]{0,12}",
+            "[a-z]{1,8}",
+            proptest::strategy::Just("[REDACTED]".to_owned()),
+            proptest::strategy::Just("password=".to_owned()),
+            proptest::strategy::Just("ghp_".to_owned()),
+            proptest::strategy::Just("AKIA".to_owned()),
+            "[A-Za-z0-9]{16,40}",
+            "[ \n:=\"'{}\\[\\]]{1,3}",
+        ],
+        0..24,
+    )) {
+        let text = parts.concat();
+        for max in [0, 10, 400] {
+            proptest::prop_assert_eq!(names_index(&text, max), names_index_reference(&text, max));
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 2_048, .. Default::default() })]
+
+    /// The pair search of [`may_hold_names`] never rules out a text the exact scan accepts
+    /// (texts over several 64-byte blocks, names across their edges).
+    #[test]
+    fn the_pair_search_keeps_every_text_with_a_name_run(
+        dense in "[a-cA-C0-2_./ \\-:é]{0,300}",
+        // Short runs, only some of them long enough and marked: both answers.
+        sparse in "([a-cA-C]{0,5}[0-2_./\\-]?[a-c]{0,2}[ :é]{1,2}){0,60}",
+    ) {
+        for text in [dense, sparse] {
+            proptest::prop_assert_eq!(may_hold_names(&text), has_name_run(text.as_bytes()));
+        }
+    }
 }
