@@ -140,9 +140,11 @@ const MAX_COMPRESSOR_METHODS: usize = 15;
 /// The public items compaction-core may export, at most: a ratchet at today's count (issue
 /// 32 asks for 220, not reached yet; lower it as items go, never raise it). 342 when the count
 /// became honest (each re-exported name counted, a test-only item skipped alone), 254 after the
-/// cuts of issue 32, and 229 once each item counts once (a type of a private module counted at
-/// its re-export only, not also at its declaration).
-const MAX_CORE_PUBLIC_ITEMS: usize = 229;
+/// cuts of issue 32, 229 once each item counts once (a type of a private module counted at
+/// its re-export only, not also at its declaration), 228 when that held for an inline private
+/// module too (`Tiktoken`), and 222 without the redundant setters and helpers (`set_meta`,
+/// `set_pinned`, `with_options`, `pin_written`, `classify_text`, `is_user_text`).
+const MAX_CORE_PUBLIC_ITEMS: usize = 222;
 
 /// The `pub fn` / `pub async fn` lines directly inside `impl {ty} {` blocks of `text` (its
 /// non-test code), whatever path names the type (`impl crate::Compressor {`).
