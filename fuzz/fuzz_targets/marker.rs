@@ -6,7 +6,6 @@ use compaction_core::{MarkerKind, Message, Role, marker};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|text: &str| {
-    let _ = marker::classify_text(text);
     for m in [Message::user(text), Message::assistant(text)] {
         let _ = marker::classify(&m);
         let _ = marker::parse_body(&m);
@@ -17,7 +16,7 @@ fuzz_target!(|text: &str| {
     }
     for kind in [MarkerKind::Batch, MarkerKind::Micro, MarkerKind::Progress] {
         let m = marker::render(kind, Role::Assistant, text);
-        let _ = marker::classify_text(&m.text());
+        assert_eq!(marker::classify(&Message::user(m.text())), Some(kind));
         assert_eq!(marker::classify(&m), Some(kind));
         assert!(marker::parse_body(&m).is_some());
     }

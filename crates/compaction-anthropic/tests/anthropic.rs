@@ -4,7 +4,7 @@
 
 use compaction_anthropic::{self as anthropic, strategies as anthropic_strategies};
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
-use compaction_core::laws::{self, Pass};
+use compaction_core::laws::{self, Pass, PassKind};
 use compaction_core::micro::{
     self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
 };
@@ -354,7 +354,8 @@ proptest! {
         } else {
             t.messages().to_vec()
         };
-        let mut pass = Pass::of_batch(&plan, &cfg, applied);
+        // A plan of nothing, not applied, is an unchanged pass: the plan names it.
+        let mut pass = Pass::of_batch(&plan, &cfg, PassKind::Batch);
         // Law 8 (progress) is asserted when the summarized spans outweigh a summary marker:
         // the planner can summarize one short user message into a longer marker (a planner
         // issue of its own, in chat form too: the text after tool results in one Anthropic

@@ -47,8 +47,9 @@
 //!   turn-progress marker is followed by an assistant message. With
 //!   [`LawOptions::strict_alternation`] the last two are violations.
 //! - **The continuation** (issue 21, item 14): a batch pass that wrote a summary leaves a user
-//!   message with text of the user's own
-//!   ([`marker::is_user_text`](crate::marker::is_user_text)) or, when none remains, the
+//!   message with text of the user's own (not blank, not only an image, no library marker:
+//!   what [`Transcript::last_real_user`](crate::Transcript::last_real_user) finds) or, when
+//!   none remains, the
 //!   library's [continuation](crate::marker::continuation) ([`Violation::NoUserText`], for a
 //!   summary the pass wrote: one `before` already had is inherited); no pass leaves more
 //!   continuations than one (or than `before` had, [`Violation::ExtraContinuation`]), nor adds
@@ -191,21 +192,18 @@ impl Pass {
         }
     }
 
-    /// The same pass with other options.
-    pub fn with_options(self, options: LawOptions) -> Pass {
-        Pass { options, ..self }
-    }
-
     /// The pass `plan` describes: its protected regions, the tail demotion it reports, the
     /// strict-alternation option of `cfg`, and law 8 for a pass that changes the transcript.
-    /// `applied` says whether the plan was assembled and applied; a plan that was not (a
-    /// failed summarizer or store) is a [`PassKind::Failed`] pass. A pass that chose to
-    /// change nothing (its edit would not have gained) is neither: describe it as
-    /// [`PassKind::Unchanged`] with the plan's [`Protected`] regions.
+    /// `ended` says how the pass ended. A pass that left the transcript as it was is
+    /// [`PassKind::Failed`] (its summarizer or store failed) or [`PassKind::Unchanged`] (it
+    /// chose to change nothing, e.g. its edit would not have gained), as given. Any other kind
+    /// (say [`PassKind::Batch`]) says the plan's edit was applied, and the plan names the kind:
+    /// [`PassKind::Batch`] when it summarized, [`PassKind::Prune`] when it only pruned,
+    /// [`PassKind::Unchanged`] when it planned nothing.
     ///
     /// ```
     /// use compaction_core::batch::{self, BatchConfig, BatchRequest};
-    /// use compaction_core::laws::{self, Pass};
+    /// use compaction_core::laws::{self, Pass, PassKind};
     /// use compaction_core::{Estimator, Message, ToolCall, Transcript};
     ///
     /// let counter = Estimator::default();
@@ -223,21 +221,28 @@ impl Pass {
     /// let plan = batch::plan_batch(&t, 8_000, &cfg, &req, &counter);
     /// let edit = batch::assemble(&t, &plan, &[], &cfg).unwrap();
     /// edit.apply_to(&mut t, &counter).unwrap();
-    /// let pass = Pass::of_batch(&plan, &cfg, true);
+    /// let pass = Pass::of_batch(&plan, &cfg, PassKind::Batch);
+    /// assert_eq!(pass.kind, PassKind::Prune); // a prune-only plan, applied
     /// assert!(laws::check(&msgs, t.messages(), &pass, &counter).is_empty());
+    /// // Had it failed, or chosen to keep the transcript as it was:
+    /// assert_eq!(Pass::of_batch(&plan, &cfg, PassKind::Unchanged).kind, PassKind::Unchanged);
     /// ```
-    pub fn of_batch(plan: &BatchPlan, cfg: &BatchConfig, applied: bool) -> Pass {
-        let kind = match (&plan.step, applied) {
-            (_, false) => PassKind::Failed,
-            (BatchStep::Nothing(_), true) => PassKind::Unchanged,
-            (BatchStep::PruneOnly { .. }, true) => PassKind::Prune,
-            (BatchStep::Summarize(_), true) => PassKind::Batch,
+    pub fn of_batch(plan: &BatchPlan, cfg: &BatchConfig, ended: PassKind) -> Pass {
+        let kind = match (ended, &plan.step) {
+            (PassKind::Failed | PassKind::Unchanged, _) => ended,
+            (_, BatchStep::Nothing(_)) => PassKind::Unchanged,
+            (_, BatchStep::PruneOnly { .. }) => PassKind::Prune,
+            (_, BatchStep::Summarize(_)) => PassKind::Batch,
         };
-        Pass::new(kind, Protected::from_regions(&plan.regions)).with_options(LawOptions {
-            strict_alternation: cfg.strict_alternation,
-            expect_progress: matches!(kind, PassKind::Prune | PassKind::Batch),
-            tail_demotion_reported: plan.demoted_tail_outputs > 0,
-        })
+        Pass {
+            kind,
+            protected: Protected::from_regions(&plan.regions),
+            options: LawOptions {
+                strict_alternation: cfg.strict_alternation,
+                expect_progress: matches!(kind, PassKind::Prune | PassKind::Batch),
+                tail_demotion_reported: plan.demoted_tail_outputs > 0,
+            },
+        }
     }
 
     /// The pass a micro plan describes, given what [`assemble_micro`](crate::micro::assemble_micro)
@@ -252,10 +257,14 @@ impl Pass {
             (MicroStep::Absorb(_) | MicroStep::Defrag(_), None) => PassKind::Failed,
             _ => PassKind::Unchanged,
         };
-        Pass::new(kind, Protected::from_regions(&plan.regions)).with_options(LawOptions {
-            strict_alternation: cfg.strict_alternation,
-            ..LawOptions::default()
-        })
+        Pass {
+            kind,
+            protected: Protected::from_regions(&plan.regions),
+            options: LawOptions {
+                strict_alternation: cfg.strict_alternation,
+                ..LawOptions::default()
+            },
+        }
     }
 }
 

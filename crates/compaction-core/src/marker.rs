@@ -140,7 +140,7 @@ pub fn is_continuation(m: &Message) -> bool {
 /// Whether `m` is a user message with visible text that is no library marker: a user's own
 /// words (an image-only or blank user message, a summary, a continuation, and an image
 /// whose payload became a placeholder text after compaction are not).
-pub fn is_user_text(m: &Message) -> bool {
+pub(crate) fn is_user_text(m: &Message) -> bool {
     if !m.is_user() {
         return false;
     }
@@ -187,8 +187,9 @@ pub fn classify(m: &Message) -> Option<MarkerKind> {
     }
 }
 
-/// Classifies marker text.
-pub fn classify_text(text: &str) -> Option<MarkerKind> {
+/// Classifies marker text (the text of a user or assistant message without tool calls or
+/// metadata: `classify(&Message::user(text))`).
+pub(crate) fn classify_text(text: &str) -> Option<MarkerKind> {
     if text.starts_with(CONTINUATION_HEADER) {
         return Some(MarkerKind::Continuation);
     }

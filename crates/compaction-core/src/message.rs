@@ -356,43 +356,35 @@ impl Message {
         self.b.meta.as_ref().and_then(|m| m.row_id)
     }
 
-    /// The library metadata, if any.
+    /// The library metadata, if any: `None` when nothing is set ([`Meta::is_empty`]), as
+    /// [`to_json`](Message::to_json) then writes none.
     pub fn meta(&self) -> Option<&Meta> {
-        self.b.meta.as_ref()
-    }
-
-    /// Replaces the library metadata (`None` removes it). Metadata never reaches a model, so
-    /// the body (and its original text) stays as it is.
-    pub fn set_meta(&mut self, meta: Option<Meta>) {
-        if self.b.meta.is_some() || meta.is_some() {
-            self.body_mut().meta = meta;
-        }
+        self.b.meta.as_ref().filter(|m| !m.is_empty())
     }
 
     /// Whether the message is pinned ([`Meta::pinned`]): no pass prunes, trims, summarizes
-    /// or reorders it.
+    /// or reorders it. A message is pinned through its metadata; one a transcript holds,
+    /// with [`Transcript::pin`](crate::Transcript::pin) (which a store then persists).
     ///
     /// ```
-    /// use compaction_core::Message;
+    /// use compaction_core::{Message, Meta};
     /// let mut m = Message::user("never forget: the API key lives in the vault");
     /// assert!(!m.is_pinned());
-    /// m.set_pinned(true);
+    /// m.meta_mut().pinned = true;
     /// assert!(m.is_pinned());
     /// // A pin is library metadata: the model never sees it.
     /// assert!(!m.to_wire_json().contains("pinned"));
+    /// // Metadata with nothing set is none.
+    /// *m.meta_mut() = Meta::default();
+    /// assert_eq!(m.meta(), None);
     /// ```
     pub fn is_pinned(&self) -> bool {
         self.b.meta.as_ref().is_some_and(|m| m.pinned)
     }
 
-    /// Pins or unpins the message (metadata only; the body is unchanged).
-    pub fn set_pinned(&mut self, pinned: bool) {
-        if self.is_pinned() != pinned {
-            self.meta_mut().pinned = pinned;
-        }
-    }
-
-    /// Mutable metadata, created on first use.
+    /// Mutable metadata, created on first use. Metadata never reaches a model, so the body
+    /// (and its original text) stays as it is. To replace all of it, assign
+    /// (`*m.meta_mut() = meta`); to remove it, assign [`Meta::default()`].
     pub fn meta_mut(&mut self) -> &mut Meta {
         self.body_mut().meta.get_or_insert_with(Meta::default)
     }

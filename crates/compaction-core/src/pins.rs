@@ -1,6 +1,6 @@
 //! Pinned messages ([`Meta::pinned`](crate::Meta::pinned)): what no pass may prune, trim,
-//! summarize or reorder. Crate-private: a caller pins with `Message::set_pinned` or
-//! `Transcript::pin`, and the planners keep the pins.
+//! summarize or reorder. Crate-private: a caller pins with `Meta::pinned`
+//! (`m.meta_mut().pinned = true`) or `Transcript::pin`, and the planners keep the pins.
 //!
 //! The planners treat a pinned message like a protected head message: its tool group (the
 //! assistant message with the calls and all their results) is kept whole and verbatim, and
@@ -96,7 +96,7 @@ mod tests {
     fn a_pin_keeps_its_whole_group() {
         for pinned in [2, 3, 4] {
             let mut m = convo();
-            m[pinned].set_pinned(true);
+            m[pinned].meta_mut().pinned = true;
             assert_eq!(pinned_spans(&m, 0..8), vec![2..5], "pin at {pinned}");
             assert_eq!(free_ranges(&m, 1..8), vec![1..2, 5..8]);
             // A range that starts inside the group loses the group's rest.
@@ -108,9 +108,9 @@ mod tests {
     #[test]
     fn adjacent_and_edge_pins() {
         let mut m = convo();
-        m[0].set_pinned(true);
-        m[1].set_pinned(true);
-        m[7].set_pinned(true);
+        m[0].meta_mut().pinned = true;
+        m[1].meta_mut().pinned = true;
+        m[7].meta_mut().pinned = true;
         assert_eq!(pinned_spans(&m, 0..8), vec![0..2, 7..8]);
         assert_eq!(free_ranges(&m, 0..8), vec![2..7]);
         assert_eq!(free_ranges(&m, 0..0), Vec::<Range<usize>>::new());

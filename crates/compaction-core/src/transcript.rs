@@ -66,8 +66,10 @@ pub struct Transcript {
     /// construction, on clone and on every mutation except [`Transcript::push`].
     lineage: u64,
     /// Pins set or cleared with [`Transcript::pin`] on stored messages (those with a row id)
-    /// that no store write has recorded yet, by row id, latest first wins: a store mirrors
-    /// them with its next write (see [`Transcript::pending_pin_writes`]).
+    /// that no store write has recorded yet, by row id, the latest change of a row only: a
+    /// store mirrors them with its next write (see [`Transcript::pending_pin_writes`]) and
+    /// records each with [`Transcript::set_row_id`]. A change to a message no longer held
+    /// is not pending (and is dropped at the next pin).
     pin_writes: Vec<(i64, bool)>,
 }
 
@@ -273,10 +275,39 @@ impl Transcript {
             .expect("one message removed")
     }
 
-    /// Stamps message `i` with its store row id. Metadata only, and not the marker kind, so
-    /// counts and the latest-user index stay as they are.
+    /// Records that a store holds message `i`, as it is now, as row `id`: stamps the row id
+    /// ([`Message::row_id`](crate::Message::row_id)) and forgets a pin change of the message
+    /// that was [pending](Self::pending_pin_writes), as the row holds its pin. Metadata only,
+    /// and not the marker kind, so counts, the latest-user index and the
+    /// [stamp](Self::stamp) stay as they are: a plan made before still applies.
+    ///
+    /// This is how a store layer writes back what it wrote: the row ids of appended messages,
+    /// and the row of a pin change (the store's copy with the new flag, or the same id).
+    ///
+    /// ```
+    /// use compaction_core::{Estimator, Message, Transcript};
+    /// let mut stored = Message::user("keep this");
+    /// stored.meta_mut().row_id = Some(41);
+    /// let mut t = Transcript::new(vec![Message::system("s"), stored], &Estimator::default());
+    /// t.pin(0, true); // not stored yet: its first write carries the pin
+    /// t.pin(1, true);
+    /// assert_eq!(t.pending_pin_writes(), [(41, true)]);
+    /// // The store archived row 41 and wrote a pinned copy as row 42, then appended
+    /// // message 0 as row 43.
+    /// let stamp = t.stamp();
+    /// t.set_row_id(1, 42);
+    /// t.set_row_id(0, 43);
+    /// assert!(t.pending_pin_writes().is_empty());
+    /// assert_eq!(t.messages()[1].row_id(), Some(42));
+    /// assert_eq!(t.stamp(), stamp); // a plan made before still applies
+    /// ```
     pub fn set_row_id(&mut self, i: usize, id: i64) {
-        self.messages.as_mut_slice()[i].meta_mut().row_id = Some(id);
+        let m = &mut self.messages.as_mut_slice()[i];
+        if !self.pin_writes.is_empty() {
+            let old = m.row_id();
+            self.pin_writes.retain(|&(r, _)| r != id && Some(r) != old);
+        }
+        m.meta_mut().row_id = Some(id);
     }
 
     /// Pins or unpins message `i` ([`Meta::pinned`](crate::Meta::pinned)): no pass prunes,
@@ -302,53 +333,41 @@ impl Transcript {
         if self.messages()[i].is_pinned() != pinned {
             self.stamp = next_stamp();
             self.lineage = next_stamp();
-            self.messages.as_mut_slice()[i].set_pinned(pinned);
+            self.messages.as_mut_slice()[i].meta_mut().pinned = pinned;
             if let Some(row) = self.messages()[i].row_id() {
-                self.pin_writes.retain(|&(r, _)| r != row);
+                if !self.pin_writes.is_empty() {
+                    // Changes to messages a pass has removed since are dropped here.
+                    let held = self.held_rows();
+                    self.pin_writes
+                        .retain(|&(r, _)| r != row && held.contains(&r));
+                }
                 self.pin_writes.push((row, pinned));
             }
         }
         true
     }
 
-    /// Pin changes a store has not recorded yet: `(row id, pinned)` for each stored message
-    /// (one with a [row id](crate::Message::row_id)) whose pin [`pin`](Self::pin) changed
-    /// since its last store write, in the order they were made. A message appended without a
-    /// row id carries its pin into the store with the rest of its metadata, so it is not
-    /// listed. A store-backed host writes these with its next flush and then calls
-    /// [`pin_written`](Self::pin_written) for each.
-    ///
-    /// ```
-    /// use compaction_core::{Estimator, Message, Transcript};
-    /// let mut stored = Message::user("keep this");
-    /// stored.meta_mut().row_id = Some(41);
-    /// let mut t = Transcript::new(vec![Message::system("s"), stored], &Estimator::default());
-    /// t.pin(0, true); // not stored yet: nothing pending
-    /// t.pin(1, true);
-    /// assert_eq!(t.pending_pin_writes(), &[(41, true)]);
-    /// // The store archived row 41 and wrote a pinned copy as row 42.
-    /// t.pin_written(41, 42);
-    /// assert!(t.pending_pin_writes().is_empty());
-    /// assert_eq!(t.messages()[1].row_id(), Some(42));
-    /// ```
-    pub fn pending_pin_writes(&self) -> &[(i64, bool)] {
-        &self.pin_writes
+    /// Pin changes a store has not recorded yet: `(row id, pinned)` for each message the
+    /// transcript holds with a [row id](crate::Message::row_id) whose pin [`pin`](Self::pin)
+    /// changed since the store last wrote it, in the order they were made. A message without
+    /// a row id carries its pin into the store with the rest of its metadata, so it is not
+    /// listed. A store layer writes these and records each with
+    /// [`set_row_id`](Self::set_row_id) (see its example); nothing else needs them.
+    pub fn pending_pin_writes(&self) -> Vec<(i64, bool)> {
+        if self.pin_writes.is_empty() {
+            return Vec::new();
+        }
+        let held = self.held_rows();
+        self.pin_writes
+            .iter()
+            .copied()
+            .filter(|(r, _)| held.contains(r))
+            .collect()
     }
 
-    /// Records that the store wrote the pending pin change of row `row`, the message now
-    /// being row `new_row` (the store's copy with the new flag; the same id when the store
-    /// already held it so). Forgets the pending change either way; stamps `new_row` on the
-    /// message that held `row`, if the transcript still holds it.
-    pub fn pin_written(&mut self, row: i64, new_row: i64) {
-        self.pin_writes.retain(|&(r, _)| r != row);
-        if row != new_row
-            && let Some(i) = self
-                .messages()
-                .iter()
-                .rposition(|m| m.row_id() == Some(row))
-        {
-            self.messages.as_mut_slice()[i].meta_mut().row_id = Some(new_row);
-        }
+    /// The row ids of the messages the transcript holds.
+    fn held_rows(&self) -> std::collections::HashSet<i64> {
+        self.messages().iter().filter_map(Message::row_id).collect()
     }
 
     /// Indices of the pinned messages, in order.
@@ -361,9 +380,9 @@ impl Transcript {
     }
 
     /// Index of the latest real user request, if any: the last user message that carries
-    /// visible text and is no library marker ([`marker::is_user_text`](crate::marker::is_user_text):
-    /// a blank or image-only user message, which
-    /// platforms echo, is never the request; spec section 1, "Tail"). O(1): the index
+    /// visible text of the user's own and is no library marker (a blank or image-only user
+    /// message, which platforms echo, is never the request, nor an image whose payload became
+    /// a placeholder text after compaction; spec section 1, "Tail"). O(1): the index
     /// is kept current by every splice (after a metadata change of a user message, the next
     /// call scans back from the end once per splice).
     pub fn last_real_user(&self) -> Option<usize> {

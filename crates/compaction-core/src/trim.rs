@@ -404,7 +404,7 @@ mod tests {
         let assistant = Message::assistant("x\n".repeat(500));
         assert!(plan_trim(&assistant, None, &cfg(50), &Estimator::default()).is_none());
         let mut pinned = m.clone();
-        pinned.set_pinned(true);
+        pinned.meta_mut().pinned = true;
         assert!(plan_trim(&pinned, None, &cfg(50), &Estimator::default()).is_none());
     }
 
@@ -491,7 +491,7 @@ mod tests {
             // Idempotent, also when the metadata is lost (text prefix).
             prop_assert!(plan_trim(&t.message, Some(&info), &cfg, &e).is_none());
             let mut bare = t.message.clone();
-            bare.set_meta(None);
+            *bare.meta_mut() = Default::default();
             prop_assert!(plan_trim(&bare, Some(&info), &cfg, &e).is_none());
             // Deterministic.
             let again = plan_trim(&m.clone(), Some(&info), &cfg, &e).unwrap();

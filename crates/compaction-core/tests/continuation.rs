@@ -7,7 +7,7 @@
 //! the user's messages, and never stacks.
 
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
-use compaction_core::laws::{self, Pass};
+use compaction_core::laws::{self, Pass, PassKind};
 use compaction_core::regions::RegionConfig;
 use compaction_core::{Content, Part};
 use compaction_core::{Estimator, MarkerKind, Message, Role, ToolCall, Transcript, marker};
@@ -114,7 +114,12 @@ fn pass_with(msgs: Vec<Message>, compacted: bool, cfg: &BatchConfig) -> Vec<Mess
     let summaries: Vec<String> = (0..n).map(|i| format!("summary {i}")).collect();
     let edit = batch::assemble(&t, &plan, &summaries, cfg).expect("assembles");
     let after = edit.apply(t.messages()).expect("applies");
-    let v = laws::check(t.messages(), &after, &Pass::of_batch(&plan, cfg, true), &e);
+    let v = laws::check(
+        t.messages(),
+        &after,
+        &Pass::of_batch(&plan, cfg, PassKind::Batch),
+        &e,
+    );
     assert!(v.is_empty(), "laws broken: {v:?}");
     after
 }
@@ -271,8 +276,10 @@ fn real_user_text_needs_no_continuation() {
     tool_rounds(&mut msgs, "r", 30, 2_000);
     let after = pass(msgs, false);
     assert!(continuations(&after).is_empty(), "{after:?}");
-    assert!(after.iter().any(marker::is_user_text));
-    assert!(!marker::is_user_text(&marker::continuation()));
+    let e = Estimator::default();
+    assert!(Transcript::new(after, &e).last_real_user().is_some());
+    let only_continuation = Transcript::new(vec![marker::continuation()], &e);
+    assert_eq!(only_continuation.last_real_user(), None);
 }
 
 /// Micro passes over a continued session whose later user turns are images: every law holds

@@ -44,10 +44,14 @@ proptest! {
     ) {
         let (t, r) = partitioned(msgs, &b);
         for kind in ALL_KINDS {
-            let pass = Pass::new(kind, Protected::from_regions(&r)).with_options(LawOptions {
-                strict_alternation: strict,
-                ..LawOptions::default()
-            });
+            let pass = Pass {
+                kind,
+                protected: Protected::from_regions(&r),
+                options: LawOptions {
+                    strict_alternation: strict,
+                    ..LawOptions::default()
+                },
+            };
             let v = check(t.messages(), t.messages(), pass);
             prop_assert!(v.is_empty(), "{kind:?}: {v:?}");
         }
@@ -69,10 +73,14 @@ proptest! {
         let summary = marker::render(MarkerKind::Micro, Role::Assistant, &body);
         let marker_tokens = compaction_core::TokenCounter::count_message(&Estimator::default(), &summary);
         after.splice(x.clone(), [summary]);
-        let pass = Pass::new(PassKind::Micro, Protected::from_regions(&r)).with_options(LawOptions {
-            expect_progress: t.tokens_in(x) > marker_tokens,
-            ..LawOptions::default()
-        });
+        let pass = Pass {
+            kind: PassKind::Micro,
+            protected: Protected::from_regions(&r),
+            options: LawOptions {
+                expect_progress: t.tokens_in(x) > marker_tokens,
+                ..LawOptions::default()
+            },
+        };
         let v = check(t.messages(), &after, pass);
         prop_assert!(v.is_empty(), "{v:?}");
     }
@@ -261,10 +269,13 @@ fn law_3_adjacent_roles_and_exceptions() {
     );
     let pass = Pass::new(PassKind::Batch, protected(1, 1));
     assert_eq!(check(&before, &after, pass), vec![]);
-    let strict = pass.with_options(LawOptions {
-        strict_alternation: true,
-        ..LawOptions::default()
-    });
+    let strict = Pass {
+        options: LawOptions {
+            strict_alternation: true,
+            ..LawOptions::default()
+        },
+        ..pass
+    };
     assert_eq!(
         check(&before, &after, strict),
         vec![Violation::AdjacentSameRole { index: 9 }]
@@ -326,10 +337,14 @@ fn law_8_progress_and_pinned_messages() {
             &"long ".repeat(5_000),
         )],
     );
-    let pass = Pass::new(PassKind::Micro, protected(2, 2)).with_options(LawOptions {
-        expect_progress: true,
-        ..LawOptions::default()
-    });
+    let pass = Pass {
+        kind: PassKind::Micro,
+        protected: protected(2, 2),
+        options: LawOptions {
+            expect_progress: true,
+            ..LawOptions::default()
+        },
+    };
     let v = check(&before, &after, pass);
     assert!(
         matches!(v.as_slice(), [Violation::NoProgress { before_tokens, after_tokens }] if after_tokens > before_tokens),
@@ -380,10 +395,13 @@ fn tail_demotion_is_allowed_only_when_reported() {
             after_index: 3
         }]
     );
-    let reported = pass.with_options(LawOptions {
-        tail_demotion_reported: true,
-        ..LawOptions::default()
-    });
+    let reported = Pass {
+        options: LawOptions {
+            tail_demotion_reported: true,
+            ..LawOptions::default()
+        },
+        ..pass
+    };
     assert_eq!(check(&before, &after, reported), vec![]);
     // Demotion never covers a change of role or answered call.
     after[3] = Message::tool_result("b", "x");
@@ -406,11 +424,15 @@ fn violations_never_quote_message_text() {
     let mut all = check(
         &before,
         &after,
-        Pass::new(PassKind::Micro, protected(1, 1)).with_options(LawOptions {
-            expect_progress: true,
-            strict_alternation: true,
-            ..LawOptions::default()
-        }),
+        Pass {
+            kind: PassKind::Micro,
+            protected: protected(1, 1),
+            options: LawOptions {
+                expect_progress: true,
+                strict_alternation: true,
+                ..LawOptions::default()
+            },
+        },
     );
     all.extend(check(
         &before,

@@ -166,10 +166,10 @@ fn metadata_and_unknown_fields_survive() {
         r#"{"ts":1,"role":"tool","tool_call_id":"c1","content":"x","z":[1.50,"\u00e9"]}"#,
     )
     .expect("parses");
-    m.set_meta(Some(Meta {
+    *m.meta_mut() = Meta {
         row_id: Some(42),
         ..Meta::default()
-    }));
+    };
     let s = serde_json::to_string(&m).expect("serializes");
     assert_eq!(s, m.to_json());
     assert!(s.ends_with(r#""_hermes":{"row_id":42}}"#), "{s}");

@@ -287,11 +287,15 @@ impl Harness {
                 }
             },
         };
-        let pass = Pass::new(kind, protected).with_options(LawOptions {
-            strict_alternation: self.cfg.strict_alternation,
-            expect_progress,
-            tail_demotion_reported: false,
-        });
+        let pass = Pass {
+            kind,
+            protected,
+            options: LawOptions {
+                strict_alternation: self.cfg.strict_alternation,
+                expect_progress,
+                tail_demotion_reported: false,
+            },
+        };
         // The description built from the plan is the one this harness derives by hand.
         described.options.expect_progress = expect_progress;
         assert_eq!(described, pass);

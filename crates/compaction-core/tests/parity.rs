@@ -2,7 +2,7 @@
 //! planner as a whole pass: plan, a summary per job, assemble, apply.
 
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
-use compaction_core::laws::{self, Pass};
+use compaction_core::laws::{self, Pass, PassKind};
 use compaction_core::marker;
 use compaction_core::regions::RegionConfig;
 use compaction_core::{Content, Part};
@@ -119,7 +119,7 @@ fn pass(msgs: Vec<Message>, threshold: u64, cfg: &BatchConfig, compacted: bool) 
     let summaries: Vec<String> = (0..jobs.len()).map(|i| format!("summary {i}")).collect();
     let edit = batch::assemble(&t, &plan, &summaries, cfg).expect("assembles");
     let after = edit.apply(t.messages()).expect("applies");
-    let law_pass = Pass::of_batch(&plan, cfg, true);
+    let law_pass = Pass::of_batch(&plan, cfg, PassKind::Batch);
     let v = laws::check(t.messages(), &after, &law_pass, &e);
     assert!(v.is_empty(), "laws broken: {v:?}");
     Outcome {
@@ -514,7 +514,12 @@ fn old_image_payloads_become_placeholders_after_a_pass() {
         let summaries = vec!["s".to_owned(); n];
         let edit = batch::assemble(&t, &plan, &summaries, &cfg).unwrap();
         let after = edit.apply(t.messages()).unwrap();
-        let v = laws::check(t.messages(), &after, &Pass::of_batch(&plan, &cfg, true), &e);
+        let v = laws::check(
+            t.messages(),
+            &after,
+            &Pass::of_batch(&plan, &cfg, PassKind::Batch),
+            &e,
+        );
         assert!(v.is_empty(), "{v:?}");
         // Every image left is one of the newest three, or sits in a protected message.
         let protected: Vec<&Message> = plan
@@ -772,7 +777,7 @@ proptest::proptest! {
             let summaries: Vec<String> = (0..jobs.len()).map(|i| format!("summary {k}.{i}")).collect();
             let edit = batch::assemble(&t, &plan, &summaries, &cfg).expect("assembles");
             let after = edit.apply(t.messages()).expect("applies");
-            let v: Vec<_> = laws::check(t.messages(), &after, &Pass::of_batch(&plan, &cfg, true), &e)
+            let v: Vec<_> = laws::check(t.messages(), &after, &Pass::of_batch(&plan, &cfg, PassKind::Batch), &e)
                 .into_iter()
                 .filter(|v| v.law() != laws::Law::Progress)
                 // Known false positive of the law-3 checker, not of this pass: it knows

@@ -3,7 +3,7 @@
 
 use compaction_core::Transcript;
 use compaction_core::batch::{self, BatchConfig, BatchRequest, BatchStep};
-use compaction_core::laws::{self, Law, Pass, Violation};
+use compaction_core::laws::{self, Law, Pass, PassKind, Violation};
 use compaction_core::micro::{
     self, MicroConfig, MicroEvent, MicroHook, MicroPlanner, MicroRequest, MicroStep,
 };
@@ -80,7 +80,7 @@ proptest! {
             prop_assert!(!touches_pin(&before, &s.range), "splice {:?}", s.range);
         }
         edit.apply_to(&mut t, &e).unwrap();
-        assert_laws(&before, t.messages(), &Pass::of_batch(&plan, &cfg, true))?;
+        assert_laws(&before, t.messages(), &Pass::of_batch(&plan, &cfg, PassKind::Batch))?;
     }
 
     /// Micro and turn-progress passes, run until nothing is absorbable, never absorb a
@@ -111,7 +111,7 @@ proptest! {
     fn pins_are_never_trimmed(text in strategies::text(4_000)) {
         let cfg = TrimConfig { max_tokens: 10, head_chars: 20, tail_chars: 20, ..TrimConfig::default() };
         for mut m in [Message::tool_result("c1", text.clone()), Message::user(text.clone())] {
-            m.set_pinned(true);
+            m.meta_mut().pinned = true;
             prop_assert!(trim::plan_trim(&m, None, &cfg, &Estimator::default()).is_none());
         }
     }
@@ -183,7 +183,7 @@ fn micro_passes(
             pins_only(&before, t.messages(), &pass)?;
         }
     }
-    let whole = Pass::new(laws::PassKind::Micro, Default::default());
+    let whole = Pass::new(PassKind::Micro, Default::default());
     pins_only(&original, t.messages(), &whole)
 }
 
@@ -262,7 +262,7 @@ fn a_pinned_tool_result_keeps_its_call_and_the_pass_still_compacts() {
         laws::check(
             &before,
             t.messages(),
-            &Pass::of_batch(&plan, &cfg, true),
+            &Pass::of_batch(&plan, &cfg, PassKind::Batch),
             &e
         )
         .is_empty()
@@ -277,9 +277,9 @@ fn a_pinned_tool_result_keeps_its_call_and_the_pass_still_compacts() {
 fn losing_or_reordering_a_pin_breaks_law_1() {
     let e = Estimator::default();
     let mut before = session(3);
-    before[2].set_pinned(true);
-    before[5].set_pinned(true);
-    let pass = Pass::new(laws::PassKind::Prune, Default::default());
+    before[2].meta_mut().pinned = true;
+    before[5].meta_mut().pinned = true;
+    let pass = Pass::new(PassKind::Prune, Default::default());
     let lost = |after: &[Message]| -> Vec<usize> {
         laws::check(&before, after, &pass, &e)
             .into_iter()
@@ -294,7 +294,7 @@ fn losing_or_reordering_a_pin_breaks_law_1() {
     edited[5].set_text("changed");
     assert_eq!(lost(&edited), vec![5]);
     let mut unpinned = before.clone();
-    unpinned[2].set_pinned(false);
+    unpinned[2].meta_mut().pinned = false;
     assert_eq!(lost(&unpinned), vec![2]);
     let mut swapped = before.clone();
     swapped.swap(2, 5);

@@ -208,7 +208,7 @@ fn a_batch_pass_summarizes_responses_calls_and_keeps_the_laws() {
     let bodies: Vec<String> = jobs.iter().map(|_| "the parser was fixed".into()).collect();
     let edit = batch::assemble(&t, &plan, &bodies, &cfg).expect("the plan assembles");
     let after = edit.apply(t.messages()).expect("the edit applies");
-    let pass = Pass::of_batch(&plan, &cfg, true);
+    let pass = Pass::of_batch(&plan, &cfg, PassKind::Batch);
     let v = laws::check(t.messages(), &after, &pass, &e);
     assert!(v.is_empty(), "{v:?}");
     assert!(validate(&after).is_clean());

@@ -151,7 +151,9 @@ pub fn restore(original: &Message, converted: &ChatCompletionRequestMessage) -> 
     }
     let mut m = Message::try_from(Value::Object(body))
         .map_err(|_| conversion(0, "the restored message does not parse"))?;
-    m.set_meta(original.meta().cloned());
+    if let Some(meta) = original.meta() {
+        *m.meta_mut() = meta.clone();
+    }
     Ok(m)
 }
 

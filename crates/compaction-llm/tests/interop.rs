@@ -127,10 +127,10 @@ fn a_changed_message_keeps_the_fields_async_openai_left_out() {
         r#"{"ts":1700000000,"role":"user","content":"old text","vendor":{"trace":"t1"}}"#,
     )
     .expect("parses");
-    m.set_meta(Some(Meta {
+    *m.meta_mut() = Meta {
         row_id: Some(9),
         ..Meta::default()
-    }));
+    };
     let mut a = to_request_message(&m).expect("converts");
     let ChatCompletionRequestMessage::User(u) = &mut a else {
         panic!("a user message");

@@ -29,7 +29,7 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, HashSet};
 
-use hermes_compaction::core::{MarkerKind, ledger, marker};
+use hermes_compaction::core::{MarkerKind, Message, ledger, marker};
 use serde_json::Value;
 
 use crate::retention::{Wire, digest};
@@ -144,8 +144,7 @@ fn parse(json: &str) -> Parsed {
     // The continuation (issue 21, item 14) is fixed library text: it holds nothing of the
     // session, neither verbatim nor summarized.
     if role == "user"
-        && first_text(&v)
-            .is_some_and(|t| marker::classify_text(t) == Some(MarkerKind::Continuation))
+        && first_text(&v).is_some_and(|t| classify_text(t) == Some(MarkerKind::Continuation))
     {
         return Parsed {
             all: Box::new([]),
@@ -199,7 +198,12 @@ fn first_text(v: &Value) -> Option<&str> {
 
 /// A summary marker: what it holds is held, not verbatim.
 fn is_marker(text: &str) -> bool {
-    marker::classify_text(text).is_some_and(MarkerKind::is_summary)
+    classify_text(text).is_some_and(MarkerKind::is_summary)
+}
+
+/// The marker kind of a message's text alone (no metadata, no tool calls).
+fn classify_text(text: &str) -> Option<MarkerKind> {
+    marker::classify(&Message::user(text))
 }
 
 /// The far-recall counts of one request.

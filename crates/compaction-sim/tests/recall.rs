@@ -154,8 +154,7 @@ fn a_prompt_that_kept_nothing_scores_zero_and_a_summary_counts_only_with_summari
     let s = at_answer(&msgs, answer, &prompt);
     assert_eq!((s.far, s.held, s.held_verbatim), (2, 2, 0));
     // The marker is recognised from its text alone (the wire form carries no metadata).
-    let mut plain = Message::user(summary.text().into_owned());
-    plain.set_meta(None);
+    let plain = Message::user(summary.text().into_owned());
     let s = at_answer(&msgs, answer, &wires(&[plain]));
     assert_eq!((s.held, s.held_verbatim), (2, 0));
 }

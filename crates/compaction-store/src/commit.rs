@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn missing_row_id_names_the_index() {
         let mut before = stamped(4);
-        before[2].set_meta(None);
+        before[2].meta_mut().row_id = None;
         let e = Commit::from_edit(0, &Edit::single(1..3, vec![]), &before).unwrap_err();
         assert!(matches!(e, StoreError::MissingRowId { index: 2 }), "{e:?}");
         let e = Commit::from_edit(0, &Edit::single(3..3, vec![Message::user("x")]), &before)

@@ -466,7 +466,7 @@ pub trait TranscriptStore: Send + Sync + fmt::Debug {
                 return Ok((row, read.generation));
             }
             let mut copy = stored.message;
-            copy.set_pinned(pinned);
+            copy.meta_mut().pinned = pinned;
             let mut commit = Commit {
                 generation: expected,
                 splices: vec![CommitSplice {

@@ -65,7 +65,7 @@ pub(crate) fn decode(
     if let Some(meta) = meta {
         let meta: Meta =
             serde_json::from_str(&meta).map_err(|_| corrupt("metadata is not valid".into()))?;
-        m.set_meta(Some(meta));
+        *m.meta_mut() = meta;
     }
     let stamp = m.meta_mut();
     stamp.row_id = Some(id);

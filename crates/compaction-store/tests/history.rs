@@ -560,7 +560,7 @@ on_both_backends! {
         let st = &*b.store;
         st.create_session("pins").await.unwrap();
         let mut messages = conversation(2);
-        messages[1].set_pinned(true);
+        messages[1].meta_mut().pinned = true;
         st.append("pins", &mut messages).await.unwrap();
         let pinned = |m: &[Message]| -> Vec<usize> {
             m.iter().enumerate().filter(|(_, m)| m.is_pinned()).map(|(i, _)| i).collect()

@@ -45,11 +45,15 @@ fn check_mode(input: &Path, mode: &str, dir: &Path) -> String {
         _ => PassKind::Unchanged,
     };
     let protected = protected_of(&before);
-    let pass = Pass::new(kind, protected).with_options(LawOptions {
-        tail_demotion_reported: field(&line, "demoted_tail_outputs") != "0",
-        expect_progress: kind != PassKind::Unchanged && mode != "micro",
-        ..LawOptions::default()
-    });
+    let pass = Pass {
+        kind,
+        protected,
+        options: LawOptions {
+            tail_demotion_reported: field(&line, "demoted_tail_outputs") != "0",
+            expect_progress: kind != PassKind::Unchanged && mode != "micro",
+            ..LawOptions::default()
+        },
+    };
     let v = laws::check(&before, &after, &pass, &Estimator::default());
     assert!(v.is_empty(), "{} {mode}: {line}: {v:?}", input.display());
     let tokens =

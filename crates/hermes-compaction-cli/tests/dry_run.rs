@@ -6,7 +6,7 @@ use crate::common::{run, s, texts, tool_session, write_jsonl};
 /// that nothing but the input exists afterwards and the input is unchanged.
 fn dry_run(mode: &str, mut msgs: Vec<hermes_compaction::core::Message>, pin: usize) -> String {
     let dir = tempfile::tempdir().unwrap();
-    msgs[pin].set_pinned(true);
+    msgs[pin].meta_mut().pinned = true;
     let input = write_jsonl(dir.path(), "in.jsonl", &msgs);
     let before = std::fs::read(&input).unwrap();
     let o = run(&[

@@ -215,10 +215,14 @@ impl OneShotReport {
             (0, false) => PassKind::Unchanged,
             _ => PassKind::Micro,
         };
-        self.law = Pass::new(kind, Protected::default()).with_options(LawOptions {
-            strict_alternation,
-            ..LawOptions::default()
-        });
+        self.law = Pass {
+            kind,
+            protected: Protected::default(),
+            options: LawOptions {
+                strict_alternation,
+                ..LawOptions::default()
+            },
+        };
     }
 }
 

@@ -136,27 +136,27 @@ pub(crate) async fn append_unstamped(
 /// Writes the pin changes `t` holds that the store has not recorded
 /// ([`Transcript::pending_pin_writes`]), each as a generation of its own
 /// ([`TranscriptStore::set_pinned`](compaction_store::TranscriptStore::set_pinned)), adopting
-/// each new generation and stamping each new row id. A change to a message `t` no longer
-/// holds (a pass removed it) is dropped. Returns how many generations it wrote; on error the
-/// changes not yet written stay pending and nothing else changed.
+/// each new generation and recording each new row id ([`Transcript::set_row_id`], which
+/// forgets the change). A change to a message `t` no longer holds (a pass removed it) is not
+/// pending. Returns how many generations it wrote; on error the changes not yet written stay
+/// pending and nothing else changed.
 #[cfg(feature = "store")]
 pub(crate) async fn write_pins(
     p: &mut Persistence,
     t: &mut Transcript,
 ) -> Result<usize, compaction_store::StoreError> {
     let mut written = 0;
-    for (row, pinned) in t.pending_pin_writes().to_vec() {
-        if !t.messages().iter().any(|m| m.row_id() == Some(row)) {
-            t.pin_written(row, row);
-            continue;
-        }
+    for (row, pinned) in t.pending_pin_writes() {
+        let Some(i) = t.messages().iter().rposition(|m| m.row_id() == Some(row)) else {
+            continue; // listed only while held, and nothing changes `t` in between
+        };
         let (new_row, generation) = p
             .store
             .set_pinned(&p.session, p.generation, row, pinned)
             .await?;
         written += usize::from(generation != p.generation);
         p.generation = generation;
-        t.pin_written(row, new_row);
+        t.set_row_id(i, new_row);
     }
     Ok(written)
 }
@@ -188,7 +188,7 @@ pub(crate) async fn adopt_pins(
     }
     let bare = |m: &Message| {
         let mut m = m.clone();
-        m.set_pinned(false);
+        m.meta_mut().pinned = false;
         m.meta_mut().row_id = None;
         m
     };
@@ -199,7 +199,7 @@ pub(crate) async fn adopt_pins(
     {
         return Ok(false);
     }
-    let pending = t.pending_pin_writes().to_vec();
+    let pending = t.pending_pin_writes();
     for (i, row) in rows.iter().enumerate() {
         let (old, new) = (t.messages()[i].row_id(), row.row_id());
         let (Some(old), Some(new)) = (old, new) else {
@@ -209,16 +209,12 @@ pub(crate) async fn adopt_pins(
             continue;
         }
         let wanted = pending.iter().find(|&&(r, _)| r == old).map(|&(_, w)| w);
-        if wanted.is_some() {
-            // Forgets the pending change (set again below when the store disagrees).
-            t.pin_written(old, new);
-        } else {
-            t.set_row_id(i, new);
-        }
+        // Forgets a pending change (set again below when the store disagrees).
+        t.set_row_id(i, new);
         if t.messages()[i].is_pinned() != row.is_pinned() {
             // The store's pin, adopted: not a change for the store to write.
             t.pin(i, row.is_pinned());
-            t.pin_written(new, new);
+            t.set_row_id(i, new);
         }
         if let Some(w) = wanted {
             t.pin(i, w);

@@ -705,21 +705,17 @@ impl BatchReport {
         plan: Option<&compaction_core::batch::BatchPlan>,
         cfg: &compaction_core::batch::BatchConfig,
     ) {
-        use compaction_core::laws::{LawOptions, Pass, PassKind, Protected};
+        use compaction_core::laws::{Pass, PassKind};
         let Some(plan) = plan else { return };
-        self.law = match self.outcome {
-            Outcome::Summarized | Outcome::Pruned => Pass::of_batch(plan, cfg, true),
-            Outcome::Failed => Pass::of_batch(plan, cfg, false),
-            // Chose to change nothing: core's `of_batch` knows only applied or failed.
+        let ended = match self.outcome {
+            Outcome::Summarized => PassKind::Batch,
+            Outcome::Pruned => PassKind::Prune,
+            Outcome::Failed => PassKind::Failed,
             Outcome::NotNeeded | Outcome::Skipped | Outcome::IrreducibleFloor | Outcome::NoGain => {
-                Pass::new(PassKind::Unchanged, Protected::from_regions(&plan.regions)).with_options(
-                    LawOptions {
-                        strict_alternation: cfg.strict_alternation,
-                        ..LawOptions::default()
-                    },
-                )
+                PassKind::Unchanged
             }
         };
+        self.law = Pass::of_batch(plan, cfg, ended);
         self.regions = Some(plan.regions.clone());
     }
 }

@@ -211,7 +211,7 @@ mod tests {
         let call = out.iter().find(|m| m.text() == "writing").unwrap();
         assert_eq!(call.tool_calls()[0].call_id(), "w");
         assert!(call.tool_calls()[0].function.arguments.len() < 4_000);
-        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, crate::laws::PassKind::Batch);
         let violations = crate::laws::check(&msgs, out, &pass, &e);
         assert!(violations.is_empty(), "{violations:?}");
     }
@@ -250,7 +250,7 @@ mod tests {
         let last = after.messages().last().unwrap();
         assert_eq!(last.tool_call_id(), Some("big"));
         assert!(last.text().starts_with(prune::PRUNED_PREFIX));
-        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, crate::laws::PassKind::Batch);
         let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
         assert!(violations.is_empty(), "{violations:?}");
         // Below the threshold for the protected part, nothing in the tail is demoted.
@@ -315,7 +315,7 @@ mod tests {
             .find(|m| m.tool_call_id() == Some("r0"))
             .unwrap();
         assert!(demoted.text().contains("body_0"), "{}", demoted.text());
-        let pass = crate::laws::Pass::of_batch(&plan, &cfg, true);
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, crate::laws::PassKind::Batch);
         let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
         assert!(violations.is_empty(), "{violations:?}");
     }

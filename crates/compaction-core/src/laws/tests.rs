@@ -42,10 +42,13 @@ fn a_good_micro_pass_keeps_every_law() {
         2..5,
         [marker::render(MarkerKind::Micro, Role::Assistant, "did ls")],
     );
-    let pass = micro(2, 1).with_options(LawOptions {
-        expect_progress: true,
-        ..LawOptions::default()
-    });
+    let pass = Pass {
+        options: LawOptions {
+            expect_progress: true,
+            ..LawOptions::default()
+        },
+        ..micro(2, 1)
+    };
     assert_eq!(laws_of(&before, &after, pass), Vec::<u8>::new());
 }
 
@@ -55,10 +58,13 @@ fn micro_users_may_become_adjacent_unless_strict() {
     let mut after = before.clone();
     after.splice(2..5, []);
     assert_eq!(laws_of(&before, &after, micro(2, 1)), Vec::<u8>::new());
-    let strict = micro(2, 1).with_options(LawOptions {
-        strict_alternation: true,
-        ..LawOptions::default()
-    });
+    let strict = Pass {
+        options: LawOptions {
+            strict_alternation: true,
+            ..LawOptions::default()
+        },
+        ..micro(2, 1)
+    };
     assert_eq!(laws_of(&before, &after, strict), vec![3]);
     // Joined with a separator under strict alternation: law 4 finds both users inside.
     let mut joined = before.clone();

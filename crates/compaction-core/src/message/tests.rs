@@ -113,10 +113,10 @@ fn clones_share_until_written_and_a_write_never_reaches_the_other() {
         |m| m.set_tool_calls(Some(vec![ToolCall::function("c", "f", "{}")])),
         |m| m.meta_mut().row_id = Some(7),
         |m| {
-            m.set_meta(Some(Meta {
+            *m.meta_mut() = Meta {
                 row_id: Some(1),
                 ..Meta::default()
-            }))
+            }
         },
     ];
     for edit in edits {

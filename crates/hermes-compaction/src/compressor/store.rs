@@ -245,7 +245,7 @@ impl Compressor {
         }
         p.generation = generation;
         messages.append(&mut fresh);
-        let pins = t.pending_pin_writes().to_vec();
+        let pins = t.pending_pin_writes();
         self.rt.unpersisted_removed.clear();
         self.rt.resync_pending = false;
         self.rt.store_moved = false;
