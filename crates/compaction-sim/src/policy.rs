@@ -28,7 +28,8 @@ pub enum Policy {
     /// (prune_minimum_tokens = 0, prune_runway_ratio = 0).
     BatchNaive,
     /// Micro-compaction after every turn (and every tool round), batch as the safety net, with
-    /// the configuration's reclaim gate (none by default: every pass absorbs).
+    /// no reclaim gate (`micro_compact_min_reclaim_tokens = 0`: every pass absorbs), or the
+    /// configuration's fixed gate when it sets a number of tokens.
     Micro,
     /// `micro` with the economic reclaim gate (`micro_compact_min_reclaim_tokens = "auto"`): a
     /// pass absorbs only when what it reclaims pays for the prefix it invalidates.
@@ -96,6 +97,11 @@ impl Policy {
             }
             Policy::Micro | Policy::MicroTrim => {
                 c.compression.micro_compact = true;
+                // The economic gate is `micro+gate`; `micro` is the seed's ungated form unless
+                // the configuration fixes a number.
+                if c.compression.micro_compact_min_reclaim_tokens == ReclaimGate::Auto {
+                    c.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Off;
+                }
             }
             Policy::MicroGate => {
                 c.compression.micro_compact = true;

@@ -219,7 +219,7 @@ impl Default for CompressionConfig {
             micro_compact_every_n_turns: 1,
             micro_compact_defrag_threshold_tokens: micro.defrag_threshold_tokens,
             micro_compact_max_consecutive_failures: micro.max_consecutive_failures,
-            micro_compact_min_reclaim_tokens: ReclaimGate::Off,
+            micro_compact_min_reclaim_tokens: ReclaimGate::Auto,
             micro_compact_gate_horizon_requests: 2,
             insert_trim_tokens: trim.max_tokens,
             insert_trim_head_chars: trim.head_chars,
@@ -239,12 +239,16 @@ impl Default for CompressionConfig {
 /// The micro reclaim gate, `compression.micro_compact_min_reclaim_tokens`: a number of tokens
 /// or `"auto"`.
 ///
-/// - `0` (the default, [`ReclaimGate::Off`]): no gate; with `micro_compact = true` every pass
-///   absorbs the oldest exchange at the configured cadence (the seed's micro-compaction).
+/// - `0` ([`ReclaimGate::Off`]): no gate; with `micro_compact = true` every pass absorbs the
+///   oldest exchange at the configured cadence (the seed's micro-compaction, at about 1.6x to
+///   1.8x the cost of `batch`: docs/ECONOMICS.md).
 /// - a number `N` ([`ReclaimGate::Tokens`]): absorb only when the absorbable exchanges together
 ///   reclaim at least `N` tokens, in one splice.
-/// - `"auto"` ([`ReclaimGate::Auto`]): the gate the provider's cache economics suggest, computed
-///   at each pass (see `cache_aware` in `config/default.toml` and docs/ECONOMICS.md).
+/// - `"auto"` (the default, [`ReclaimGate::Auto`]): the gate the provider's cache economics
+///   suggest, computed at each pass (see `cache_aware` in `config/default.toml` and
+///   docs/ECONOMICS.md), so `micro_compact = true` alone costs about what `batch` does. With no
+///   cache to protect (`cache_profile = "none"`, `cache_aware = false`, or a profile without a
+///   cache) it lets every pass through, like `0`.
 ///
 /// Anything else (a negative number, a fraction, another string) is refused with an error
 /// naming the key and what it accepts.
@@ -257,11 +261,11 @@ impl Default for CompressionConfig {
 /// # #[cfg(feature = "config")] {
 /// use hermes_compaction::ConfigLoader;
 ///
-/// let off = ConfigLoader::new().toml("[compression]\nmicro_compact = true\n").load().unwrap().0;
-/// assert_eq!(off.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Off);
-/// let auto = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = \"auto\"\n").load()
+/// let gated = ConfigLoader::new().toml("[compression]\nmicro_compact = true\n").load().unwrap().0;
+/// assert_eq!(gated.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Auto);
+/// let off = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = 0\n").load()
 ///     .unwrap().0;
-/// assert_eq!(auto.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Auto);
+/// assert_eq!(off.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Off);
 /// let fixed = ConfigLoader::new().toml("[compression]\nmicro_compact_min_reclaim_tokens = 4000\n").load()
 ///     .unwrap().0;
 /// assert_eq!(fixed.compression.micro_compact_min_reclaim_tokens, ReclaimGate::Tokens(4_000));
@@ -273,9 +277,9 @@ impl Default for CompressionConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ReclaimGate {
     /// No gate (written `0`).
-    #[default]
     Off,
-    /// The gate the cache economics suggest (written `"auto"`).
+    /// The gate the cache economics suggest (written `"auto"`; the default).
+    #[default]
     Auto,
     /// At least this many tokens reclaimed per pass (written as the number; never 0, which
     /// reads as [`ReclaimGate::Off`]).

@@ -537,10 +537,11 @@ fn absorbing(outcomes: &[MicroOutcomeKind]) -> usize {
         .count()
 }
 
-/// Issue 20, item 6: with `micro_compact = true` and every other setting at its default (no
-/// cache profile known, the provider's cache assumed), micro does what its user turned on: the
-/// passes absorb at the configured cadence and none is gated. With `"auto"` the economic gate
-/// applies and refuses some passes; with every second turn, half the turns run a pass.
+/// Issue 20, item 6 and issue 31, item 4: with `micro_compact_min_reclaim_tokens = 0` micro
+/// does what its user turned on: the passes absorb at the configured cadence and none is gated.
+/// With `micro_compact = true` and every other setting at its default (`"auto"`; no cache
+/// profile known, the provider's cache assumed) the economic gate applies and refuses some
+/// passes; with every second turn, half the turns run a pass.
 #[test]
 fn micro_on_with_defaults_absorbs_in_an_agent_loop_and_auto_gates() {
     let mut sessions = vec![("synthetic".to_owned(), session(60, 3_000))];
@@ -556,6 +557,7 @@ fn micro_on_with_defaults_absorbs_in_an_agent_loop_and_auto_gates() {
         let mut cfg = Config::default();
         cfg.model.context_length = 64_000;
         cfg.compression.micro_compact = true;
+        cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Off;
         let (plain, plain_rounds) = agent_loop(msgs, cfg.clone());
         let absorbed = absorbing(&plain);
         assert!(
@@ -571,7 +573,14 @@ fn micro_on_with_defaults_absorbs_in_an_agent_loop_and_auto_gates() {
             plain.len()
         );
 
-        cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
+        // The default gate.
+        cfg.compression.micro_compact_min_reclaim_tokens = Config::default()
+            .compression
+            .micro_compact_min_reclaim_tokens;
+        assert_eq!(
+            cfg.compression.micro_compact_min_reclaim_tokens,
+            ReclaimGate::Auto
+        );
         let (gated, gated_rounds) = agent_loop(msgs, cfg.clone());
         assert_eq!(
             (gated.len(), gated_rounds.len()),

@@ -1,7 +1,7 @@
 //! Persistence through the compressor: `flush` mid-session, overflow passes that go on when
 //! the store fails (and the resync after them), and store failure causes in reports and logs.
 
-use hermes_compaction::{OneShot, Usage};
+use hermes_compaction::{OneShot, ReclaimGate, Usage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -421,7 +421,10 @@ fn a_failed_micro_commit_names_the_generation_the_store_holds() {
             let micro_mode = |n| OneShot::Micro {
                 max_passes: Some(n),
             };
-            let micro = |n| builder(config(16_000)).one_shot(micro_mode(n));
+            // Every pass absorbs (no reclaim gate): the generations count the passes.
+            let mut cfg = config(16_000);
+            cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Off;
+            let micro = |n| builder(cfg.clone()).one_shot(micro_mode(n));
             let run = one_shot_session(micro(3), dyn_store.clone(), "s", micro_mode(3))
                 .await
                 .unwrap();

@@ -84,6 +84,9 @@ impl Config {
     }
 }
 
+/// Keys whose value is a whole number or a word (`"auto"`).
+const NUMBER_OR_WORD: [&str; 1] = ["compression.micro_compact_min_reclaim_tokens"];
+
 fn leaves(value: &Value, prefix: &str, out: &mut Vec<ConfigKey>) {
     if let Value::Object(map) = value
         && prefix != "profiles"
@@ -104,6 +107,9 @@ fn leaves(value: &Value, prefix: &str, out: &mut Vec<ConfigKey>) {
         Value::Number(_) => KeyKind::Integer,
         Value::Array(_) => KeyKind::List,
         Value::Object(_) => KeyKind::Table,
+        // A key that takes a whole number or a word is typed as a number whatever its
+        // default is, so the environment layer reads `6000` as a number and `auto` as a word.
+        Value::String(_) if NUMBER_OR_WORD.contains(&prefix) => KeyKind::Integer,
         Value::String(_) | Value::Null => KeyKind::Text,
     };
     let range = F64_RANGES

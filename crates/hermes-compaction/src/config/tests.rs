@@ -212,9 +212,9 @@ fn the_micro_reclaim_gate_is_a_number_or_auto() {
         Config::default()
             .compression
             .micro_compact_min_reclaim_tokens,
-        ReclaimGate::Off
+        ReclaimGate::Auto
     );
-    assert_eq!(gate("micro_compact = true").unwrap(), ReclaimGate::Off);
+    assert_eq!(gate("micro_compact = true").unwrap(), ReclaimGate::Auto);
     assert_eq!(
         gate("micro_compact_min_reclaim_tokens = 0").unwrap(),
         ReclaimGate::Off
