@@ -44,8 +44,9 @@ pub(crate) const PRUNE_TOOL_OUTPUT_MIN_TOKENS: u64 = 200;
 /// String arguments above this many characters are shortened by pruning.
 pub(crate) const PRUNE_ARGUMENT_MAX_CHARS: usize = 2_000;
 /// Characters of the names index a pruned tool output or an elided argument keeps
-/// (the paths, symbols and ids it removed); 0 keeps none.
-pub(crate) const PRUNE_NAMES_MAX_CHARS: usize = 400;
+/// (the paths, symbols and ids it removed); 0 keeps none, the default since issue 31 (it was
+/// 400: docs/ECONOMICS.md, "Measured again on main").
+pub(crate) const PRUNE_NAMES_MAX_CHARS: usize = 0;
 /// Prune-only passes keep old tool outputs a later assistant message cites.
 pub(crate) const PRUNE_KEEP_CITED: bool = true;
 /// Tools whose outputs are never pruned or trimmed.

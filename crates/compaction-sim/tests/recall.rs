@@ -223,6 +223,8 @@ fn compaction_loses_far_identifiers_and_summaries_keep_some() {
     let inputs = vec![("reuse.jsonl".to_owned(), reuse_session(30, 8_000))];
     let mut config = Config::default();
     config.model.context_length = 16_000;
+    // The names indexes on (off by default): the figures tell them apart from content.
+    config.compression.prune_names_max_chars = 400;
     let variants = vec![
         Policy::None.variant(&config, 2_000),
         Policy::Batch.variant(&config, 2_000),

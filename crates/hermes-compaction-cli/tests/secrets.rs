@@ -157,6 +157,9 @@ fn no_hostile_shape_reaches_dry_run_or_the_written_messages() {
         let dir = tempfile::tempdir().unwrap();
         let input = write_jsonl(dir.path(), "in.jsonl", &msgs);
         let wire_in: Vec<String> = msgs.iter().map(Message::to_wire_json).collect();
+        // The names indexes on (off by default), so their surface is checked too.
+        let config = dir.path().join("names.toml");
+        std::fs::write(&config, "[compression]\nprune_names_max_chars = 400\n").unwrap();
         for mode in ["prune", "batch"] {
             for json in [false, true] {
                 let mut args = vec![
@@ -168,6 +171,8 @@ fn no_hostile_shape_reaches_dry_run_or_the_written_messages() {
                     "--dry-run",
                     "--context-length",
                     "16000",
+                    "--config",
+                    s(&config),
                 ];
                 if json {
                     args.push("--json");
@@ -192,6 +197,8 @@ fn no_hostile_shape_reaches_dry_run_or_the_written_messages() {
                 mode,
                 "--context-length",
                 "16000",
+                "--config",
+                s(&config),
             ]);
             assert_eq!(o.status.code(), Some(0), "{mode}: {}", texts(&o).1);
             let written: Vec<String> = read_messages(&out)
