@@ -266,10 +266,12 @@ mod tests {
         let e = Estimator::default();
         let threshold = 13_600;
         // The scenario is sized for a 2,000-token summary budget (the default before issue 31).
-        let cfg = BatchConfig {
+        // The names indexes on (off by default): the demoted output keeps its names.
+        let mut cfg = BatchConfig {
             summary_max_tokens: 2_000,
             ..BatchConfig::default()
         };
+        cfg.prune.names_max_chars = 400;
         let mut msgs = session(40, 2_000);
         // Three tool rounds in the protected tail, together under the threshold but over
         // threshold - summary_max_tokens.

@@ -75,8 +75,11 @@ fn reference_aware_prune_only_keeps_the_outputs_later_messages_cite() {
         prune::cited_outputs(t.messages(), std::slice::from_ref(&r.middle)),
         cited
     );
-    // The split plan's halves give back the whole plan.
-    let pcfg = &BatchConfig::default().prune;
+    // The split plan's halves give back the whole plan (names indexes on: off by default).
+    let pcfg = &PruneConfig {
+        names_max_chars: 400,
+        ..PruneConfig::default()
+    };
     let middle = std::slice::from_ref(&r.middle);
     let (uncited, held) = prune::plan_prune_split(&t, middle, pcfg, &e, &cited);
     assert!(held.edit.splices.len() == 2 && held.reclaimed_tokens > 0);

@@ -162,7 +162,11 @@ fn pruned_outputs_and_elided_arguments_keep_a_bounded_names_index() {
     let content = format!("# Plan\n{}", "step_alpha then step_beta; ".repeat(400));
     let args = serde_json::json!({"path": "plan.md", "content": content}).to_string();
     let m = call("w", "write", &args);
-    let short = shorten_arguments(&m, &PruneConfig::default()).unwrap();
+    let indexed = PruneConfig {
+        names_max_chars: 400,
+        ..PruneConfig::default()
+    };
+    let short = shorten_arguments(&m, &indexed).unwrap();
     let v: Value = serde_json::from_str(&short.tool_calls()[0].function.arguments).unwrap();
     let text = v["content"].as_str().unwrap();
     assert!(
