@@ -240,8 +240,11 @@ fn the_forgetful_configuration_keeps_less_content_on_the_fixtures_at_64k() {
     let sim = run(&inputs, &variants, &Options::default());
     let (defaults, forgetful) = (&sim.totals[0], &sim.totals[1]);
     assert_eq!(defaults.far_identifiers, forgetful.far_identifiers);
+    // At least a point of content recall less (62 of 4,357 identifiers, 1.4 points, since the
+    // names index is off by default; 430 before, when the index made the defaults' passes
+    // later).
     assert!(
-        forgetful.far_held_content + 200 < defaults.far_held_content,
+        forgetful.far_held_content + defaults.far_identifiers / 100 < defaults.far_held_content,
         "{} vs {}",
         forgetful.far_held_content,
         defaults.far_held_content
