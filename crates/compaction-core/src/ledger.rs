@@ -391,10 +391,14 @@ pub(crate) fn names_index(text: &str, max_chars: usize) -> String {
     if max_chars == 0 || !may_hold_names(text) {
         return String::new();
     }
-    let text = redact::redact(text);
+    ranked_names(&redact::redact(text), max_chars)
+}
+
+/// The ranking and bound of [`names_index`], over text already redacted.
+fn ranked_names(text: &str, max_chars: usize) -> String {
     let mut counts: std::collections::HashMap<&str, (usize, usize)> =
         std::collections::HashMap::new();
-    for (i, n) in names_in(&text).into_iter().enumerate() {
+    for (i, n) in names_in(text).into_iter().enumerate() {
         counts.entry(n).or_insert((0, i)).0 += 1;
     }
     let mut ranked: Vec<(&str, (usize, usize))> = counts.into_iter().collect();

@@ -328,29 +328,7 @@ fn names_index_reference(text: &str, max_chars: usize) -> String {
     if max_chars == 0 {
         return String::new();
     }
-    let text = redact::redact(text);
-    let mut counts: std::collections::HashMap<&str, (usize, usize)> =
-        std::collections::HashMap::new();
-    for (i, n) in names_in(&text).into_iter().enumerate() {
-        counts.entry(n).or_insert((0, i)).0 += 1;
-    }
-    let mut ranked: Vec<(&str, (usize, usize))> = counts.into_iter().collect();
-    ranked.sort_unstable_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)));
-    let mut out = String::new();
-    for (name, _) in ranked {
-        let extra = name.len() + if out.is_empty() { 0 } else { 2 };
-        if out.len() + extra > max_chars {
-            continue;
-        }
-        if redact::looks_like_token(name) || redact::redact(name) != name {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(", ");
-        }
-        out.push_str(name);
-    }
-    out
+    ranked_names(&redact::redact(text), max_chars)
 }
 
 /// Every text pruning may index in `m`: its text and each string of its tool-call arguments.
