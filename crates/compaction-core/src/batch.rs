@@ -301,7 +301,7 @@ fn plan_unindexed(
     // units.
     let scale = t.calibration_scale();
     let scaled = |est: u64| (est as f64 * scale).round() as u64;
-    let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, req.compacted);
+    let r = regions::partition(t, threshold_tokens, &cfg.regions, req.compacted);
     let mut plan = BatchPlan {
         regions: r.clone(),
         threshold_tokens,

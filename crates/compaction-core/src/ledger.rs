@@ -509,26 +509,12 @@ fn has_name_run(b: &[u8]) -> bool {
     false
 }
 
-/// Whether `text` holds a label the library writes before a names index (a pruned output's,
-/// an elided argument's, or a ledger's names list), as written or inside a message's JSON: the
-/// cheap test before [`without_name_indexes`].
-///
-/// ```
-/// use compaction_core::ledger::has_name_indexes;
-///
-/// assert!(has_name_indexes("[pruned] bash `ls`: 90 chars; names: src/a.rs"));
-/// assert!(!has_name_indexes("plain text"));
-/// ```
-pub fn has_name_indexes(text: &str) -> bool {
-    text.contains(PRUNED_NAMES.trim_end())
-        || text.contains(ELIDED_NAMES.trim_end())
-        || text.contains(NAMES)
-}
-
 /// `text` without the names indexes the library writes (the ledger's names list, a pruned
 /// line's `; names: ` index, an elided argument's `; names in it: ` index): what a
 /// measure of recall uses to tell what the content still holds from what only an index
-/// names.
+/// names. Borrowed, nothing allocated, when `text` holds none of the labels that open an
+/// index (as written or inside a message's JSON): so a caller can test cheaply whether there
+/// is anything to strip.
 ///
 /// ```
 /// use compaction_core::ledger::without_name_indexes;
@@ -538,6 +524,7 @@ pub fn has_name_indexes(text: &str) -> bool {
 /// let arg = "# Plan…[900 of 1000 chars elided by compaction; names in it: step_one] tail";
 /// assert_eq!(without_name_indexes(arg), "# Plan…[900 of 1000 chars elided by compaction] tail");
 /// assert_eq!(without_name_indexes("plain text"), "plain text");
+/// assert!(matches!(without_name_indexes("plain text"), std::borrow::Cow::Borrowed(_)));
 /// ```
 pub fn without_name_indexes(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.contains(PRUNED_NAMES) && !text.contains(ELIDED_NAMES) && !text.contains(NAMES) {

@@ -187,10 +187,13 @@ impl Regions {
     }
 }
 
-/// Partitions `t` for a threshold.
+/// Partitions `t` for a threshold, as every pass of the library does.
 ///
 /// `compacted` says whether the session has been compacted before; head protection then
-/// decays to the system prompt alone.
+/// decays to the system prompt alone. When the transcript carries a
+/// [calibration](Transcript::calibration), the threshold is converted into estimate units
+/// first (divided by the calibrated size over the estimate): when the provider counts more
+/// than the estimator, the budgets shrink accordingly.
 ///
 /// ```
 /// use compaction_core::regions::{self, RegionConfig};
@@ -211,6 +214,17 @@ impl Regions {
 /// assert_eq!(r.tail.end, t.len());
 /// ```
 pub fn partition(
+    t: &Transcript,
+    threshold_tokens: u64,
+    cfg: &RegionConfig,
+    compacted: bool,
+) -> Regions {
+    let threshold = (threshold_tokens as f64 / t.calibration_scale()) as u64;
+    partition_estimated(t, threshold, cfg, compacted)
+}
+
+/// [`partition`] for a threshold already in estimate units.
+fn partition_estimated(
     t: &Transcript,
     threshold_tokens: u64,
     cfg: &RegionConfig,
@@ -369,19 +383,6 @@ pub(crate) fn last_visible_reply(msgs: &[Message], floor: usize) -> Option<usize
     (floor..msgs.len())
         .rev()
         .find(|&i| is_visible_reply(&msgs[i]))
-}
-
-/// [`partition`] with the threshold converted into estimate units when the transcript carries
-/// a [calibration](Transcript::calibration) (divided by the calibrated size over the estimate):
-/// when the provider counts more than the estimator, the budgets shrink accordingly.
-pub fn partition_calibrated(
-    t: &Transcript,
-    threshold_tokens: u64,
-    cfg: &RegionConfig,
-    compacted: bool,
-) -> Regions {
-    let threshold = (threshold_tokens as f64 / t.calibration_scale()) as u64;
-    partition(t, threshold, cfg, compacted)
 }
 
 /// When the tail starts exactly at the latest user message, also keep the assistant reply the

@@ -426,11 +426,12 @@ impl<T: Transport + ?Sized> Engine<'_, T> {
     }
 }
 
-/// The messages of a warm-cache request: the agent's last request, each message in its wire
-/// form (what [`Message::to_wire_value`](compaction_core::Message::to_wire_value) writes, the
-/// library's metadata left out), then the instruction as one user message.
+/// The messages of a warm-cache request: the agent's last request up to the span's end
+/// ([`WarmPrefix::sent`]), each message in its wire form (what
+/// [`Message::to_wire_value`](compaction_core::Message::to_wire_value) writes, the library's
+/// metadata left out), then the instruction as one user message.
 pub(crate) fn warm_messages(prefix: &WarmPrefix, instruction: &str) -> Value {
-    let mut out: Vec<Value> = prefix.messages.iter().map(|m| m.to_wire_value()).collect();
+    let mut out: Vec<Value> = prefix.sent().iter().map(|m| m.to_wire_value()).collect();
     out.push(json!({"role": "user", "content": instruction}));
     Value::Array(out)
 }

@@ -130,9 +130,10 @@ pub fn build(req: &SummaryRequest, material: &str) -> Prompt {
 }
 
 /// Renders the one instruction message of a warm-cache request ([`SummaryRequest::warm`]):
-/// the agent's last request is sent unchanged before it, so the span is not sent again; the
-/// instruction names it by number (messages counted from 1 over the whole request, system
-/// message included) and by the first words of its first and last messages. The rules and
+/// the agent's last request is sent unchanged before it, up to the span's end
+/// ([`WarmPrefix::sent`](crate::WarmPrefix::sent)), so the span is not sent again; the
+/// instruction names it by number (messages counted from 1, system message included) and by
+/// the first words of its first and last messages. The rules and
 /// sections are those of [`build`]. `None` when the request has no warm prefix.
 ///
 /// ```
@@ -171,9 +172,16 @@ pub fn build_warm(req: &SummaryRequest) -> Option<String> {
             opening(&span[span.len() - 1])
         ));
     }
-    out.push_str(&format!(
-        ". Messages after {last} stay in the context as they are: leave them out of the summary."
-    ));
+    out.push_str(". That part is the end of the conversation shown here. ");
+    if first > 1 {
+        out.push_str(&format!("The messages before {first}, and the "));
+    } else {
+        out.push_str("The ");
+    }
+    out.push_str(
+        "later messages of the conversation stay in the context as they are: leave them out of \
+         the summary.",
+    );
     out.push_str("\n\n");
     out.push_str(match req.kind {
         SummaryKind::BatchUpdate => WARM_TASK_UPDATE,

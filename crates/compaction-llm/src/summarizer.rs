@@ -142,8 +142,9 @@ pub struct SummaryRequest {
     /// commands to the summary, so the summarizer need not enumerate them.
     pub ledger_kept: bool,
     /// The agent's last request as sent, when the summarizer is the agent's own model: an
-    /// adapter that honours it sends those messages unchanged followed by one instruction
-    /// naming the span, so the provider's prompt cache serves the prefix
+    /// adapter that honours it sends those messages unchanged, up to the span's end
+    /// ([`WarmPrefix::sent`]), followed by one instruction naming the span, so the provider's
+    /// prompt cache serves the prefix
     /// ([`prompts::build_warm`](crate::prompts::build_warm)). `None`: a standalone request.
     pub warm: Option<WarmPrefix>,
     /// When the caller stops waiting for the summary (real, monotonic time), as the
@@ -168,6 +169,31 @@ impl WarmPrefix {
     pub fn new(messages: Arc<[Message]>, span: Range<usize>) -> Option<WarmPrefix> {
         (span.start < span.end && span.end <= messages.len())
             .then_some(WarmPrefix { messages, span })
+    }
+
+    /// The messages a warm request sends before its instruction: the last request's messages
+    /// up to the end of the span. Prompt caches that serve a request's longest cached prefix
+    /// (OpenAI's, DeepSeek's, Gemini's implicit cache, vLLM's and SGLang's prefix caches) serve
+    /// all of them, since they begin the last request byte for byte; the messages after the
+    /// span would only add input the summary leaves out.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use compaction_core::Message;
+    /// use compaction_llm::WarmPrefix;
+    ///
+    /// let sent: Arc<[Message]> = vec![
+    ///     Message::system("You are a coding agent."),
+    ///     Message::user("fix the build"),
+    ///     Message::assistant("fixed"),
+    ///     Message::user("now run the tests"),
+    /// ]
+    /// .into();
+    /// let warm = WarmPrefix::new(sent, 1..3).unwrap();
+    /// assert_eq!(warm.sent().len(), 3, "the system message and the span");
+    /// ```
+    pub fn sent(&self) -> &[Message] {
+        &self.messages[..self.span.end]
     }
 }
 

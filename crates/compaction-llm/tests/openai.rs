@@ -993,7 +993,7 @@ fn sent() -> std::sync::Arc<[compaction_core::Message]> {
 }
 
 #[tokio::test]
-async fn a_warm_request_is_the_last_request_byte_for_byte_plus_one_instruction() {
+async fn a_warm_request_is_the_last_request_up_to_the_span_byte_for_byte_plus_one_instruction() {
     let server = MockServer::start().await;
     mount(
         &server,
@@ -1014,12 +1014,14 @@ async fn a_warm_request_is_the_last_request_byte_for_byte_plus_one_instruction()
     assert_eq!(out.text, GOOD);
     let body = &bodies(&server).await[0];
     let messages = body["messages"].as_array().expect("messages");
+    // The span is messages 1..5; the last request's sixth message comes after it and is not
+    // sent: a prefix cache serves the first five from the agent's request all the same.
     assert_eq!(
         messages.len(),
-        prefix.len() + 1,
-        "the prefix and one instruction"
+        5 + 1,
+        "the prefix to the span's end and one instruction"
     );
-    for (i, m) in prefix.iter().enumerate() {
+    for (i, m) in prefix[..5].iter().enumerate() {
         // The same bytes the agent sends for each message.
         assert_eq!(
             serde_json::to_string(&messages[i]).unwrap(),
@@ -1027,7 +1029,8 @@ async fn a_warm_request_is_the_last_request_byte_for_byte_plus_one_instruction()
             "message {i}"
         );
     }
-    let last = &messages[prefix.len()];
+    assert!(!body.to_string().contains("now the invoices"));
+    let last = &messages[5];
     assert_eq!(last["role"], "user");
     let instruction = last["content"].as_str().unwrap();
     assert!(instruction.contains("messages 2 to 5"), "{instruction}");
@@ -1068,7 +1071,7 @@ async fn a_warm_request_the_provider_finds_too_long_is_sent_standalone() {
     assert_eq!(s.summarize(&req).await.expect("summary").text, GOOD);
     let bodies = bodies(&server).await;
     assert_eq!(bodies.len(), 2);
-    assert_eq!(bodies[0]["messages"].as_array().unwrap().len(), 7);
+    assert_eq!(bodies[0]["messages"].as_array().unwrap().len(), 6);
     let standalone = bodies[1]["messages"].as_array().unwrap();
     assert_eq!(standalone.len(), 2);
     assert!(user_content(&bodies[1]).contains("[user] migrate billing"));

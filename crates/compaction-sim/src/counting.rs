@@ -8,8 +8,10 @@ use hermes_compaction::llm::{Summarizer, SummaryFuture, SummaryRequest};
 
 /// A summarizer wrapper that counts calls and tokens. Providers that report usage are taken
 /// at their word; for the others (the extractive summarizer reports none) the prompt is
-/// estimated from the material, the previous summary and the focus (or from the messages when
-/// there is no material) and the output from the summary text, with the default estimator.
+/// estimated from the request the chat adapter would send (its instructions, the previous
+/// summary, the focus and the material, or the messages when there is no material; a warm
+/// request's prefix and instruction), each message on its wire JSON, and the output from the
+/// summary text, with the default estimator.
 pub struct CountingSummarizer {
     inner: Arc<dyn Summarizer>,
     calls: AtomicU64,
@@ -132,33 +134,51 @@ impl Summarizer for CountingSummarizer {
 }
 
 /// The estimated prompt of `req` and, for a warm-cache request, the part of it its prefix
-/// holds. A warm request is the agent's last request as sent (every message of it, the span
-/// to summarize among them: the cache's hit) plus one instruction
+/// holds. A warm request is the agent's last request as sent, up to the span's end
+/// ([`WarmPrefix::sent`](hermes_compaction::llm::WarmPrefix::sent): the cache's hit, the
+/// span among it) plus one instruction
 /// ([`build_warm`](hermes_compaction::llm::prompts::build_warm)), so its prompt is the prefix
-/// plus that instruction; a standalone one is the material, the previous summary and the
-/// focus, all at the miss price.
+/// plus that instruction; a standalone one is its whole prompt
+/// ([`build`](hermes_compaction::llm::prompts::build): the instructions, the previous
+/// summary, the focus and the material), all at the miss price. Every message is measured on
+/// its wire JSON, as the issue units measure the agent's prompts (`ceil(chars / 4)`), so the
+/// two forms and the agent's requests are counted with one ruler.
 fn estimate_prompt(req: &SummaryRequest) -> (u64, u64) {
     if let (Some(warm), Some(instruction)) = (
         req.warm.as_ref(),
         hermes_compaction::llm::prompts::build_warm(req),
     ) {
         let prefix: u64 = warm
-            .messages
+            .sent()
             .iter()
             .map(|m| estimate_text(&m.to_wire_json()))
             .sum();
-        return (prefix + estimate_text(&instruction), prefix);
+        return (prefix + wire_tokens("user", &instruction), prefix);
     }
-    let body = if req.material.is_empty() {
-        req.messages
+    // The request as the chat adapter sends it: the system prompt (role, task, rules,
+    // sections) and the user message (the previous summary, the focus, the material).
+    let joined;
+    let material = if req.material.is_empty() {
+        joined = req
+            .messages
             .iter()
-            .map(|m| estimate_text(&m.text()))
-            .sum::<u64>()
+            .map(|m| m.text().to_string())
+            .collect::<Vec<_>>()
+            .join("\n");
+        joined.as_str()
     } else {
-        estimate_text(&req.material)
+        req.material.as_str()
     };
-    let total = body
-        + req.previous_summary.as_deref().map_or(0, estimate_text)
-        + req.focus.as_deref().map_or(0, estimate_text);
-    (total, 0)
+    let prompt = hermes_compaction::llm::prompts::build(req, material);
+    (
+        wire_tokens("system", &prompt.system) + wire_tokens("user", &prompt.user),
+        0,
+    )
+}
+
+/// The estimated tokens of one chat message of `role` holding `content`, measured as every
+/// prompt message is in the issue units: on its wire JSON (quotes and escapes included), as
+/// the warm request's prefix and the agent's own prompts are.
+fn wire_tokens(role: &str, content: &str) -> u64 {
+    estimate_text(&serde_json::json!({"role": role, "content": content}).to_string())
 }

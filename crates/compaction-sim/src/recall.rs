@@ -26,6 +26,7 @@
 //! are kept as counts, updated from the first message that changed since the previous request,
 //! so a request costs its new messages and its far identifiers, not the whole prompt.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, HashSet};
 
@@ -154,7 +155,9 @@ fn parse(json: &str) -> Parsed {
         };
     }
     let all = digests(&mut |f| strings(&v, f));
-    let unindexed = if ledger::has_name_indexes(json) {
+    // A message whose text holds no index strips to itself (borrowed, nothing allocated):
+    // its digests are the same.
+    let unindexed = if matches!(ledger::without_name_indexes(json), Cow::Owned(_)) {
         digests(&mut |f| strings(&v, &mut |s| f(&ledger::without_name_indexes(s))))
     } else {
         all.clone()

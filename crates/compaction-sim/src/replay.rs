@@ -394,6 +394,14 @@ pub fn price(
             row.cost_cache_read_usd = mtok(hit, p.cached_input_per_mtok);
             row.cost_cache_write_usd = 0.0;
             row.cost_output_usd = mtok(row.output_tokens, p.output_per_mtok);
+            row.summary_token_equivalents = summary_price_ratio
+                * (summary_in as f64
+                    + if p.input_per_mtok > 0.0 {
+                        summary_hit as f64 * p.cached_input_per_mtok / p.input_per_mtok
+                    } else {
+                        summary_hit as f64
+                    }
+                    + summary_out as f64);
             row.cost_summary_usd = summary_price_ratio
                 * (mtok(summary_in, p.summary_input_per_mtok)
                     + mtok(summary_hit, p.cached_input_per_mtok)
@@ -418,6 +426,10 @@ pub fn price(
             row.cost_cache_write_usd = mtok(total.cache_write_tokens, p.input_price_per_mtok)
                 * (p.cache_write_price_ratio - 1.0);
             row.cost_output_usd = mtok(total.output_tokens, p.output_price_per_mtok);
+            row.summary_token_equivalents = summary_price_ratio
+                * (summary_in as f64
+                    + summary_hit as f64 * p.cached_input_price_ratio
+                    + summary_out as f64);
             row.cost_summary_usd = summary_price_ratio
                 * (mtok(summary_in, p.input_price_per_mtok)
                     + mtok(summary_hit, p.cached_input_price_per_mtok)

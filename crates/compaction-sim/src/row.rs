@@ -61,6 +61,11 @@ pub struct Row {
     /// uncached + writes x (write ratio - 1)); what ranks policies for a profile without
     /// prices, like `local`.
     pub prompt_token_equivalents: f64,
+    /// The summary calls' cost in the same input-token equivalents, at the summary model's
+    /// price relative to the agent model's (`auxiliary.compression.price_ratio`; 1.0 for
+    /// warm-cache requests): (uncached input + cached input x cached ratio + output) x ratio.
+    /// With `prompt_token_equivalents`, what ranks configurations for a profile without prices.
+    pub summary_token_equivalents: f64,
     /// Tool results trimmed on insertion.
     pub trimmed_results: u64,
     /// Tokens insertion-time trimming kept out of the transcript (original minus compact).
@@ -315,6 +320,7 @@ impl Row {
             t.reused_prefix_tokens += r.reused_prefix_tokens;
             t.expired_requests += r.expired_requests;
             t.prompt_token_equivalents += r.prompt_token_equivalents;
+            t.summary_token_equivalents += r.summary_token_equivalents;
             t.trimmed_results += r.trimmed_results;
             t.trim_saved_tokens += r.trim_saved_tokens;
             t.output_tokens += r.output_tokens;

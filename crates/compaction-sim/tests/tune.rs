@@ -413,3 +413,83 @@ fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
     assert!(tuning.points.iter().all(|p| !p.knobs.warm_cache));
     assert!(!tuning.toml(&base, &fixed.pricing).contains("warm_cache"));
 }
+
+/// Under a profile without prices (`local`) the objective is input-token equivalents, and the
+/// standalone form's summary calls count at `price_ratio` of the agent model's tokens too
+/// ([`compaction_sim::Row::summary_token_equivalents`]): the pick switches where the two
+/// forms' token figures cross, as it does under prices.
+#[test]
+fn without_prices_the_tuner_still_weighs_the_standalone_models_price_ratio() {
+    use compaction_sim::{Pricing, Row};
+    use hermes_compaction::cache::CacheProfile;
+    let inputs = vec![example()];
+    let mut base = Config::default();
+    base.model.context_length = 32_000;
+    let local = Pricing::Profile(CacheProfile::named("local").unwrap());
+    let replay = |warm: bool| -> Row {
+        let knobs = Knobs {
+            warm_cache: warm,
+            ..Knobs::of(&base)
+        };
+        let variant = Variant {
+            name: knobs.name(),
+            config: knobs.apply(&base),
+        };
+        let options = Options {
+            pricings: vec![local.clone()],
+            ..Options::default()
+        };
+        run(&inputs, &[variant], &options).totals[0].clone()
+    };
+    let (warm, standalone) = (replay(true), replay(false));
+    assert!(standalone.summary_calls > 0, "the session compacts");
+    assert_eq!(warm.cost_usd, 0.0, "no prices");
+    assert!(
+        (warm.prompt_token_equivalents - standalone.prompt_token_equivalents).abs() < 1e-6,
+        "the agent's prompts are alike"
+    );
+    assert!(standalone.summary_token_equivalents > 0.0);
+    // The standalone calls at the agent model's price, with no cache discount under `local`:
+    // every token counts once.
+    assert_eq!(
+        standalone.summary_token_equivalents,
+        (standalone.summary_prompt_tokens + standalone.summary_output_tokens) as f64
+    );
+    let crossover = warm.summary_token_equivalents / standalone.summary_token_equivalents;
+    let options = TuneOptions {
+        budget: 2,
+        pricing: local.clone(),
+        ..TuneOptions::default()
+    };
+    for (ratio, want_warm) in [
+        (0.01, false),
+        (crossover * 1.05, true),
+        (crossover * 0.95, false),
+    ] {
+        let mut config = base.clone();
+        config.auxiliary.compression.price_ratio = ratio;
+        let tuning = tune(&inputs, &config, &options, extractive(), &|_, _| {}).unwrap();
+        assert_eq!(tuning.evaluated, 2);
+        let form = |w: bool| {
+            tuning
+                .points
+                .iter()
+                .find(|p| p.knobs.warm_cache == w)
+                .unwrap()
+        };
+        let (w, s) = (form(true), form(false));
+        assert!(
+            (s.cost
+                - (standalone.prompt_token_equivalents
+                    + ratio * standalone.summary_token_equivalents))
+                .abs()
+                < 1e-3,
+            "{ratio}: the standalone point's objective counts its summary calls at the ratio"
+        );
+        assert_eq!(
+            tuning.recommended.knobs.warm_cache, want_warm,
+            "ratio {ratio} (crossover {crossover}): warm {} against standalone {}",
+            w.cost, s.cost
+        );
+    }
+}

@@ -511,7 +511,7 @@ impl Compressor {
     /// Why micro passes cannot go further: the tokens held by what micro never rewrites.
     fn micro_shortfall(&self, t: &Transcript, last: OneShotOutcome) -> String {
         let compacted = self.state().compacted;
-        let r = compaction_core::regions::partition_calibrated(
+        let r = compaction_core::regions::partition(
             t,
             self.threshold_tokens(),
             &self.micro_settings().regions,

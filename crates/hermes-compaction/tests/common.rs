@@ -189,6 +189,9 @@ pub async fn finish(store: Store) {
     if let Some(pg) = store.downcast_ref::<compaction_store::PostgresStore>() {
         pg.drop_schema().await.unwrap();
     }
+    // Without PostgreSQL there is no schema to drop.
+    #[cfg(not(feature = "postgres"))]
+    drop(store);
 }
 
 /// A configuration that trims tool results over 500 tokens to 400-character ends.

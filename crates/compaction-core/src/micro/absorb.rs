@@ -29,7 +29,7 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         counter,
         ..
     } = *req;
-    let r = regions::partition_calibrated(t, threshold_tokens, &cfg.regions, compacted);
+    let r = regions::partition(t, threshold_tokens, &cfg.regions, compacted);
     let resolved = resolve_cursor(t, &r, state);
     if resolved
         .rolling_marker

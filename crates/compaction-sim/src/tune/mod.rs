@@ -25,7 +25,8 @@
 //! The cost is the issue units' cost under the price table ([`Row::unit_cost`]); under a
 //! cache profile with prices, the profile's dollars without the main model's output (the
 //! same for every policy); under a profile without prices (`local`), prompt input-token
-//! equivalents plus summary tokens.
+//! equivalents plus the summary calls' ([`Row::summary_token_equivalents`]: at
+//! `price_ratio` for standalone requests, so the request form is chosen there too).
 
 mod knobs;
 mod render;
@@ -144,11 +145,7 @@ pub fn objective(total: &Row, pricing: &Pricing) -> f64 {
     match pricing {
         Pricing::Table(_) => total.unit_cost,
         Pricing::Profile(_) if total.cost_usd > 0.0 => total.cost_usd - total.cost_output_usd,
-        Pricing::Profile(_) => {
-            total.prompt_token_equivalents
-                + total.summary_prompt_tokens as f64
-                + total.summary_output_tokens as f64
-        }
+        Pricing::Profile(_) => total.prompt_token_equivalents + total.summary_token_equivalents,
     }
 }
 
