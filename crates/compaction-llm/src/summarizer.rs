@@ -155,7 +155,8 @@ pub struct SummaryRequest {
 /// The agent's last request, reused as the prefix of a warm-cache summary request.
 ///
 /// `messages` are shared (`Arc`), never copied per attempt; `span` is the range of them the
-/// summary replaces (within `messages`). Its `Debug` shows sizes, never text.
+/// summary replaces (within `messages`); the request sends them up to the span's end
+/// ([`WarmPrefix::sent`]). Its `Debug` shows sizes, never text.
 #[derive(Clone, PartialEq)]
 pub struct WarmPrefix {
     /// The messages of the agent's last request, in order, as it sent them.

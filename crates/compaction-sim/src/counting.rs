@@ -29,8 +29,8 @@ pub struct SummaryUsage {
     pub calls: u64,
     /// Prompt tokens (reported or estimated).
     pub prompt_tokens: u64,
-    /// Of `prompt_tokens`, those of warm-cache requests' prefixes (the agent's last request,
-    /// which the provider's cache serves): priced at the hit price.
+    /// Of `prompt_tokens`, those of warm-cache requests' prefixes (the agent's last request
+    /// up to the span's end, which the provider's cache serves): priced at the hit price.
     pub prompt_hit_tokens: u64,
     /// Output tokens (reported or estimated).
     pub output_tokens: u64,

@@ -75,7 +75,7 @@ pub struct Row {
     /// Prompt tokens of summary calls.
     pub summary_prompt_tokens: u64,
     /// Of `summary_prompt_tokens`, those a warm-cache summary request's prefix held (the
-    /// agent's last request, served by the provider's cache): priced at the hit price.
+    /// agent's last request up to the span's end, served by the provider's cache): priced at the hit price.
     pub summary_prompt_hit_tokens: u64,
     /// Output tokens of summary calls.
     pub summary_output_tokens: u64,
