@@ -299,7 +299,8 @@ async fn the_request_is_bounded_with_its_previous_summary() {
 }
 
 /// The agent's own model at the agent's endpoint (`warm_cache = "auto"`): the summary request
-/// on the wire is the agent's last request, byte for byte, then one instruction; with another
+/// on the wire is the agent's last request up to the span's end, byte for byte, then one
+/// instruction; with another
 /// summary model it is the standalone system + user pair.
 #[tokio::test]
 async fn the_agents_own_model_gets_the_warm_request_on_the_wire() {
@@ -340,11 +341,23 @@ async fn the_agents_own_model_gets_the_warm_request_on_the_wire() {
         let body: Value = serde_json::from_slice(&requests[0].body).unwrap();
         let wire = body["messages"].as_array().unwrap();
         if warm {
-            assert_eq!(wire.len(), sent.len() + 1);
-            for (i, m) in sent.iter().enumerate() {
+            // The last request up to the span's end (the tail after it is not sent), byte for
+            // byte, then the instruction, which names the span as ending there.
+            let prefix = wire.len() - 1;
+            assert!(
+                prefix > 1 && prefix < sent.len(),
+                "{prefix} of {}",
+                sent.len()
+            );
+            for (i, m) in sent[..prefix].iter().enumerate() {
                 assert_eq!(&serde_json::to_string(&wire[i]).unwrap(), m, "message {i}");
             }
-            assert_eq!(wire[sent.len()]["role"], "user");
+            assert_eq!(wire[prefix]["role"], "user");
+            let instruction = wire[prefix]["content"].as_str().unwrap();
+            assert!(
+                instruction.contains(&format!(" to {prefix} of this conversation")),
+                "{instruction}"
+            );
         } else {
             assert_eq!(wire.len(), 2);
             assert_eq!(wire[0]["role"], "system");
