@@ -23,8 +23,10 @@
 //!   started at that request's time and takes the model's latency of its own calls. A pass
 //!   that used it ([`BatchDetail::prepared`](hermes_compaction::BatchDetail::prepared)) makes the request wait only for what is left of
 //!   that latency after the time since it started (0 once the next request comes later than
-//!   the calls take). A candidate the compressor discarded (at a trigger, for the reason its
-//!   report gives, or before one, because a pass moved the session on) or that no pass used
+//!   the calls take). A trigger the compressor put off to the next request (its candidate
+//!   missing, stale or insufficient: it starts one from the pass's plan) returns no report:
+//!   it is no pass and adds no wait. A candidate the compressor discarded (for the reason
+//!   the pass's report gives, else the one `Status::last_prepared` gives) or that no pass used
 //!   before the session ended is *wasted*: its calls were made, so their tokens are in the
 //!   replay's summary tokens and its cost; they are also reported apart as the
 //!   wasted-candidate cost.
@@ -317,7 +319,8 @@ impl Tracker {
 
     /// Compares the compressor's prepared totals with those last seen: the pending candidate
     /// was used (returned) or discarded (wasted, for the reason `prepared` gives when a pass
-    /// reported it, else because the session moved on before the trigger).
+    /// reported it, else the one the compressor's `last_prepared` gives: a trigger put off to
+    /// the next request reports no pass, and a candidate dropped before a trigger neither).
     fn settle(&mut self, c: &Compressor, prepared: Option<&PreparedUse>) -> Option<Pending> {
         if !self.preparing {
             return None;
@@ -330,7 +333,8 @@ impl Tracker {
             ..totals
         };
         if discarded {
-            let why = match prepared.map(|p| p.outcome) {
+            let last = c.status().last_prepared;
+            let why = match prepared.copied().or(last).map(|p| p.outcome) {
                 Some(PreparedOutcome::Discarded(r)) => Waste::Discarded(r),
                 _ => Waste::Discarded(DiscardReason::GenerationChanged),
             };
@@ -461,5 +465,113 @@ mod tests {
             (1_000, 100)
         );
         assert_eq!(l.wasted_unit_cost, 1_000.0 + 5.0 * 100.0);
+    }
+
+    /// One request of an agent loop through the compressor, as the replay makes it.
+    async fn request(
+        c: &mut Compressor,
+        t: &mut hermes_compaction::core::Transcript,
+        w: &mut Tracker,
+        counting: &CountingSummarizer,
+        now: u64,
+    ) -> Option<BatchReport> {
+        w.request_at(now);
+        let before = counting.usage();
+        let (_, report) = c.before_request(t).await;
+        w.trigger(c, report.as_ref(), before, counting.usage(), now);
+        w.started(c, counting, now).await;
+        report
+    }
+
+    /// A trigger the compressor puts off because its candidate is insufficient (applied, it
+    /// would leave the prompt over the threshold) returns no report: it is no pass and adds
+    /// no wait, the candidate is wasted as insufficient (the reason the compressor gives
+    /// without a report), and the next request's pass uses the new candidate, waiting nothing.
+    #[test]
+    fn a_trigger_put_off_for_an_insufficient_candidate_is_no_pass() {
+        use hermes_compaction::core::{Estimator, Message};
+        use std::sync::Arc;
+
+        // A threshold of a quarter of a 32K window (8,000 tokens): a request a threshold past
+        // a candidate still fits the window (28,800 tokens).
+        let mut config = hermes_compaction::Config::default();
+        config.model.context_length = 32_000;
+        config.compression.threshold = 0.25;
+        config.compression.threshold_floor_tokens = 0;
+        config.compression.small_window_min_threshold = 0.25;
+        config.compression.prepare_at = 0.3;
+        let counting = Arc::new(CountingSummarizer::new(Arc::new(
+            hermes_compaction::llm::ExtractiveSummarizer::default(),
+        )));
+        let mut c = Compressor::builder(config)
+            .summarizer(counting.clone())
+            .counter(Arc::new(Estimator::default()))
+            .session("s")
+            .build()
+            .unwrap();
+        let options = LatencyOptions {
+            model: LatencyModel {
+                fixed_ms: 5_000,
+                per_output_token_ms: 0.0,
+            },
+            prepare_at: Some(0.3),
+        };
+        let mut w = Tracker::new(options, true);
+        let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+        let threshold = c.status().threshold_tokens;
+        let turn = |i: usize| {
+            [
+                Message::user(format!("ask {i}: {}", "please review module ".repeat(20))),
+                Message::assistant(format!("answer {i}: {}", "the module is fine ".repeat(20))),
+            ]
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (mut i, mut now) = (0, 0);
+            // Requests 30 s apart until a candidate starts.
+            while !c.status().has_prepared {
+                let [ask, answer] = turn(i);
+                i += 1;
+                t.push(ask, c.status().counter);
+                now += 30_000;
+                assert!(
+                    request(&mut c, &mut t, &mut w, &counting, now)
+                        .await
+                        .is_none()
+                );
+                t.push(answer, c.status().counter);
+            }
+            // A tool loop the host does not check: the next request is a threshold past it.
+            let to = t.current_tokens() + threshold;
+            while t.current_tokens() < to {
+                for m in turn(i) {
+                    t.push(m, c.status().counter);
+                }
+                i += 1;
+            }
+            let [ask, answer] = turn(i);
+            t.push(ask, c.status().counter);
+            now += 30_000;
+            let put_off = request(&mut c, &mut t, &mut w, &counting, now).await;
+            assert!(put_off.is_none(), "{put_off:?}");
+            assert!(w.waits.trigger_ms.is_empty(), "no pass, no wait");
+            assert_eq!((w.waits.prepared, w.waits.prepared_wasted), (2, 1));
+            assert_eq!(w.waits.wasted_insufficient, 1, "{:?}", w.waits);
+            t.push(answer, c.status().counter);
+            let [ask, _] = turn(i + 1);
+            t.push(ask, c.status().counter);
+            now += 30_000;
+            let pass = request(&mut c, &mut t, &mut w, &counting, now).await;
+            assert!(pass.is_some_and(|r| {
+                r.detail
+                    .prepared
+                    .is_some_and(|p| p.outcome == PreparedOutcome::Used)
+            }));
+        });
+        assert_eq!(w.waits.trigger_ms, [0], "the pass used the candidate");
+        assert_eq!(w.waits.prepared_used, 1);
     }
 }

@@ -54,7 +54,9 @@ pub enum Outcome {
     NotNeeded,
     /// Skipped: automatic compaction is disabled, cooling down after a failure, or paused by
     /// anti-thrash (never while the transcript is over the window: such a pass is made, as
-    /// for the provider's refusal).
+    /// for the provider's refusal). Also the telemetry line of an automatic pass put off to
+    /// the next request because its summary prepared ahead was insufficient
+    /// (`compression.prepare_at`; the hook hands the host no report for it).
     Skipped,
     /// Prune-only was accepted.
     Pruned,

@@ -16,7 +16,7 @@ use hermes_compaction::{
 };
 use tokio::sync::Semaphore;
 
-use crate::common::{builder_with, config, rt};
+use crate::common::{builder_with, capture_logs, config, rt};
 
 /// Tokens each summary reports (prompt plus completion).
 const SUMMARY_TOKENS: u64 = 1_100;
@@ -474,4 +474,208 @@ fn prepare_at_is_bounded() {
     assert!(e.contains("compression.prepare_at"), "{e}");
     cfg.compression.prepare_at = 0.8;
     cfg.validate().unwrap();
+}
+
+/// A 32K window whose threshold (a quarter of it, 8,000 tokens) leaves room under the window
+/// (90% of it, 28,800 tokens) for a request more than a threshold past a candidate's span:
+/// such a candidate, applied, cannot land under the threshold (insufficient), whatever its
+/// summary.
+fn roomy_config() -> Config {
+    let mut cfg = config(32_000);
+    cfg.compression.threshold = 0.25;
+    cfg.compression.threshold_floor_tokens = 0;
+    cfg.compression.small_window_min_threshold = 0.25;
+    cfg.compression.prepare_at = 0.3;
+    cfg.compression.fallback_to_extractive = false;
+    cfg
+}
+
+/// The tokens over which a request may go uncompacted (`NEAR_WINDOW_RATIO` of the window).
+fn window_tokens(c: &Compressor) -> u64 {
+    (c.status().config.window().effective_window() as f64
+        * hermes_compaction::compressor::NEAR_WINDOW_RATIO) as u64
+}
+
+/// After an answer, the agent works through turns without a request (a tool loop the host
+/// does not check) until the transcript holds `tokens`, then asks: the request that follows
+/// is that far past whatever a candidate waiting since saw.
+fn burst(c: &Compressor, t: &mut Transcript, next: &mut usize, tokens: u64) {
+    while t.current_tokens() < tokens {
+        for m in turn(*next) {
+            t.push(m, c.status().counter);
+        }
+        *next += 1;
+    }
+    let [ask, _] = turn(*next);
+    *next += 1;
+    t.push(ask, c.status().counter);
+}
+
+/// The model's answer to the last ask.
+fn answer(c: &Compressor, t: &mut Transcript, next: usize) {
+    let [_, answer] = turn(next - 1);
+    t.push(answer, c.status().counter);
+}
+
+fn insufficient() -> Option<PreparedOutcome> {
+    Some(PreparedOutcome::Discarded(DiscardReason::Insufficient))
+}
+
+/// Up to a candidate that has finished, then a request a threshold past it (within the
+/// window): the candidate, applied, would leave the transcript over the threshold.
+async fn up_to_an_insufficient_candidate(
+    c: &mut Compressor,
+    t: &mut Transcript,
+    next: &mut usize,
+    s: &Gated,
+) {
+    turns_until(c, t, next, started).await;
+    tokio::task::yield_now().await;
+    assert_eq!(s.calls(), 1, "the candidate's call");
+    let to = t.current_tokens() + c.status().threshold_tokens;
+    burst(c, t, next, to);
+}
+
+/// A candidate that, applied at the trigger, would leave the transcript over the threshold
+/// (insufficient) is a trigger without a usable candidate: it is discarded (wasted, and
+/// counted), the trigger starts the candidate of its own pass and lets the request go with no
+/// report, and the next request's pass applies that one without a summarizer call of its own.
+#[test]
+fn an_insufficient_candidate_puts_the_trigger_off_to_a_new_one() {
+    let s = Arc::new(Gated::default());
+    let mut c = builder_with(roomy_config(), s.clone()).build().unwrap();
+    let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+    let threshold = c.status().threshold_tokens;
+    let ((), logs) = capture_logs(async || {
+        let mut next = 0;
+        up_to_an_insufficient_candidate(&mut c, &mut t, &mut next, &s).await;
+        assert!(t.current_tokens() <= window_tokens(&c));
+        let (_, report) = c.before_request(&mut t).await;
+        assert!(report.is_none(), "put off, no pass: {report:?}");
+        let status = c.status();
+        let last = status.last_prepared.expect("the candidate was settled");
+        assert_eq!(Some(last.outcome), insufficient());
+        assert_eq!(last.wasted_tokens(), SUMMARY_TOKENS);
+        let totals = status.prepared_totals;
+        assert_eq!((totals.started, totals.used, totals.discarded), (2, 0, 1));
+        assert_eq!(totals.wasted_tokens, SUMMARY_TOKENS);
+        assert!(status.has_prepared, "the pass's own candidate");
+        assert_eq!(s.calls(), 1, "nothing called on the request's path");
+        // The model answers meanwhile: the new candidate's call is made off the path.
+        tokio::task::yield_now().await;
+        assert_eq!(s.calls(), 2);
+        answer(&c, &mut t, next);
+        let [ask, _] = turn(next);
+        t.push(ask, c.status().counter);
+        let before = t.messages().to_vec();
+        let (_, report) = c.before_request(&mut t).await;
+        let report = report.expect("the pass lands at the next request");
+        assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
+        assert_eq!(
+            report.detail.prepared.map(|p| p.outcome),
+            Some(PreparedOutcome::Used)
+        );
+        assert!(report.stats.tokens_after < threshold);
+        assert_laws(&before, &t, &report);
+    });
+    assert_eq!(s.calls(), 2, "the pass made no call of its own");
+    let totals = c.status().prepared_totals;
+    assert_eq!((totals.started, totals.used, totals.discarded), (2, 1, 1));
+    // The put-off attempt's telemetry line still names the candidate and what it cost.
+    let lines: Vec<_> = logs
+        .iter()
+        .filter_map(|(_, m)| m.strip_prefix("context compression attempt telemetry: "))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    let line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(line["outcome"], "skipped", "{line}");
+    assert_eq!(line["prepared"], "discarded_insufficient", "{line}");
+    assert_eq!(line["prepared_wasted_tokens"], SUMMARY_TOKENS, "{line}");
+    assert_eq!(line["tokens_after"], line["tokens_before"], "{line}");
+}
+
+/// Once per trigger: when the candidate the trigger was put off for is insufficient too,
+/// the next request's pass summarizes at once. The next trigger may be put off again.
+#[test]
+fn a_trigger_is_put_off_once_even_when_the_next_candidate_is_insufficient_too() {
+    let s = Arc::new(Gated::default());
+    let mut c = builder_with(roomy_config(), s.clone()).build().unwrap();
+    let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+    let threshold = c.status().threshold_tokens;
+    rt().block_on(async {
+        let mut next = 0;
+        up_to_an_insufficient_candidate(&mut c, &mut t, &mut next, &s).await;
+        assert!(c.before_request(&mut t).await.1.is_none(), "put off");
+        tokio::task::yield_now().await;
+        assert_eq!(s.calls(), 2);
+        // The next request is a threshold past the new candidate too, still in the window.
+        answer(&c, &mut t, next);
+        let to = t.current_tokens() + threshold;
+        burst(&c, &mut t, &mut next, to);
+        assert!(t.current_tokens() <= window_tokens(&c));
+        let (_, report) = c.before_request(&mut t).await;
+        let report = report.expect("not put off twice");
+        assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
+        let p = report.detail.prepared.expect("a candidate was waiting");
+        assert_eq!(Some(p.outcome), insufficient());
+        assert_eq!(p.wasted_tokens(), SUMMARY_TOKENS);
+        assert!(s.calls() > 2, "the pass called the summarizer itself");
+        let totals = c.status().prepared_totals;
+        assert_eq!((totals.started, totals.used, totals.discarded), (2, 0, 2));
+        assert_eq!(totals.wasted_tokens, 2 * SUMMARY_TOKENS);
+        assert!(!c.status().has_prepared);
+
+        // The pass ended that trigger: the next one, insufficient again, is put off again.
+        tokio::task::yield_now().await;
+        answer(&c, &mut t, next);
+        let calls = s.calls();
+        turns_until(&mut c, &mut t, &mut next, started).await;
+        tokio::task::yield_now().await;
+        assert_eq!(s.calls(), calls + 1);
+        let to = t.current_tokens() + threshold;
+        burst(&c, &mut t, &mut next, to);
+        assert!(t.current_tokens() <= window_tokens(&c));
+        assert!(c.before_request(&mut t).await.1.is_none(), "put off");
+        assert_eq!(c.status().prepared_totals.discarded, 3);
+    });
+}
+
+/// An overflow pass, a prompt over the window and a manual pass are never put off: with an
+/// insufficient candidate they summarize at once and start none.
+#[test]
+fn an_overflow_or_a_prompt_over_the_window_is_never_put_off() {
+    enum Case {
+        Overflow,
+        OverWindow,
+        Manual,
+    }
+    for case in [Case::Overflow, Case::OverWindow, Case::Manual] {
+        let s = Arc::new(Gated::default());
+        let mut c = builder_with(roomy_config(), s.clone()).build().unwrap();
+        let mut t = c.transcript(vec![Message::system("You are a coding agent.")]);
+        rt().block_on(async {
+            let mut next = 0;
+            up_to_an_insufficient_candidate(&mut c, &mut t, &mut next, &s).await;
+            let report = match case {
+                Case::Overflow => c.on_context_overflow(&mut t).await.expect("an attempt"),
+                Case::OverWindow => {
+                    let window = window_tokens(&c);
+                    answer(&c, &mut t, next);
+                    burst(&c, &mut t, &mut next, window + 1);
+                    c.before_request(&mut t).await.1.expect("the pass, at once")
+                }
+                Case::Manual => c
+                    .one_shot(&mut t, OneShot::Batch { focus: None })
+                    .await
+                    .into_batch()
+                    .unwrap(),
+            };
+            assert_eq!(report.outcome, Outcome::Summarized, "{report:?}");
+            assert_eq!(report.detail.prepared.map(|p| p.outcome), insufficient());
+        });
+        assert!(s.calls() > 1, "the pass called the summarizer itself");
+        let totals = c.status().prepared_totals;
+        assert_eq!((totals.started, totals.discarded), (1, 1), "none started");
+        assert!(!c.status().has_prepared);
+    }
 }

@@ -312,12 +312,24 @@ impl Compressor {
     /// [`on_context_overflow`](Self::on_context_overflow) would make it after the provider's
     /// refusal, since the request could not be sent otherwise. The same holds for
     /// [`after_response`](Self::after_response).
+    ///
+    /// With `compression.prepare_at`, a trigger met without a usable summary prepared ahead
+    /// (none, stale, empty, or one that applied would leave the transcript over the
+    /// threshold) may be put off once to the next request, when the prompt fits the window:
+    /// the hook starts the pass's candidate and returns no report, as when no pass was due
+    /// ([`Status::prepared_totals`](crate::Status::prepared_totals) and
+    /// [`Status::last_prepared`](crate::Status::last_prepared) count a candidate discarded
+    /// on the way).
     pub async fn before_request(
         &mut self,
         t: &mut Transcript,
     ) -> (RequestTicket, Option<BatchReport>) {
         let mut report = None;
         let enabled = self.settings.config.compression.enabled;
+        if t.current_tokens() < self.settings.threshold {
+            // Under the threshold the trigger that was put off is over: the next may be too.
+            self.rt.prepared_deferred = false;
+        }
         if let Some(requested) = self.rt.requested.take().filter(|_| enabled) {
             // The model asked (compact_context): forced, but it waits out cooldowns and pauses
             // like an automatic pass.
@@ -325,9 +337,10 @@ impl Compressor {
         } else if self.automatic_allowed(t) && t.current_tokens() >= self.settings.threshold {
             // With `prepare_at`, a trigger met without a usable candidate starts one and lets
             // this request go as it is, when it fits the window: the pass comes at the next
-            // request, from the candidate.
+            // request, from the candidate. A waiting candidate found insufficient inside the
+            // pass is put off the same way (`run` then reports no pass).
             if !self.defer_to_prepared(t) {
-                report = Some(self.run(t, Trigger::BeforeRequest, None).await);
+                report = self.run_automatic(t, Trigger::BeforeRequest).await;
             }
         } else if self.automatic_allowed(t) && self.proactive_due(t) && !self.prepared_current(t) {
             // A prune-only pass would change the transcript under a summary prepared ahead
@@ -384,7 +397,17 @@ impl Compressor {
             // The next request's pass applies the candidate (see `before_request`).
             return None;
         }
-        Some(self.run(t, Trigger::Usage, None).await)
+        self.run_automatic(t, Trigger::Usage).await
+    }
+
+    /// An automatic pass (`trigger`: [`Trigger::BeforeRequest`] or [`Trigger::Usage`]): its
+    /// report, or `None` when the pass found the waiting candidate insufficient and put the
+    /// trigger off to the next request with a candidate of its own (no pass ran; the report
+    /// still went to telemetry, as [`Outcome::Skipped`] with the discarded candidate).
+    async fn run_automatic(&mut self, t: &mut Transcript, trigger: Trigger) -> Option<BatchReport> {
+        let report = self.run(t, trigger, None).await;
+        // `run` clears the flag as it starts; set again, the pass was put off.
+        (!self.rt.prepared_deferred).then_some(report)
     }
 
     /// The bookkeeping half of [`after_response`](Self::after_response): calibration, the
@@ -449,7 +472,8 @@ impl Compressor {
         focus: Option<String>,
     ) -> BatchReport {
         let started = Instant::now();
-        self.rt.prepared_deferred = false;
+        // Whether this trigger was put off to this request already: once per trigger.
+        let deferred = std::mem::take(&mut self.rt.prepared_deferred);
         let mut report = BatchReport::start(
             Outcome::NotNeeded,
             t,
@@ -492,12 +516,13 @@ impl Compressor {
         };
         // A summary prepared ahead for a transcript only appended to since is the pass the
         // plan would make: offered first, it spares the plan too.
-        if req.focus.is_none()
-            && !req.prune_only
-            && self.prepared_current(t)
-            && let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await
-        {
-            return self.finish(report, started, Some(&p));
+        if req.focus.is_none() && !req.prune_only && self.prepared_current(t) {
+            if let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await {
+                return self.finish(report, started, Some(&p));
+            }
+            if self.defer_insufficient(t, trigger, deferred, &mut report) {
+                return self.finish(report, started, None);
+            }
         }
         let mut plan = batch::plan_batch(
             t,
@@ -540,10 +565,13 @@ impl Compressor {
                 Outcome::Summarized
             }
         };
-        if planned == Outcome::Summarized
-            && let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await
-        {
-            return self.finish(report, started, Some(&p));
+        if planned == Outcome::Summarized && self.has_prepared() {
+            if let Some(p) = self.try_prepared(t, &req, overflow, &mut report).await {
+                return self.finish(report, started, Some(&p));
+            }
+            if self.defer_insufficient(t, trigger, deferred, &mut report) {
+                return self.finish(report, started, None);
+            }
         }
         let mut used = crate::report::SummaryUse::default();
         let mut job = pass::Job::Batch {

@@ -46,8 +46,8 @@ use super::Compressor;
 use super::pass::{Job, Prepared};
 use crate::breaker::{CallFailure, Route};
 use crate::report::{
-    Applied, DiscardReason, FailureKind, PassFailure, PreparedOutcome, PreparedTotals, PreparedUse,
-    SummaryUse,
+    Applied, BatchReport, DiscardReason, FailureKind, PassFailure, PreparedOutcome, PreparedTotals,
+    PreparedUse, SummaryUse, Trigger,
 };
 
 /// What the task hands back: its plan and summaries, or `None` when the plan summarizes
@@ -156,6 +156,11 @@ impl Compressor {
         self.rt.prepared_totals
     }
 
+    /// What became of the last candidate settled (used, or discarded and why).
+    pub(crate) fn last_prepared(&self) -> Option<PreparedUse> {
+        self.rt.last_prepared
+    }
+
     /// Whether a summary prepared ahead waits for the next pass (running or ready).
     pub(crate) fn has_prepared(&self) -> bool {
         self.rt.prepared.is_some()
@@ -249,6 +254,42 @@ impl Compressor {
         self.start_prepared(t, Some(planned));
         self.rt.prepared_deferred = self.rt.prepared.is_some();
         self.rt.prepared_deferred
+    }
+
+    /// Inside an automatic pass (`trigger` [`Trigger::BeforeRequest`] or [`Trigger::Usage`])
+    /// whose waiting candidate was just discarded as insufficient (`report` says so):
+    /// that is a trigger without a usable candidate, put off once like one
+    /// ([`defer_to_prepared`](Self::defer_to_prepared)) unless this trigger was put off
+    /// already (`deferred`, the flag as the pass found it). `true` when it was: the report
+    /// becomes [`Outcome::Skipped`](crate::report::Outcome::Skipped), its candidate still
+    /// named, and no pass runs.
+    pub(crate) fn defer_insufficient(
+        &mut self,
+        t: &Transcript,
+        trigger: Trigger,
+        deferred: bool,
+        report: &mut BatchReport,
+    ) -> bool {
+        let insufficient = report
+            .detail
+            .prepared
+            .is_some_and(|p| p.outcome == PreparedOutcome::Discarded(DiscardReason::Insufficient));
+        if !insufficient
+            || deferred
+            || !matches!(trigger, Trigger::BeforeRequest | Trigger::Usage)
+            || !self.defer_to_prepared(t)
+        {
+            return false;
+        }
+        report.outcome = crate::report::Outcome::Skipped;
+        // Nothing of the plan the pass may have made was done.
+        report.detail.fell_through = false;
+        report.stats.demoted_tail_outputs = 0;
+        tracing::debug!(
+            session = %self.session_id,
+            "summary prepared ahead: insufficient, trigger put off to the next request"
+        );
+        true
     }
 
     /// Whether a candidate may start now: automatic compaction allowed, no cooldown or
@@ -512,6 +553,7 @@ impl Compressor {
 
     /// Records what became of a candidate (used, or discarded at a trigger) in the totals.
     pub(crate) fn settled(&mut self, u: PreparedUse) -> PreparedUse {
+        self.rt.last_prepared = Some(u);
         match u.outcome {
             PreparedOutcome::Used => self.rt.prepared_totals.used += 1,
             PreparedOutcome::Discarded(reason) => {

@@ -46,6 +46,8 @@ pub(crate) struct Runtime {
     pub(super) prepared: Option<super::prepare::Candidate>,
     /// Running totals of prepared summaries.
     pub(super) prepared_totals: crate::report::PreparedTotals,
+    /// What became of the last candidate settled.
+    pub(super) last_prepared: Option<crate::report::PreparedUse>,
     /// A trigger was put off to the next request for the summary prepared ahead (once: the
     /// next pass clears it).
     pub(super) prepared_deferred: bool,

@@ -7,7 +7,7 @@ use compaction_llm::Summarizer;
 
 use super::{Compressor, ThrashState};
 use crate::config::Config;
-use crate::report::PreparedTotals;
+use crate::report::{PreparedTotals, PreparedUse};
 
 /// What a [`Compressor`] was built with and where its session stands, read in one call
 /// ([`Compressor::status`]). It borrows the compressor: read what you need, then call the
@@ -61,6 +61,10 @@ pub struct Status<'a> {
     /// Running totals of the summaries prepared ahead in this session: started, used,
     /// discarded, and the summarizer tokens of the discarded ones.
     pub prepared_totals: PreparedTotals,
+    /// What became of the last summary prepared ahead that was settled (used, or discarded
+    /// and why), at a pass or before one; `None` before the first. A trigger put off to the
+    /// next request returns no report: this says why its candidate was discarded.
+    pub last_prepared: Option<PreparedUse>,
     /// Whether a summary prepared ahead waits for the next pass (running or ready).
     pub has_prepared: bool,
     /// Whether the model asked for a compaction
@@ -96,6 +100,7 @@ impl std::fmt::Debug for Status<'_> {
             .field("state", self.state)
             .field("micro", self.micro)
             .field("prepared_totals", &self.prepared_totals)
+            .field("last_prepared", &self.last_prepared)
             .field("has_prepared", &self.has_prepared)
             .field("compaction_requested", &self.compaction_requested)
             .field("store_generation", &self.store_generation)
@@ -121,6 +126,7 @@ impl Compressor {
             state: self.state(),
             micro: self.rt.micro_state(),
             prepared_totals: self.prepared_totals(),
+            last_prepared: self.last_prepared(),
             has_prepared: self.has_prepared(),
             compaction_requested: self.rt.compaction_requested(),
             store_generation,
