@@ -197,36 +197,41 @@ fn demo_verdict(rows: &[&compaction_sim::Row]) -> String {
                 raise --context-length or lower the threshold."
             .into();
     };
-    let recall = |r: &compaction_sim::Row| {
-        if r.far_identifiers == 0 {
-            "no far identifiers to keep".to_owned()
-        } else {
-            let share = |n: u64| 100.0 * n as f64 / r.far_identifiers as f64;
-            format!(
-                "keeps {:.1}% of the far identifiers (what later answers use from more than \
-                 10 messages back) in its prompts, {:.1}% in unchanged messages",
-                share(r.far_held),
-                share(r.far_held_content)
-            )
-        }
-    };
+    let share = |r: &compaction_sim::Row, n: u64| 100.0 * n as f64 / r.far_identifiers as f64;
     let against = none
         .filter(|n| n.effective_cost > 0.0)
         .map_or(String::new(), |n| {
             format!(
-                " ({:.0}% of what never compacting costs, which {})",
-                100.0 * pick.effective_cost / n.effective_cost,
-                recall(n)
+                ", {:.0}% of what never compacting costs",
+                100.0 * pick.effective_cost / n.effective_cost
             )
         });
+    let kept = if pick.far_identifiers == 0 {
+        " The session has no far identifiers to keep.".to_owned()
+    } else {
+        let none_kept = none
+            .filter(|n| n.far_identifiers > 0)
+            .map_or(String::new(), |n| {
+                format!(
+                    ", where never compacting keeps {:.1}% and {:.1}%",
+                    share(n, n.far_held),
+                    share(n, n.far_held_content)
+                )
+            });
+        format!(
+            " Of the far identifiers (what later answers use from more than 10 messages back) \
+             it keeps {:.1}% in its prompts and {:.1}% in unchanged messages{none_kept}.",
+            share(pick, pick.far_held),
+            share(pick, pick.far_held_content)
+        )
+    };
     format!(
         "What this says: each column replays the same requests under one policy; effective cost \
          is the prompt cost plus the re-reads forgetting forces (docs/ECONOMICS.md). Pick the \
-         cheapest policy that never overflows: here `{}`, {:.2}M issue units{against}; it {}. \
+         cheapest policy that never overflows: here `{}`, {:.2}M issue units{against}.{kept} \
          `batch` is the library's default; `micro` pays in smaller, more frequent passes.",
         pick.policy,
         pick.effective_cost / 1e6,
-        recall(pick),
     )
 }
 

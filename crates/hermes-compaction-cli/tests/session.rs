@@ -275,6 +275,12 @@ fn the_demo_runs_on_the_embedded_defaults() {
         ["batch", "batch-naive", "micro"].contains(&picked),
         "{last}"
     );
+    // What the pick keeps, said once, beside what never compacting keeps.
+    assert_eq!(last.matches("far identifiers").count(), 1, "{last}");
+    assert!(
+        last.contains("in unchanged messages, where never compacting keeps"),
+        "{last}"
+    );
 }
 
 /// One user message and many tool rounds: micro mode absorbs inside the turn and commits
