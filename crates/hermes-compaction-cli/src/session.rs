@@ -272,15 +272,30 @@ mod tests {
         ) = (200, 150, 20);
         let verdict = demo_verdict(&[&none, &batch, &micro]);
         assert!(
-            verdict.contains("here `batch`, 6.00M issue units (60% of"),
+            verdict
+                .contains("here `batch`, 6.00M issue units, 60% of what never compacting costs."),
             "{verdict}"
         );
         assert!(
-            verdict.contains("keeps 75.0% of the far identifiers"),
+            verdict.contains("it keeps 75.0% in its prompts and 10.0% in unchanged messages."),
             "{verdict}"
         );
+        // Never compacting has no far identifiers in this table: nothing to set beside.
         assert!(
-            verdict.contains("in its prompts, 10.0% in unchanged"),
+            !verdict.contains("where never compacting keeps"),
+            "{verdict}"
+        );
+        let mut kept_all = none.clone();
+        (
+            kept_all.far_identifiers,
+            kept_all.far_held,
+            kept_all.far_held_content,
+        ) = (200, 200, 190);
+        let verdict = demo_verdict(&[&kept_all, &batch, &micro]);
+        assert!(
+            verdict.contains(
+                "10.0% in unchanged messages, where never compacting keeps 100.0% and 95.0%."
+            ),
             "{verdict}"
         );
         let verdict = demo_verdict(&[&none, &micro]);
