@@ -321,7 +321,6 @@ fn the_plot_scales_to_its_points_and_labels_its_units() {
 /// cross.
 #[test]
 fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
-    use compaction_sim::Row;
     let inputs = vec![example()];
     let mut base = Config::default();
     base.model.context_length = 32_000;
@@ -331,17 +330,7 @@ fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
         c
     };
     // The two forms at the starting settings, the standalone one at the agent model's price.
-    let replay = |warm: bool| -> Row {
-        let knobs = Knobs {
-            warm_cache: warm,
-            ..Knobs::of(&base)
-        };
-        let variant = Variant {
-            name: knobs.name(),
-            config: knobs.apply(&base),
-        };
-        run(&inputs, &[variant], &Options::default()).totals[0].clone()
-    };
+    let replay = |warm: bool| replay_form(&inputs, &base, warm, &Options::default());
     let (warm, standalone) = (replay(true), replay(false));
     assert!(standalone.summary_calls > 0, "the session compacts");
     assert_eq!(warm.summary_calls, standalone.summary_calls);
@@ -371,14 +360,7 @@ fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
         // The start and the start with the other form.
         assert_eq!(tuning.evaluated, 2);
         assert_eq!(tuning.points.len(), 2);
-        let form = |w: bool| {
-            tuning
-                .points
-                .iter()
-                .find(|p| p.knobs.warm_cache == w)
-                .unwrap()
-        };
-        let (w, s) = (form(true), form(false));
+        let (w, s) = (form(&tuning, true), form(&tuning, false));
         assert!((w.unit_cost - warm.unit_cost).abs() < 1e-6, "{ratio}");
         assert!(
             (s.summary_unit_cost - ratio * standalone.summary_unit_cost).abs() < 1e-6,
@@ -420,27 +402,17 @@ fn the_tuner_picks_the_summary_request_form_the_prices_favour() {
 /// forms' token figures cross, as it does under prices.
 #[test]
 fn without_prices_the_tuner_still_weighs_the_standalone_models_price_ratio() {
-    use compaction_sim::{Pricing, Row};
+    use compaction_sim::Pricing;
     use hermes_compaction::cache::CacheProfile;
     let inputs = vec![example()];
     let mut base = Config::default();
     base.model.context_length = 32_000;
     let local = Pricing::Profile(CacheProfile::named("local").unwrap());
-    let replay = |warm: bool| -> Row {
-        let knobs = Knobs {
-            warm_cache: warm,
-            ..Knobs::of(&base)
-        };
-        let variant = Variant {
-            name: knobs.name(),
-            config: knobs.apply(&base),
-        };
-        let options = Options {
-            pricings: vec![local.clone()],
-            ..Options::default()
-        };
-        run(&inputs, &[variant], &options).totals[0].clone()
+    let options = Options {
+        pricings: vec![local.clone()],
+        ..Options::default()
     };
+    let replay = |warm: bool| replay_form(&inputs, &base, warm, &options);
     let (warm, standalone) = (replay(true), replay(false));
     assert!(standalone.summary_calls > 0, "the session compacts");
     assert_eq!(warm.cost_usd, 0.0, "no prices");
@@ -470,14 +442,7 @@ fn without_prices_the_tuner_still_weighs_the_standalone_models_price_ratio() {
         config.auxiliary.compression.price_ratio = ratio;
         let tuning = tune(&inputs, &config, &options, extractive(), &|_, _| {}).unwrap();
         assert_eq!(tuning.evaluated, 2);
-        let form = |w: bool| {
-            tuning
-                .points
-                .iter()
-                .find(|p| p.knobs.warm_cache == w)
-                .unwrap()
-        };
-        let (w, s) = (form(true), form(false));
+        let (w, s) = (form(&tuning, true), form(&tuning, false));
         assert!(
             (s.cost
                 - (standalone.prompt_token_equivalents
@@ -492,4 +457,32 @@ fn without_prices_the_tuner_still_weighs_the_standalone_models_price_ratio() {
             w.cost, s.cost
         );
     }
+}
+
+/// The totals of `inputs` replayed at `base` with the summary request warm or standalone
+/// (`Knobs::warm_cache`), everything else at `base`.
+fn replay_form(
+    inputs: &[(String, Vec<hermes_compaction::core::Message>)],
+    base: &Config,
+    warm: bool,
+    options: &Options,
+) -> compaction_sim::Row {
+    let knobs = Knobs {
+        warm_cache: warm,
+        ..Knobs::of(base)
+    };
+    let variant = Variant {
+        name: knobs.name(),
+        config: knobs.apply(base),
+    };
+    run(inputs, &[variant], options).totals[0].clone()
+}
+
+/// The point of a tuning whose summary request is warm (`true`) or standalone.
+fn form(tuning: &compaction_sim::tune::Tuning, warm: bool) -> &compaction_sim::tune::Point {
+    tuning
+        .points
+        .iter()
+        .find(|p| p.knobs.warm_cache == warm)
+        .unwrap()
 }
