@@ -216,6 +216,51 @@ mod tests {
         assert!(violations.is_empty(), "{violations:?}");
     }
 
+    /// A freeform tool's raw input (not JSON: a patch) in the tail, too large to sit beside a
+    /// summary, is demoted like a JSON argument: before, nothing could shorten it, and a 16K
+    /// window replay of a Codex session stayed up to 13K tokens over the window.
+    #[test]
+    fn a_freeform_calls_raw_input_in_the_tail_is_demoted_and_the_laws_hold() {
+        let e = Estimator::default();
+        let mut msgs = session(40, 2_000);
+        let patch = format!(
+            "*** Begin Patch\n*** Add File: web/app.tsx\n{}*** End Patch",
+            (0..6_000)
+                .map(|i| format!("+export const row_{i} = {i};\n"))
+                .collect::<String>()
+        );
+        msgs.push(Message::user("add the page"));
+        msgs.push(Message::assistant_tool_calls(
+            "adding it",
+            vec![ToolCall::function("p", "apply_patch", patch.clone())],
+        ));
+        msgs.push(Message::tool_result("p", "Done"));
+        let threshold = 16_000;
+        let cfg = BatchConfig::default();
+        let (t, plan) = run(msgs.clone(), threshold, &cfg);
+        assert!(!plan.regions.middle.is_empty());
+        assert_eq!(plan.demoted_tail_outputs, 1);
+        let after = applied(&t, &plan, &cfg);
+        assert!(
+            after.current_tokens() <= threshold,
+            "{}",
+            after.current_tokens()
+        );
+        let call = after
+            .messages()
+            .iter()
+            .find(|m| m.text() == "adding it")
+            .unwrap();
+        let args = &call.tool_calls()[0].function.arguments;
+        assert_eq!(call.tool_calls()[0].call_id(), "p");
+        assert!(args.starts_with("*** Begin Patch\n*** Add File: web/app.tsx"));
+        assert!(args.contains("chars elided by compaction]"), "{args}");
+        assert!(args.len() < patch.len() / 10);
+        let pass = crate::laws::Pass::of_batch(&plan, &cfg, crate::laws::PassKind::Batch);
+        let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
+        assert!(violations.is_empty(), "{violations:?}");
+    }
+
     #[test]
     fn a_giant_tool_output_in_the_tail_is_demoted_beside_a_middle_and_the_laws_hold() {
         let e = Estimator::default();

@@ -212,3 +212,58 @@ fn a_long_output_becomes_one_line() {
     assert_eq!(after.len(), t.len());
     assert_eq!(after[2].tool_call_id(), Some("c1"));
 }
+
+/// A freeform tool's input (a custom tool's grammar input, Codex's `apply_patch` or `exec`)
+/// is raw text, not JSON: a long one is shortened like a long string value (its head redacted
+/// and a note of what was elided), and stays text; a short one is left alone.
+#[test]
+fn a_freeform_tools_long_raw_input_is_shortened_and_stays_text() {
+    let key = ["sk-proj-", "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz"].concat();
+    let patch = format!(
+        "*** Begin Patch\n*** Add File: src/lib.rs\n+// {key}\n{}*** End Patch",
+        "+fn f() {}\n".repeat(600)
+    );
+    assert!(serde_json::from_str::<Value>(&patch).is_err());
+    let cfg = PruneConfig::default();
+    let m = call("p", "apply_patch", &patch);
+    let short = shorten_arguments(&m, &cfg).expect("a long raw input is shortened");
+    let args = &short.tool_calls()[0].function.arguments;
+    assert!(
+        args.starts_with("*** Begin Patch\n*** Add File: src/lib.rs"),
+        "{args}"
+    );
+    let total = patch.chars().count();
+    let kept = cfg.argument_max_chars / 2;
+    assert!(
+        args.ends_with(&format!(
+            "…[{} of {total} chars elided by compaction]",
+            total - kept
+        )),
+        "{args}"
+    );
+    assert!(!args.contains(&key), "{args}");
+    assert!(args.chars().count() < cfg.argument_max_chars, "{args}");
+    // The call keeps its id and name; the message its text.
+    assert_eq!(short.tool_calls()[0].call_id(), "p");
+    assert_eq!(short.tool_calls()[0].function.name, "apply_patch");
+    // Pruning leaves an old one to the summary: only the last-resort demotion shortens it.
+    let e = Estimator::default();
+    let t = Transcript::new(
+        vec![
+            Message::user("add it"),
+            m.clone(),
+            Message::tool_result("p", "Done"),
+        ],
+        &e,
+    );
+    let plan = plan_prune(&t, &[0..3], &cfg, &e);
+    assert!(
+        plan.edit.splices.iter().all(|s| s.range.start != 1),
+        "{plan:?}"
+    );
+    // Short raw inputs, and raw inputs whose characters (not bytes) fit, are not rewritten.
+    assert!(shorten_arguments(&call("s", "exec", "ls -la src"), &cfg).is_none());
+    let wide = "é".repeat(cfg.argument_max_chars);
+    assert!(wide.len() > cfg.argument_max_chars);
+    assert!(shorten_arguments(&call("w", "exec", &wide), &cfg).is_none());
+}
