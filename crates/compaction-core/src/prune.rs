@@ -5,7 +5,9 @@
 //!    one-line back-reference to the newer copy;
 //! 2. an old tool output above a size becomes one informative line: the tool, its key argument
 //!    (path, command, pattern, URL), the size, and the exit status when the output shows one;
-//! 3. huge string arguments of old tool calls are shortened, and the arguments stay valid JSON.
+//! 3. huge string arguments of old tool calls are shortened, and the arguments stay valid JSON
+//!    (a freeform tool's raw input, not JSON, is left to the summary; only the last-resort
+//!    demotion of a protected call cuts it, as it cuts a long string).
 //!
 //! Outputs of protected tools are kept. Each rewritten message keeps every field but the one
 //! rewritten, so tool pairing is untouched. Pruning is idempotent: a one-liner is never pruned

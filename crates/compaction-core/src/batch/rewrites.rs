@@ -82,7 +82,7 @@ fn images_to_keep(msgs: &[Message], cfg: &BatchConfig) -> usize {
 /// the demotions. Candidates are the tail and the protected opening (never a system message,
 /// a summary or a pinned group): a tool output becomes its informative one-liner, an
 /// assistant's tool call keeps its id and name with its long string arguments shortened as
-/// pruning shortens them. The demotions join the plan's prune edit, so the store archives each
+/// pruning shortens them (a freeform tool's raw input, which is not JSON, cut the same way). The demotions join the plan's prune edit, so the store archives each
 /// original.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn demote_tail(
