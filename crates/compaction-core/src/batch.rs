@@ -424,9 +424,14 @@ fn plan_unindexed(
             let whole = batch_range(t, &r, false, &need);
             let (kept_reply, summarized) = (estimate(&span), estimate(&whole));
             // Summarizing the reply must reach a mark keeping it misses: the low-water mark,
-            // or at least the threshold.
+            // or at least the threshold. A forced pass (the provider refused the prompt, or
+            // the user asked) that keeping the reply leaves nothing to summarize takes the
+            // reply too when that shrinks the prompt: closer is all it can get, and an
+            // overflow pass that did nothing would leave the next request refused as well
+            // (a reply followed by a whole exchange, with a head near the threshold).
             if summarized <= low_water
                 || (kept_reply > threshold_tokens && summarized <= threshold_tokens)
+                || (req.force && span.is_none() && summarized < kept)
             {
                 span = whole;
             }

@@ -420,3 +420,61 @@ fn marker_roles() {
     assert_eq!(marker_role(Some(&a), Some(&u)), None);
     assert_eq!(marker_role(Some(&a), Some(&a)), Some(Role::User));
 }
+
+/// A head near the threshold, one reply, then a whole exchange in the tail: keeping the
+/// reply leaves nothing to summarize. A forced pass (an overflow, a `/compress`) takes the
+/// reply and lands smaller, keeping the laws; a pass the threshold triggered keeps the reply
+/// the user last read, as it misses the marks either way.
+#[test]
+fn a_forced_pass_with_only_the_last_reply_to_summarize_takes_it() {
+    let e = Estimator::default();
+    let reply = format!("Here is the plan. {}", "step and detail ".repeat(600));
+    let mut msgs = vec![
+        Message::system(format!("You are an agent. {}", "rule ".repeat(9_000))),
+        Message::user("start the work"),
+        Message::assistant("reading the repository"),
+        Message::user("now the plan"),
+        Message::assistant(reply.clone()),
+        Message::user("go on"),
+    ];
+    // The turn after it: three tool rounds, longer than the tail's budget, no longer than
+    // the tail's six messages.
+    for i in 0..3 {
+        let id = format!("c{i}");
+        msgs.push(Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(&id, "bash", r#"{"command":"make"}"#)],
+        ));
+        msgs.push(Message::tool_result(&id, "o".repeat(2_000)));
+    }
+    let t = Transcript::new(msgs.clone(), &e);
+    let before = t.current_tokens();
+    // Summarizing the reply cannot bring the prompt under it.
+    let threshold = before - 3_000;
+    let cfg = BatchConfig::default();
+    let forced = BatchRequest {
+        force: true,
+        ..BatchRequest::default()
+    };
+    let plan = plan_batch(&t, threshold, &cfg, &forced, &e);
+    let BatchStep::Summarize(jobs) = &plan.step else {
+        panic!("{:?} {:?}", plan.step, plan.regions)
+    };
+    assert_eq!(jobs.len(), 1);
+    let after = applied(&t, &plan, &cfg);
+    assert!(
+        after.current_tokens() < before,
+        "{} >= {before}",
+        after.current_tokens()
+    );
+    assert!(after.messages().iter().all(|m| m.text() != reply));
+    assert!(after.messages().iter().any(|m| m.text() == "go on"));
+    let pass = crate::laws::Pass::of_batch(&plan, &cfg, crate::laws::PassKind::Batch);
+    let violations = crate::laws::check(&msgs, after.messages(), &pass, &e);
+    assert!(violations.is_empty(), "{violations:?}");
+    // Not forced: the pass keeps the reply, as it misses the threshold either way.
+    let plan = plan_batch(&t, threshold, &cfg, &BatchRequest::default(), &e);
+    if let BatchStep::Summarize(jobs) = &plan.step {
+        assert!(jobs.iter().all(|j| !j.range.contains(&4)), "{jobs:?}");
+    }
+}
