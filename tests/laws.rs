@@ -49,6 +49,8 @@ fn a_proactive_prune_keeps_the_laws_on_every_fixture() {
         let mut cfg = config((estimated_total(&msgs) * 2).max(16_000));
         cfg.compression.proactive_prune_tokens = 1;
         cfg.compression.proactive_prune_min_reclaim_tokens = 0;
+        // Every old output, not only those too big to carry: the laws on the most rewriting.
+        cfg.compression.proactive_prune_output_min_tokens = 0;
         let mut c = extractive(cfg, &name);
         let mut t = c.transcript(msgs);
         let before = t.messages().to_vec();

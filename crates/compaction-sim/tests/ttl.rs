@@ -40,6 +40,9 @@ fn cold_cache_rewrites_never_raise_the_cost() {
     for context in [32_000, 64_000] {
         let mut base = Config::default();
         base.model.context_length = context;
+        // The rule acts through the proactive prune, which at the defaults only takes outputs
+        // too big to carry: here it takes every old output, as the rule has it at work.
+        base.compression.proactive_prune_output_min_tokens = 0;
         let variants: Vec<Variant> = [Policy::Batch, Policy::MicroGate]
             .into_iter()
             .flat_map(|p| {
@@ -96,6 +99,7 @@ fn the_price_table_has_no_cold_cache() {
         for context in [32_000, 64_000] {
             let mut base = Config::default();
             base.model.context_length = context;
+            base.compression.proactive_prune_output_min_tokens = 0;
             let v = Policy::Batch.variant(&base, 8_000);
             let variants = vec![v.without_ttl_rule(), v];
             for pricing in [

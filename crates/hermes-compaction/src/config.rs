@@ -137,6 +137,13 @@ pub struct CompressionConfig {
     /// [`ConfigLoader::load`] and [`Config::install_redaction_rules`].
     pub redaction_rules: String,
     pub proactive_prune_min_reclaim_tokens: u64,
+    /// What a proactive prune (under the threshold) may rewrite: only an old tool output
+    /// above this many tokens, or a tool call whose string arguments are longer than four
+    /// characters a token of it: one message too big to carry. Under the trigger a session
+    /// keeps the rest of its content. At or below `prune_tool_output_min_tokens` it prunes as
+    /// a threshold pass's prune does. Default 16,000 (docs/ECONOMICS.md, "Proactive pruning
+    /// under the trigger").
+    pub proactive_prune_output_min_tokens: u64,
     /// A summary prepared ahead: past this fraction of the threshold (and below it), the
     /// compressor starts the summary of the span it will compact in a background task, and
     /// applies it at the trigger when the span and the session are unchanged. 0 turns it off
@@ -205,6 +212,7 @@ impl Default for CompressionConfig {
             prune_names_max_chars: prune.names_max_chars,
             redaction_rules: String::new(),
             proactive_prune_min_reclaim_tokens: 4_096,
+            proactive_prune_output_min_tokens: 16_000,
             prepare_at: 0.0,
             protected_tools: prune.protected_tools,
             fallback_to_extractive: true,

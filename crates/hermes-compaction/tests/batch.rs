@@ -385,6 +385,7 @@ fn proactive_prune_commits_only_a_worthwhile_reclaim_and_rearms_after_growth() {
     let rt = rt();
     let mut cfg = config(200_000);
     cfg.compression.proactive_prune_tokens = 20_000;
+    cfg.compression.proactive_prune_output_min_tokens = 0;
     cfg.compression.proactive_prune_min_reclaim_tokens = 4_096;
     let (mut c, s) = scripted(cfg);
     // Below the threshold (150K) but over the proactive size, with big old tool outputs.
@@ -415,6 +416,63 @@ fn proactive_prune_commits_only_a_worthwhile_reclaim_and_rearms_after_growth() {
     assert!(r.is_some(), "re-armed after growth");
 }
 
+/// With `proactive_prune_output_min_tokens`, a proactive prune rewrites only what is too big
+/// to carry: the two giant outputs become one line each, every other output and the long
+/// (but not giant) argument stay as they were.
+#[test]
+fn a_proactive_prune_over_a_size_rewrites_only_the_messages_too_big_to_carry() {
+    let rt = rt();
+    let mut cfg = config(200_000);
+    cfg.compression.proactive_prune_tokens = 20_000;
+    cfg.compression.proactive_prune_min_reclaim_tokens = 4_096;
+    cfg.compression.proactive_prune_output_min_tokens = 4_000;
+    let (mut c, s) = scripted(cfg);
+    let mut msgs = session(60, 3_000);
+    let giant = |i: usize| format!("giant log line {i}\n").repeat(2_000);
+    for turn in [5usize, 9] {
+        msgs[1 + turn * 4 + 2].set_text(giant(turn));
+    }
+    let long_script = format!("{{\"command\":\"{}\"}}", "echo step; ".repeat(300));
+    msgs[1 + 7 * 4 + 1] = Message::assistant_tool_calls(
+        "",
+        vec![compaction_core::ToolCall::function(
+            "call-7",
+            "bash",
+            &long_script,
+        )],
+    );
+    let mut t = c.transcript(msgs.clone());
+    assert!(t.current_tokens() >= 20_000 && t.current_tokens() < c.status().threshold_tokens);
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    let r = r.expect("proactive pass ran");
+    assert_eq!(r.outcome, Outcome::Pruned);
+    assert_eq!(s.calls(), 0);
+    assert_eq!(t.len(), msgs.len(), "a prune is one-for-one");
+    let changed: Vec<usize> = (0..msgs.len())
+        .filter(|&i| t.messages()[i] != msgs[i])
+        .collect();
+    assert_eq!(
+        changed,
+        vec![1 + 5 * 4 + 2, 1 + 9 * 4 + 2],
+        "only the giant outputs"
+    );
+    assert!(changed.iter().all(|&i| t.messages()[i].text().len() < 300));
+    // Without the size, the same pass prunes every old output and shortens the argument.
+    let mut cfg = config(200_000);
+    cfg.compression.proactive_prune_tokens = 20_000;
+    cfg.compression.proactive_prune_output_min_tokens = 0;
+    cfg.compression.proactive_prune_min_reclaim_tokens = 4_096;
+    let (mut c, _) = scripted(cfg);
+    let mut t = c.transcript(msgs.clone());
+    let (_, r) = rt.block_on(c.before_request(&mut t));
+    assert_eq!(r.map(|r| r.outcome), Some(Outcome::Pruned));
+    let changed = (0..msgs.len())
+        .filter(|&i| t.messages()[i] != msgs[i])
+        .count();
+    assert!(changed > 20, "{changed}");
+    assert_ne!(t.messages()[1 + 7 * 4 + 1], msgs[1 + 7 * 4 + 1]);
+}
+
 static TTL_NOW: AtomicU64 = AtomicU64::new(7_000_000);
 
 fn ttl_clock() -> u64 {
@@ -426,6 +484,7 @@ fn proactive_held_back(cold_cache_rewrites: bool) -> (Compressor, compaction_cor
     let mut cfg = config(200_000);
     cfg.compression.cache_profile = "anthropic".into();
     cfg.compression.proactive_prune_tokens = 20_000;
+    cfg.compression.proactive_prune_output_min_tokens = 0;
     cfg.compression.proactive_prune_min_reclaim_tokens = 1_000_000;
     cfg.compression.cold_cache_rewrites = cold_cache_rewrites;
     let mut c = builder_with(cfg, Arc::new(ScriptedSummarizer::new()))

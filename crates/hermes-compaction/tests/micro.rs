@@ -284,6 +284,9 @@ fn a_known_cache_profile_gates_micro_passes_before_and_after_the_cache_has_expir
     let mut cfg = micro_config(64_000);
     cfg.compression.cache_profile = "anthropic".into();
     cfg.compression.micro_compact_min_reclaim_tokens = ReclaimGate::Auto;
+    // The first request's proactive prune takes every old output, so the oldest exchange is
+    // small: the exchange the gate weighs below.
+    cfg.compression.proactive_prune_output_min_tokens = 0;
     let mut c = builder_with(cfg, Arc::new(ScriptedSummarizer::new()))
         .clock(cache_clock)
         .build()

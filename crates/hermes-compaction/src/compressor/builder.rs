@@ -148,6 +148,7 @@ impl CompressorBuilder {
         config.validate()?;
         let settings = Settings {
             batch: batch_config(&config),
+            proactive_batch: super::proactive_batch_config(&config),
             micro: micro_config(&config),
             micro_every_n_turns: config.micro_every_n_turns(),
             threshold: config.window().threshold_tokens(),

@@ -167,6 +167,9 @@ pub struct Compressor {
 struct Settings {
     config: Arc<Config>,
     batch: BatchConfig,
+    /// `batch` as a proactive prune uses it: only what is too big to carry
+    /// (`proactive_prune_output_min_tokens`).
+    proactive_batch: BatchConfig,
     micro: compaction_core::micro::MicroConfig,
     micro_every_n_turns: u64,
     threshold: u64,
@@ -524,13 +527,13 @@ impl Compressor {
                 return self.finish(report, started, None);
             }
         }
-        let mut plan = batch::plan_batch(
-            t,
-            self.settings.threshold,
-            &self.settings.batch,
-            &req,
-            self.counter.as_ref(),
-        );
+        let cfg = if matches!(trigger, Trigger::Proactive) {
+            &self.settings.proactive_batch
+        } else {
+            &self.settings.batch
+        };
+        let mut plan =
+            batch::plan_batch(t, self.settings.threshold, cfg, &req, self.counter.as_ref());
         report.stats.demoted_tail_outputs = plan.demoted_tail_outputs;
         let planned = match &plan.step {
             BatchStep::Nothing(reason) => {
@@ -730,6 +733,20 @@ pub fn batch_config(config: &Config) -> BatchConfig {
         ledger_max_tokens: c.ledger_max_tokens,
         keep_recent_images: BatchConfig::default().keep_recent_images,
     }
+}
+
+/// [`batch_config`] for a proactive prune: tool outputs above
+/// `compression.proactive_prune_output_min_tokens` and arguments above four characters a token
+/// of it, the rest left whole.
+pub(crate) fn proactive_batch_config(config: &Config) -> BatchConfig {
+    let mut cfg = batch_config(config);
+    let min = config.compression.proactive_prune_output_min_tokens;
+    if min > cfg.prune.tool_output_min_tokens {
+        cfg.prune.tool_output_min_tokens = min;
+        let chars = usize::try_from(min.saturating_mul(4)).unwrap_or(usize::MAX);
+        cfg.prune.argument_max_chars = cfg.prune.argument_max_chars.max(chars);
+    }
+    cfg
 }
 
 /// Today's date (UTC) as `YYYY-MM-DD`, from the system clock. The compressor itself reads the
