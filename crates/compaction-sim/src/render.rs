@@ -262,6 +262,7 @@ pub fn table(title: &str, rows: &[&Row]) -> String {
         format!("{:.0}%", d.mean_occupancy * 100.0)
     });
     add("window overflows", &|r, _| r.overflows.to_string());
+    add("  refused, then compacted", &|r, _| r.refused.to_string());
     add("prompt tokens", &|r, _| r.prompt_tokens.to_string());
     add("  cache hit", &|r, _| r.cache_hit_tokens.to_string());
     add("  cache miss", &|r, _| r.cache_miss_tokens.to_string());

@@ -149,6 +149,9 @@ pub async fn replay(
     let counting = Arc::new(CountingSummarizer::new(summarizer));
     let counter = Estimator::default();
     let context_length = config.model.context_length;
+    // A policy that compacts answers a refused prompt as an agent does: the overflow hook,
+    // then the request again.
+    let retries_overflow = config.compression.enabled;
     let session = format!("sim-{}-{name}", variant.name);
     let sim_clock = SimClock::new();
     let mut c = Compressor::builder(config)
@@ -247,6 +250,20 @@ pub async fn replay(
                         prompt.rewrite(&t);
                     }
                     if prompt.wires.len() != t.len() {
+                        prompt.rewrite(&t);
+                    }
+                    // The provider refuses a prompt over the context length (before any
+                    // cost); the agent calls the overflow hook (at most
+                    // `compression.max_attempts` times) and sends the request again.
+                    // `overflows` counts the requests still over after that.
+                    while retries_overflow && t.current_tokens() > context_length {
+                        row.refused += 1;
+                        let Some(r) = c.on_context_overflow(&mut t).await else {
+                            break;
+                        };
+                        if !(row.record_batch(&r) || changed(&r.stats)) {
+                            break;
+                        }
                         prompt.rewrite(&t);
                     }
                     let tokens = t.current_tokens();

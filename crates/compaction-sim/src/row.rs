@@ -42,8 +42,14 @@ pub struct Row {
     pub peak_occupancy: f64,
     /// Sum of prompt / threshold over requests.
     pub occupancy_sum: f64,
-    /// Requests whose prompt exceeded the context length.
+    /// Requests whose prompt exceeded the context length as sent: after the overflow passes
+    /// the agent made for it (a policy that compacts answers a refused prompt with
+    /// `on_context_overflow` and retries, up to `compression.max_attempts` times).
     pub overflows: u64,
+    /// Refusals answered with an overflow pass: prompts over the context length that the
+    /// provider would have refused before the agent compacted and retried (a request can
+    /// count more than once).
+    pub refused: u64,
     /// Prompt tokens of all requests.
     pub prompt_tokens: u64,
     /// Prompt tokens served from the prefix cache.
@@ -313,6 +319,7 @@ impl Row {
             t.peak_occupancy = t.peak_occupancy.max(r.peak_occupancy);
             t.occupancy_sum += r.occupancy_sum;
             t.overflows += r.overflows;
+            t.refused += r.refused;
             t.prompt_tokens += r.prompt_tokens;
             t.cache_hit_tokens += r.cache_hit_tokens;
             t.cache_miss_tokens += r.cache_miss_tokens;

@@ -278,3 +278,54 @@ fn a_hostile_session_fits_a_16k_window() {
         );
     }
 }
+
+/// A system prompt over the threshold, then the reply the user last saw and a turn the tail
+/// holds whole: the automatic pass keeps that reply and the request is over the window. The
+/// provider would refuse it; the agent calls the overflow hook, whose forced pass summarizes
+/// the reply, and the request goes again under the window. `refused` counts the refusals,
+/// `overflows` what was still over when sent.
+#[test]
+fn a_refused_prompt_is_compacted_by_the_overflow_pass_and_sent_again() {
+    let mut msgs = vec![
+        Message::system(format!("You are a coding agent. {}", "rule ".repeat(9_600))),
+        Message::user("start"),
+        Message::assistant("reading the repository"),
+        Message::user("now the plan"),
+        Message::assistant(format!("The plan. {}", "step and detail ".repeat(750))),
+        Message::user("go on"),
+    ];
+    // Three rounds whose reasoning keeps the turn over the tail's budget once the outputs
+    // are demoted, inside the tail's six messages: the reply before it stays in the middle.
+    for r in 0..3 {
+        let id = format!("round_{r}");
+        msgs.push(Message::assistant_tool_calls(
+            format!(
+                "Running step {r}: {}",
+                "because the plan says so ".repeat(100)
+            ),
+            vec![ToolCall::function(
+                &id,
+                "bash",
+                format!("{{\"command\":\"make step{r}\"}}"),
+            )],
+        ));
+        msgs.push(Message::tool_result(
+            &id,
+            format!("step {r} ok\n").repeat(160),
+        ));
+    }
+    msgs.push(Message::assistant("all three steps are done"));
+    let sim = run(
+        &[("refused.jsonl".to_owned(), msgs)],
+        &variants(16_000, &[Policy::None, Policy::Batch]),
+        &Options::default(),
+    );
+    let (none, batch) = (&sim.totals[0], &sim.totals[1]);
+    // Never compacting, the last requests are over the window and nothing retries them.
+    assert!(none.overflows > 0 && none.refused == 0, "{none:?}");
+    // At least one refused request was sent again under the window (a request whose floor
+    // is over it, the reply in the tail beside the system prompt, stays over).
+    assert!(batch.refused > batch.overflows, "{batch:?}");
+    assert!(batch.summary_events > 0, "{batch:?}");
+    assert!(batch.overflows < none.overflows, "{batch:?}");
+}

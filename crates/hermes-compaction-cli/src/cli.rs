@@ -56,7 +56,7 @@ pub enum Command {
     /// size); after each tool round after_tool_round and after each turn finalize_turn run.
     /// The table shows, per policy: compression events per 100 turns, mean turns between
     /// compressions (turns / events), summary calls, tokens reclaimed per event, peak and mean
-    /// occupancy (prompt / threshold), window overflows (prompt > context length), prompt
+    /// occupancy (prompt / threshold), window overflows (prompt > context length as sent, after the overflow passes a refused request gets), prompt
     /// tokens split into cache hits and misses (each request reuses the longest run of
     /// unchanged leading messages of the previous one, compared by wire JSON), summarizer
     /// tokens (estimated from the material and the output when the summarizer reports no
