@@ -56,9 +56,10 @@ pub enum Command {
     /// size); after each tool round after_tool_round and after each turn finalize_turn run.
     /// The table shows, per policy: compression events per 100 turns, mean turns between
     /// compressions (turns / events), summary calls, tokens reclaimed per event, peak and mean
-    /// occupancy (prompt / threshold), window overflows (prompt > context length as sent, after the overflow passes a refused request gets), prompt
-    /// tokens split into cache hits and misses (each request reuses the longest run of
-    /// unchanged leading messages of the previous one, compared by wire JSON), summarizer
+    /// occupancy (prompt / threshold), window overflows (prompt > context length as sent,
+    /// after the overflow passes a refused request gets), prompt tokens split into cache hits
+    /// and misses (each request reuses the longest run of unchanged leading messages of the
+    /// previous one, compared by wire JSON), summarizer
     /// tokens (estimated from the material and the output when the summarizer reports no
     /// usage, as the extractive one does), estimated cost, earliest changed message index
     /// (min/median), prune-only : full-summary ratio, compaction wall time, far recall (the
