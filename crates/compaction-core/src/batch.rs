@@ -331,8 +331,10 @@ fn plan_unindexed(
     plan.prune = if cfg.prune.keep_cited {
         // Reference-aware pruning: the outputs later messages cite go last. A prune-only pass
         // keeps them; a threshold pass prunes them only when the uncited alone fall short.
-        let cited = prune::cited_outputs(t.messages(), &free);
-        let (uncited, cited) = prune::plan_prune_split(t, &free, &cfg.prune, counter, &cited);
+        let calls = prune::CallIndex::build(t.messages());
+        let cited = prune::cited_outputs(t.messages(), &free, &calls);
+        let (uncited, cited) =
+            prune::plan_prune_split(t, &free, &cfg.prune, counter, &calls, &cited);
         let after = tokens_before.saturating_sub(scaled(uncited.reclaimed_tokens));
         if req.prune_only || after <= low_water {
             uncited

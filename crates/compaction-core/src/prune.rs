@@ -19,6 +19,8 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 use crate::defaults;
 use crate::edit::{Edit, Splice};
@@ -92,14 +94,16 @@ pub(crate) fn plan_prune(
     cfg: &PruneConfig,
     counter: &dyn TokenCounter,
 ) -> PrunePlan {
-    let mut plan = plan_prune_split(t, ranges, cfg, counter, &[]).0;
+    let calls = CallIndex::build(t.messages());
+    let mut plan = plan_prune_split(t, ranges, cfg, counter, &calls, &[]).0;
     plan.add_names(t, cfg, counter, |_| true);
     plan
 }
 
 /// [`plan_prune`] in one walk, as two plans: the rewrites of everything but the tool outputs
 /// at `held` (ascending indices; with [`cited_outputs`], the cited ones), and the rewrites of
-/// those outputs alone. The first is a plan that keeps `held` as it is;
+/// those outputs alone (`calls` indexes `t`'s tool calls). The first is a plan that keeps
+/// `held` as it is;
 /// [`merged`](PrunePlan::merged) with the second and given its names indexes
 /// ([`PrunePlan::add_names`]), it is exactly [`plan_prune`]'s plan.
 pub(crate) fn plan_prune_split(
@@ -107,21 +111,30 @@ pub(crate) fn plan_prune_split(
     ranges: &[Range<usize>],
     cfg: &PruneConfig,
     counter: &dyn TokenCounter,
+    calls: &CallIndex<'_>,
     held: &[usize],
 ) -> (PrunePlan, PrunePlan) {
     let msgs = t.messages();
-    let calls = CallIndex::build(msgs);
     let mut plan = PrunePlan::default();
     let mut held_plan = PrunePlan::default();
 
-    // Newest index of each large tool output, by content, for back-references.
+    // For each large tool output with a byte-identical newer copy, the newest copy's index,
+    // for back-references: one walk back from the end, one map operation per output.
     let mut newest: HashMap<ContentKey<'_>, usize> = HashMap::new();
-    for (i, m) in msgs.iter().enumerate() {
+    let mut newer_copy: HashMap<usize, usize> = HashMap::new();
+    for (i, m) in msgs.iter().enumerate().rev() {
         if m.is_tool()
             && let Some(Content::Text(s)) = m.content()
             && t.tokens_of(i) > cfg.tool_output_min_tokens
         {
-            newest.insert(ContentKey(s.as_str()), i);
+            match newest.entry(ContentKey(s.as_str())) {
+                std::collections::hash_map::Entry::Occupied(e) => {
+                    newer_copy.insert(i, *e.get());
+                }
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(i);
+                }
+            }
         }
     }
 
@@ -135,7 +148,7 @@ pub(crate) fn plan_prune_split(
             };
             let before_summarized = target.summarized_outputs;
             let replacement = if m.is_tool() {
-                prune_tool_output(t, i, &calls, &newest, cfg, target)
+                prune_tool_output(t, i, calls, &newer_copy, cfg, target)
             } else if m.has_tool_calls() {
                 shorten_arguments_with(m, cfg, 0, false).inspect(|_| target.shortened_calls += 1)
             } else {
@@ -228,12 +241,15 @@ impl PrunePlan {
 /// to start and end with `[A-Za-z0-9_]`, holding `_`, `.`, `/`, a digit or a lower-to-upper
 /// camel step: paths, symbols, ids, versions, not plain words. An output the agent went on to
 /// use is live state; one nobody cited is the first to go. One pass back from the end,
-/// O(characters after the first range).
-pub(crate) fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<usize> {
+/// O(characters after the first range); `calls` indexes the tool calls of `msgs`.
+pub(crate) fn cited_outputs(
+    msgs: &[Message],
+    ranges: &[Range<usize>],
+    calls: &CallIndex<'_>,
+) -> Vec<usize> {
     let Some(first) = ranges.iter().map(|r| r.start).min() else {
         return Vec::new();
     };
-    let calls = CallIndex::build(msgs);
     let mut later: foldhash::HashSet<&str> = foldhash::HashSet::default();
     let mut out = Vec::new();
     for i in (first..msgs.len()).rev() {
@@ -273,31 +289,25 @@ pub(crate) fn cited_outputs(msgs: &[Message], ranges: &[Range<usize>]) -> Vec<us
 pub(crate) fn describe_tool_output(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
     let line = describe_unredacted(tool, output);
     match crate::redact::redact(&line) {
-        std::borrow::Cow::Borrowed(_) => line,
-        std::borrow::Cow::Owned(r) => r,
+        Cow::Borrowed(_) => line,
+        Cow::Owned(r) => r,
     }
 }
 
 fn describe_unredacted(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
-    let chars = if output.is_ascii() {
-        output.len()
-    } else {
-        output.chars().count()
-    };
-    let lines = count_lines(output);
+    let (chars, lines) = chars_and_lines(output);
     let exit = exit_status(output)
         .map(|c| format!(", exit {c}"))
         .unwrap_or_default();
     let Some(info) = tool else {
         return format!("{PRUNED_PREFIX} tool output ({chars} chars, {lines} lines{exit})");
     };
-    let args: Option<Value> = serde_json::from_str(info.arguments).ok();
+    let args = serde_json::from_str::<ArgFields<'_>>(info.arguments).ok();
     let arg = |keys: &[&str]| -> Option<String> {
-        let obj = args.as_ref()?.as_object()?;
-        keys.iter().find_map(|k| obj.get(*k)).map(|v| match v {
-            Value::String(s) => clip(s, 160),
-            other => clip(&other.to_string(), 160),
-        })
+        let args = args.as_ref()?;
+        keys.iter()
+            .find_map(|k| args.get(k))
+            .map(|v| shown_value(v, 160))
     };
     let name = info.name;
     let lower = name.to_ascii_lowercase();
@@ -341,22 +351,102 @@ fn describe_unredacted(tool: Option<&ToolInfo<'_>>, output: &str) -> String {
         Family::Other => {
             let kv = args
                 .as_ref()
-                .and_then(Value::as_object)
-                .map(|o| {
-                    o.iter()
-                        .take(3)
-                        .map(|(k, v)| {
-                            let v = match v {
-                                Value::String(s) => clip(s, 60),
-                                other => clip(&other.to_string(), 60),
-                            };
-                            format!(" {k}={v}")
-                        })
+                .map(|a| {
+                    a.first_fields(3)
+                        .into_iter()
+                        .map(|(k, v)| format!(" {k}={}", shown_value(v, 60)))
                         .collect::<String>()
                 })
                 .unwrap_or_default();
             format!("{PRUNED_PREFIX} {name}{kv} ({chars} chars{exit})")
         }
+    }
+}
+
+/// The top-level fields of a call's JSON arguments, in their order, each value left as its
+/// raw JSON until a description shows it: describing an output decodes only the one or three
+/// values its line names, not the whole call. Not an object (or not JSON): no fields.
+struct ArgFields<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> ArgFields<'a> {
+    /// The value of `key`; of a key given twice, the later value, as a JSON map keeps it.
+    fn get(&self, key: &str) -> Option<&'a RawValue> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| *v)
+    }
+
+    /// The first `n` distinct keys in the order they first appear, each with its value (the
+    /// later one of a key given twice), as a JSON map's iteration gives them.
+    fn first_fields(&self, n: usize) -> Vec<(&str, &'a RawValue)> {
+        let mut out: Vec<(&str, &'a RawValue)> = Vec::with_capacity(n);
+        for (k, v) in &self.0 {
+            if out.len() == n {
+                break;
+            }
+            if !out.iter().any(|(seen, _)| seen == k) {
+                out.push((k, self.get(k).unwrap_or(v)));
+            }
+        }
+        out
+    }
+}
+
+impl<'de> Deserialize<'de> for ArgFields<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Fields;
+        impl<'de> serde::de::Visitor<'de> for Fields {
+            type Value = ArgFields<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut fields = Vec::new();
+                while let Some((Key(k), v)) = map.next_entry::<Key<'de>, &'de RawValue>()? {
+                    fields.push((k, v));
+                }
+                Ok(ArgFields(fields))
+            }
+        }
+        d.deserialize_map(Fields)
+    }
+}
+
+/// An object key, borrowed from the arguments unless it holds an escape.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct K;
+        impl<'de> serde::de::Visitor<'de> for K {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+        }
+        d.deserialize_str(K)
+    }
+}
+
+/// An argument's value as a description shows it, clipped to `max` characters: a string's
+/// text, anything else as compact JSON.
+fn shown_value(v: &RawValue, max: usize) -> String {
+    let raw = v.get();
+    if raw.starts_with('"')
+        && let Ok(s) = serde_json::from_str::<String>(raw)
+    {
+        return clip(&s, max);
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => clip(&v.to_string(), max),
+        Err(_) => clip(raw, max),
     }
 }
 
@@ -422,7 +512,7 @@ fn prune_tool_output(
     t: &Transcript,
     i: usize,
     calls: &CallIndex<'_>,
-    newest: &HashMap<ContentKey<'_>, usize>,
+    newer_copy: &HashMap<usize, usize>,
     cfg: &PruneConfig,
     plan: &mut PrunePlan,
 ) -> Option<Message> {
@@ -439,8 +529,8 @@ fn prune_tool_output(
         return None;
     }
     let line = match m.content() {
-        Some(Content::Text(s)) => match newest.get(&ContentKey(s.as_str())) {
-            Some(&j) if j > i => {
+        Some(Content::Text(s)) => match newer_copy.get(&i) {
+            Some(&j) => {
                 plan.deduplicated += 1;
                 let name = info.map(|c| c.name).unwrap_or("tool");
                 format!(
@@ -487,6 +577,13 @@ fn shorten_arguments_with(
     names_max: usize,
     raw: bool,
 ) -> Option<Message> {
+    // Most calls are short: nothing to copy then.
+    if m.tool_calls()
+        .iter()
+        .all(|c| c.function.arguments.len() <= cfg.argument_max_chars)
+    {
+        return None;
+    }
     let mut changed = false;
     let mut calls = m.tool_calls().to_vec();
     for c in &mut calls {
@@ -528,7 +625,7 @@ fn shorten_strings(v: &mut Value, max: usize, names_max: usize) -> bool {
             true
         }
         Value::String(s) => {
-            if let std::borrow::Cow::Owned(r) = crate::redact::redact(s) {
+            if let Cow::Owned(r) = crate::redact::redact(s) {
                 *s = r;
             }
             false
@@ -645,23 +742,37 @@ pub(crate) fn exit_status(output: &str) -> Option<i64> {
     let start = (start..output.len())
         .find(|&i| output.is_char_boundary(i))
         .unwrap_or(output.len());
-    EXIT.captures_iter(&output[start..])
+    let tail = &output[start..];
+    // Most outputs show none: a match test allocates nothing, a capture search does.
+    if !EXIT.is_match(tail) {
+        return None;
+    }
+    EXIT.captures_iter(tail)
         .last()
         .and_then(|c| c[1].parse().ok())
 }
 
-/// Lines as `str::lines` counts them, by a vectorizable byte count.
-fn count_lines(s: &str) -> usize {
+/// Characters (as `chars().count()`) and lines (as `str::lines` counts them), by
+/// vectorizable byte counts.
+fn chars_and_lines(s: &str) -> (usize, usize) {
     if s.is_empty() {
-        return 0;
+        return (0, 0);
     }
     // Byte-wide counters over chunks of at most 255 bytes vectorize well.
-    let newlines: usize = s
-        .as_bytes()
-        .chunks(255)
-        .map(|c| c.iter().fold(0u8, |n, &b| n + u8::from(b == b'\n')) as usize)
-        .sum();
-    newlines + usize::from(!s.ends_with('\n'))
+    let count = |hit: fn(u8) -> bool| -> usize {
+        s.as_bytes()
+            .chunks(255)
+            .map(|c| c.iter().fold(0u8, |n, &b| n + u8::from(hit(b))) as usize)
+            .sum()
+    };
+    let chars = if s.is_ascii() {
+        s.len()
+    } else {
+        // A character is a byte that does not continue a UTF-8 sequence (`10xxxxxx`).
+        s.len() - count(|b| b & 0xC0 == 0x80)
+    };
+    let newlines = count(|b| b == b'\n');
+    (chars, newlines + usize::from(!s.ends_with('\n')))
 }
 
 /// One line of at most `max` characters (and an ellipsis), redacted whatever its length: the

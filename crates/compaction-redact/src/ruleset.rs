@@ -327,6 +327,11 @@ impl Ruleset {
             }
         }
         for (rule, _) in self.rules.iter().zip(&run).filter(|(_, r)| **r) {
+            // Most texts hold nothing for a rule: a match test allocates nothing, a capture
+            // search does.
+            if !rule.re.is_match(t) {
+                continue;
+            }
             for c in rule.re.captures_iter(t) {
                 let m = if rule.secret_group > 0 {
                     c.get(rule.secret_group)

@@ -94,7 +94,7 @@ impl Compressor {
                     && t.messages()[s.range.clone()]
                         .iter()
                         .map(Message::to_wire_json)
-                        .eq(w.iter().cloned())
+                        .eq(w.iter().map(Message::to_wire_json))
             });
         if !still_there {
             self.rt.keep_last_pass(last);

@@ -72,7 +72,11 @@ fn reference_aware_prune_only_keeps_the_outputs_later_messages_cite() {
     let cited = [1 + 3 * 4 + 2, 1 + 5 * 4 + 2];
     let r = regions::partition(&t, 20_000, &BatchConfig::default().regions, false);
     assert_eq!(
-        prune::cited_outputs(t.messages(), std::slice::from_ref(&r.middle)),
+        prune::cited_outputs(
+            t.messages(),
+            std::slice::from_ref(&r.middle),
+            &prune::CallIndex::build(t.messages()),
+        ),
         cited
     );
     // The split plan's halves give back the whole plan (names indexes on: off by default).
@@ -81,7 +85,14 @@ fn reference_aware_prune_only_keeps_the_outputs_later_messages_cite() {
         ..PruneConfig::default()
     };
     let middle = std::slice::from_ref(&r.middle);
-    let (uncited, held) = prune::plan_prune_split(&t, middle, pcfg, &e, &cited);
+    let (uncited, held) = prune::plan_prune_split(
+        &t,
+        middle,
+        pcfg,
+        &e,
+        &prune::CallIndex::build(t.messages()),
+        &cited,
+    );
     assert!(held.edit.splices.len() == 2 && held.reclaimed_tokens > 0);
     let mut whole = uncited.merged(held);
     assert!(!whole.names_pending.is_empty());

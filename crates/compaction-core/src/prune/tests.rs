@@ -54,6 +54,65 @@ fn one_liners_name_tool_argument_size_and_status() {
     );
 }
 
+/// The arguments' fields read without building values give what a JSON map gives: the later
+/// value of a key given twice at the key's first place, escaped keys, values shown as
+/// compact JSON, nothing for what is not an object.
+#[test]
+fn argument_fields_read_as_a_json_map_reads_them() {
+    let cases = [
+        r#"{"command":"cargo test"}"#,
+        r#"{"a":1,"b":"x","a":"later","c":[1, 2, {"d" : null}],"e":true}"#,
+        r#"{"k\u0065y":"escaped key","q\"uote":"v\nw"}"#,
+        r#"{ "path" : "src/ü.rs" , "offset" : 1.50 , "limit" : 10 }"#,
+        r#"{"nested":{"x":{"y":[1,2,3]}},"n":-0,"big":123456789012345678901234567890}"#,
+        r#"{}"#,
+        r#"[1,2,3]"#,
+        r#""just a string""#,
+        "not json at all",
+        r#"{"a":1"#,
+        r#"{"a":1} trailing"#,
+    ];
+    let shown = |v: &Value, max: usize| match v {
+        Value::String(s) => clip(s, max),
+        other => clip(&other.to_string(), max),
+    };
+    for args in cases {
+        let map: Option<serde_json::Map<String, Value>> = serde_json::from_str(args).ok();
+        let fields = serde_json::from_str::<ArgFields<'_>>(args).ok();
+        assert_eq!(map.is_some(), fields.is_some(), "{args}");
+        let (Some(map), Some(fields)) = (map, fields) else {
+            continue;
+        };
+        let want: Vec<(String, String)> = map
+            .iter()
+            .take(3)
+            .map(|(k, v)| (k.clone(), shown(v, 60)))
+            .collect();
+        let got: Vec<(String, String)> = fields
+            .first_fields(3)
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), shown_value(v, 60)))
+            .collect();
+        assert_eq!(got, want, "{args}");
+        for key in [
+            "a", "b", "c", "key", "q\"uote", "path", "offset", "nested", "absent",
+        ] {
+            assert_eq!(
+                fields.get(key).map(|v| shown_value(v, 160)),
+                map.get(key).map(|v| shown(v, 160)),
+                "{args} / {key}"
+            );
+        }
+    }
+    // What a description shows of them.
+    check(
+        "deploy",
+        r#"{"env":"dev","n":[1, 2],"env":"prod","x":1,"y":2}"#,
+        "done",
+        "[pruned] deploy env=prod n=[1,2] x=1 (4 chars)",
+    );
+}
+
 #[test]
 fn prunes_middle_only_keeps_protected_and_dedupes() {
     let big = "line of output\n".repeat(200);
@@ -92,10 +151,27 @@ fn prunes_middle_only_keeps_protected_and_dedupes() {
 }
 
 #[test]
-fn line_counts_match_str_lines() {
+fn char_and_line_counts_match_str_chars_and_lines() {
     let long = "line\n".repeat(1_000) + "tail";
-    for s in ["", "a", "a\n", "a\nb", "\n\n", "x\r\ny\r\n", long.as_str()] {
-        assert_eq!(count_lines(s), s.lines().count(), "{s:?}");
+    let wide = "héllo wörld 日本語 🦀\n".repeat(300);
+    for s in [
+        "",
+        "a",
+        "a\n",
+        "a\nb",
+        "\n\n",
+        "x\r\ny\r\n",
+        "é",
+        "日本\n語",
+        "🦀🦀\n",
+        long.as_str(),
+        wide.as_str(),
+    ] {
+        assert_eq!(
+            chars_and_lines(s),
+            (s.chars().count(), s.lines().count()),
+            "{s:?}"
+        );
     }
 }
 
@@ -188,7 +264,10 @@ fn an_output_cited_by_a_later_reply_is_found() {
         Message::assistant("The parser is in src/parse_args.rs."),
     ];
     // The first listing is cited by the reply; nobody used the second.
-    assert_eq!(cited_outputs(&msgs, &[0..msgs.len()]), vec![2]);
+    assert_eq!(
+        cited_outputs(&msgs, &[0..msgs.len()], &CallIndex::build(&msgs)),
+        vec![2]
+    );
 }
 
 /// A long output becomes one informative line, one for one, so the tool pairing is kept.

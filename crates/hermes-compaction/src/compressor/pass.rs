@@ -33,12 +33,13 @@ use super::{Compressor, ThrashState};
 use crate::report::{Applied, FailureKind, PassFailure, SummaryUse};
 
 /// What reverting the last pass needs: the inverse edit (in the coordinates of the transcript
-/// the pass produced), the wire bytes of what the pass wrote (to check the transcript still
-/// holds it), and the compressor state from before the pass.
+/// the pass produced), what the pass wrote (to check, by wire bytes, that the transcript still
+/// holds it: the messages share their bodies, so keeping them costs no copy), and the
+/// compressor state from before the pass.
 #[derive(Debug)]
 pub(crate) struct LastPass {
     pub(crate) inverse: Edit,
-    pub(crate) written: Vec<Vec<String>>,
+    pub(crate) written: Vec<Vec<Message>>,
     pub(crate) thrash: ThrashState,
     pub(crate) micro: MicroState,
 }
@@ -427,7 +428,7 @@ impl Compressor {
 
 /// The edit that turns `edit.apply(before)` back into `before`, in the coordinates of the
 /// edited transcript, with what each of its splices must find there.
-fn inverse(before: &[Message], edit: &Edit) -> (Edit, Vec<Vec<String>>) {
+fn inverse(before: &[Message], edit: &Edit) -> (Edit, Vec<Vec<Message>>) {
     let mut offset = 0isize;
     let mut splices = Vec::with_capacity(edit.splices.len());
     let mut written = Vec::with_capacity(edit.splices.len());
@@ -437,7 +438,7 @@ fn inverse(before: &[Message], edit: &Edit) -> (Edit, Vec<Vec<String>>) {
             range: start..start + s.replacement.len(),
             replacement: before[s.range.clone()].to_vec(),
         });
-        written.push(s.replacement.iter().map(Message::to_wire_json).collect());
+        written.push(s.replacement.clone());
         offset += s.replacement.len() as isize - s.range.len() as isize;
     }
     (Edit { splices }, written)
