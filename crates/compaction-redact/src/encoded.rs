@@ -12,6 +12,23 @@ use super::{Ruleset, Spans, secret_spans_at};
 static BLOB: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_-]{16,}={0,2}").expect("valid blob regex"));
 
+/// Whether `t` holds a run of at least `min` characters of [`BLOB`]'s alphabet: a byte scan
+/// that spares most texts (prose, one-line descriptions) the regex search.
+fn has_run(t: &str, min: usize) -> bool {
+    let mut run = 0;
+    for &b in t.as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-') {
+            run += 1;
+            if run >= min {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
 /// The longest blob decoded (longer ones are images and archives, not configuration).
 const MAX_BLOB_CHARS: usize = 64 * 1024;
 /// At most this many blobs of one text are decoded (a bound on the work per text).
@@ -20,7 +37,7 @@ const MAX_BLOBS: usize = 256;
 const MAX_DEPTH: usize = 2;
 
 pub(super) fn encoded_spans(rules: &Ruleset, t: &str, depth: usize, out: &mut Spans) {
-    if depth >= MAX_DEPTH || t.len() < 16 {
+    if depth >= MAX_DEPTH || !has_run(t, 16) {
         return;
     }
     for m in BLOB.find_iter(t).take(MAX_BLOBS) {

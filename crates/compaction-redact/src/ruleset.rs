@@ -315,18 +315,23 @@ impl Ruleset {
     }
 
     fn scan(&self, t: &str, mut found: impl FnMut(&Rule, usize, usize)) {
-        let mut run = vec![false; self.rules.len()];
-        for &i in &self.unkeyed {
-            run[i] = true;
-        }
+        // The rules to run, in the ruleset's order: the unkeyed ones and those a keyword of
+        // the text gates (most texts hit no keyword: then nothing is collected).
+        let mut gated: Vec<usize> = Vec::new();
         if let Some(ac) = &self.prefilter {
             for m in ac.find_overlapping_iter(t) {
-                for &i in &self.keyword_rules[m.pattern().as_usize()] {
-                    run[i] = true;
-                }
+                gated.extend(&self.keyword_rules[m.pattern().as_usize()]);
             }
         }
-        for (rule, _) in self.rules.iter().zip(&run).filter(|(_, r)| **r) {
+        let run: &[usize] = if gated.is_empty() {
+            &self.unkeyed
+        } else {
+            gated.extend(&self.unkeyed);
+            gated.sort_unstable();
+            gated.dedup();
+            &gated
+        };
+        for rule in run.iter().map(|&i| &self.rules[i]) {
             // Most texts hold nothing for a rule: a match test allocates nothing, a capture
             // search does.
             if !rule.re.is_match(t) {
