@@ -507,7 +507,14 @@ fn plan_unindexed(
             reached_low_water: plan.tokens_after_prune <= low_water,
         }
     } else {
-        BatchStep::Nothing(NothingReason::NothingToCompact)
+        // Nothing to fold: when the floor alone is over the threshold, that is why (a head
+        // and a tail of system messages over it, one small folded middle), and the caller is
+        // told so rather than that nothing needed doing.
+        BatchStep::Nothing(if protected > threshold_tokens {
+            NothingReason::IrreducibleFloor
+        } else {
+            NothingReason::NothingToCompact
+        })
     };
     plan
 }

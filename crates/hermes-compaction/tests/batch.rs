@@ -238,6 +238,43 @@ fn irreducible_floor_is_reported_instead_of_looping() {
     assert_eq!(s.calls(), 0);
 }
 
+/// A refused prompt whose floor is system messages (a long system prompt and a mid-session
+/// system notice in the tail, an earlier summary between them): the overflow pass cannot help
+/// under the laws, and its report says why instead of `NotNeeded`.
+#[test]
+fn an_overflow_over_a_floor_of_system_messages_reports_the_floor() {
+    let rt = rt();
+    let (mut c, s) = scripted(config(16_000));
+    let mut t = c.transcript(vec![
+        Message::system(format!("Sandbox rules. {}", "rule ".repeat(9_000))),
+        Message::system("You are the primary agent."),
+        compaction_core::marker::render(
+            compaction_core::MarkerKind::Batch,
+            compaction_core::Role::User,
+            "Goal: tidy the repository. Done: the build runs.",
+        ),
+        Message::user("update the ignore rules"),
+        Message::assistant_tool_calls(
+            "Checking the ignore rules.",
+            vec![compaction_core::ToolCall::function(
+                "c0",
+                "exec",
+                r#"{"cmd":"cat .gitignore"}"#,
+            )],
+        ),
+        Message::tool_result("c0", "/target\n/web/node_modules\n"),
+        Message::assistant("Updated .gitignore for the build outputs."),
+        Message::system(format!("The model changed. {}", "note ".repeat(5_000))),
+        Message::user("now help me with the grant application"),
+    ]);
+    assert!(t.current_tokens() > 16_000);
+    let before = t.messages().to_vec();
+    let r = rt.block_on(c.on_context_overflow(&mut t)).unwrap();
+    assert_eq!(r.outcome, Outcome::IrreducibleFloor, "{r:?}");
+    assert_eq!(t.messages(), &before[..]);
+    assert_eq!(s.calls(), 0);
+}
+
 #[test]
 fn a_failed_summary_never_drops_the_middle() {
     // Spec 9: "A failed summary call dropped the middle anyway (context lost)."

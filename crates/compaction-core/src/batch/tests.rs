@@ -489,3 +489,65 @@ fn a_forced_pass_with_only_the_last_reply_to_summarize_takes_it() {
         assert!(jobs.iter().all(|j| !j.range.contains(&4)), "{jobs:?}");
     }
 }
+
+/// A head and a tail of system messages over the threshold (a long system prompt, a
+/// mid-session system notice in the tail), a small exchange between them: no pass can bring
+/// the prompt under, and the plan says so (the floor), not that nothing needed doing.
+#[test]
+fn a_floor_of_system_messages_over_the_threshold_is_reported_as_irreducible() {
+    let e = Estimator::default();
+    let msgs = vec![
+        Message::system(format!("Sandbox rules. {}", "rule ".repeat(9_000))),
+        Message::system("You are the primary agent."),
+        marker::render(
+            MarkerKind::Batch,
+            Role::User,
+            "Goal: tidy the repository. Done: the build runs.",
+        ),
+        Message::user("update the ignore rules"),
+        Message::assistant_tool_calls(
+            "Checking the ignore rules.",
+            vec![ToolCall::function(
+                "c0",
+                "exec",
+                r#"{"cmd":"cat .gitignore"}"#,
+            )],
+        ),
+        Message::tool_result("c0", "/target\n/web/node_modules\n"),
+        Message::assistant("Updated .gitignore for the build outputs."),
+        Message::system(format!("The model changed. {}", "note ".repeat(5_000))),
+        Message::user("now help me with the grant application"),
+    ];
+    let t = Transcript::new(msgs, &e);
+    let threshold = 11_200;
+    assert!(t.current_tokens() > threshold);
+    let forced = BatchRequest {
+        force: true,
+        ..BatchRequest::default()
+    };
+    for req in [forced.clone(), BatchRequest::default()] {
+        let plan = plan_batch(&t, threshold, &BatchConfig::default(), &req, &e);
+        assert_eq!(
+            plan.step,
+            BatchStep::Nothing(NothingReason::IrreducibleFloor),
+            "{:?} {:?}",
+            plan.regions,
+            plan.region_tokens
+        );
+    }
+    // The same exchange under a floor that fits: nothing to fold is all it is.
+    let mut small = t.messages().to_vec();
+    small[0] = Message::system("Sandbox rules.");
+    let t = Transcript::new(small, &e);
+    let plan = plan_batch(
+        &t,
+        t.current_tokens() - 1,
+        &BatchConfig::default(),
+        &forced,
+        &e,
+    );
+    assert_eq!(
+        plan.step,
+        BatchStep::Nothing(NothingReason::NothingToCompact)
+    );
+}
