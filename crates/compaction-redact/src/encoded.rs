@@ -12,22 +12,8 @@ use super::{Ruleset, Spans, secret_spans_at};
 static BLOB: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_-]{16,}={0,2}").expect("valid blob regex"));
 
-/// Whether `t` holds a run of at least `min` characters of [`BLOB`]'s alphabet: a byte scan
-/// that spares most texts (prose, one-line descriptions) the regex search.
-fn has_run(t: &str, min: usize) -> bool {
-    let mut run = 0;
-    for &b in t.as_bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'_' | b'-') {
-            run += 1;
-            if run >= min {
-                return true;
-            }
-        } else {
-            run = 0;
-        }
-    }
-    false
-}
+/// The shortest run [`BLOB`] matches.
+pub(super) const BLOB_MIN_RUN: usize = 16;
 
 /// The longest blob decoded (longer ones are images and archives, not configuration).
 const MAX_BLOB_CHARS: usize = 64 * 1024;
@@ -36,8 +22,17 @@ const MAX_BLOBS: usize = 256;
 /// Blobs inside blobs: a `.dockerconfigjson` holds base64 `auth` values.
 const MAX_DEPTH: usize = 2;
 
-pub(super) fn encoded_spans(rules: &Ruleset, t: &str, depth: usize, out: &mut Spans) {
-    if depth >= MAX_DEPTH || !has_run(t, 16) {
+/// The blobs of `t` that decode to a secret; `blob_run`: whether `t` holds a run of
+/// [`BLOB_MIN_RUN`] characters of [`BLOB`]'s alphabet ([`Runs`](super::Runs)), without which
+/// the blob search is skipped.
+pub(super) fn encoded_spans(
+    rules: &Ruleset,
+    t: &str,
+    depth: usize,
+    blob_run: bool,
+    out: &mut Spans,
+) {
+    if depth >= MAX_DEPTH || !blob_run {
         return;
     }
     for m in BLOB.find_iter(t).take(MAX_BLOBS) {

@@ -162,10 +162,11 @@ fn secret_spans_at(rules: &Ruleset, text: &str, depth: usize) -> Spans {
         return Vec::new();
     }
     let mut spans = Vec::new();
+    let runs = Runs::of(text);
     if needs_view(text) {
         let view = View::build(text);
         let mut vs = Vec::new();
-        detect(rules, &view.text, &mut vs);
+        detect(rules, &view.text, Runs::of(&view.text), &mut vs);
         spans.extend(
             vs.into_iter()
                 .map(|(s, e)| (view.starts[s], view.starts[e])),
@@ -173,13 +174,13 @@ fn secret_spans_at(rules: &Ruleset, text: &str, depth: usize) -> Spans {
         // The text as written too, for what the view flattens: a value holding escaped quotes
         // (JSON inside JSON), values spelled in non-ASCII characters, and `\\r` read as a
         // backslash and a letter rather than an escape.
-        detect(rules, text, &mut spans);
+        detect(rules, text, runs, &mut spans);
     } else {
-        detect(rules, text, &mut spans);
+        detect(rules, text, runs, &mut spans);
     }
     // Base64 blobs that decode to text holding a secret (a `.dockerconfigjson`, `echo … |
     // base64 -d`): the whole blob.
-    encoded::encoded_spans(rules, text, depth, &mut spans);
+    encoded::encoded_spans(rules, text, depth, runs.blob, &mut spans);
     if spans.is_empty() {
         return spans;
     }
@@ -207,7 +208,11 @@ fn merge(mut spans: Spans) -> Spans {
 }
 
 /// One scan that every context rule needs to match somewhere: text without any of these has
-/// nothing for them, and only the ruleset (gated by its own keywords) runs on it.
+/// nothing for them, and only the ruleset (gated by its own keywords) runs on it. On ASCII
+/// text the same gate is read off the ruleset's keyword scan, which holds these literals
+/// ([`CONTEXT_LITERALS`], any ASCII case: a little wider, which only runs the detectors more
+/// often), and a run of [`CONTEXT_RUN`] identifier characters; this regex serves the rest
+/// (its case-insensitive letters also match non-ASCII folds such as the Kelvin sign).
 static CONTEXT_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(?i:pass|pwd|secret|token|key|auth|credential|sig|bearer|basic|value|default",
@@ -217,10 +222,97 @@ static CONTEXT_TRIGGER: LazyLock<Regex> = LazyLock::new(|| {
     .expect("valid trigger regex")
 });
 
+/// The literals of [`CONTEXT_TRIGGER`], as its keyword scan's patterns.
+pub(crate) const CONTEXT_LITERALS: [&str; 27] = [
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "credential",
+    "sig",
+    "bearer",
+    "basic",
+    "value",
+    "default",
+    "mysql",
+    "mariadb",
+    "login",
+    "machine",
+    "redis-cli",
+    "putty",
+    "private-",
+    "cookie",
+    "kty",
+    "ssws",
+    "-----",
+    "://",
+    "eyJ",
+    "-u",
+    "--user",
+];
+
+/// The run of `[A-Za-z0-9_-]` characters that opens [`CONTEXT_TRIGGER`] by itself.
+const CONTEXT_RUN: usize = 20;
+
+/// Classes of the two runs the gates look for: bit 0 `[A-Za-z0-9_-]` (the context gate's
+/// run), bit 1 `[A-Za-z0-9+/_-]` (a base64 blob's alphabet).
+static RUN_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let c = i as u8;
+        let word = c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+        table[i] = word as u8 | (((word || c == b'+' || c == b'/') as u8) << 1);
+        i += 1;
+    }
+    table
+};
+
+/// Which of the two runs a text holds, found in one byte scan that stops once both are.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Runs {
+    /// [`CONTEXT_RUN`] characters of `[A-Za-z0-9_-]`.
+    context: bool,
+    /// [`encoded::BLOB_MIN_RUN`] characters of `[A-Za-z0-9+/_-]`.
+    blob: bool,
+}
+
+impl Runs {
+    pub(crate) fn of(t: &str) -> Runs {
+        let (mut word, mut blob) = (0usize, 0usize);
+        let mut runs = Runs {
+            context: false,
+            blob: false,
+        };
+        for &b in t.as_bytes() {
+            let class = RUN_CLASS[b as usize];
+            word = if class & 1 != 0 { word + 1 } else { 0 };
+            blob = if class & 2 != 0 { blob + 1 } else { 0 };
+            runs.context |= word >= CONTEXT_RUN;
+            runs.blob |= blob >= encoded::BLOB_MIN_RUN;
+            if runs.context && runs.blob {
+                break;
+            }
+        }
+        runs
+    }
+}
+
+/// Whether the context detectors may find something in `t`: [`CONTEXT_TRIGGER`], read off the
+/// keyword scan's result (`literal`) and the runs of `t` on ASCII text.
+fn context_triggered(t: &str, literal: Option<bool>, runs: Runs) -> bool {
+    match literal {
+        Some(literal) if t.is_ascii() => literal || runs.context,
+        _ => CONTEXT_TRIGGER.is_match(t),
+    }
+}
+
 /// Every detector over one text (the text as written, or its view).
-fn detect(rules: &Ruleset, t: &str, out: &mut Spans) {
-    rules.spans(t, out);
-    if !CONTEXT_TRIGGER.is_match(t) {
+fn detect(rules: &Ruleset, t: &str, runs: Runs, out: &mut Spans) {
+    let literal = rules.spans(t, out);
+    if !context_triggered(t, literal, runs) {
         return;
     }
     key_block_spans(t, out);

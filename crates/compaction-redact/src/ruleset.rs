@@ -46,6 +46,10 @@ pub struct Ruleset {
     prefilter: Option<AhoCorasick>,
     /// For each keyword of the prefilter, the rules it gates.
     keyword_rules: Vec<Vec<usize>>,
+    /// For each keyword of the prefilter, whether it is one of the context detectors' gate
+    /// literals ([`CONTEXT_LITERALS`](super::CONTEXT_LITERALS)): the one keyword scan serves
+    /// both gates.
+    context_words: Vec<bool>,
     /// Rules without keywords: they always run.
     unkeyed: Vec<usize>,
 }
@@ -193,6 +197,7 @@ impl Ruleset {
             global,
             prefilter: None,
             keyword_rules: Vec::new(),
+            context_words: Vec::new(),
             unkeyed: Vec::new(),
         };
         set.index();
@@ -283,6 +288,19 @@ impl Ruleset {
                 }
             }
         }
+        let mut context = vec![false; words.len()];
+        for w in super::CONTEXT_LITERALS {
+            let w = w.to_ascii_lowercase();
+            match words.iter().position(|k| *k == w) {
+                Some(at) => context[at] = true,
+                None => {
+                    words.push(w);
+                    gated.push(Vec::new());
+                    context.push(true);
+                }
+            }
+        }
+        self.context_words = context;
         self.prefilter = (!words.is_empty()).then(|| {
             AhoCorasick::builder()
                 .ascii_case_insensitive(true)
@@ -310,18 +328,25 @@ impl Ruleset {
     }
 
     /// The spans of every rule in force over `t`.
-    pub(super) fn spans(&self, t: &str, out: &mut Spans) {
-        self.scan(t, |_, s, e| out.push((s, e)));
+    /// The spans the rules find in `t`; and whether the keyword scan met one of the context
+    /// gate's literals (in any ASCII case), `None` when this ruleset has no keyword scan.
+    pub(super) fn spans(&self, t: &str, out: &mut Spans) -> Option<bool> {
+        self.scan(t, |_, s, e| out.push((s, e)))
     }
 
-    fn scan(&self, t: &str, mut found: impl FnMut(&Rule, usize, usize)) {
+    fn scan(&self, t: &str, mut found: impl FnMut(&Rule, usize, usize)) -> Option<bool> {
         // The rules to run, in the ruleset's order: the unkeyed ones and those a keyword of
         // the text gates (most texts hit no keyword: then nothing is collected).
         let mut gated: Vec<usize> = Vec::new();
+        let mut context = None;
         if let Some(ac) = &self.prefilter {
+            let mut seen = false;
             for m in ac.find_overlapping_iter(t) {
-                gated.extend(&self.keyword_rules[m.pattern().as_usize()]);
+                let k = m.pattern().as_usize();
+                gated.extend(&self.keyword_rules[k]);
+                seen |= self.context_words[k];
             }
+            context = Some(seen);
         }
         let run: &[usize] = if gated.is_empty() {
             &self.unkeyed
@@ -369,6 +394,7 @@ impl Ruleset {
                 found(rule, m.start(), m.end());
             }
         }
+        context
     }
 }
 

@@ -369,3 +369,57 @@ proptest! {
         prop_assert_eq!(redact(&text), text.clone());
     }
 }
+
+/// The context gate read off the keyword scan opens wherever the regex gate does (on ASCII
+/// text; other text takes the regex itself), for the bundled ruleset and for a ruleset of
+/// one's own with no keywords at all.
+#[test]
+fn the_context_gate_from_the_keyword_scan_opens_wherever_the_regex_does() {
+    let bare = Ruleset::from_toml("[[rules]]\nid = \"x\"\nregex = 'zzz([0-9]{30})'\n").unwrap();
+    let gate = |rules: &Ruleset, t: &str| {
+        let mut spans = Vec::new();
+        context_triggered(t, rules.spans(t, &mut spans), Runs::of(t))
+    };
+    let fixed = [
+        "cargo test",
+        "[pruned] bash `cargo test`: 2000 chars, 80 lines of output, exit 0",
+        "PASSWORD",
+        "a-u b",
+        "--USER x",
+        "EYJ",
+        "eyJhbGciOi",
+        "x://y",
+        "-----",
+        "aaaaaaaaaaaaaaaaaaa",
+        "aaaaaaaaaaaaaaaaaaaa",
+        "ab_cd-efghijklmnopqrs",
+        "ab.cd-efghijklmnopqrst",
+        "kty",
+        "Redis-CLI",
+        "",
+    ];
+    for t in fixed {
+        let regex = CONTEXT_TRIGGER.is_match(t);
+        for rules in [&*installed(), &bare] {
+            assert!(!regex || gate(rules, t), "{t:?}");
+        }
+    }
+    // Non-ASCII text takes the regex: the Kelvin sign folds to `k`.
+    assert!(CONTEXT_TRIGGER.is_match("\u{212A}ey"));
+    assert!(gate(&installed(), "\u{212A}ey"));
+    let words: Vec<String> = CONTEXT_LITERALS.iter().map(|w| w.to_string()).collect();
+    let piece = prop_oneof![
+        proptest::sample::select(words),
+        "[A-Za-z0-9_./:=\\- ]{0,24}",
+    ];
+    proptest!(|(pieces in proptest::collection::vec(piece, 0..6), upper in any::<bool>())| {
+        let mut t: String = pieces.concat();
+        if upper {
+            t = t.to_ascii_uppercase();
+        }
+        let regex = CONTEXT_TRIGGER.is_match(&t);
+        for rules in [&*installed(), &bare] {
+            prop_assert!(!regex || gate(rules, &t), "{:?}", t);
+        }
+    });
+}
