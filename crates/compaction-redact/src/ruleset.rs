@@ -327,9 +327,9 @@ impl Ruleset {
         out
     }
 
-    /// The spans of every rule in force over `t`.
-    /// The spans the rules find in `t`; and whether the keyword scan met one of the context
-    /// gate's literals (in any ASCII case), `None` when this ruleset has no keyword scan.
+    /// The spans of every rule in force over `t`; and whether the keyword scan met one of the
+    /// context gate's literals (in any ASCII case), `None` when this ruleset has no keyword
+    /// scan.
     pub(super) fn spans(&self, t: &str, out: &mut Spans) -> Option<bool> {
         self.scan(t, |_, s, e| out.push((s, e)))
     }
