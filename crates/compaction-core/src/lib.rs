@@ -71,6 +71,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod batch;
+mod carry;
 mod defaults;
 mod devec;
 mod edit;
