@@ -69,10 +69,6 @@ pub struct BatchConfig {
     /// image/png, 45.0 KB; …]`); the originals are archived with the rows the pass replaces.
     /// Default 3.
     pub keep_recent_images: usize,
-    /// The working set a batch summary keeps verbatim after it, as a fraction of the
-    /// threshold ([`carry`](crate::carry)): the newest tool groups of the summarized span
-    /// that name a file the kept messages' tool calls name too. 0 turns it off.
-    pub carry_ratio: f64,
 }
 
 impl Default for BatchConfig {
@@ -87,10 +83,6 @@ impl Default for BatchConfig {
             strict_alternation: defaults::STRICT_ALTERNATION,
             ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,
             keep_recent_images: defaults::KEEP_RECENT_IMAGES,
-            carry_ratio: std::env::var("HERMES_CARRY_RATIO")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(defaults::CARRY_RATIO),
         }
     }
 }
@@ -173,9 +165,6 @@ pub struct SummaryJob {
     /// The bound of the ledger [`assemble`] attaches, in tokens:
     /// [`BatchConfig::ledger_max_tokens`], or less when the window leaves less room.
     pub ledger_max_tokens: u64,
-    /// Whole tool groups of `range` that [`assemble`] keeps verbatim right after the summary,
-    /// in order ([`carry`](crate::carry)); empty when nothing is carried.
-    pub carry: Vec<Range<usize>>,
 }
 
 /// A batch plan for one transcript.
@@ -451,7 +440,7 @@ fn plan_unindexed(
         }
     }
     if let Some(middle) = span {
-        let mut job = job(
+        let job = job(
             t,
             &plan.prune,
             middle.clone(),
@@ -459,24 +448,7 @@ fn plan_unindexed(
             focus.clone(),
             cfg,
         );
-        kept = kept.saturating_sub(scaled(pruned_tokens(
-            t,
-            &plan.prune,
-            middle.clone(),
-            counter,
-        )));
-        // The working set rides after the summary when the landing leaves room for it
-        // beside a full summary and ledger.
-        let landing = (threshold_tokens as f64 * SUMMARY_LANDING_RATIO) as u64;
-        let room = landing.saturating_sub(
-            kept.saturating_add(cfg.summary_max_tokens)
-                .saturating_add(cfg.ledger_max_tokens),
-        );
-        let budget = ((threshold_tokens as f64 * cfg.carry_ratio) as u64).min(room);
-        let budget = (budget as f64 / scale.max(f64::MIN_POSITIVE)) as u64;
-        job.carry = crate::carry::plan_carry(t, middle, budget);
-        let carried: u64 = job.carry.iter().map(|g| t.tokens_in(g.clone())).sum();
-        kept = kept.saturating_add(scaled(carried));
+        kept = kept.saturating_sub(scaled(pruned_tokens(t, &plan.prune, middle, counter)));
         jobs.push(job);
     }
     // One summary at full size: is it enough?

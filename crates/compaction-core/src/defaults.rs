@@ -85,6 +85,3 @@ pub(crate) const INSERT_TRIM_TAIL_CHARS: usize = 2_000;
 pub(crate) fn protected_tools() -> Vec<String> {
     PROTECTED_TOOLS.map(String::from).to_vec()
 }
-
-/// `BatchConfig::carry_ratio`.
-pub const CARRY_RATIO: f64 = 0.0;

@@ -71,7 +71,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod batch;
-mod carry;
 mod defaults;
 mod devec;
 mod edit;

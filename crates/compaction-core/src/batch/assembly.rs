@@ -108,21 +108,6 @@ fn summary_splices(
         .ledger
         .attach(&crate::redact::redact(body), job.ledger_max_tokens);
     let prev = job.range.start.checked_sub(1).map(|i| &msgs[i]);
-    // The working set follows the summary, verbatim (a user-role summary before an assistant
-    // message with calls): only where no continuation is placed and that role fits.
-    if continuation.is_none()
-        && let Some(first) = job.carry.first()
-        && let Some(role) = marker_role(prev, Some(&msgs[first.start]))
-    {
-        let mut replacement = vec![marker::render(job.kind, role, &body)];
-        for g in &job.carry {
-            replacement.extend(msgs[g.clone()].iter().cloned());
-        }
-        return vec![Splice {
-            range: job.range.clone(),
-            replacement,
-        }];
-    }
     let next = msgs.get(job.range.end);
     let role = match (continuation, job.kind) {
         // Beside the continuation (user-role), the summary is assistant-role.
@@ -197,14 +182,7 @@ fn breaks_pairs(msgs: &[Message], edit: &Edit) -> bool {
         let (old_calls, old_results) = ids(&msgs[s.range.clone()]);
         let (new_calls, new_results) = ids(&s.replacement);
         let same = new_calls == old_calls && new_results == old_results;
-        // A summary with the working set it carries: whole groups of the range, each call
-        // answered inside the replacement, in their order.
-        let carried = !new_calls.is_empty()
-            && new_calls.len() == new_results.len()
-            && new_calls.iter().all(|c| new_results.contains(c))
-            && is_subsequence(&new_calls, &old_calls)
-            && is_subsequence(&new_results, &old_results);
-        let none = (new_calls.is_empty() && new_results.is_empty()) || carried;
+        let none = new_calls.is_empty() && new_results.is_empty();
         if same {
             return false;
         }
@@ -213,9 +191,4 @@ fn breaks_pairs(msgs: &[Message], edit: &Edit) -> bool {
         }
         groups::splits_group(msgs, s.range.start) || groups::splits_group(msgs, s.range.end)
     })
-}
-
-fn is_subsequence(small: &[String], big: &[String]) -> bool {
-    let mut it = big.iter();
-    small.iter().all(|x| it.any(|y| y == x))
 }

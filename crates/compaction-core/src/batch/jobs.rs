@@ -208,7 +208,6 @@ pub(super) fn job(
         ledger,
         budget_tokens: cfg.summary_max_tokens,
         ledger_max_tokens: cfg.ledger_max_tokens,
-        carry: Vec::new(),
     }
 }
 

@@ -732,7 +732,6 @@ pub fn batch_config(config: &Config) -> BatchConfig {
         strict_alternation: c.strict_alternation,
         ledger_max_tokens: c.ledger_max_tokens,
         keep_recent_images: BatchConfig::default().keep_recent_images,
-        carry_ratio: BatchConfig::default().carry_ratio,
     }
 }
 
