@@ -55,6 +55,14 @@
 //!   continuations than one (or than `before` had, [`Violation::ExtraContinuation`]), nor adds
 //!   one while user text survives ([`Violation::NeedlessContinuation`]). A continuation is
 //!   never one of the user's messages: law 4 does not look for it in `before`.
+//! - **Law 3, inherited pairs.** A same-role pair the pass kept is inherited even when it
+//!   rewrote one of the two in place (a pruned call, an image placeholder): the checker lines
+//!   `after` up with `before` (the messages that kept their content, in order, and between two
+//!   of them a stretch with as many messages on both sides, rewritten one for one) and
+//!   accepts a pair that stands where an adjacent same-role pair of `before` stood.
+//! - **Law 5** counts micro markers over the whole transcript and turn-progress markers inside
+//!   the active turn (after the last user message of the user's own), as spec section 2 says:
+//!   a finished turn's progress marker may still stand in the middle.
 //! - **Law 4** walks the real user messages of `before` (summary markers excluded) in order and
 //!   finds each in `after`, at or after the previous match, as a user message with identical
 //!   wire JSON. With strict alternation, a user message may instead be found as a verbatim

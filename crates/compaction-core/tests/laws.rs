@@ -290,6 +290,101 @@ fn law_3_adjacent_roles_and_exceptions() {
     assert!(v.contains(&Violation::FirstNotUser { index: 1 }), "{v:?}");
 }
 
+/// Law 3 judges what the pass did: a same-role pair it kept is inherited even when it rewrote
+/// one of the two in place (an image placeholder, a pruned call), as the simulator's law
+/// check found on a real session (two user messages, the first a pasted image). A pair it made
+/// adjacent is still a violation, rewritten or not.
+#[test]
+fn law_3_a_pair_rewritten_in_place_is_inherited() {
+    let image = Message::from_json(
+        r#"{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}"#,
+    )
+    .unwrap();
+    let before = vec![
+        Message::system("sys"),
+        Message::user("u1"),
+        Message::assistant("a1"),
+        image,
+        Message::user("and this one"),
+        Message::assistant("a2"),
+        Message::user("u3"),
+        Message::assistant("a3"),
+    ];
+    let placeholder = Message::user("[image removed after compaction: image/png, 3 B]");
+    let mut after = before.clone();
+    after[3] = placeholder.clone();
+    for kind in [PassKind::Prune, PassKind::Batch] {
+        assert_eq!(
+            check(&before, &after, Pass::new(kind, protected(1, 2))),
+            vec![]
+        );
+    }
+    // Both of the pair rewritten in place: still the same two places.
+    let mut both = after.clone();
+    both[4] = Message::user("and this one (shortened)");
+    assert_eq!(
+        check(&before, &both, Pass::new(PassKind::Prune, protected(1, 2))),
+        vec![]
+    );
+    // The assistant reply before the pair summarized away: the summary (user-role) now meets
+    // the rewritten image message, a pair the pass made.
+    let mut spliced = after.clone();
+    spliced.splice(1..3, [marker::render(MarkerKind::Batch, Role::User, "s")]);
+    let v = check(
+        &before,
+        &spliced,
+        Pass::new(PassKind::Batch, protected(1, 2)),
+    );
+    assert!(
+        v.contains(&Violation::AdjacentSameRole { index: 2 }),
+        "{v:?}"
+    );
+    // A pair made adjacent by dropping the message between them, with one of them rewritten.
+    let mut dropped = before.clone();
+    dropped.remove(5);
+    dropped[4] = Message::user("and this one (shortened)");
+    let v = check(
+        &before,
+        &dropped,
+        Pass::new(PassKind::Batch, protected(1, 1)),
+    );
+    assert!(
+        v.contains(&Violation::AdjacentSameRole { index: 5 }),
+        "{v:?}"
+    );
+}
+
+/// Law 5 counts turn-progress markers inside the active turn (spec section 2): a finished
+/// turn's marker before the last user message is not a second one.
+#[test]
+fn law_5_counts_progress_markers_in_the_active_turn() {
+    let progress = |body: &str| marker::render(MarkerKind::Progress, Role::Assistant, body);
+    let before = vec![
+        Message::system("sys"),
+        Message::user("u1"),
+        progress("turn 1 so far"),
+        Message::assistant("done 1"),
+        Message::user("u2"),
+        call("a"),
+        Message::tool_result("a", "x".repeat(4_000)),
+        call("b"),
+        Message::tool_result("b", "y".repeat(4_000)),
+    ];
+    let mut after = before.clone();
+    after.splice(5..7, [progress("turn 2 so far")]);
+    let pass = Pass::new(PassKind::Micro, protected(1, 2));
+    let v = check(&before, &after, pass);
+    assert!(!laws_of(&v).contains(&Law::OneRollingMarker), "{v:?}");
+    // Two inside the active turn break it.
+    let mut two = after.clone();
+    two.insert(6, progress("again"));
+    let v = check(&before, &two, pass);
+    assert!(
+        v.contains(&Violation::ExtraProgressMarker { index: 6 }),
+        "{v:?}"
+    );
+}
+
 #[test]
 fn law_5_markers() {
     let mut before = convo();

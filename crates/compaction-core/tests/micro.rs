@@ -882,6 +882,125 @@ fn long_turn_progress_marker_is_updated_in_place_then_absorbed_with_its_turn() {
     assert_eq!(h.count(MarkerKind::Micro), 1);
 }
 
+/// A long turn whose progress marker stands after the turn's oldest tool groups (a pass wrote
+/// it while a longer head protected them; the head shrinks once the session is compacted):
+/// the next progress pass takes those groups and the marker into one marker right after the
+/// turn's user message. It used to write a second marker beside the first (law 5), as the
+/// simulator's law check found on real sessions at 16K and 32K.
+#[test]
+fn a_progress_marker_after_the_turns_oldest_groups_takes_them_and_stays_one() {
+    for lead in [1usize, 2, 3] {
+        let mut msgs = tool_heavy(3);
+        msgs.push(Message::user("do the long task"));
+        let u = msgs.len() - 1;
+        let group = |id: &str, chars: usize| {
+            let call = ToolCall::function(id, "bash", r#"{"command":"make"}"#);
+            vec![
+                Message::assistant_tool_calls("", vec![call]),
+                Message::tool_result(id, "z".repeat(chars)),
+            ]
+        };
+        for k in 0..lead {
+            msgs.extend(group(&format!("old_{k}"), 1_500));
+        }
+        let marker_at = msgs.len();
+        msgs.push(marker::render(
+            MarkerKind::Progress,
+            Role::Assistant,
+            "- ran make on the old tree",
+        ));
+        for k in 0..30 {
+            msgs.extend(group(&format!("new_{k}"), 1_500));
+        }
+        let mut h = Harness::new(msgs, MicroConfig::default(), 8_000, true);
+        let plan = h.plan_progress();
+        let MicroStep::Absorb(job) = &plan.step else {
+            panic!("lead {lead}: {:?}", plan.step);
+        };
+        assert_eq!(job.kind, MarkerKind::Progress);
+        assert_eq!(job.ranges[0], u + 1..marker_at, "lead {lead}");
+        assert_eq!(job.superseded_markers, vec![marker_at]);
+        assert_eq!(
+            job.previous_summary.as_deref(),
+            Some("- ran make on the old tree")
+        );
+        // The harness checks every law after the pass (law 5 among them).
+        assert_eq!(h.pass(plan, &mut |p| Some(merge(p))), Ran::Progressed);
+        assert_eq!(h.count(MarkerKind::Progress), 1, "lead {lead}");
+        let after = h.t.messages();
+        assert_eq!(after[u].text(), "do the long task");
+        assert_eq!(marker::classify(&after[u + 1]), Some(MarkerKind::Progress));
+        // Later rounds update the same marker in place.
+        for _ in 0..3 {
+            let plan = h.plan_progress();
+            h.pass(plan, &mut |p| Some(merge(p)));
+            assert_eq!(h.count(MarkerKind::Progress), 1, "lead {lead}");
+        }
+    }
+}
+
+/// A progress marker the pass cannot reach (past a pinned group) is left alone, and no second
+/// marker is written in front of it from the group before the pinned one.
+#[test]
+fn an_unreachable_progress_marker_is_not_doubled() {
+    let mut msgs = tool_heavy(3);
+    msgs.push(Message::user("do the long task"));
+    let call = ToolCall::function("free", "bash", r#"{"command":"make"}"#);
+    msgs.push(Message::assistant_tool_calls("", vec![call]));
+    msgs.push(Message::tool_result("free", "f".repeat(1_500)));
+    let call = ToolCall::function("pinned", "bash", r#"{"command":"make"}"#);
+    let mut pinned = Message::assistant_tool_calls("", vec![call]);
+    pinned.meta_mut().pinned = true;
+    msgs.push(pinned);
+    msgs.push(Message::tool_result("pinned", "p".repeat(1_500)));
+    msgs.push(marker::render(
+        MarkerKind::Progress,
+        Role::Assistant,
+        "- earlier",
+    ));
+    for k in 0..30 {
+        let id = format!("new_{k}");
+        let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
+        msgs.push(Message::assistant_tool_calls("", vec![call]));
+        msgs.push(Message::tool_result(&id, "z".repeat(1_500)));
+    }
+    let mut h = Harness::new(msgs, MicroConfig::default(), 8_000, true);
+    let plan = h.plan_progress();
+    assert_eq!(plan.step, MicroStep::Noop(NoopReason::NothingToAbsorb));
+    h.pass(plan, &mut |p| Some(merge(p)));
+    assert_eq!(h.count(MarkerKind::Progress), 1);
+}
+
+/// A rolling micro marker that a batch marker after it cut off from the cursor (a batch pass
+/// summarized what followed it but could not take it: no role fits between the user message
+/// before it and the reply the user saw) is not the rolling marker, and is still there: the
+/// micro pass waits rather than writing a second one (law 5). The simulator's law check found
+/// the second marker on a real session at 8K.
+#[test]
+fn a_micro_marker_cut_off_by_a_batch_marker_is_not_doubled() {
+    let mut msgs = vec![
+        Message::system("You are a coding agent."),
+        Message::user("first request"),
+        marker::render(MarkerKind::Micro, Role::Assistant, "- older exchanges"),
+        marker::render(MarkerKind::Batch, Role::User, "## Goal\n- the work so far"),
+        Message::assistant("here is where things stand"),
+    ];
+    msgs.extend(tool_heavy(12).into_iter().skip(1));
+    let mut h = Harness::new(msgs, MicroConfig::default(), 8_000, true);
+    let plan = h.plan();
+    assert_eq!(plan.step, MicroStep::Noop(NoopReason::EarlierMicroMarker));
+    h.pass(plan, &mut |p| Some(merge(p)));
+    assert_eq!(h.count(MarkerKind::Micro), 1);
+    // Without the older micro marker the same transcript absorbs its oldest exchange.
+    let mut msgs = h.t.messages().to_vec();
+    msgs.remove(2);
+    let mut h = Harness::new(msgs, MicroConfig::default(), 8_000, true);
+    let plan = h.plan();
+    assert!(matches!(plan.step, MicroStep::Absorb(_)), "{:?}", plan.step);
+    assert_eq!(h.pass(plan, &mut |p| Some(merge(p))), Ran::Absorbed);
+    assert_eq!(h.count(MarkerKind::Micro), 1);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Trajectory.
 

@@ -46,7 +46,7 @@ pub mod waits;
 pub use counting::{CountingSummarizer, SummaryUsage};
 pub use policy::{Policy, Variant};
 pub use pricing::{Prices, Pricing};
-pub use replay::{ReplayOptions, TraceLine, TraceText, replay};
+pub use replay::{LawFinding, ReplayOptions, TraceLine, TraceText, replay};
 pub use row::{Derived, Row};
 pub use run::{Options, Simulation, simulate};
 

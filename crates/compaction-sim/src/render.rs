@@ -164,13 +164,63 @@ pub fn to_json(sim: &Simulation) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({
+    let mut out = serde_json::json!({
         "policies": sim.policies,
         "prices": prices,
         "profiles": profiles,
         "rows": sim.rows.iter().map(row).collect::<Vec<_>>(),
         "totals": sim.totals.iter().map(row).collect::<Vec<_>>(),
-    })
+    });
+    if sim.laws_checked
+        && let Some(obj) = out.as_object_mut()
+    {
+        obj.insert(
+            "law_violations".into(),
+            serde_json::to_value(&sim.violations).unwrap_or_default(),
+        );
+    }
+    out
+}
+
+/// What `simulate --check-laws` prints after its tables: one line per violation (policy,
+/// transcript, request, hook, pass kind, the violation as the checker names it), or one line
+/// saying that every pass kept every law.
+///
+/// ```
+/// use compaction_sim::LawFinding;
+/// use compaction_sim::render::law_lines;
+///
+/// assert_eq!(law_lines(&[], 42), "laws: every pass of the 42 replays kept every law\n");
+/// let found = LawFinding {
+///     policy: "micro".into(),
+///     transcript: "s.jsonl".into(),
+///     request: 7,
+///     hook: "after_tool_round",
+///     pass: "Micro".into(),
+///     violation: "law 5 (one rolling marker): a second rolling micro marker at 6".into(),
+/// };
+/// assert_eq!(
+///     law_lines(&[found], 3),
+///     "laws: 1 violations (policy, transcript, request, hook, pass: violation)\n  \
+///      micro s.jsonl request 7 after_tool_round Micro: law 5 (one rolling marker): a second \
+///      rolling micro marker at 6\n"
+/// );
+/// ```
+pub fn law_lines(violations: &[crate::LawFinding], replays: usize) -> String {
+    if violations.is_empty() {
+        return format!("laws: every pass of the {replays} replays kept every law\n");
+    }
+    let mut out = format!(
+        "laws: {} violations (policy, transcript, request, hook, pass: violation)\n",
+        violations.len()
+    );
+    for v in violations {
+        out.push_str(&format!(
+            "  {} {} request {} {} {}: {}\n",
+            v.policy, v.transcript, v.request, v.hook, v.pass, v.violation
+        ));
+    }
+    out
 }
 
 /// A progress bar 30 cells wide, then `done/total` and `label`: what a command redraws on a

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript};
+use hermes_compaction::core::{Estimator, Message, TokenCounter, Transcript, laws};
 use hermes_compaction::driver::{HookOrder, Moment};
 use hermes_compaction::llm::Summarizer;
 use hermes_compaction::store::Store;
@@ -51,6 +51,9 @@ pub struct ReplayOptions {
     pub trace_text: bool,
     /// The summarizer's latency and the summary prepared ahead.
     pub latency: LatencyOptions,
+    /// Check every pass against the laws ([`laws::check`]) with the transcript before and
+    /// after it, and record what it broke in [`Replay::violations`].
+    pub check_laws: bool,
 }
 
 impl Default for ReplayOptions {
@@ -61,6 +64,66 @@ impl Default for ReplayOptions {
             trace: false,
             trace_text: false,
             latency: LatencyOptions::default(),
+            check_laws: false,
+        }
+    }
+}
+
+/// A law a pass of a replay broke ([`ReplayOptions::check_laws`]). It names messages by
+/// index, never by text, like the checker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LawFinding {
+    /// Policy (variant) name.
+    pub policy: String,
+    /// Transcript name.
+    pub transcript: String,
+    /// Requests sent before the pass ran (the pass of `before_request` ran before request
+    /// `request`, counted from 0).
+    pub request: u64,
+    /// The hook that ran the pass: `before_request`, `on_context_overflow`,
+    /// `after_tool_round` or `finalize_turn`.
+    pub hook: &'static str,
+    /// The pass as the checker read it ([`laws::PassKind`], e.g. `Batch`).
+    pub pass: String,
+    /// The violation, as [`laws::Violation`] displays it.
+    pub violation: String,
+}
+
+/// The law check of one replay: the transcript kept before each hook, checked against the
+/// transcript after it when the hook reports a pass.
+struct LawCheck {
+    on: bool,
+    policy: String,
+    transcript: String,
+    findings: Vec<LawFinding>,
+}
+
+impl LawCheck {
+    fn before(&self, t: &Transcript) -> Option<Vec<Message>> {
+        self.on.then(|| t.messages().to_vec())
+    }
+
+    fn after(
+        &mut self,
+        before: Option<Vec<Message>>,
+        t: &Transcript,
+        law: Option<&laws::Pass>,
+        hook: &'static str,
+        request: u64,
+    ) {
+        let (Some(before), Some(law)) = (before, law) else {
+            return;
+        };
+        let found = laws::check(&before, t.messages(), law, &Estimator::default());
+        for v in found {
+            self.findings.push(LawFinding {
+                policy: self.policy.clone(),
+                transcript: self.transcript.clone(),
+                request,
+                hook,
+                pass: format!("{:?}", law.kind),
+                violation: v.to_string(),
+            });
         }
     }
 }
@@ -99,6 +162,8 @@ pub struct Replay {
     /// Each distinct message of the prompts once, in order of first appearance, when
     /// [`ReplayOptions::trace_text`] is set, else empty.
     pub texts: Vec<TraceText>,
+    /// What the passes broke, when [`ReplayOptions::check_laws`] is set (else empty).
+    pub violations: Vec<LawFinding>,
 }
 
 /// The mutable state of one replay: the prompt's wire forms (kept in step with the
@@ -203,6 +268,12 @@ pub async fn replay(
         c.enabled && c.prepare_at > 0.0
     };
     let mut waits = Tracker::new(options.latency, preparing);
+    let mut check = LawCheck {
+        on: options.check_laws,
+        policy: variant.name.clone(),
+        transcript: name.into(),
+        findings: Vec::new(),
+    };
     for m in msgs {
         let original = Wire::of(m);
         if let Some(ts) = time::timestamp_ms(m) {
@@ -226,12 +297,16 @@ pub async fn replay(
             match moment {
                 Moment::TurnEnd => {
                     let before = counting.usage();
-                    finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+                    finalize(&mut c, &mut t, &mut row, &mut prompt, &mut check).await;
                     waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
                     waits.hook(&c);
                 }
                 Moment::ToolRound => {
-                    if let Some(r) = c.after_tool_round(&mut t).await
+                    let kept = check.before(&t);
+                    let report = c.after_tool_round(&mut t).await;
+                    let law = report.as_ref().map(|r| &r.law);
+                    check.after(kept, &t, law, "after_tool_round", row.requests);
+                    if let Some(r) = report
                         && (row.record_micro(&r) || changed(&r.stats))
                     {
                         prompt.rewrite(&t);
@@ -241,7 +316,10 @@ pub async fn replay(
                 Moment::Request => {
                     waits.in_turn(round_start, counting.usage());
                     let before = counting.usage();
+                    let kept = check.before(&t);
                     let (ticket, report) = c.before_request(&mut t).await;
+                    let law = report.as_ref().map(|r| &r.law);
+                    check.after(kept, &t, law, "before_request", row.requests);
                     waits.trigger(&c, report.as_ref(), before, counting.usage(), now);
                     waits.started(&c, &counting, now).await;
                     if let Some(r) = report
@@ -258,9 +336,11 @@ pub async fn replay(
                     // `overflows` counts the requests still over after that.
                     while retries_overflow && t.current_tokens() > context_length {
                         row.refused += 1;
+                        let kept = check.before(&t);
                         let Some(r) = c.on_context_overflow(&mut t).await else {
                             break;
                         };
+                        check.after(kept, &t, Some(&r.law), "on_context_overflow", row.requests);
                         if !(row.record_batch(&r) || changed(&r.stats)) {
                             break;
                         }
@@ -349,7 +429,7 @@ pub async fn replay(
     }
     if order.finish() == Some(Moment::TurnEnd) {
         let before = counting.usage();
-        finalize(&mut c, &mut t, &mut row, &mut prompt).await;
+        finalize(&mut c, &mut t, &mut row, &mut prompt, &mut check).await;
         waits.turn_end(before, counting.usage(), last_request_ms.unwrap_or(0));
         waits.hook(&c);
     }
@@ -362,11 +442,31 @@ pub async fn replay(
     Scorer::finish_at(&mut row, summary_price_ratio);
     price(&mut row, &options.pricing, &requests, summary_price_ratio);
     waits.finish(&mut row, &options.pricing, summary_price_ratio);
-    Ok(Replay { row, trace, texts })
+    Ok(Replay {
+        row,
+        trace,
+        texts,
+        violations: check.findings,
+    })
 }
 
-async fn finalize(c: &mut Compressor, t: &mut Transcript, row: &mut Row, prompt: &mut Prompt) {
-    if let Some(r) = c.finalize_turn(t).await
+async fn finalize(
+    c: &mut Compressor,
+    t: &mut Transcript,
+    row: &mut Row,
+    prompt: &mut Prompt,
+    check: &mut LawCheck,
+) {
+    let kept = check.before(t);
+    let report = c.finalize_turn(t).await;
+    check.after(
+        kept,
+        t,
+        report.as_ref().map(|r| &r.law),
+        "finalize_turn",
+        row.requests,
+    );
+    if let Some(r) = report
         && (row.record_micro(&r) || changed(&r.stats))
     {
         prompt.rewrite(t);

@@ -11,7 +11,7 @@ use crate::latency::LatencyOptions;
 use crate::policy::Variant;
 use crate::pricing::{Prices, Pricing};
 use crate::replay::{
-    DEFAULT_REQUEST_GAP_SECS, Replay, ReplayOptions, TraceLine, TraceText, replay,
+    DEFAULT_REQUEST_GAP_SECS, LawFinding, Replay, ReplayOptions, TraceLine, TraceText, replay,
 };
 use crate::row::Row;
 use crate::{Error, Result, SummarizerFactory};
@@ -35,6 +35,11 @@ pub struct Simulation {
     /// (by digest, across all replays), in the order of the rows.
     #[serde(skip)]
     pub trace_text: Vec<TraceText>,
+    /// Whether every pass was checked against the laws ([`Options::check_laws`]).
+    pub laws_checked: bool,
+    /// With [`Options::check_laws`]: what the passes broke, in the order of the rows (empty
+    /// when every pass kept every law).
+    pub violations: Vec<LawFinding>,
 }
 
 impl Simulation {
@@ -62,6 +67,9 @@ pub struct Options {
     pub threads: usize,
     /// The summarizer's latency and the summary prepared ahead.
     pub latency: LatencyOptions,
+    /// Check every pass of every replay against the laws
+    /// ([`ReplayOptions::check_laws`]); what they broke is in [`Simulation::violations`].
+    pub check_laws: bool,
 }
 
 impl Default for Options {
@@ -75,6 +83,7 @@ impl Default for Options {
             trace_text: false,
             threads: 0,
             latency: LatencyOptions::default(),
+            check_laws: false,
         }
     }
 }
@@ -167,6 +176,7 @@ pub fn simulate(
                         trace: options.trace,
                         trace_text: options.trace_text,
                         latency: options.latency,
+                        check_laws: options.check_laws,
                     };
                     let out = summarizer().and_then(|inner| {
                         rt.block_on(replay(name, msgs, &variants[v], inner, &replay_options))
@@ -190,11 +200,13 @@ pub fn simulate(
     let mut trace = Vec::new();
     let mut trace_text = Vec::new();
     let mut texts_seen = std::collections::HashSet::new();
+    let mut violations = Vec::new();
     for r in results {
         match r {
             Some(out) => {
                 let out = out?;
                 rows.push(out.row);
+                violations.extend(out.violations);
                 trace.extend(out.trace);
                 for t in out.texts {
                     if texts_seen.insert(t.hash.clone()) {
@@ -226,5 +238,7 @@ pub fn simulate(
         totals,
         trace,
         trace_text,
+        laws_checked: options.check_laws,
+        violations,
     })
 }

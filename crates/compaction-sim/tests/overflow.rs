@@ -103,6 +103,9 @@ fn a_giant_tool_result_in_the_last_message_does_not_overflow() {
     }
 }
 
+/// Also: every pass of these replays keeps every law (`Options::check_laws`); the ungated
+/// micro policy wrote a second turn-progress marker on a fixture at 32K before the progress
+/// planner took a marker that stands after the turn's oldest tool groups.
 #[test]
 fn the_fixtures_never_overflow_from_32k_up() {
     let Some(files) = test_support::fixture_files() else {
@@ -123,7 +126,16 @@ fn the_fixtures_never_overflow_from_32k_up() {
         let sim = run(
             &inputs,
             &variants(context, &[Policy::Batch, Policy::Micro]),
-            &Options::default(),
+            &Options {
+                check_laws: true,
+                ..Options::default()
+            },
+        );
+        assert!(sim.laws_checked);
+        assert!(
+            sim.violations.is_empty(),
+            "at {context}: {}",
+            compaction_sim::render::law_lines(&sim.violations, sim.rows.len())
         );
         for r in &sim.rows {
             assert_eq!(

@@ -287,6 +287,12 @@ pub struct SimulateArgs {
     /// Print one table per transcript as well as the totals.
     #[arg(long)]
     pub per_transcript: bool,
+    /// Check every pass of every replay against the laws (the transcript before and after
+    /// it, as `laws::check` does): print each violation after the tables (policy,
+    /// transcript, request, hook, the law and message indices, never text), add them to
+    /// --json as `law_violations`, and exit 1 if there is any.
+    #[arg(long)]
+    pub check_laws: bool,
     /// Engine options.
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -66,6 +66,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
             },
             prepare_at: args.prepare_at,
         },
+        check_laws: args.check_laws,
     };
     options.check()?;
     let inputs = read_inputs(&args.input, args.input_format.format)?;
@@ -118,7 +119,21 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         write_output(path, "--trace-text", sim.trace_jsonl(true).as_bytes())?;
     }
     let names: Vec<&str> = inputs.iter().map(|(n, _)| n.as_str()).collect();
-    write_out(out, &sim.report(&names, args.per_transcript))
+    write_out(out, &sim.report(&names, args.per_transcript))?;
+    if args.check_laws {
+        let replays = sim.rows.len();
+        write_out(
+            out,
+            &compaction_sim::render::law_lines(&sim.violations, replays),
+        )?;
+        if !sim.violations.is_empty() {
+            return Err(crate::Error::Pass(format!(
+                "{} law violations in {replays} replays (listed above)",
+                sim.violations.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Scores another compressor's trace over `inputs` with the simulator's scorer and adds it

@@ -230,17 +230,27 @@ pub(super) fn check_roles(
 ) {
     let strict = pass.options.strict_alternation;
     let wire_before: Vec<String> = before.iter().map(Message::to_wire_json).collect();
+    let wire_after: Vec<String> = after.iter().map(Message::to_wire_json).collect();
     let adjacent_before: HashSet<(&str, &str)> = (1..before.len())
         .filter(|&i| visible(before[i].role()) && before[i - 1].role() == before[i].role())
         .map(|i| (wire_before[i - 1].as_str(), wire_before[i].as_str()))
         .collect();
+    let origin = positions(&wire_before, &wire_after);
     for i in 1..after.len() {
         let (x, y) = (&after[i - 1], &after[i]);
         if !visible(y.role()) || x.role() != y.role() {
             continue;
         }
-        let (wx, wy) = (x.to_wire_json(), y.to_wire_json());
-        if adjacent_before.contains(&(wx.as_str(), wy.as_str())) {
+        if adjacent_before.contains(&(wire_after[i - 1].as_str(), wire_after[i].as_str())) {
+            continue;
+        }
+        // The same two places of `before`, rewritten one for one (a pruned call, an image
+        // placeholder): the pass kept a pair it inherited.
+        if let (Some(a), Some(b)) = (origin[i - 1], origin[i])
+            && b == a + 1
+            && before[a].role() == x.role()
+            && before[b].role() == y.role()
+        {
             continue;
         }
         let (kx, ky) = (marker::classify(x), marker::classify(y));
@@ -261,6 +271,47 @@ pub(super) fn check_roles(
     {
         out.push(Violation::FirstNotUser { index: a });
     }
+}
+
+/// Where each message of `after` stood in `before`, as far as the two line up: the messages
+/// that kept their content (the longest run of them a greedy match in order finds), and,
+/// between two of those, the messages of a stretch that has as many messages on both sides
+/// (rewritten one for one, in place). `None` for a message a pass wrote in place of a
+/// different number of messages (a summary).
+fn positions(before: &[String], after: &[String]) -> Vec<Option<usize>> {
+    let mut at: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (j, w) in before.iter().enumerate() {
+        at.entry(w.as_str()).or_default().push(j);
+    }
+    let mut origin: Vec<Option<usize>> = vec![None; after.len()];
+    // Kept messages: each at the first place after the previous one's.
+    let mut next = 0;
+    for (i, w) in after.iter().enumerate() {
+        if let Some(js) = at.get(w.as_str()) {
+            let k = js.partition_point(|&j| j < next);
+            if let Some(&j) = js.get(k) {
+                origin[i] = Some(j);
+                next = j + 1;
+            }
+        }
+    }
+    // Stretches between two kept messages (or an end) with as many messages on both sides.
+    let mut anchors: Vec<(usize, usize)> = origin
+        .iter()
+        .enumerate()
+        .filter_map(|(i, j)| j.map(|j| (i, j)))
+        .collect();
+    anchors.push((after.len(), before.len()));
+    let (mut pi, mut pj) = (0usize, 0usize);
+    for (ai, bj) in anchors {
+        if ai - pi == bj.saturating_sub(pj) && bj >= pj {
+            for k in 0..ai - pi {
+                origin[pi + k] = Some(pj + k);
+            }
+        }
+        (pi, pj) = (ai + 1, bj + 1);
+    }
+    origin
 }
 
 /// Law 3, the continuation (issue 21, item 14).
@@ -351,6 +402,12 @@ pub(super) fn check_user_text(
 /// Law 5.
 pub(super) fn check_markers(before: &[Message], after: &[Message], out: &mut Vec<Violation>) {
     let (mut micro, mut progress) = (0, 0);
+    // The active turn: from the last user message of the user's own (a library marker or
+    // continuation is not one). A finished turn's progress marker may still stand before it.
+    let turn = after
+        .iter()
+        .rposition(|m| m.is_user() && marker::classify(m).is_none())
+        .unwrap_or(0);
     for (i, m) in after.iter().enumerate() {
         match marker::classify(m) {
             Some(MarkerKind::Micro) => {
@@ -359,7 +416,7 @@ pub(super) fn check_markers(before: &[Message], after: &[Message], out: &mut Vec
                     out.push(Violation::ExtraMicroMarker { index: i });
                 }
             }
-            Some(MarkerKind::Progress) => {
+            Some(MarkerKind::Progress) if i > turn => {
                 progress += 1;
                 if progress > 1 {
                     out.push(Violation::ExtraProgressMarker { index: i });

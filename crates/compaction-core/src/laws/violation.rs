@@ -145,9 +145,10 @@ pub enum Violation {
         /// Index of the second (or later) micro marker.
         index: usize,
     },
-    /// Law 5: more than one turn-progress marker.
+    /// Law 5: more than one turn-progress marker inside the active turn (after the last user
+    /// message of the user's own; a finished turn's marker before it is not counted).
     ExtraProgressMarker {
-        /// Index of the second (or later) progress marker.
+        /// Index of the second (or later) progress marker of the active turn.
         index: usize,
     },
     /// Law 5: a batch marker of `before` was deleted.
@@ -272,7 +273,10 @@ impl fmt::Display for Violation {
                 write!(f, "a second rolling micro marker at {index}")
             }
             Violation::ExtraProgressMarker { index } => {
-                write!(f, "a second turn-progress marker at {index}")
+                write!(
+                    f,
+                    "a second turn-progress marker in the active turn at {index}"
+                )
             }
             Violation::BatchMarkerDeleted { before_index } => {
                 write!(f, "batch marker {before_index} of before was deleted")

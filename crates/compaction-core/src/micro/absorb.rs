@@ -82,6 +82,17 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         return plan;
     }
 
+    // A micro marker that a batch marker after it cut off from the cursor is not the rolling
+    // marker, and is still there: a second one must not be written (law 5).
+    if resolved.rolling_marker.is_none()
+        && (r.middle.start..resolved.cursor.min(msgs.len()))
+            .any(|i| marker::classify(&msgs[i]) == Some(MarkerKind::Micro))
+    {
+        plan.step = MicroStep::Noop(NoopReason::EarlierMicroMarker);
+        plan.resolved = Some(resolved);
+        return plan;
+    }
+
     // Step 3: the oldest whole exchange at or after the cursor (before the last reply the user
     // saw, which stays verbatim).
     let Some(first) = next_micro_exchange(msgs, r.rewritable_middle(), resolved.cursor) else {

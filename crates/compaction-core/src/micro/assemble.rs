@@ -57,14 +57,17 @@ pub fn assemble_micro(
         }
         MicroStep::Absorb(job) if job.kind == MarkerKind::Progress => {
             let body = job.ledger.attach(&body, cfg.ledger_max_tokens);
-            let range = &job.ranges[0];
-            let start = job
-                .superseded_markers
-                .first()
-                .copied()
-                .unwrap_or(range.start);
+            // The marker and the groups it absorbs are one contiguous span: the groups after
+            // the marker, and any of the turn's older groups before it.
+            let units = job
+                .ranges
+                .iter()
+                .cloned()
+                .chain(job.superseded_markers.iter().map(|&i| i..i + 1));
+            let start = units.clone().map(|u| u.start).min().unwrap_or(0);
+            let end = units.map(|u| u.end).max().unwrap_or(start);
             let edit = Edit::single(
-                start..range.end,
+                start..end,
                 vec![marker::render(MarkerKind::Progress, Role::Assistant, &body)],
             );
             edit.validate(msgs.len())?;

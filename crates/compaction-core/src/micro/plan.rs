@@ -80,6 +80,10 @@ pub enum NoopReason {
     EarlierProgressMarker,
     /// Turn progress under strict alternation is not supported yet.
     StrictAlternation,
+    /// A rolling micro marker stands before the batch marker the cursor resumes after (a
+    /// batch pass folded the exchanges after it but could not take it): a new rolling marker
+    /// beside it would make two (law 5), so micro waits until a batch pass folds it.
+    EarlierMicroMarker,
     /// No placement of the new marker keeps law 3 (e.g. under strict alternation, users that
     /// would become adjacent across the protected tail boundary cannot be joined); the pass
     /// waits until the exchange's closing user message is inside the middle.

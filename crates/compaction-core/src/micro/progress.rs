@@ -63,9 +63,46 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         return plan;
     }
     memo.progress_clear(t, &r.middle);
-    let progress = (u + 1 < msgs.len()
-        && marker::classify(&msgs[u + 1]) == Some(MarkerKind::Progress))
-    .then_some(u + 1);
+    // The last reply the user saw stays verbatim: absorption stops before it.
+    let end_limit = r.rewritable_turn_middle().end;
+    let next_unit = |from: usize| -> Option<Range<usize>> {
+        if from >= end_limit || marker::classify(&msgs[from]).is_some() || msgs[from].is_user() {
+            return None;
+        }
+        let e = groups::group_end(msgs, from);
+        // The progress marker absorbs the turn's groups in order, up to the first pinned one.
+        (e <= end_limit && !crate::pins::any_pinned(msgs, from..e)).then_some(from..e)
+    };
+    // The turn's progress marker: right after the turn's user message, or after the turn's
+    // oldest tool groups when a pass wrote it while they were protected (a head that has
+    // shrunk since, once the session was compacted). Those groups are then absorbed first,
+    // with the marker, so the turn keeps one marker, right after its user message.
+    let (progress, lead) = {
+        let mut i = u + 1;
+        let mut lead_units = 0;
+        loop {
+            if i < end_limit && marker::classify(&msgs[i]) == Some(MarkerKind::Progress) {
+                break (Some(i), (i > u + 1).then_some((u + 1..i, lead_units)));
+            }
+            match next_unit(i) {
+                Some(unit) => {
+                    i = unit.end;
+                    lead_units += 1;
+                }
+                None => break (None, None),
+            }
+        }
+    };
+    // A progress marker this pass cannot reach (past a pinned group, another marker, or in
+    // the protected tail) is left alone, and no second one is written beside it (law 5).
+    if progress.is_none()
+        && msgs[u + 1..]
+            .iter()
+            .any(|m| marker::classify(m) == Some(MarkerKind::Progress))
+    {
+        plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
+        return plan;
+    }
     if progress.is_some_and(|p| msgs[p].is_pinned()) {
         // A pinned progress marker is never rewritten.
         plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
@@ -75,20 +112,16 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
     let (previous, previous_ledger) = split_summary(previous_body.as_deref());
     plan.rolling_summary_tokens = previous.as_deref().map_or(0, |s| counter.count_text(s));
     let start = progress.map_or(u + 1, |p| p + 1);
-    // The last reply the user saw stays verbatim: absorption stops before it.
-    let end_limit = r.rewritable_turn_middle().end;
 
-    let next_unit = |from: usize| -> Option<Range<usize>> {
-        if from >= end_limit || marker::classify(&msgs[from]).is_some() || msgs[from].is_user() {
-            return None;
-        }
-        let e = groups::group_end(msgs, from);
-        // The progress marker absorbs the turn's groups in order, up to the first pinned one.
-        (e <= end_limit && !crate::pins::any_pinned(msgs, from..e)).then_some(from..e)
-    };
-    let Some(first) = next_unit(start) else {
-        plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
-        return plan;
+    let first = match &lead {
+        Some((groups, _)) => groups.clone(),
+        None => match next_unit(start) {
+            Some(first) => first,
+            None => {
+                plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
+                return plan;
+            }
+        },
     };
     let exchange = ExchangeId::of(msgs, first.clone());
     if let Some(f) = &state.progress_failures
@@ -104,15 +137,21 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         Role::Assistant,
         previous_body.as_deref().unwrap_or(""),
     ));
+    let lead_tokens = lead.as_ref().map_or(0, |(g, _)| t.tokens_in(g.clone()));
+    // `range`: the groups absorbed after the marker (after the lead, when there is one).
     let reclaim = |range: &Range<usize>| -> i64 {
-        (t.tokens_in(range.clone()) + superseded_tokens) as i64 - new_marker_tokens as i64
+        (lead_tokens + t.tokens_in(range.clone()) + superseded_tokens) as i64
+            - new_marker_tokens as i64
     };
     let gate = cfg.min_reclaim_tokens as i64;
     // A scan that fell short before resumes after the last group it found (a lower gate
     // than its sum starts over: the plan then absorbs).
-    let (mut range, mut units) = match memo.turn_for(t, &first, end_limit) {
-        Some(s) if gate > 0 && reclaim(&s.range) < gate => (s.range, s.units),
-        _ => (first, 1),
+    let (mut range, mut units) = match &lead {
+        Some((_, n)) => (start..start, *n),
+        None => match memo.turn_for(t, &first, end_limit) {
+            Some(s) if gate > 0 && reclaim(&s.range) < gate => (s.range, s.units),
+            _ => (first, 1),
+        },
     };
     if gate > 0 {
         while reclaim(&range) < gate {
@@ -127,7 +166,7 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
                         exchanges: units,
                     };
                     // A group ending at the transcript's end may still gain results.
-                    if range.end < t.len() {
+                    if range.end < t.len() && lead.is_none() {
                         memo.turn = Some(TurnScan {
                             lineage: t.lineage(),
                             len: t.len(),
@@ -141,13 +180,18 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
             }
         }
     }
-    let ranges = vec![range.clone()];
+    let expected_reclaim_tokens = reclaim(&range);
+    let ranges: Vec<Range<usize>> = lead
+        .map(|(g, _)| g)
+        .into_iter()
+        .chain(Some(range).filter(|x| !x.is_empty()))
+        .collect();
     let (messages, material, previous) = material_for(msgs, &ranges, &cfg.material, previous);
     let ledger = ledger_of(previous_ledger, msgs, &ranges);
     plan.step = MicroStep::Absorb(AbsorbJob {
         kind: MarkerKind::Progress,
-        exchange_tokens: t.tokens_in(range.clone()),
-        expected_reclaim_tokens: reclaim(&range),
+        exchange_tokens: ranges.iter().map(|x| t.tokens_in(x.clone())).sum(),
+        expected_reclaim_tokens,
         ranges,
         material,
         previous_summary: previous,

@@ -358,6 +358,7 @@ pub fn tune(
         trace_text: false,
         threads: options.threads,
         latency: crate::latency::LatencyOptions::default(),
+        check_laws: false,
     };
     let space = Space::new();
     let valid = |k: &Knobs| k.apply(base).validate().is_ok();
