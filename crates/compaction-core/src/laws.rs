@@ -59,7 +59,10 @@
 //!   rewrote one of the two in place (a pruned call, an image placeholder): the checker lines
 //!   `after` up with `before` (the messages that kept their content, in order, and between two
 //!   of them a stretch with as many messages on both sides, rewritten one for one) and
-//!   accepts a pair that stands where an adjacent same-role pair of `before` stood.
+//!   accepts a pair that stands where an adjacent same-role pair of `before` stood. Under
+//!   strict alternation a join the pass made may stand next to a user that was already next
+//!   to the join's last part (or first part): the pair is inherited when the first ends with,
+//!   and the second starts with, the texts of two neighbours of `before`.
 //! - **Law 5** counts micro markers over the whole transcript and turn-progress markers inside
 //!   the active turn (after the last user message of the user's own), as spec section 2 says:
 //!   a finished turn's progress marker may still stand in the middle.
@@ -67,7 +70,9 @@
 //!   finds each in `after`, at or after the previous match, as a user message with identical
 //!   wire JSON. With strict alternation, a user message may instead be found as a verbatim
 //!   substring of a later user message's text (several users joined with a separator),
-//!   continuing after the previous substring match.
+//!   continuing after the previous substring match; inside a join, the next user message is
+//!   looked for in the rest of that join before a verbatim copy further on (the same text
+//!   may stand twice).
 //!
 //! ```
 //! use compaction_core::laws::{self, Law, Pass, PassKind, Protected};

@@ -354,6 +354,94 @@ fn law_3_a_pair_rewritten_in_place_is_inherited() {
     );
 }
 
+/// Under strict alternation a micro pass joins the users it makes adjacent and leaves the
+/// users that were adjacent already: the checker accepts a join next to such a neighbour, and
+/// finds each user message inside its join even when the same text stands twice (the
+/// simulator's law check reported both on real sessions: a Claude Code local command run
+/// twice, a "continue" sent twice). A pair the pass made and did not join stays a violation.
+#[test]
+fn laws_3_and_4_under_strict_alternation_read_joins_next_to_inherited_pairs() {
+    const SEP: &str = "\n\n[next user message]\n\n";
+    let strict = Pass {
+        options: LawOptions {
+            strict_alternation: true,
+            ..LawOptions::default()
+        },
+        ..Pass::new(PassKind::Micro, protected(1, 1))
+    };
+    let u = |s: &str| Message::user(s);
+    let a = |s: &str| Message::assistant(s);
+    // A join, then the user that was already next to its last part, twice over with the same
+    // texts further on.
+    let before = vec![
+        Message::system("sys"),
+        u("yes"),
+        a("the reply the pass absorbs"),
+        u("caveat"),
+        u("run it"),
+        u("it failed"),
+        u("caveat"),
+        u("run it"),
+        u("it ran"),
+        a("done"),
+    ];
+    let mut after = vec![Message::system("sys"), u(&format!("yes{SEP}caveat"))];
+    after.extend(before[4..].iter().cloned());
+    assert_eq!(check(&before, &after, strict), vec![]);
+    // Two joins side by side, each made of a pair the pass made adjacent, meeting where
+    // `before` had two users side by side.
+    let before = vec![
+        Message::system("sys"),
+        u("a"),
+        a("r1"),
+        u("b"),
+        u("c"),
+        a("r2"),
+        u("d"),
+        a("e"),
+    ];
+    let after = vec![
+        Message::system("sys"),
+        u(&format!("a{SEP}b")),
+        u(&format!("c{SEP}d")),
+        a("e"),
+    ];
+    assert_eq!(check(&before, &after, strict), vec![]);
+    // Made adjacent and not joined: a violation under strict alternation.
+    let before = vec![
+        Message::system("sys"),
+        u("a"),
+        a("r1"),
+        u("b"),
+        a("r2"),
+        u("c"),
+        a("e"),
+    ];
+    let unjoined = vec![
+        Message::system("sys"),
+        u("a"),
+        u("b"),
+        a("r2"),
+        u("c"),
+        a("e"),
+    ];
+    assert_eq!(
+        check(&before, &unjoined, strict),
+        vec![Violation::AdjacentSameRole { index: 2 }]
+    );
+    // A join next to a user that was not its last part's neighbour in `before`.
+    let stray = vec![
+        Message::system("sys"),
+        u(&format!("a{SEP}b")),
+        u("c"),
+        a("e"),
+    ];
+    assert_eq!(
+        check(&before, &stray, strict),
+        vec![Violation::AdjacentSameRole { index: 2 }]
+    );
+}
+
 /// Law 5 counts turn-progress markers inside the active turn (spec section 2): a finished
 /// turn's marker before the last user message is not a second one.
 #[test]

@@ -253,6 +253,23 @@ pub(super) fn check_roles(
         {
             continue;
         }
+        // Under strict alternation, a pair of which one (or both) is a join the pass made:
+        // the first ends with, the second starts with, two neighbours of `before` (the pass
+        // joined users it made adjacent, and kept a pair that was adjacent in `before`). Text
+        // decides, not the line-up: a join has no place of its own there, and the same text
+        // may stand twice (a "continue" sent twice).
+        if strict
+            && x.is_user()
+            && (origin[i - 1].is_none() || origin[i].is_none())
+            && (1..before.len()).any(|b| {
+                before[b - 1].role() == x.role()
+                    && before[b].role() == y.role()
+                    && x.text().ends_with(before[b - 1].text().as_ref())
+                    && y.text().starts_with(before[b].text().as_ref())
+            })
+        {
+            continue;
+        }
         let (kx, ky) = (marker::classify(x), marker::classify(y));
         let micro_users =
             pass.kind == PassKind::Micro && y.is_user() && kx.is_none() && ky.is_none();
@@ -374,6 +391,20 @@ pub(super) fn check_user_text(
     for (bi, u) in before.iter().enumerate() {
         if !u.is_user() || marker::classify(u).is_some() {
             continue;
+        }
+        // Inside a join, the next user message continues it when its text comes next there
+        // (before a verbatim copy further on: the same text may occur twice, e.g. a command
+        // run twice).
+        if strict && off > 0 && k < users_after.len() {
+            let needle = u.text();
+            if let Some(pos) = users_after[k]
+                .text()
+                .get(off..)
+                .and_then(|t| t.find(needle.as_ref()))
+            {
+                off += pos + needle.len();
+                continue;
+            }
         }
         let wire = u.to_wire_json();
         let from = if off == 0 { k } else { k + 1 };
