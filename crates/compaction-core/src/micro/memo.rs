@@ -17,6 +17,8 @@ pub(crate) struct PlanMemo {
     pub(super) gate: Option<GateScan>,
     pub(super) turn: Option<TurnScan>,
     no_progress: Option<Clear>,
+    /// The same for the active turn (from after its user message).
+    no_progress_in_turn: Option<Clear>,
 }
 
 impl PlanMemo {
@@ -52,38 +54,64 @@ impl PlanMemo {
             .then_some(s)
     }
 
-    /// The known-clear range when it still applies and reaches `range`'s start.
-    fn clear_for(&self, t: &Transcript, range: &Range<usize>) -> Option<&Range<usize>> {
-        self.no_progress
-            .as_ref()
-            .filter(|c| {
-                c.lineage == t.lineage()
-                    && c.len <= t.len()
-                    && c.range.start <= range.start
-                    && range.start <= c.range.end
-            })
-            .map(|c| &c.range)
-    }
-
-    /// The part of `range` not yet known to hold no progress marker (may be empty).
+    /// The part of the middle's `range` not yet known to hold no progress marker (may be
+    /// empty).
     pub(super) fn progress_unknown(&self, t: &Transcript, range: &Range<usize>) -> Range<usize> {
-        match self.clear_for(t, range) {
-            Some(c) => c.end.max(range.start)..range.end,
-            None => range.clone(),
-        }
+        unknown(self.no_progress.as_ref(), t, range)
     }
 
-    /// Records that `range` holds no progress marker.
+    /// Records that the middle's `range` holds no progress marker.
     pub(super) fn progress_clear(&mut self, t: &Transcript, range: &Range<usize>) {
-        let range = match self.clear_for(t, range) {
-            Some(c) => c.start..c.end.max(range.end),
-            None => range.clone(),
-        };
-        self.no_progress = Some(Clear {
-            lineage: t.lineage(),
-            len: t.len(),
-            range,
-        });
+        self.no_progress = Some(clear(self.no_progress.as_ref(), t, range));
+    }
+
+    /// [`progress_unknown`](Self::progress_unknown) for the active turn's `range`.
+    pub(super) fn turn_progress_unknown(
+        &self,
+        t: &Transcript,
+        range: &Range<usize>,
+    ) -> Range<usize> {
+        unknown(self.no_progress_in_turn.as_ref(), t, range)
+    }
+
+    /// [`progress_clear`](Self::progress_clear) for the active turn's `range`.
+    pub(super) fn turn_progress_clear(&mut self, t: &Transcript, range: &Range<usize>) {
+        self.no_progress_in_turn = Some(clear(self.no_progress_in_turn.as_ref(), t, range));
+    }
+}
+
+/// `known`'s range when it still applies and reaches `range`'s start.
+fn clear_for<'a>(
+    known: Option<&'a Clear>,
+    t: &Transcript,
+    range: &Range<usize>,
+) -> Option<&'a Range<usize>> {
+    known
+        .filter(|c| {
+            c.lineage == t.lineage()
+                && c.len <= t.len()
+                && c.range.start <= range.start
+                && range.start <= c.range.end
+        })
+        .map(|c| &c.range)
+}
+
+fn unknown(known: Option<&Clear>, t: &Transcript, range: &Range<usize>) -> Range<usize> {
+    match clear_for(known, t, range) {
+        Some(c) => c.end.max(range.start)..range.end,
+        None => range.clone(),
+    }
+}
+
+fn clear(known: Option<&Clear>, t: &Transcript, range: &Range<usize>) -> Clear {
+    let range = match clear_for(known, t, range) {
+        Some(c) => c.start..c.end.max(range.end),
+        None => range.clone(),
+    };
+    Clear {
+        lineage: t.lineage(),
+        len: t.len(),
+        range,
     }
 }
 

@@ -76,33 +76,45 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
     // The turn's progress marker: right after the turn's user message, or after the turn's
     // oldest tool groups when a pass wrote it while they were protected (a head that has
     // shrunk since, once the session was compacted). Those groups are then absorbed first,
-    // with the marker, so the turn keeps one marker, right after its user message.
-    let (progress, lead) = {
-        let mut i = u + 1;
-        let mut lead_units = 0;
-        loop {
-            if i < end_limit && marker::classify(&msgs[i]) == Some(MarkerKind::Progress) {
-                break (Some(i), (i > u + 1).then_some((u + 1..i, lead_units)));
+    // with the marker, so the turn keeps one marker, right after its user message. The turn
+    // is searched only where earlier plans did not search it already (see [`PlanMemo`]).
+    let is_progress = |i: usize| marker::classify(&msgs[i]) == Some(MarkerKind::Progress);
+    let (progress, lead) = if u + 1 < msgs.len() && is_progress(u + 1) {
+        (Some(u + 1), None)
+    } else {
+        let turn = u + 1..msgs.len();
+        match memo
+            .turn_progress_unknown(t, &turn)
+            .find(|&i| is_progress(i))
+        {
+            None => {
+                memo.turn_progress_clear(t, &turn);
+                (None, None)
             }
-            match next_unit(i) {
-                Some(unit) => {
-                    i = unit.end;
-                    lead_units += 1;
+            Some(p) => {
+                // Reachable: whole groups of the turn, up to it, inside the rewritable part.
+                let mut i = u + 1;
+                let mut units = 0;
+                while i < p {
+                    match next_unit(i) {
+                        Some(unit) => {
+                            i = unit.end;
+                            units += 1;
+                        }
+                        None => break,
+                    }
                 }
-                None => break (None, None),
+                if i != p || p >= end_limit {
+                    // A marker this pass cannot reach (past a pinned group or another
+                    // marker, or in the protected tail) is left alone, and no second one is
+                    // written beside it (law 5).
+                    plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
+                    return plan;
+                }
+                (Some(p), Some((u + 1..p, units)))
             }
         }
     };
-    // A progress marker this pass cannot reach (past a pinned group, another marker, or in
-    // the protected tail) is left alone, and no second one is written beside it (law 5).
-    if progress.is_none()
-        && msgs[u + 1..]
-            .iter()
-            .any(|m| marker::classify(m) == Some(MarkerKind::Progress))
-    {
-        plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
-        return plan;
-    }
     if progress.is_some_and(|p| msgs[p].is_pinned()) {
         // A pinned progress marker is never rewritten.
         plan.step = MicroStep::Noop(NoopReason::NothingToAbsorb);
