@@ -105,7 +105,8 @@ fn a_giant_tool_result_in_the_last_message_does_not_overflow() {
 
 /// Also: every pass of these replays keeps every law (`Options::check_laws`); the ungated
 /// micro policy wrote a second turn-progress marker on a fixture at 32K before the progress
-/// planner took a marker that stands after the turn's oldest tool groups.
+/// planner took a marker that stands after the turn's oldest tool groups. `micro+gate` is
+/// what `micro_compact = true` gives.
 #[test]
 fn the_fixtures_never_overflow_from_32k_up() {
     let Some(files) = test_support::fixture_files() else {
@@ -125,7 +126,7 @@ fn the_fixtures_never_overflow_from_32k_up() {
     for context in [32_000, 64_000, 128_000, 200_000] {
         let sim = run(
             &inputs,
-            &variants(context, &[Policy::Batch, Policy::Micro]),
+            &variants(context, &[Policy::Batch, Policy::Micro, Policy::MicroGate]),
             &Options {
                 check_laws: true,
                 ..Options::default()
