@@ -258,17 +258,16 @@ pub(super) fn check_roles(
         // joined users it made adjacent, and kept a pair that was adjacent in `before`). Text
         // decides, not the line-up: a join has no place of its own there, and the same text
         // may stand twice (a "continue" sent twice).
-        if strict
-            && x.is_user()
-            && (origin[i - 1].is_none() || origin[i].is_none())
-            && (1..before.len()).any(|b| {
+        if strict && x.is_user() && (origin[i - 1].is_none() || origin[i].is_none()) {
+            let (tx, ty) = (x.text(), y.text());
+            if (1..before.len()).any(|b| {
                 before[b - 1].role() == x.role()
                     && before[b].role() == y.role()
-                    && x.text().ends_with(before[b - 1].text().as_ref())
-                    && y.text().starts_with(before[b].text().as_ref())
-            })
-        {
-            continue;
+                    && tx.ends_with(before[b - 1].text().as_ref())
+                    && ty.starts_with(before[b].text().as_ref())
+            }) {
+                continue;
+            }
         }
         let (kx, ky) = (marker::classify(x), marker::classify(y));
         let micro_users =
