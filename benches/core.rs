@@ -142,6 +142,26 @@ fn redaction(c: &mut Criterion) {
     }
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.bench_function("agent_text_1mb", |b| b.iter(|| redact(black_box(&text))));
+    // The same lines with non-ASCII prose beside them (a French comment, a CJK note, an emoji,
+    // box drawing from a test runner), as real sessions carry: a regex whose word boundary is
+    // Unicode-aware cannot run on the lazy DFA over such text and falls back to a slower engine.
+    let mut mixed = String::new();
+    let mut i = 0usize;
+    while mixed.len() < 1 << 20 {
+        if i.is_multiple_of(64) {
+            mixed.push_str(
+                "export API_TOKEN=Zm9vYmFyYmF6cXV4MTIz and sk-proj-AbCdEf0123456789AbCdEf0123\n",
+            );
+        }
+        mixed.push_str(&format!(
+            "{{\"path\": \"src/key_{i}.rs\", \"note\": \"résumé — 已修复 ✅ ├── tâche {i}\", \"url\": \"https://example.com/a?b={i}\"}}\n"
+        ));
+        i += 1;
+    }
+    g.throughput(Throughput::Bytes(mixed.len() as u64));
+    g.bench_function("agent_text_non_ascii_1mb", |b| {
+        b.iter(|| redact(black_box(&mixed)))
+    });
     let plain: String = "The quick brown fox jumps over the lazy dog; cargo test -p core.\n"
         .chars()
         .cycle()

@@ -725,12 +725,12 @@ static COMMAND_ARGS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static DECISION: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:i(?:'ll| will) (?:use|go with|switch|keep|instead)|(?:we|i) decided|decided to|decision:|going with|instead of|rather than|switch(?:ed|ing)? to)\b")
+    Regex::new(r"(?i)(?-u:\b)(?:i(?:'ll| will) (?:use|go with|switch|keep|instead)|(?:we|i) decided|decided to|decision:|going with|instead of|rather than|switch(?:ed|ing)? to)(?-u:\b)")
         .expect("valid decision regex")
 });
 
 static ERROR_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:error|failed|failure|panicked|traceback|exception|fatal)\b|exit (?:code|status):? [1-9]")
+    Regex::new(r"(?i)(?-u:\b)(?:error|failed|failure|panicked|traceback|exception|fatal)(?-u:\b)|exit (?:code|status):? [1-9]")
         .expect("valid error regex")
 });
 

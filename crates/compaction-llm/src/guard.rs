@@ -242,12 +242,12 @@ static QUOTED: LazyLock<Regex> =
 
 static DIRECTIVE_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
-        r"(?i)\byou (?:must|should|need to|have to|are required to)\b",
-        r"|\bignore (?:all |any |the )?(?:previous|prior|above|earlier)\b",
-        r"|\bdisregard (?:all |any |the )?(?:previous|prior|above|earlier)\b",
-        r"|\bforget (?:all |any |the )?(?:previous|prior|above|earlier)\b",
-        r"|\bnew instructions\b",
-        r"|\b(?:as|for) the (?:next|new) (?:assistant|model|context|agent)\b",
+        r"(?i)(?-u:\b)you (?:must|should|need to|have to|are required to)(?-u:\b)",
+        r"|(?-u:\b)ignore (?:all |any |the )?(?:previous|prior|above|earlier)(?-u:\b)",
+        r"|(?-u:\b)disregard (?:all |any |the )?(?:previous|prior|above|earlier)(?-u:\b)",
+        r"|(?-u:\b)forget (?:all |any |the )?(?:previous|prior|above|earlier)(?-u:\b)",
+        r"|(?-u:\b)new instructions(?-u:\b)",
+        r"|(?-u:\b)(?:as|for) the (?:next|new) (?:assistant|model|context|agent)(?-u:\b)",
         r"|^\s*(?:-\s*)?(?:system|assistant) (?:instruction|prompt)s?\s*:",
     ))
     .expect("valid directive regex")
@@ -255,7 +255,7 @@ static DIRECTIVE_PHRASE: LazyLock<Regex> = LazyLock::new(|| {
 
 static DIRECTIVE_HEADING: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:instructions?|directives?|your task|what you (?:must|should) do|next steps? for (?:you|the (?:assistant|model|agent))|orders)\b",
+        r"(?i)(?-u:\b)(?:instructions?|directives?|your task|what you (?:must|should) do|next steps? for (?:you|the (?:assistant|model|agent))|orders)(?-u:\b)",
     )
     .expect("valid heading regex")
 });

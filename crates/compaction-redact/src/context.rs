@@ -279,17 +279,17 @@ static SHORT_FLAGS: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         // --user user:pass (the password after the first colon), anywhere.
         r#"(?:^|[\s"'])--user(?:=|[ \t]+)['"]?[^\s'":]+:([^\s'"]+)"#,
         // curl -u user:pass, -uuser:pass: `-u` means this only after curl.
-        r#"\bcurl\b[^\n|;&]*?[ \t]-u(?:[ \t]+)?['"]?[^\s'":]+:([^\s'"]+)"#,
+        r#"(?-u:\b)curl(?-u:\b)[^\n|;&]*?[ \t]-u(?:[ \t]+)?['"]?[^\s'":]+:([^\s'"]+)"#,
         // mysql -pSECRET (glued; `-p` alone prompts).
-        r"\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)\b[^\n|;&]*?[ \t]-p([^\s'\x22]+)",
+        r"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mysqlimport|mysqlsh|mariadb|mariadb-dump)(?-u:\b)[^\n|;&]*?[ \t]-p([^\s'\x22]+)",
         // sshpass -p SECRET, -pSECRET.
-        r"\bsshpass\b[^\n|;&]*?[ \t]-p[ \t]*['\x22]?([^\s'\x22]+)",
+        r"(?-u:\b)sshpass(?-u:\b)[^\n|;&]*?[ \t]-p[ \t]*['\x22]?([^\s'\x22]+)",
         // docker/podman/helm/… login -p SECRET.
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|helm|crane)\b[^\n|;&]*?\blogin\b[^\n|;&]*?[ \t]-p[ \t]+['\x22]?([^\s'\x22]+)",
+        r"(?-u:\b)(?:docker|podman|nerdctl|buildah|skopeo|oras|helm|crane)(?-u:\b)[^\n|;&]*?(?-u:\b)login(?-u:\b)[^\n|;&]*?[ \t]-p[ \t]+['\x22]?([^\s'\x22]+)",
         // redis-cli -a SECRET.
-        r"\bredis-cli\b[^\n|;&]*?[ \t]-a[ \t]+['\x22]?([^\s'\x22]+)",
+        r"(?-u:\b)redis-cli(?-u:\b)[^\n|;&]*?[ \t]-a[ \t]+['\x22]?([^\s'\x22]+)",
         // A .netrc entry: machine HOST login USER password SECRET.
-        r"\bmachine[ \t]+\S+[ \t\n]+login[ \t]+\S+[ \t\n]+password[ \t]+([^\s'\x22]+)",
+        r"(?-u:\b)machine[ \t]+\S+[ \t\n]+login[ \t]+\S+[ \t\n]+password[ \t]+([^\s'\x22]+)",
         // An XML element whose name is a credential: <password>SECRET</password>.
         r"(?i)<[A-Za-z_.:-]*(?:password|passwd|secret|token|apikey|api_key|accesskey)>([^<\s]{4,})</",
     ]
@@ -378,13 +378,13 @@ pub(super) fn assignment_spans(t: &str, out: &mut Spans) {
 
 static NAME_KEY: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r#"(?i)(?:["']?\b(?:name|key|parameterkey|parametername|variable)["']?[ \t]*[:=][ \t]*|\bvariable[ \t]+)["']?([A-Za-z_][A-Za-z0-9_.-]*)"#,
+        r#"(?i)(?:["']?(?-u:\b)(?:name|key|parameterkey|parametername|variable)["']?[ \t]*[:=][ \t]*|(?-u:\b)variable[ \t]+)["']?([A-Za-z_][A-Za-z0-9_.-]*)"#,
     )
     .expect("valid name regex")
 });
 
 static VALUE_KEY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)["']?\b(?:value|default|parametervalue)["']?[ \t]*[:=][ \t]*"#)
+    Regex::new(r#"(?i)["']?(?-u:\b)(?:value|default|parametervalue)["']?[ \t]*[:=][ \t]*"#)
         .expect("valid value regex")
 });
 
@@ -511,7 +511,7 @@ static COOKIE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r#"(?i)(?:(?:^|[^A-Za-z0-9_-])((?:set-)?cookie)(?:\\?["'])?[ \t]*[:=][ \t]*(?:\\?["'])?"#,
         r#"|(?:^|[ \t])(--cookie)(?:=|[ \t]+)['"]?"#,
-        r#"|\bcurl\b[^\n|;&]*?[ \t](-b)(?:=|[ \t]+)['"]?)"#,
+        r#"|(?-u:\b)curl(?-u:\b)[^\n|;&]*?[ \t](-b)(?:=|[ \t]+)['"]?)"#,
         r#"([^\r\n"'\\]+)"#,
     ))
     .expect("valid cookie regex")

@@ -554,3 +554,46 @@ fn no_token_shaped_word_is_a_name() {
         assert!(!looks_like_token(benign), "{benign}");
     }
 }
+
+/// The shapes the context detectors find by a command or a key word (`curl -u`, `sshpass -p`,
+/// `mysql -p`, `docker login -p`, `redis-cli -a`, a `.netrc` line, a curl cookie, a name/value
+/// pair), glued to the prose before them without a space, as Chinese and Japanese text is
+/// written. The detectors' word boundaries are ASCII (a Unicode-aware one keeps the regex off
+/// its fast engine on such text); a letter of those scripts is then no word character, and
+/// the ASCII view of the text reads it as a space: either way the shape is found.
+#[test]
+fn command_and_key_shapes_are_redacted_when_glued_to_cjk_prose() {
+    let mut failures = Vec::new();
+    for seed in [31, 32, 33] {
+        let mut g = Gen::new(seed);
+        let (u, c, s, m, d, r, n, k, v) = (
+            g.password(16),
+            g.b62(28),
+            g.password(16),
+            g.password(16),
+            g.password(16),
+            g.password(16),
+            g.password(16),
+            g.password(16),
+            g.password(16),
+        );
+        let shapes = [
+            (format!("运行curl -u deploy:{u} https://x.example"), &u),
+            (format!("然后curl -b 'sid={c}' https://x.example"), &c),
+            (format!("用sshpass -p {s} ssh ops@host"), &s),
+            (format!("执行mysql -uroot -p{m} app"), &m),
+            (format!("先docker login -u ci -p {d} registry.example"), &d),
+            (format!("再redis-cli -h cache -a {r} ping"), &r),
+            (format!("文件machine api.example login ci password {n}"), &n),
+            (format!("环境变量name: DB_PASSWORD\n  value: {k}"), &k),
+            (format!("設定のname: API_SECRET\n設定のvalue: {v}"), &v),
+        ];
+        for (text, body) in shapes {
+            let out = redact(&text);
+            if !shown(&out, std::slice::from_ref(body)).is_empty() {
+                failures.push(format!("seed {seed}: {out}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
