@@ -39,7 +39,10 @@ pub struct PruneConfig {
     pub tool_output_min_tokens: u64,
     /// String arguments above this many characters are shortened. Default 2,000.
     pub argument_max_chars: usize,
-    /// Tools whose outputs are never pruned.
+    /// Tools whose outputs are not pruned, unless a newer large result of the same call (the
+    /// same tool, the same arguments in any key order) supersedes one: that output becomes a
+    /// back-reference to the newer result, as an identical copy does. Default `read_file`,
+    /// `memory`, `clarify`, `skill_view`, `todo`.
     pub protected_tools: Vec<String>,
     /// Reference-aware pruning: a tool output that later assistant messages cite (use an
     /// identifier of it that its call did not name: a path, symbol, version or id) is live
@@ -74,7 +77,8 @@ pub struct PrunePlan {
     pub edit: Edit,
     /// Estimated tokens the edit reclaims.
     pub reclaimed_tokens: u64,
-    /// Tool outputs turned into a back-reference to an identical newer copy.
+    /// Tool outputs turned into a back-reference to a newer copy: an identical output, or an
+    /// output of a protected tool that a newer result of the same call supersedes.
     pub deduplicated: usize,
     /// Tool outputs turned into one informative line.
     pub summarized_outputs: usize,
@@ -138,6 +142,8 @@ pub(crate) fn plan_prune_split(
         }
     }
 
+    let newer_call = superseded_protected(t, calls, cfg);
+
     for range in ranges {
         for i in range.clone() {
             let m = &msgs[i];
@@ -148,7 +154,7 @@ pub(crate) fn plan_prune_split(
             };
             let before_summarized = target.summarized_outputs;
             let replacement = if m.is_tool() {
-                prune_tool_output(t, i, calls, &newer_copy, cfg, target)
+                prune_tool_output(t, i, calls, &newer_copy, &newer_call, cfg, target)
             } else if m.has_tool_calls() {
                 shorten_arguments_with(m, cfg, 0, false).inspect(|_| target.shortened_calls += 1)
             } else {
@@ -508,17 +514,78 @@ impl std::hash::Hash for ContentKey<'_> {
     }
 }
 
+/// For each large output of a protected tool that a newer large output of the same call
+/// (the same tool, the same arguments) supersedes, the newest such output's index: the newer
+/// result is the current state of what was read (a file read again after an edit, the memory
+/// or the to-do list shown again), so the older one is no longer what protection keeps. The
+/// newer result must be large as well: a short one (an error, a timeout) supersedes nothing.
+/// One walk back from the end, over the whole transcript (a newer copy in the tail counts).
+fn superseded_protected(
+    t: &Transcript,
+    calls: &CallIndex<'_>,
+    cfg: &PruneConfig,
+) -> HashMap<usize, usize> {
+    let mut out = HashMap::new();
+    if cfg.protected_tools.is_empty() {
+        return out;
+    }
+    let mut newest: HashMap<(&str, String), usize> = HashMap::new();
+    for (i, m) in t.messages().iter().enumerate().rev() {
+        if !m.is_tool() || t.tokens_of(i) <= cfg.tool_output_min_tokens {
+            continue;
+        }
+        let Some(info) = calls.for_result(m).filter(|c| is_protected(cfg, c.name)) else {
+            continue;
+        };
+        if m.text().starts_with(PRUNED_PREFIX) {
+            continue;
+        }
+        match newest.entry((info.name, canonical_arguments(info.arguments))) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                out.insert(i, *e.get());
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+            }
+        }
+    }
+    out
+}
+
+/// A call's arguments in a form where the same arguments compare equal however their object
+/// keys are ordered and spaced; arguments that are not JSON (a freeform tool's input) as
+/// written, trimmed.
+fn canonical_arguments(raw: &str) -> String {
+    fn sorted(v: Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(&b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.into_iter().map(sorted).collect()),
+            other => other,
+        }
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v) => sorted(v).to_string(),
+        Err(_) => raw.trim().to_owned(),
+    }
+}
+
 fn prune_tool_output(
     t: &Transcript,
     i: usize,
     calls: &CallIndex<'_>,
     newer_copy: &HashMap<usize, usize>,
+    newer_call: &HashMap<usize, usize>,
     cfg: &PruneConfig,
     plan: &mut PrunePlan,
 ) -> Option<Message> {
     let m = &t.messages()[i];
     let info = calls.for_result(m);
-    if info.is_some_and(|c| is_protected(cfg, c.name)) {
+    let superseded_by = newer_call.get(&i).copied();
+    if info.is_some_and(|c| is_protected(cfg, c.name)) && superseded_by.is_none() {
         return None;
     }
     if t.tokens_of(i) <= cfg.tool_output_min_tokens {
@@ -527,6 +594,15 @@ fn prune_tool_output(
     let text = m.text();
     if text.starts_with(PRUNED_PREFIX) {
         return None;
+    }
+    if let Some(j) = superseded_by {
+        plan.deduplicated += 1;
+        let name = info.map_or("tool", |c| c.name);
+        let line = format!(
+            "{PRUNED_PREFIX} {name} output superseded by the newer result of the same call at message {j} ({} chars)",
+            text.chars().count()
+        );
+        return Some(m.with_content(Some(Content::Text(line))));
     }
     let line = match m.content() {
         Some(Content::Text(s)) => match newer_copy.get(&i) {

@@ -39,7 +39,9 @@ fn result(call_id: &str, text: &str) -> Message {
     .unwrap()
 }
 
-/// A session of `turns` turns, each with two Responses-style calls and a reply.
+/// A session of `turns` turns, each with two Responses-style calls and a reply. Each turn
+/// reads another file (a protected read of a file read again later would be superseded and
+/// pruned).
 fn session(turns: usize, output_chars: usize) -> Vec<Message> {
     let mut msgs = vec![Message::system("You are a coding agent.")];
     for i in 0..turns {
@@ -49,7 +51,7 @@ fn session(turns: usize, output_chars: usize) -> Vec<Message> {
                 &format!("fc_{i}a"),
                 &format!("call_{i}a"),
                 "read_file",
-                r#"{"path":"src/lib.rs"}"#,
+                &format!(r#"{{"path":"src/part_{i}.rs"}}"#),
             ),
             (
                 &format!("fc_{i}b"),

@@ -150,6 +150,78 @@ fn prunes_middle_only_keeps_protected_and_dedupes() {
     );
 }
 
+/// A protected tool's output that a newer large result of the same call (same tool, same
+/// arguments in any key order) supersedes is pruned to a back-reference to the newest one;
+/// one answering other arguments, one whose newer result is short (an error), and the newest
+/// of each call stay.
+#[test]
+fn a_protected_output_superseded_by_the_same_call_is_pruned() {
+    let v1 = "fn main() { old(); }\n".repeat(60);
+    let v2 = "fn main() { new(); }\n".repeat(60);
+    let other = "pub struct Other;\n".repeat(80);
+    let msgs = vec![
+        Message::user("go"),
+        call("a", "read_file", r#"{"path":"src/main.rs","limit":400}"#),
+        Message::tool_result("a", v1.clone()),
+        call("b", "read_file", r#"{"path":"src/other.rs"}"#),
+        Message::tool_result("b", other.clone()),
+        call("c", "read_file", r#"{"path":"src/other.rs"}"#),
+        Message::tool_result("c", "Error: permission denied"),
+        call(
+            "d",
+            "read_file",
+            r#"{ "limit": 400, "path": "src/main.rs" }"#,
+        ),
+        Message::tool_result("d", v2.clone()),
+        call("e", "read_file", r#"{"path":"src/main.rs","limit":400}"#),
+        Message::tool_result("e", v2.clone()),
+        Message::user("next"),
+    ];
+    let e = Estimator::default();
+    let t = Transcript::new(msgs, &e);
+    let plan = plan_prune(&t, &[1..11], &PruneConfig::default(), &e);
+    let changed: Vec<usize> = plan.edit.splices.iter().map(|s| s.range.start).collect();
+    // 2 and 8 are superseded by 10 (the newest result of the same call); 4 is not superseded
+    // by the short error at 6; 10 is the newest.
+    assert_eq!(changed, vec![2, 8]);
+    assert_eq!(plan.deduplicated, 2);
+    assert_eq!(
+        plan.edit.splices[0].replacement[0].text(),
+        format!(
+            "[pruned] read_file output superseded by the newer result of the same call at message 10 ({} chars)",
+            v1.chars().count()
+        )
+    );
+    assert_eq!(
+        plan.edit.splices[1].replacement[0].tool_call_id(),
+        Some("d")
+    );
+    // With the newest result outside the pruned range (in the tail), it still supersedes.
+    let plan = plan_prune(&t, &[1..9], &PruneConfig::default(), &e);
+    let changed: Vec<usize> = plan.edit.splices.iter().map(|s| s.range.start).collect();
+    assert_eq!(changed, vec![2, 8]);
+    // Unprotected, the same outputs are pruned as any old output (the oldest of identical
+    // copies as a back-reference).
+    let cfg = PruneConfig {
+        protected_tools: Vec::new(),
+        ..PruneConfig::default()
+    };
+    let plan = plan_prune(&t, &[1..9], &cfg, &e);
+    let changed: Vec<usize> = plan.edit.splices.iter().map(|s| s.range.start).collect();
+    assert_eq!(changed, vec![2, 4, 8]);
+    // Idempotent: after the pass, nothing more is superseded.
+    let after = plan_prune(&t, &[1..11], &PruneConfig::default(), &e)
+        .edit
+        .apply(t.messages())
+        .unwrap();
+    let t2 = Transcript::new(after, &e);
+    assert!(
+        plan_prune(&t2, &[1..11], &PruneConfig::default(), &e)
+            .edit
+            .is_empty()
+    );
+}
+
 #[test]
 fn char_and_line_counts_match_str_chars_and_lines() {
     let long = "line\n".repeat(1_000) + "tail";
