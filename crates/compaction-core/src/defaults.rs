@@ -49,8 +49,10 @@ pub(crate) const PRUNE_ARGUMENT_MAX_CHARS: usize = 2_000;
 pub(crate) const PRUNE_NAMES_MAX_CHARS: usize = 0;
 /// Prune-only passes keep old tool outputs a later assistant message cites.
 pub(crate) const PRUNE_KEEP_CITED: bool = true;
-/// Tools whose outputs are never pruned or trimmed.
-const PROTECTED_TOOLS: [&str; 5] = ["read_file", "memory", "clarify", "skill_view", "todo"];
+/// Tools whose outputs are never pruned or trimmed. `read_file` was one until 2026-12-07:
+/// protecting a session's reads cost more on five of six measured sets and kept less content
+/// on four (docs/ECONOMICS.md, "Protected reads").
+const PROTECTED_TOOLS: [&str; 4] = ["memory", "clarify", "skill_view", "todo"];
 /// Bound of a summary, tokens (the batch planner's estimate of one summary's size).
 pub(crate) const SUMMARY_MAX_TOKENS: u32 = 1_000;
 /// Bound of the ledger section a summary carries, tokens (0: no ledger).
@@ -80,8 +82,8 @@ pub(crate) const INSERT_TRIM_HEAD_CHARS: usize = 2_000;
 /// Characters of a trimmed message's tail excerpt.
 pub(crate) const INSERT_TRIM_TAIL_CHARS: usize = 2_000;
 
-/// Tools whose outputs are never pruned or trimmed: `read_file`, `memory`, `clarify`,
-/// `skill_view`, `todo`.
+/// Tools whose outputs are never pruned or trimmed: `memory`, `clarify`, `skill_view`,
+/// `todo`.
 pub(crate) fn protected_tools() -> Vec<String> {
     PROTECTED_TOOLS.map(String::from).to_vec()
 }

@@ -41,8 +41,9 @@ pub struct PruneConfig {
     pub argument_max_chars: usize,
     /// Tools whose outputs are not pruned, unless a newer large result of the same call (the
     /// same tool, the same arguments in any key order) supersedes one: that output becomes a
-    /// back-reference to the newer result, as an identical copy does. Default `read_file`,
-    /// `memory`, `clarify`, `skill_view`, `todo`.
+    /// back-reference to the newer result, as an identical copy does. Default `memory`,
+    /// `clarify`, `skill_view`, `todo` (file reads are not protected: docs/ECONOMICS.md,
+    /// "Protected reads").
     pub protected_tools: Vec<String>,
     /// Reference-aware pruning: a tool output that later assistant messages cite (use an
     /// identifier of it that its call did not name: a path, symbol, version or id) is live

@@ -198,7 +198,10 @@ fn prune_and_material_name_the_tool_a_result_answers() {
 fn a_batch_pass_summarizes_responses_calls_and_keeps_the_laws() {
     let e = Estimator::default();
     let t = Transcript::new(session(12, 3_000), &e);
-    let cfg = BatchConfig::default();
+    // Both tools protected, so pruning alone cannot reach the low-water mark and the pass
+    // summarizes (at the defaults every output here is prunable and pruning suffices).
+    let mut cfg = BatchConfig::default();
+    cfg.prune.protected_tools = vec!["read_file".into(), "terminal".into()];
     let req = BatchRequest {
         force: true,
         ..BatchRequest::default()

@@ -107,14 +107,14 @@ fn file_reads_keep_the_line_range_and_other_tools_their_arguments() {
 fn protected_small_unknown_and_persisted_messages_are_left_alone() {
     let e = Estimator::default();
     let big = "data line\n".repeat(500);
-    let read_file = ToolInfo {
-        name: "read_file",
-        arguments: r#"{"path":"x"}"#,
+    let memory = ToolInfo {
+        name: "memory",
+        arguments: r#"{"action":"read"}"#,
     };
     assert!(
         plan_trim(
             &Message::tool_result("a", &big),
-            Some(&read_file),
+            Some(&memory),
             &cfg(200),
             &e
         )

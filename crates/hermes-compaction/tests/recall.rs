@@ -133,7 +133,7 @@ fn nothing_is_trimmed_without_a_place_to_keep_the_original() {
         // Protected tools are never trimmed.
         let mut t2 = c.transcript(vec![Message::user("go")]);
         t2.push(
-            Message::assistant_tool_calls("", vec![ToolCall::function("r", "read_file", "{}")]),
+            Message::assistant_tool_calls("", vec![ToolCall::function("r", "memory", "{}")]),
             &Estimator::default(),
         );
         let (_, status) = c

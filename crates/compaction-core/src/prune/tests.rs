@@ -128,7 +128,8 @@ fn prunes_middle_only_keeps_protected_and_dedupes() {
     ];
     let e = Estimator::default();
     let t = Transcript::new(msgs, &e);
-    let plan = plan_prune(&t, &[1..5], &PruneConfig::default(), &e);
+    let cfg = protecting_reads();
+    let plan = plan_prune(&t, &[1..5], &cfg, &e);
     // Only index 2 changes: 4 is protected, 6 is outside the range.
     assert_eq!(plan.edit.splices.len(), 1);
     assert_eq!(plan.edit.splices[0].range, 2..3);
@@ -143,11 +144,21 @@ fn prunes_middle_only_keeps_protected_and_dedupes() {
     // Idempotent.
     let after = plan.edit.apply(t.messages()).unwrap();
     let t2 = Transcript::new(after, &e);
-    assert!(
-        plan_prune(&t2, &[1..5], &PruneConfig::default(), &e)
-            .edit
-            .is_empty()
-    );
+    assert!(plan_prune(&t2, &[1..5], &cfg, &e).edit.is_empty());
+}
+
+/// The defaults with `read_file` protected, as a caller whose reads should stay sets them.
+fn protecting_reads() -> PruneConfig {
+    let mut cfg = PruneConfig::default();
+    cfg.protected_tools.push("read_file".into());
+    cfg
+}
+
+#[test]
+fn file_reads_are_not_protected_by_default() {
+    let cfg = PruneConfig::default();
+    assert!(!is_protected(&cfg, "read_file"));
+    assert!(is_protected(&cfg, "memory") && is_protected(&cfg, "todo"));
 }
 
 /// A protected tool's output that a newer large result of the same call (same tool, same
@@ -179,7 +190,8 @@ fn a_protected_output_superseded_by_the_same_call_is_pruned() {
     ];
     let e = Estimator::default();
     let t = Transcript::new(msgs, &e);
-    let plan = plan_prune(&t, &[1..11], &PruneConfig::default(), &e);
+    let protecting = protecting_reads();
+    let plan = plan_prune(&t, &[1..11], &protecting, &e);
     let changed: Vec<usize> = plan.edit.splices.iter().map(|s| s.range.start).collect();
     // 2 and 8 are superseded by 10 (the newest result of the same call); 4 is not superseded
     // by the short error at 6; 10 is the newest.
@@ -197,29 +209,21 @@ fn a_protected_output_superseded_by_the_same_call_is_pruned() {
         Some("d")
     );
     // With the newest result outside the pruned range (in the tail), it still supersedes.
-    let plan = plan_prune(&t, &[1..9], &PruneConfig::default(), &e);
+    let plan = plan_prune(&t, &[1..9], &protecting, &e);
     let changed: Vec<usize> = plan.edit.splices.iter().map(|s| s.range.start).collect();
     assert_eq!(changed, vec![2, 8]);
-    // Unprotected, the same outputs are pruned as any old output (the oldest of identical
-    // copies as a back-reference).
-    let cfg = PruneConfig {
-        protected_tools: Vec::new(),
-        ..PruneConfig::default()
-    };
-    let plan = plan_prune(&t, &[1..9], &cfg, &e);
+    // At the defaults (reads unprotected), the same outputs are pruned as any old output (the
+    // older of two identical copies as a back-reference).
+    let plan = plan_prune(&t, &[1..9], &PruneConfig::default(), &e);
     let changed: Vec<usize> = plan.edit.splices.iter().map(|s| s.range.start).collect();
     assert_eq!(changed, vec![2, 4, 8]);
     // Idempotent: after the pass, nothing more is superseded.
-    let after = plan_prune(&t, &[1..11], &PruneConfig::default(), &e)
+    let after = plan_prune(&t, &[1..11], &protecting, &e)
         .edit
         .apply(t.messages())
         .unwrap();
     let t2 = Transcript::new(after, &e);
-    assert!(
-        plan_prune(&t2, &[1..11], &PruneConfig::default(), &e)
-            .edit
-            .is_empty()
-    );
+    assert!(plan_prune(&t2, &[1..11], &protecting, &e).edit.is_empty());
 }
 
 #[test]
