@@ -127,37 +127,13 @@ fn redaction(c: &mut Criterion) {
     let mut g = c.benchmark_group("redact");
     // Agent-like text that trips the trigger scan (`token`, `key`, `://`) on every line, so
     // every pattern runs; one secret in every 64 lines.
-    let mut text = String::new();
-    let mut i = 0usize;
-    while text.len() < 1 << 20 {
-        if i.is_multiple_of(64) {
-            text.push_str(
-                "export API_TOKEN=Zm9vYmFyYmF6cXV4MTIz and sk-proj-AbCdEf0123456789AbCdEf0123\n",
-            );
-        }
-        text.push_str(&format!(
-            "{{\"path\": \"src/key_{i}.rs\", \"max_tokens\": 4096, \"url\": \"https://example.com/a?b={i}\"}}\n"
-        ));
-        i += 1;
-    }
+    let text = agent_text(|_| "\"max_tokens\": 4096".to_owned());
     g.throughput(Throughput::Bytes(text.len() as u64));
     g.bench_function("agent_text_1mb", |b| b.iter(|| redact(black_box(&text))));
     // The same lines with non-ASCII prose beside them (a French comment, a CJK note, an emoji,
     // box drawing from a test runner), as real sessions carry: a regex whose word boundary is
     // Unicode-aware cannot run on the lazy DFA over such text and falls back to a slower engine.
-    let mut mixed = String::new();
-    let mut i = 0usize;
-    while mixed.len() < 1 << 20 {
-        if i.is_multiple_of(64) {
-            mixed.push_str(
-                "export API_TOKEN=Zm9vYmFyYmF6cXV4MTIz and sk-proj-AbCdEf0123456789AbCdEf0123\n",
-            );
-        }
-        mixed.push_str(&format!(
-            "{{\"path\": \"src/key_{i}.rs\", \"note\": \"résumé — 已修复 ✅ ├── tâche {i}\", \"url\": \"https://example.com/a?b={i}\"}}\n"
-        ));
-        i += 1;
-    }
+    let mixed = agent_text(|i| format!("\"note\": \"résumé — 已修复 ✅ ├── tâche {i}\""));
     g.throughput(Throughput::Bytes(mixed.len() as u64));
     g.bench_function("agent_text_non_ascii_1mb", |b| {
         b.iter(|| redact(black_box(&mixed)))
@@ -208,6 +184,26 @@ criterion_group!(
     unknown_keys
 );
 criterion_main!(benches);
+
+/// 1 MB of JSON lines naming a path and a URL, with `field(i)` between them, and a line with
+/// two secrets before every 64th.
+fn agent_text(field: impl Fn(usize) -> String) -> String {
+    let mut text = String::new();
+    let mut i = 0usize;
+    while text.len() < 1 << 20 {
+        if i.is_multiple_of(64) {
+            text.push_str(
+                "export API_TOKEN=Zm9vYmFyYmF6cXV4MTIz and sk-proj-AbCdEf0123456789AbCdEf0123\n",
+            );
+        }
+        text.push_str(&format!(
+            "{{\"path\": \"src/key_{i}.rs\", {}, \"url\": \"https://example.com/a?b={i}\"}}\n",
+            field(i)
+        ));
+        i += 1;
+    }
+    text
+}
 
 /// The shared fixture's bytes, or `None` (the fixture benches are skipped) when missing.
 fn fixture() -> Option<Vec<u8>> {
