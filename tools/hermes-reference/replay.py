@@ -305,13 +305,20 @@ def main():
         for path in a.inputs:
             name = path.rsplit("/", 1)[-1].removesuffix(".jsonl")
             session = []
-            with open(path) as f:
+            try:
+                f = open(path)
+            except OSError as e:
+                raise SystemExit(f"{path}: {e.strerror}")
+            with f:
                 for lineno, line in enumerate(f, 1):
                     if line.strip():
                         try:
-                            session.append(json.loads(line))
+                            message = json.loads(line)
                         except json.JSONDecodeError as e:
                             raise SystemExit(f"{path}:{lineno}: not a JSON message: {e}")
+                        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                            raise SystemExit(f"{path}:{lineno}: not a chat message (an object with a role)")
+                        session.append(message)
             compressor = cc.ContextCompressor(
                 model="replay", config_context_length=a.context_length, quiet_mode=True
             )
