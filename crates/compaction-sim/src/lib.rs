@@ -15,6 +15,8 @@
 //!   [`score::score_foreign`] for another compressor's trace.
 //! - [`latency`]: the summarizer's latency model, the added wait at the trigger and a
 //!   summary prepared ahead, with the cost of wasted candidates.
+//! - [`foresight`]: pins what the recorded answers of the next `k` requests need, a bound on
+//!   what any choice of kept messages could reach ([`Variant::foresight`]).
 //! - [`tune`]: searches the policy space, returns the Pareto front (cost, retention, summary
 //!   calls) and writes a configuration file.
 //!
@@ -27,6 +29,7 @@
 pub mod clock;
 pub mod counting;
 pub mod example;
+pub mod foresight;
 pub mod latency;
 pub mod plot;
 pub mod policy;

@@ -116,6 +116,7 @@ impl Policy {
         Variant {
             name: self.name().to_owned(),
             config: self.configure(base, insert_trim_tokens),
+            foresight: 0,
         }
     }
 
@@ -195,6 +196,10 @@ pub struct Variant {
     pub name: String,
     /// The configuration the replay's compressor runs with.
     pub config: Config,
+    /// Answers of [foresight](crate::foresight) (0: none, a policy as it runs). Not a
+    /// mechanism: a bound on what the policy could reach if it knew which messages the next
+    /// `foresight` answers need.
+    pub foresight: usize,
 }
 
 impl Variant {
@@ -221,6 +226,29 @@ impl Variant {
         Variant {
             name: format!("{}{}", self.name, Self::NO_TTL_SUFFIX),
             config,
+            foresight: self.foresight,
+        }
+    }
+
+    /// This variant with `answers` of [foresight](crate::foresight), named
+    /// `NAME+foresightN`: replayed beside this one, the difference is what knowing the
+    /// next `answers` answers' needs would change.
+    ///
+    /// ```
+    /// use compaction_sim::Policy;
+    /// use hermes_compaction::Config;
+    ///
+    /// let batch = Policy::Batch.variant(&Config::default(), 8_000);
+    /// let bound = batch.with_foresight(10);
+    /// assert_eq!(bound.name, "batch+foresight10");
+    /// assert_eq!((batch.foresight, bound.foresight), (0, 10));
+    /// assert_eq!(bound.config, batch.config);
+    /// ```
+    pub fn with_foresight(&self, answers: usize) -> Variant {
+        Variant {
+            name: format!("{}+foresight{answers}", self.name),
+            config: self.config.clone(),
+            foresight: answers,
         }
     }
 

@@ -189,6 +189,14 @@ fn parse(json: &str) -> Parsed {
     }
 }
 
+/// The identifier digests of one message: all of them, and those its content and tool-call
+/// arguments use when it is an assistant message (empty otherwise): what
+/// [`foresight`](crate::foresight) reads the recorded session's needs from.
+pub(crate) fn identifier_digests(w: &Wire) -> (Box<[u64]>, Box<[u64]>) {
+    let p = parse(&w.json);
+    (p.all, p.used)
+}
+
 fn first_text(v: &Value) -> Option<&str> {
     match v.get("content")? {
         Value::String(s) => Some(s),

@@ -274,7 +274,13 @@ pub async fn replay(
         transcript: name.into(),
         findings: Vec::new(),
     };
-    for m in msgs {
+    let foresight =
+        (variant.foresight > 0).then(|| crate::foresight::Foresight::new(msgs, variant.foresight));
+    for (k, m) in msgs.iter().enumerate() {
+        if let Some(f) = &foresight {
+            // Before this message's hooks: what the next answers need is pinned.
+            f.pin(&mut t, &prompt.wires, k);
+        }
         let original = Wire::of(m);
         if let Some(ts) = time::timestamp_ms(m) {
             seen_ms = Some(seen_ms.map_or(ts, |s| s.max(ts)));

@@ -2,6 +2,7 @@
 //! the waits compaction adds.
 
 mod common;
+mod foresight;
 mod latency;
 mod overflow;
 mod recall;

@@ -61,6 +61,7 @@ fn the_front_is_mutually_non_dominated_and_the_toml_reproduces_the_point() {
         &[Variant {
             name: "tuned".into(),
             config: loaded,
+            foresight: 0,
         }],
         &Options::default(),
     );
@@ -474,6 +475,7 @@ fn replay_form(
     let variant = Variant {
         name: knobs.name(),
         config: knobs.apply(base),
+        foresight: 0,
     };
     run(inputs, &[variant], options).totals[0].clone()
 }

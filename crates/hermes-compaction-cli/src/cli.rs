@@ -234,6 +234,14 @@ pub struct SimulateArgs {
     /// profile: the price table has no time-to-live).
     #[arg(long)]
     pub ttl_compare: bool,
+    /// Also replay each policy with foresight of the next N answers, as POLICY+foresightN
+    /// beside POLICY: before every hook the messages those recorded answers need (the
+    /// re-read model's sources) are pinned, so the passes keep exactly them verbatim. Not a
+    /// mechanism: a bound on what any choice of kept messages could reach under the policy's
+    /// trigger, head, summary and tail (docs/ECONOMICS.md, "A bound from foresight").
+    /// Repeatable; more than 0.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub foresight: Vec<u64>,
     /// Latency of a summarizer call, fixed part in milliseconds (with --summary-ms-per-token:
     /// the added wait at the trigger; see docs/ECONOMICS.md).
     #[arg(long, value_name = "MS", default_value_t = compaction_sim::latency::DEFAULT_FIXED_MS)]

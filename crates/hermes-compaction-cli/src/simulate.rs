@@ -80,6 +80,19 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
             })
             .collect();
     }
+    if !args.foresight.is_empty() {
+        variants = variants
+            .into_iter()
+            .flat_map(|v| {
+                let bounds: Vec<_> = args
+                    .foresight
+                    .iter()
+                    .map(|&n| v.with_foresight(usize::try_from(n).unwrap_or(usize::MAX)))
+                    .collect();
+                std::iter::once(v).chain(bounds)
+            })
+            .collect();
+    }
     if args.score_trace.is_some() && options.pricings.len() > 1 {
         return Err(crate::Error::Config(
             "--score-trace takes one pricing (not --cache-profile all)".into(),

@@ -762,3 +762,61 @@ fn simulate_check_laws_checks_every_pass() {
     let plain = simulate_json(&[s(&session)], 16_000, &["--policies", "batch"]);
     assert!(plain.get("law_violations").is_none());
 }
+
+/// `--foresight N` replays each policy once more with the next N answers' needs pinned, as
+/// `POLICY+foresightN` beside it, with every column of its own; 0 is refused.
+#[test]
+fn foresight_adds_a_bound_beside_each_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = write_jsonl(dir.path(), "tools.jsonl", &tool_session(12, 6_000));
+    let sim = simulate_json(
+        &[s(&session)],
+        16_000,
+        &[
+            "--policies",
+            "none,batch",
+            "--foresight",
+            "4",
+            "--foresight",
+            "50",
+        ],
+    );
+    check_totals(&sim);
+    let names: Vec<&str> = sim["totals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "none",
+            "none+foresight4",
+            "none+foresight50",
+            "batch",
+            "batch+foresight4",
+            "batch+foresight50"
+        ]
+    );
+    let by = |p: &str| {
+        sim["totals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["policy"] == p)
+            .unwrap()
+            .clone()
+    };
+    // `none` keeps everything: foresight changes nothing of it.
+    assert_eq!(
+        u(&by("none"), "unit_prompt_tokens"),
+        u(&by("none+foresight4"), "unit_prompt_tokens")
+    );
+    assert!(u(&by("batch+foresight4"), "requests") > 0);
+
+    let o = run(&["simulate", "--foresight", "0", "--input", s(&session)]);
+    let (_, stderr) = texts(&o);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--foresight"), "{stderr}");
+}

@@ -371,6 +371,7 @@ pub fn tune(
             .map(|k| Variant {
                 name: k.name(),
                 config: k.apply(base),
+                foresight: 0,
             })
             .collect();
         let sim = simulate(
