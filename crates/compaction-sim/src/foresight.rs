@@ -1,4 +1,5 @@
-//! Foresight: a bound on what any choice of kept messages could reach, not a mechanism.
+//! Foresight: what a policy could reach if it knew which messages the next answers need; a
+//! measure, not a mechanism.
 //!
 //! A replay knows the recorded session's future. A [`Variant::foresight`](crate::Variant)
 //! of `k` uses it: before every hook, the messages of the transcript that the recorded
@@ -9,11 +10,12 @@
 //! message (what a re-read would fetch). Only unchanged original messages are pinned (a
 //! message trimmed on insertion, a summary or a one-liner is not one).
 //!
-//! What it answers: with perfect knowledge of the next `k` answers, how cheap can a policy's
-//! pass structure (its trigger, head, summary and tail) be at a given content recall? A
-//! figure beyond that is out of reach of any choice of what to keep; a real mechanism's
-//! distance from it is what a better predictor of future use could still win. The bound is
-//! slightly pessimistic on cost: a pin changes the transcript's
+//! What it answers: with knowledge of the next `k` answers, how cheap can a policy's pass
+//! structure (its trigger, head, summary and tail) be at a given content recall? A real
+//! mechanism's distance from it is what a better predictor of future use could still win.
+//! It is a strong choice, not a proven optimum (it keeps the latest holder of each need for
+//! a fixed number of answers, whatever the message's size). It is slightly pessimistic on
+//! cost: a pin changes the transcript's
 //! [lineage](hermes_compaction::core::Transcript::lineage), so a pass right after a pin
 //! change sends its summary request without the agent's warm prefix.
 

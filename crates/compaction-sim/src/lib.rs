@@ -15,8 +15,8 @@
 //!   [`score::score_foreign`] for another compressor's trace.
 //! - [`latency`]: the summarizer's latency model, the added wait at the trigger and a
 //!   summary prepared ahead, with the cost of wasted candidates.
-//! - [`foresight`]: pins what the recorded answers of the next `k` requests need, a bound on
-//!   what any choice of kept messages could reach ([`Variant::foresight`]).
+//! - [`foresight`]: pins what the recorded answers of the next `k` requests need: what a
+//!   policy could reach if it knew them ([`Variant::foresight`]).
 //! - [`tune`]: searches the policy space, returns the Pareto front (cost, retention, summary
 //!   calls) and writes a configuration file.
 //!

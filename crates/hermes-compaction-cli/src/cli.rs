@@ -237,8 +237,8 @@ pub struct SimulateArgs {
     /// Also replay each policy with foresight of the next N answers, as POLICY+foresightN
     /// beside POLICY: before every hook the messages those recorded answers need (the
     /// re-read model's sources) are pinned, so the passes keep exactly them verbatim. Not a
-    /// mechanism: a bound on what any choice of kept messages could reach under the policy's
-    /// trigger, head, summary and tail (docs/ECONOMICS.md, "A bound from foresight").
+    /// mechanism: what the policy's trigger, head, summary and tail could reach if it knew
+    /// which messages the next answers need (docs/ECONOMICS.md, "A bound from foresight").
     /// Repeatable; more than 0.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub foresight: Vec<u64>,
