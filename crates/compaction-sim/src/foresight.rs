@@ -4,20 +4,21 @@
 //! A replay knows the recorded session's future. A [`Variant::foresight`](crate::Variant)
 //! of `k` uses it: before every hook, the messages of the transcript that the recorded
 //! answers of the next `k` requests need are [pinned](hermes_compaction::core::Transcript::pin)
-//! and every other message unpinned, so the policy's passes keep exactly those verbatim and
-//! rewrite the rest as they would. *Needed* is the [re-read model](crate::reread)'s rule: for
-//! each identifier an answer uses that an earlier recorded message holds, the latest such
-//! message (what a re-read would fetch). Only unchanged original messages are pinned (a
-//! message trimmed on insertion, a summary or a one-liner is not one).
+//! and every other message unpinned (a pin the recorded session carried included), so the
+//! policy's passes keep exactly those verbatim and rewrite the rest as they would. *Needed*
+//! is the [re-read model](crate::reread)'s rule: for each identifier an answer uses that an
+//! earlier recorded message holds, the latest such message (what a re-read would fetch).
+//! Only unchanged original messages are pinned (a message trimmed on insertion, a summary or
+//! a one-liner is not one).
 //!
 //! What it answers: with knowledge of the next `k` answers, how cheap can a policy's pass
 //! structure (its trigger, head, summary and tail) be at a given content recall? A real
 //! mechanism's distance from it is what a better predictor of future use could still win.
 //! It is a strong choice, not a proven optimum (it keeps the latest holder of each need for
 //! a fixed number of answers, whatever the message's size). It is slightly pessimistic on
-//! cost: a pin changes the transcript's
-//! [lineage](hermes_compaction::core::Transcript::lineage), so a pass right after a pin
-//! change sends its summary request without the agent's warm prefix.
+//! cost: a pin changes the transcript's [lineage](hermes_compaction::core::Transcript::lineage),
+//! so a pass right after a pin change sends its summary request without the agent's warm
+//! prefix.
 
 use std::collections::HashMap;
 

@@ -1,6 +1,7 @@
 //! Foresight (`Variant::with_foresight`): the messages the next answers need are kept
-//! verbatim through the passes, released once no answer within the horizon needs them, and
-//! the passes keep every law while they are pinned.
+//! verbatim through the passes (and only while an answer within the horizon needs them), the
+//! passes keep every law while they are pinned, and a session that needs nothing replays as
+//! without foresight. (Release after the last use: the example of `foresight::Foresight`.)
 
 use compaction_sim::{Options, Policy};
 use hermes_compaction::Config;
