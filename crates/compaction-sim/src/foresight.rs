@@ -31,6 +31,7 @@ use crate::retention::Wire;
 ///
 /// ```
 /// use compaction_sim::foresight::Foresight;
+/// use compaction_sim::retention::Wire;
 /// use hermes_compaction::core::{Estimator, Message, ToolCall, Transcript};
 ///
 /// let msgs = vec![
@@ -40,12 +41,13 @@ use crate::retention::Wire;
 ///     Message::assistant("parse_header is the bug"),
 /// ];
 /// let f = Foresight::new(&msgs, 1);
+/// let wires: Vec<Wire> = msgs.iter().map(Wire::of).collect();
 /// let mut t = Transcript::new(msgs.clone(), &Estimator::default());
 /// // Before the answer (message 3): the tool output it quotes is pinned, nothing else.
-/// f.pin(&mut t, &msgs, 3);
+/// f.pin(&mut t, &wires, 3);
 /// assert_eq!(t.pinned(), vec![2]);
 /// // After it, nothing is needed any more.
-/// f.pin(&mut t, &msgs, 4);
+/// f.pin(&mut t, &wires, 4);
 /// assert!(t.pinned().is_empty());
 /// ```
 #[derive(Clone, Debug)]
@@ -102,40 +104,21 @@ impl Foresight {
 
     /// Before recorded message `next` is handled (its hooks not yet called): pins the
     /// messages of `t` that an answer among the next [`horizon`](Self::horizon) needs and
-    /// unpins the rest. `wires` are `t`'s messages in wire form (any type whose digest
-    /// identifies a recorded message: `Message` or the replay's own wire forms); nothing
-    /// happens when they are not in step with `t`.
-    pub fn pin<W: WireDigest>(&self, t: &mut Transcript, wires: &[W], next: usize) {
+    /// unpins the rest. `wires` are `t`'s messages in wire form (their digests identify the
+    /// recorded messages); nothing happens when they are not in step with `t`.
+    pub fn pin(&self, t: &mut Transcript, wires: &[Wire], next: usize) {
         if wires.len() != t.len() {
             return;
         }
         let from = self.answers_before[next.min(self.answers_before.len() - 1)];
         let to = from.saturating_add(self.horizon);
         for (i, w) in wires.iter().enumerate() {
-            let needed = self.index_of.get(&w.digest()).is_some_and(|&j| {
+            let needed = self.index_of.get(&w.hash).is_some_and(|&j| {
                 let u = &self.uses[j];
                 let first = u.partition_point(|&r| r < from);
                 u.get(first).is_some_and(|&r| r < to)
             });
             t.pin(i, needed);
         }
-    }
-}
-
-/// What identifies a message for [`Foresight::pin`]: the digest of its compact wire JSON.
-pub trait WireDigest {
-    /// FNV-1a 64 of the compact wire JSON.
-    fn digest(&self) -> u64;
-}
-
-impl WireDigest for Wire {
-    fn digest(&self) -> u64 {
-        self.hash
-    }
-}
-
-impl WireDigest for Message {
-    fn digest(&self) -> u64 {
-        Wire::of(self).hash
     }
 }
