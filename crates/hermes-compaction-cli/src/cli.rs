@@ -278,6 +278,13 @@ pub struct SimulateArgs {
     /// (one pricing only; works with or without --trace).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace_text: Option<PathBuf>,
+    /// Also write, per input, one JSON line of what each recorded message is needed for,
+    /// without text: {"transcript", "messages": [{"role", "tool", "chars", "answer",
+    /// "used_by", "ids"}]}, `used_by` being the answers that need the message by the re-read
+    /// model's rule and `ids` the digests of the identifiers it holds; the input of
+    /// tools/predictors/ (docs/ECONOMICS.md, "What predicts the next answers' needs").
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub needs: Option<PathBuf>,
     /// Also score another compressor's trace of the same inputs (JSON lines in the format
     /// of --trace, e.g. ../shared/anchors/hermes-replay/, uncompressed) with the same
     /// scorer as the policies: its cost in the issue units, far and content recall and

@@ -43,6 +43,7 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
         (&args.plot, "--plot"),
         (&args.trace, "--trace"),
         (&args.trace_text, "--trace-text"),
+        (&args.needs, "--needs"),
     ] {
         if let Some(path) = path {
             crate::paths::output_target(path, flag)?;
@@ -70,6 +71,14 @@ pub fn run(args: &SimulateArgs, out: &mut dyn std::io::Write) -> Result<()> {
     };
     options.check()?;
     let inputs = read_inputs(&args.input, args.input_format.format)?;
+    if let Some(path) = &args.needs {
+        let mut lines = String::new();
+        for (name, msgs) in &inputs {
+            lines.push_str(&compaction_sim::foresight::Needs::of(msgs).json_line(name, msgs));
+            lines.push('\n');
+        }
+        write_output(path, "--needs", lines.as_bytes())?;
+    }
     let mut variants = Policy::variants(&args.policies, &config, args.insert_trim_tokens)?;
     if args.ttl_compare {
         variants = variants

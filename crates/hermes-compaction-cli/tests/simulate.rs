@@ -1,5 +1,6 @@
 //! The simulator's numbers are consistent.
 
+use hermes_compaction::core::{Message, ToolCall};
 use serde_json::Value;
 
 use crate::common::{fixtures, repo_root, run, s, texts, tool_session, write_jsonl};
@@ -819,4 +820,79 @@ fn foresight_adds_a_bound_beside_each_policy() {
     let (_, stderr) = texts(&o);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--foresight"), "{stderr}");
+}
+
+/// `--needs FILE` writes one line per input, without text: each message's role, tool, size
+/// and the answers that need it (the re-read model's rule), for tools/predictors/.
+#[test]
+fn needs_writes_what_each_message_is_needed_for_without_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let quoted = vec![
+        Message::system("You are a coding agent."),
+        Message::user("fix the header parser"),
+        Message::assistant_tool_calls(
+            "",
+            vec![ToolCall::function(
+                "c1",
+                "read_file",
+                r#"{"path":"src/parser.rs"}"#,
+            )],
+        ),
+        Message::tool_result("c1", "fn parse_header_v2() {} // token hunter2-secret"),
+        Message::assistant("parse_header_v2 drops the last field"),
+        Message::user("thanks"),
+        Message::assistant("done"),
+    ];
+    let a = write_jsonl(dir.path(), "quoted.jsonl", &quoted);
+    let b = write_jsonl(dir.path(), "tools.jsonl", &tool_session(3, 600));
+    let out = dir.path().join("needs.jsonl");
+    let o = run(&[
+        "simulate",
+        "--policies",
+        "none",
+        "--needs",
+        s(&out),
+        "--input",
+        s(&a),
+        s(&b),
+    ]);
+    let (_, stderr) = texts(&o);
+    assert!(o.status.success(), "{stderr}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("parse_header_v2"), "{text}");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["transcript"], "quoted.jsonl");
+    assert_eq!(lines[1]["transcript"], "tools.jsonl");
+    let msgs = lines[0]["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), quoted.len());
+    let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(
+        roles,
+        [
+            "system",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+            "user",
+            "assistant"
+        ]
+    );
+    // The read's output is needed by answer 1, which quotes it; the closing answer needs
+    // nothing.
+    assert_eq!(msgs[3]["tool"], "read_file");
+    assert_eq!(msgs[3]["used_by"], serde_json::json!([1]));
+    assert_eq!(msgs[3]["answer"], 1);
+    assert_eq!(msgs[6]["answer"], 2);
+    assert!(msgs[3]["ids"].as_array().is_some_and(|ids| !ids.is_empty()));
+    assert!(msgs[1]["tool"].is_null());
+    assert_eq!(
+        lines[1]["messages"].as_array().unwrap().len(),
+        tool_session(3, 600).len()
+    );
 }
