@@ -50,7 +50,11 @@ CATEGORICAL = [3, 4]
 def read_sessions(paths):
     sessions = []
     for path in paths:
-        with open(path, encoding="utf-8") as f:
+        try:
+            f = open(path, encoding="utf-8")
+        except OSError as e:
+            sys.exit(f"{path}: {e.strerror}")
+        with f:
             for n, line in enumerate(f, 1):
                 line = line.strip()
                 if not line:

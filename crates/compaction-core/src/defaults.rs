@@ -67,6 +67,9 @@ pub(crate) const MICRO_DEFRAG_THRESHOLD_TOKENS: u64 = 1_000;
 pub(crate) const MICRO_MAX_CONSECUTIVE_FAILURES: u32 = 3;
 /// Micro-compaction absorbs only when this many tokens are reclaimed (0: off).
 pub(crate) const MICRO_MIN_RECLAIM_TOKENS: u64 = 0;
+/// Micro-compaction folds only messages at least this many answers old (0: any age): the
+/// chance that one of the next eight answers needs a message falls under one in ten there.
+pub(crate) const MICRO_MIN_AGE_ANSWERS: usize = 8;
 /// A defrag output above this fraction of its input counts as failed.
 pub(crate) const MICRO_DEFRAG_MAX_RATIO: f64 = 0.5;
 /// Characters of one message a summarizer is sent before it is cut (head and tail).

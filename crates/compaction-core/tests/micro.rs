@@ -388,10 +388,12 @@ proptest! {
         gate in prop_oneof![Just(0u64), Just(0u64), 500u64..6_000],
         fail_percent in prop_oneof![Just(0u64), 10u64..50],
         defrag_threshold in prop_oneof![Just(2_000u64), 4u64..40],
+        min_age in prop_oneof![Just(0usize), 1usize..12],
     ) {
         let mut b = Builder::new(seed);
         let cfg = MicroConfig {
             min_reclaim_tokens: gate,
+            min_age_answers: min_age,
             strict_alternation: strict,
             defrag_threshold_tokens: defrag_threshold,
             ..MicroConfig::default()
@@ -1182,6 +1184,7 @@ proptest! {
         ops in prop::collection::vec((any::<u8>(), any::<u16>(), 0u64..6_000, any::<bool>()), 1..160),
         threshold in 1_500u64..20_000,
         compacted: bool,
+        min_age in prop_oneof![Just(0usize), 1usize..10],
     ) {
         let e = Estimator::default();
         let mut t = Transcript::new(vec![Message::system("sys")], &e);
@@ -1198,7 +1201,11 @@ proptest! {
             } else {
                 memo_step(&mut t, &e, op, arg, &mut n);
             }
-            let cfg = MicroConfig { min_reclaim_tokens: gate, ..MicroConfig::default() };
+            let cfg = MicroConfig {
+                min_reclaim_tokens: gate,
+                min_age_answers: min_age,
+                ..MicroConfig::default()
+            };
             let request = |hook| MicroRequest {
                 transcript: &t,
                 hook,
@@ -1307,5 +1314,85 @@ fn a_memo_follows_a_long_gated_turn_as_it_grows() {
     assert!(
         gated > 100,
         "the premise: a long turn, gated ({gated} gated plans)"
+    );
+}
+
+/// `min_age_answers`: a pass folds only the exchanges (and the tool groups of a long turn)
+/// that at least that many answers follow; younger ones wait, and a floor above the session's
+/// answers folds nothing. At 0 the same sessions fold younger ones.
+#[test]
+fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
+    let answers_after = |msgs: &[Message], end: usize| {
+        msgs[end..]
+            .iter()
+            .filter(|m| m.is_assistant() && marker::classify(m).is_none())
+            .count()
+    };
+    // The youngest fold's age (answers after it) over every pass, per floor.
+    let youngest = |floor: usize| -> (usize, usize) {
+        let cfg = MicroConfig {
+            min_age_answers: floor,
+            ..MicroConfig::default()
+        };
+        let mut h = Harness::new(tool_heavy(12), cfg, 20_000, true);
+        let (mut absorbed, mut min_age) = (0, usize::MAX);
+        for _ in 0..40 {
+            let plan = h.plan();
+            if let MicroStep::Absorb(job) = &plan.step {
+                let age = answers_after(h.t.messages(), job.ranges.last().unwrap().end);
+                assert!(age >= floor, "floor {floor}: folded at age {age}");
+                min_age = min_age.min(age);
+                absorbed += 1;
+            }
+            h.pass(plan, &mut |p| Some(merge(p)));
+        }
+        (absorbed, min_age)
+    };
+    let (n0, age0) = youngest(0);
+    let (n7, age7) = youngest(7);
+    assert!(n0 > 0 && n7 > 0, "{n0} {n7}");
+    assert!(age0 < 7, "without a floor the tail alone decides: {age0}");
+    assert!(age7 >= 7 && n7 < n0, "{n7} {age7} {n0}");
+    // Twelve turns hold 24 answers: a floor of 25 folds nothing.
+    let cfg = MicroConfig {
+        min_age_answers: 25,
+        ..MicroConfig::default()
+    };
+    let h = Harness::new(tool_heavy(12), cfg, 20_000, true);
+    assert_eq!(h.plan().step, MicroStep::Noop(NoopReason::NothingToAbsorb));
+
+    // The tool groups of a long turn: each one an answer; a progress pass takes only groups
+    // that four answers follow.
+    let progress_ages = |floor: usize| -> Vec<usize> {
+        let mut msgs = tool_heavy(3);
+        msgs.push(Message::user("do the long task"));
+        let cfg = MicroConfig {
+            min_age_answers: floor,
+            ..MicroConfig::default()
+        };
+        let mut h = Harness::new(msgs, cfg, 8_000, true);
+        let mut ages = Vec::new();
+        for k in 0..30 {
+            let id = format!("long_{k}");
+            let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
+            h.t.push(Message::assistant_tool_calls("", vec![call]), &h.e);
+            h.t.push(Message::tool_result(&id, "z".repeat(1_500)), &h.e);
+            let plan = h.plan_progress();
+            if let MicroStep::Absorb(job) = &plan.step {
+                ages.push(answers_after(
+                    h.t.messages(),
+                    job.ranges.last().unwrap().end,
+                ));
+            }
+            h.pass(plan, &mut |p| Some(merge(p)));
+        }
+        ages
+    };
+    let free = progress_ages(0);
+    let floored = progress_ages(4);
+    assert!(free.iter().any(|&a| a < 4), "{free:?}");
+    assert!(
+        !floored.is_empty() && floored.iter().all(|&a| a >= 4),
+        "{floored:?}"
     );
 }

@@ -164,6 +164,11 @@ pub struct CompressionConfig {
     pub micro_compact_max_consecutive_failures: u32,
     pub micro_compact_min_reclaim_tokens: ReclaimGate,
     pub micro_compact_gate_horizon_requests: u64,
+    /// A micro pass folds only messages at least this many answers old (assistant messages
+    /// after them, markers not counted); 0 folds any age. Default 8: a message is needed by
+    /// one of the next eight answers with a chance of 15% at four to seven answers old and 8%
+    /// at eight to fifteen (docs/ECONOMICS.md, "What predicts the next answers' needs").
+    pub micro_compact_min_age_answers: u64,
     pub insert_trim_tokens: u64,
     pub insert_trim_head_chars: usize,
     pub insert_trim_tail_chars: usize,
@@ -229,6 +234,7 @@ impl Default for CompressionConfig {
             micro_compact_max_consecutive_failures: micro.max_consecutive_failures,
             micro_compact_min_reclaim_tokens: ReclaimGate::Auto,
             micro_compact_gate_horizon_requests: 2,
+            micro_compact_min_age_answers: micro.min_age_answers as u64,
             insert_trim_tokens: trim.max_tokens,
             insert_trim_head_chars: trim.head_chars,
             insert_trim_tail_chars: trim.tail_chars,

@@ -8,7 +8,7 @@ use super::memo::GateScan;
 use super::pairing::{has_open_call, pairs_inside};
 use super::{
     AbsorbJob, DefragJob, ExchangeId, MicroConfig, MicroPlan, MicroRequest, MicroState, MicroStep,
-    NoopReason, PlanMemo, resolve_cursor,
+    NoopReason, PlanMemo, age_limit, resolve_cursor,
 };
 use crate::ledger::Ledger;
 use crate::marker;
@@ -95,7 +95,12 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
 
     // Step 3: the oldest whole exchange at or after the cursor (before the last reply the user
     // saw, which stays verbatim).
-    let Some(first) = next_micro_exchange(msgs, r.rewritable_middle(), resolved.cursor) else {
+    // Only exchanges old enough (`min_age_answers`) may go.
+    let rewritable = {
+        let m = r.rewritable_middle();
+        m.start..m.end.min(age_limit(msgs, cfg.min_age_answers)).max(m.start)
+    };
+    let Some(first) = next_micro_exchange(msgs, rewritable.clone(), resolved.cursor) else {
         plan.resolved = Some(resolved);
         return plan;
     };
@@ -127,7 +132,6 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
     ));
     let reclaim = |out: u64| -> i64 { (out + superseded_tokens) as i64 - new_marker_tokens as i64 };
     let gate = cfg.min_reclaim_tokens as i64;
-    let rewritable = r.rewritable_middle();
     // The sum over `ranges` is kept as they grow; a scan that fell short before resumes after
     // the last exchange it found.
     // `checked`: how many of `ranges` are known to hold no open call (remembered ones were

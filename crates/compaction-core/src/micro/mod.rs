@@ -237,6 +237,26 @@ impl MicroPlanner {
     }
 }
 
+/// The end of what a micro pass may fold under [`MicroConfig::min_age_answers`]: every
+/// message before it is followed by at least `min_age_answers` answers (assistant messages
+/// that are not markers). `messages.len()` when the floor is 0; 0 when the session has fewer
+/// answers. Reads back from the end only as far as the floor reaches.
+pub(crate) fn age_limit(messages: &[Message], min_age_answers: usize) -> usize {
+    if min_age_answers == 0 {
+        return messages.len();
+    }
+    let mut answers = 0;
+    for (i, m) in messages.iter().enumerate().rev() {
+        if m.is_assistant() && crate::marker::classify(m).is_none() {
+            answers += 1;
+            if answers == min_age_answers {
+                return i;
+            }
+        }
+    }
+    0
+}
+
 /// The visible separator between user messages joined under strict alternation.
 pub(crate) const USER_JOIN_SEPARATOR: &str = "\n\n[next user message]\n\n";
 
@@ -256,6 +276,12 @@ pub struct MicroConfig {
     /// Absorb only when the absorbable exchanges reclaim at least this many tokens, then all
     /// of them in one splice. Default 0 (off).
     pub min_reclaim_tokens: u64,
+    /// Fold only messages at least this many answers old: an exchange (or a tool group of a
+    /// long turn) is absorbed only when that many assistant messages, markers not counted,
+    /// come after its last message. Young messages are the ones the next answers need most
+    /// (docs/ECONOMICS.md, "What predicts the next answers' needs"). Default 8; 0 folds any
+    /// age.
+    pub min_age_answers: usize,
     /// Join user messages made adjacent instead of leaving them separate.
     pub strict_alternation: bool,
     /// A defrag output above this fraction of its input counts as failed. Default 0.5.
@@ -273,6 +299,7 @@ impl Default for MicroConfig {
             defrag_threshold_tokens: defaults::MICRO_DEFRAG_THRESHOLD_TOKENS,
             max_consecutive_failures: defaults::MICRO_MAX_CONSECUTIVE_FAILURES,
             min_reclaim_tokens: defaults::MICRO_MIN_RECLAIM_TOKENS,
+            min_age_answers: defaults::MICRO_MIN_AGE_ANSWERS,
             strict_alternation: defaults::STRICT_ALTERNATION,
             defrag_max_ratio: defaults::MICRO_DEFRAG_MAX_RATIO,
             ledger_max_tokens: defaults::LEDGER_MAX_TOKENS,

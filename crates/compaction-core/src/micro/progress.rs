@@ -7,6 +7,7 @@ use super::absorb::{ledger_of, material_for, split_summary};
 use super::memo::TurnScan;
 use super::{
     AbsorbJob, ExchangeId, MicroPlan, MicroRequest, MicroState, MicroStep, NoopReason, PlanMemo,
+    age_limit,
 };
 use crate::marker;
 use crate::message::{MarkerKind, Role};
@@ -63,8 +64,12 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         return plan;
     }
     memo.progress_clear(t, &r.middle);
-    // The last reply the user saw stays verbatim: absorption stops before it.
-    let end_limit = r.rewritable_turn_middle().end;
+    // The last reply the user saw stays verbatim: absorption stops before it, and before
+    // the groups younger than `min_age_answers`.
+    let end_limit = r
+        .rewritable_turn_middle()
+        .end
+        .min(age_limit(msgs, cfg.min_age_answers));
     let next_unit = |from: usize| -> Option<Range<usize>> {
         if from >= end_limit || marker::classify(&msgs[from]).is_some() || msgs[from].is_user() {
             return None;

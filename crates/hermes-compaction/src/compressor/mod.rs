@@ -701,6 +701,7 @@ pub fn micro_config(config: &Config) -> compaction_core::micro::MicroConfig {
         defrag_threshold_tokens: c.micro_compact_defrag_threshold_tokens,
         max_consecutive_failures: c.micro_compact_max_consecutive_failures,
         min_reclaim_tokens: c.micro_compact_min_reclaim_tokens.fixed_tokens(),
+        min_age_answers: usize::try_from(c.micro_compact_min_age_answers).unwrap_or(usize::MAX),
         strict_alternation: c.strict_alternation,
         defrag_max_ratio: compaction_core::micro::MicroConfig::default().defrag_max_ratio,
         ledger_max_tokens: c.ledger_max_tokens,

@@ -81,6 +81,27 @@ fn the_absolute_threshold_cap_bounds_every_window() {
 
 /// Issue 21, item 16: `compression.min_tail_user_messages` reaches the core region policy
 /// and is range-checked.
+/// `micro_compact_min_age_answers` reaches core's micro configuration; 8 by default, 0 folds
+/// any age.
+#[test]
+fn the_micro_age_floor_is_passed_on() {
+    let age = |toml: &str| {
+        let cfg = ConfigLoader::new().toml(toml).load().unwrap().0;
+        crate::compressor::micro_config(&cfg).min_age_answers
+    };
+    assert_eq!(age(""), 8);
+    assert_eq!(age("[compression]\nmicro_compact_min_age_answers = 0\n"), 0);
+    assert_eq!(age("[compression]\nmicro_compact_min_age_answers = 3\n"), 3);
+    let err = ConfigLoader::new()
+        .toml("[compression]\nmicro_compact_min_age_answers = -1\n")
+        .load()
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("micro_compact_min_age_answers"),
+        "{err}"
+    );
+}
+
 #[test]
 fn min_tail_user_messages_is_passed_on_and_checked() {
     let cfg = ConfigLoader::new()
