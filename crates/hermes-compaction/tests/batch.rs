@@ -756,4 +756,11 @@ fn core_defaults_are_the_facade_defaults() {
         hermes_compaction::compressor::micro_config(&config),
         MicroConfig::default()
     );
+    // A facade key core also knows reaches it.
+    let mut c = config.clone();
+    c.compression.micro_compact_min_age_answers = 3;
+    assert_eq!(
+        hermes_compaction::compressor::micro_config(&c).min_age_answers,
+        3
+    );
 }

@@ -81,13 +81,14 @@ fn the_absolute_threshold_cap_bounds_every_window() {
 
 /// Issue 21, item 16: `compression.min_tail_user_messages` reaches the core region policy
 /// and is range-checked.
-/// `micro_compact_min_age_answers` reaches core's micro configuration; 8 by default, 0 folds
-/// any age.
+/// `micro_compact_min_age_answers` is read from a file: 8 by default, 0 folds any age; a
+/// negative count is refused naming the key (core's configuration takes it on:
+/// `tests/batch.rs`, `core_defaults_are_the_facade_defaults`).
 #[test]
-fn the_micro_age_floor_is_passed_on() {
+fn the_micro_age_floor_is_read() {
     let age = |toml: &str| {
         let cfg = ConfigLoader::new().toml(toml).load().unwrap().0;
-        crate::compressor::micro_config(&cfg).min_age_answers
+        cfg.compression.micro_compact_min_age_answers
     };
     assert_eq!(age(""), 8);
     assert_eq!(age("[compression]\nmicro_compact_min_age_answers = 0\n"), 0);
