@@ -1317,9 +1317,9 @@ fn a_memo_follows_a_long_gated_turn_as_it_grows() {
     );
 }
 
-/// `min_age_answers`: a pass folds only the exchanges (and the tool groups of a long turn)
-/// that at least that many answers follow; younger ones wait, and a floor above the session's
-/// answers folds nothing. At 0 the same sessions fold younger ones.
+/// `min_age_answers`: under the threshold a pass folds only the exchanges (and the tool groups
+/// of a long turn) that at least that many answers follow; younger ones wait, and a floor
+/// above the session's answers folds nothing. At 0, or over the threshold, younger ones go.
 #[test]
 fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
     let answers_after = |msgs: &[Message], end: usize| {
@@ -1329,18 +1329,21 @@ fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
             .count()
     };
     // The youngest fold's age (answers after it) over every pass, per floor.
-    let youngest = |floor: usize| -> (usize, usize) {
+    // Twelve turns of about 1,550 tokens each: under a 20,000-token threshold.
+    let youngest = |floor: usize, threshold: u64| -> (usize, usize) {
         let cfg = MicroConfig {
             min_age_answers: floor,
             ..MicroConfig::default()
         };
-        let mut h = Harness::new(tool_heavy(12), cfg, 20_000, true);
+        let mut h = Harness::new(tool_heavy(12), cfg, threshold, true);
         let (mut absorbed, mut min_age) = (0, usize::MAX);
         for _ in 0..40 {
             let plan = h.plan();
             if let MicroStep::Absorb(job) = &plan.step {
                 let age = answers_after(h.t.messages(), job.ranges.last().unwrap().end);
-                assert!(age >= floor, "floor {floor}: folded at age {age}");
+                if h.t.current_tokens() < threshold {
+                    assert!(age >= floor, "floor {floor}: folded at age {age}");
+                }
                 min_age = min_age.min(age);
                 absorbed += 1;
             }
@@ -1348,11 +1351,20 @@ fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
         }
         (absorbed, min_age)
     };
-    let (n0, age0) = youngest(0);
-    let (n7, age7) = youngest(7);
+    assert!(
+        Harness::new(tool_heavy(12), MicroConfig::default(), 20_000, true)
+            .t
+            .current_tokens()
+            < 20_000
+    );
+    let (n0, age0) = youngest(0, 20_000);
+    let (n7, age7) = youngest(7, 20_000);
     assert!(n0 > 0 && n7 > 0, "{n0} {n7}");
     assert!(age0 < 7, "without a floor the tail alone decides: {age0}");
     assert!(age7 >= 7 && n7 < n0, "{n7} {age7} {n0}");
+    // Over the threshold the floor is waived: the first pass folds younger exchanges too.
+    let (_, over) = youngest(7, 4_000);
+    assert!(over < 7, "over the threshold: {over}");
     // Twelve turns hold 24 answers: a floor of 25 folds nothing.
     let cfg = MicroConfig {
         min_age_answers: 25,
@@ -1361,8 +1373,8 @@ fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
     let h = Harness::new(tool_heavy(12), cfg, 20_000, true);
     assert_eq!(h.plan().step, MicroStep::Noop(NoopReason::NothingToAbsorb));
 
-    // The tool groups of a long turn: each one an answer; a progress pass takes only groups
-    // that four answers follow.
+    // The tool groups of a long turn: each one an answer; under the threshold a progress pass
+    // takes only groups that four answers follow.
     let progress_ages = |floor: usize| -> Vec<usize> {
         let mut msgs = tool_heavy(3);
         msgs.push(Message::user("do the long task"));
@@ -1378,7 +1390,9 @@ fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
             h.t.push(Message::assistant_tool_calls("", vec![call]), &h.e);
             h.t.push(Message::tool_result(&id, "z".repeat(1_500)), &h.e);
             let plan = h.plan_progress();
-            if let MicroStep::Absorb(job) = &plan.step {
+            if let MicroStep::Absorb(job) = &plan.step
+                && h.t.current_tokens() < 8_000
+            {
                 ages.push(answers_after(
                     h.t.messages(),
                     job.ranges.last().unwrap().end,

@@ -142,27 +142,42 @@ fn responses_style_calls_compact_in_every_mode() {
     }
 }
 
+/// `--passes N` stops after N passes while there is more to fold (every exchange may go with
+/// `micro_compact_min_age_answers = 0`); with the default floor the passes end when nothing
+/// eight answers old is left and the transcript is under the threshold.
 #[test]
 fn micro_stops_at_the_pass_limit() {
     let dir = tempfile::tempdir().unwrap();
     let input = write_jsonl(dir.path(), "s.jsonl", &tool_session(30, 6_000));
-    let out = dir.path().join("o.jsonl");
-    let o = run(&[
-        "compact",
-        "--input",
-        s(&input),
-        "--output",
-        s(&out),
-        "--mode",
-        "micro",
-        "--passes",
-        "2",
-        "--context-length",
-        "32000",
-    ]);
-    let (stdout, stderr) = texts(&o);
-    assert_eq!(o.status.code(), Some(0), "{stderr}");
-    assert_eq!(field(stdout.trim(), "passes"), "2");
+    let any_age = dir.path().join("any-age.toml");
+    std::fs::write(
+        &any_age,
+        "[compression]\nmicro_compact_min_age_answers = 0\n",
+    )
+    .unwrap();
+    let passes = |extra: &[&str]| {
+        let out = dir.path().join("o.jsonl");
+        let mut args = vec![
+            "compact",
+            "--input",
+            s(&input),
+            "--output",
+            s(&out),
+            "--mode",
+            "micro",
+            "--passes",
+            "2",
+            "--context-length",
+            "32000",
+        ];
+        args.extend_from_slice(extra);
+        let o = run(&args);
+        let (stdout, stderr) = texts(&o);
+        assert_eq!(o.status.code(), Some(0), "{stderr}");
+        field(stdout.trim(), "passes").to_owned()
+    };
+    assert_eq!(passes(&["--config", s(&any_age)]), "2");
+    assert_eq!(passes(&[]), "1");
 }
 
 #[test]

@@ -165,7 +165,8 @@ pub struct CompressionConfig {
     pub micro_compact_min_reclaim_tokens: ReclaimGate,
     pub micro_compact_gate_horizon_requests: u64,
     /// A micro pass folds only messages at least this many answers old (assistant messages
-    /// after them, markers not counted); 0 folds any age. Default 8: a message is needed by
+    /// after them, markers not counted); at or over the threshold, when nothing that old is
+    /// left, and with 0, any age. Default 8: a message is needed by
     /// one of the next eight answers with a chance of 15% at four to seven answers old and 8%
     /// at eight to fifteen (docs/ECONOMICS.md, "What predicts the next answers' needs").
     pub micro_compact_min_age_answers: u64,

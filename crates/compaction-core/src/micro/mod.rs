@@ -211,10 +211,30 @@ impl MicroPlanner {
     pub fn plan(&mut self, req: &MicroRequest<'_>) -> MicroPlan {
         // Taken for the plan: a plan that panics leaves a fresh memo behind.
         let mut memo = std::mem::take(&mut self.memo);
-        let mut plan = match req.hook {
-            MicroHook::Turn => absorb::plan(req, &self.state, &mut memo),
-            MicroHook::ToolRound => progress::plan(req, &self.state, &mut memo),
+        let step = |req: &MicroRequest<'_>, memo: &mut PlanMemo| match req.hook {
+            MicroHook::Turn => absorb::plan(req, &self.state, memo),
+            MicroHook::ToolRound => progress::plan(req, &self.state, memo),
         };
+        let mut plan = step(req, &mut memo);
+        // At or over the threshold with nothing old enough to fold, the age floor is waived:
+        // a batch pass would summarize the young messages anyway, and folding them may spare
+        // it. (A gate that holds old exchanges back is not waived: they may still go.)
+        if req.config.min_age_answers > 0
+            && req.transcript.current_tokens() >= req.threshold_tokens
+            && plan.step == MicroStep::Noop(NoopReason::NothingToAbsorb)
+        {
+            let cfg = MicroConfig {
+                min_age_answers: 0,
+                ..req.config.clone()
+            };
+            plan = step(
+                &MicroRequest {
+                    config: &cfg,
+                    ..*req
+                },
+                &mut memo,
+            );
+        }
         self.memo = memo;
         if let Some(r) = &plan.resolved {
             plan.cursor = Some(r.cursor);
@@ -279,8 +299,9 @@ pub struct MicroConfig {
     /// Fold only messages at least this many answers old: an exchange (or a tool group of a
     /// long turn) is absorbed only when that many assistant messages, markers not counted,
     /// come after its last message. Young messages are the ones the next answers need most
-    /// (docs/ECONOMICS.md, "What predicts the next answers' needs"). Default 8; 0 folds any
-    /// age.
+    /// (docs/ECONOMICS.md, "What predicts the next answers' needs"). At or over the threshold,
+    /// when no exchange (or group) is old enough to fold, the floor is waived: a batch pass
+    /// would summarize the young ones anyway. Default 8; 0 folds any age.
     pub min_age_answers: usize,
     /// Join user messages made adjacent instead of leaving them separate.
     pub strict_alternation: bool,

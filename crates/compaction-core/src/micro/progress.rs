@@ -64,8 +64,8 @@ pub(super) fn plan(req: &MicroRequest<'_>, state: &MicroState, memo: &mut PlanMe
         return plan;
     }
     memo.progress_clear(t, &r.middle);
-    // The last reply the user saw stays verbatim: absorption stops before it, and before
-    // the groups younger than `min_age_answers`.
+    // The last reply the user saw stays verbatim: absorption stops before it, and before the
+    // groups younger than `min_age_answers`.
     let end_limit = r
         .rewritable_turn_middle()
         .end
