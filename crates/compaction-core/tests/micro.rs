@@ -828,6 +828,14 @@ fn stale_transcripts_and_empty_steps_are_refused() {
     ));
 }
 
+/// One tool round `k` of a long turn: a `make` call and its 1,500-character result.
+fn long_round(h: &mut Harness, k: usize) {
+    let id = format!("long_{k}");
+    let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
+    h.t.push(Message::assistant_tool_calls("", vec![call]), &h.e);
+    h.t.push(Message::tool_result(&id, "z".repeat(1_500)), &h.e);
+}
+
 #[test]
 fn long_turn_progress_marker_is_updated_in_place_then_absorbed_with_its_turn() {
     let mut msgs = tool_heavy(3);
@@ -836,10 +844,7 @@ fn long_turn_progress_marker_is_updated_in_place_then_absorbed_with_its_turn() {
     let mut h = Harness::new(msgs, MicroConfig::default(), 8_000, true);
     let mut progressed = 0;
     for k in 0..30 {
-        let id = format!("long_{k}");
-        let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
-        h.t.push(Message::assistant_tool_calls("", vec![call]), &h.e);
-        h.t.push(Message::tool_result(&id, "z".repeat(1_500)), &h.e);
+        long_round(&mut h, k);
         let plan = h.plan_progress();
         if h.pass(plan, &mut |p| Some(merge(p))) == Ran::Progressed {
             progressed += 1;
@@ -1385,10 +1390,7 @@ fn the_age_floor_folds_only_old_enough_exchanges_and_tool_groups() {
         let mut h = Harness::new(msgs, cfg, 8_000, true);
         let mut ages = Vec::new();
         for k in 0..30 {
-            let id = format!("long_{k}");
-            let call = ToolCall::function(&id, "bash", r#"{"command":"make"}"#);
-            h.t.push(Message::assistant_tool_calls("", vec![call]), &h.e);
-            h.t.push(Message::tool_result(&id, "z".repeat(1_500)), &h.e);
+            long_round(&mut h, k);
             let plan = h.plan_progress();
             if let MicroStep::Absorb(job) = &plan.step
                 && h.t.current_tokens() < 8_000
